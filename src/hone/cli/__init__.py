@@ -1,0 +1,1 @@
+"""The `hone` command line."""

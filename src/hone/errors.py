@@ -1,0 +1,40 @@
+"""User-facing errors: one line naming where the problem is, exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class HoneError(Exception):
+    """An error in the user's input or environment that hone explains in one line."""
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        key: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.key = key
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file + (f":{self.line}" if self.line else "") + ": "
+        key = f"{self.key}: " if self.key else ""
+        return f"{where}{key}{self.message}"
+
+
+class ActuationError(HoneError):
+    """A knob could not be read or set; fails the trial, not the study."""
+
+
+class BenchmarkError(HoneError):
+    """The benchmark or a metric command failed; fails the trial, not the study."""

@@ -1,0 +1,183 @@
+"""An append-only, fsynced record of every setting's original value, written before it changes.
+
+One journal per scope (a tuning project, a static profile). A setting's original value is
+recorded once, the first time hone is about to change it, and survives later runs, so `restore`
+always returns to the state before hone touched anything, whether the run finished, failed or
+was killed with SIGKILL. Tuning and profiles share this one mechanism."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hone.errors import ActuationError, HoneError
+from hone.knobs import Actuator, actuator_from_spec
+from hone.paths import state_dir
+
+
+@dataclass(frozen=True)
+class Original:
+    name: str
+    spec: dict[str, Any]
+    value: str
+
+
+@dataclass(frozen=True)
+class RestoreOutcome:
+    name: str
+    value: str
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Journal:
+    """JSON lines: `begin`, `original`, `set`, `end` and `restored` records."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._originals: dict[str, Original] | None = None
+
+    @classmethod
+    def for_scope(cls, scope: str) -> Journal:
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", scope).strip(".") or "default"
+        directory = state_dir() / "journal"
+        directory.mkdir(parents=True, exist_ok=True)
+        return cls(directory / f"{safe}.jsonl")
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _append(self, record: dict[str, Any]) -> None:
+        record = {"time": time.time(), **record}
+        line = (json.dumps(record, sort_keys=True) + "\n").encode()
+        new = not self.path.exists()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if new:
+            _fsync_dir(self.path.parent)
+
+    def begin(self, **meta: Any) -> None:
+        self._append({"op": "begin", "pid": os.getpid(), "meta": meta})
+
+    def remember(self, name: str, actuator: Actuator) -> str | None:
+        """Durably record the current value of a setting before its first change.
+
+        Returns the original value (None for settings that die with hone's own process)."""
+        known = self.originals()
+        if name in known:
+            return known[name].value
+        if not actuator.persistent:
+            return None
+        value = actuator.get() if actuator.readable else None
+        if value is None:
+            raise ActuationError("cannot record the original value: the knob has no get", key=name)
+        original = Original(name, actuator.spec(), value)
+        self._append({"op": "original", "name": name, "spec": original.spec, "value": value})
+        known[name] = original
+        return value
+
+    def note_set(self, name: str, value: str) -> None:
+        self._append({"op": "set", "name": name, "value": value})
+
+    def end(self, outcome: str) -> None:
+        """The run stopped cleanly; `outcome` says what state it left (applied, restored, ...)."""
+        self._append({"op": "end", "outcome": outcome})
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def records(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        lines = self.path.read_text().splitlines()
+        records = []
+        for number, line in enumerate(lines, 1):
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                # A torn last line from a crash mid-write: everything before it is intact.
+                if number != len(lines):
+                    raise HoneError("journal is corrupt", file=self.path, line=number) from None
+        return records
+
+    def originals(self) -> dict[str, Original]:
+        if self._originals is None:
+            self._originals = {
+                r["name"]: Original(r["name"], r["spec"], r["value"])
+                for r in self.records()
+                if r["op"] == "original"
+            }
+        return self._originals
+
+    def unfinished(self) -> dict[str, Any] | None:
+        """The `begin` record of a run that never wrote `end` (it crashed or was killed)."""
+        last_begin = None
+        for record in self.records():
+            if record["op"] == "begin":
+                last_begin = record
+            elif record["op"] in ("end", "restored"):
+                last_begin = None
+        return last_begin
+
+    def has_changes(self) -> bool:
+        return bool(self.originals())
+
+    # -- restoring -------------------------------------------------------------------------
+
+    def restore(self) -> list[RestoreOutcome]:
+        """Put every recorded setting back, newest first; archive the journal when all succeed."""
+        outcomes = []
+        for original in reversed(list(self.originals().values())):
+            try:
+                actuator_from_spec(original.spec).apply(original.value)
+                outcomes.append(RestoreOutcome(original.name, original.value))
+            except HoneError as exc:
+                outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
+        if all(o.ok for o in outcomes):
+            self._append({"op": "restored"})
+            self.archive()
+        return outcomes
+
+    def archive(self) -> Path | None:
+        """Move a fully restored journal aside so the next run records fresh originals."""
+        if not self.path.exists():
+            return None
+        target = self.path.with_name(f"{self.path.stem}.{int(time.time() * 1000)}.done.jsonl")
+        self.path.rename(target)
+        _fsync_dir(self.path.parent)
+        self._originals = None
+        return target
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold an exclusive lock on this scope so two hone processes never interleave."""
+        lock_path = self.path.with_suffix(".lock")
+        with open(lock_path, "w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise HoneError(
+                    "another hone process is working on this scope", file=self.path
+                ) from None
+            yield
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

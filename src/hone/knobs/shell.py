@@ -1,0 +1,65 @@
+"""A-Tune's knob: a `get` command that prints the value and a `set` command with `$value`.
+
+The value reaches the command through an environment variable, quoted for its context (see
+hone.shell), never by pasting text into the command."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hone import shell
+from hone.errors import ActuationError
+from hone.knobs.base import Actuator, register
+
+VALUE_VARIABLE = "HONE_VALUE"
+
+
+@register
+@dataclass
+class ShellActuator(Actuator):
+    set_command: str
+    get_command: str | None = None
+    timeout: float = 60.0
+    cwd: str | None = None
+    #: Extra environment (A-Tune's ITERATION, {disk}/{network} substitutions).
+    env: dict[str, str] = field(default_factory=dict)
+    kind = "shell"
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.get_command)
+
+    def get(self) -> str:
+        if not self.get_command:
+            raise ActuationError("this knob has no get command", key=self.set_command[:60])
+        result = shell.run(self.get_command, env=self.env, timeout=self.timeout, cwd=self.cwd)
+        if not result.ok:
+            why = "timed out" if result.timed_out else f"exit {result.returncode}"
+            raise ActuationError(f"get failed ({why}): {result.tail()}", key=self.get_command[:80])
+        return result.stdout.strip()
+
+    def set(self, value: str) -> None:
+        command = shell.render(self.set_command, {"$value": "${" + VALUE_VARIABLE + "}"})
+        env = {**self.env, VALUE_VARIABLE: str(value)}
+        result = shell.run(command, env=env, timeout=self.timeout, cwd=self.cwd)
+        if not result.ok:
+            why = "timed out" if result.timed_out else f"exit {result.returncode}"
+            raise ActuationError(
+                f"set {value!r} failed ({why}): {result.tail()}", key=self.set_command[:80]
+            )
+
+    def spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"kind": self.kind, "set_command": self.set_command}
+        if self.get_command:
+            spec["get_command"] = self.get_command
+        if self.cwd:
+            spec["cwd"] = self.cwd
+        if self.env:
+            spec["env"] = self.env
+        if self.timeout != 60.0:
+            spec["timeout"] = self.timeout
+        return spec
+
+    def describe(self) -> str:
+        return f"shell({self.set_command[:60]})"

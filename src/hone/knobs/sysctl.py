@@ -1,0 +1,43 @@
+"""Kernel parameters under /proc/sys, named as sysctl names them (`vm.swappiness`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hone.errors import ActuationError
+from hone.knobs.base import Actuator, register
+
+PROC_SYS = Path("/proc/sys")
+
+
+@register
+@dataclass
+class SysctlActuator(Actuator):
+    key: str
+    kind = "sysctl"
+
+    @property
+    def path(self) -> Path:
+        relative = self.key.replace(".", "/") if "/" not in self.key else self.key
+        path = (PROC_SYS / relative).resolve()
+        if PROC_SYS not in path.parents:
+            raise ActuationError(f"{self.key!r} is not under /proc/sys", key=self.key)
+        return path
+
+    def get(self) -> str:
+        try:
+            return self.path.read_text().strip()
+        except OSError as exc:
+            raise ActuationError(f"cannot read: {exc.strerror}", key=self.key) from None
+
+    def set(self, value: str) -> None:
+        try:
+            with open(self.path, "w") as handle:
+                handle.write(str(value))
+        except OSError as exc:
+            raise ActuationError(f"cannot set {value!r}: {exc.strerror}", key=self.key) from None
+
+    def spec(self) -> dict[str, Any]:
+        return {"kind": self.kind, "key": self.key}

@@ -1,0 +1,8 @@
+"""Optimisers: propose configurations, learn from measured results.
+
+Every optimiser is one module with one `Optimizer` subclass registered under its names (A-Tune's
+engine names among them). Adding an optimiser means adding one file here."""
+
+from hone.optimizers.base import Observation, Optimizer, make_optimizer, optimizer_names, register
+
+__all__ = ["Observation", "Optimizer", "make_optimizer", "optimizer_names", "register"]

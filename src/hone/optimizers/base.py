@@ -1,0 +1,111 @@
+"""The optimiser interface (ask / tell / recommend) and the registry of optimisers."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hone.errors import HoneError
+from hone.space import Config, SearchSpace
+
+_REGISTRY: dict[str, type[Optimizer]] = {}
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One measurement. `value` is minimised; None means the trial failed."""
+
+    config: Config
+    value: float | None
+
+
+class Optimizer(ABC):
+    """Proposes configurations to measure and names the one to deploy. Always minimises:
+    the tuning loop negates objectives that are maximised."""
+
+    name: ClassVar[str]
+    #: Other names accepted by `--engine` (A-Tune's engine names).
+    aliases: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self, space: SearchSpace, *, seed: int | None = None, budget: int | None = None
+    ) -> None:
+        self.space = space
+        self.seed = seed
+        self.budget = budget
+        self.rng = np.random.default_rng(seed)
+        self.history: list[Observation] = []
+
+    @abstractmethod
+    def ask(self) -> Config:
+        """The next configuration to measure."""
+
+    def ask_batch(self, n: int) -> list[Config]:
+        """n configurations to measure at once (on several machines). Override to diversify."""
+        return [self.ask() for _ in range(n)]
+
+    def tell(self, config: Config, value: float | None) -> None:
+        """Learn one result; `value` None means the configuration failed."""
+        self.history.append(Observation(dict(config), value))
+
+    def recommend(self) -> Config | None:
+        """The configuration to deploy now: by default the best mean over its repeats."""
+        sums: dict[tuple, list[float]] = defaultdict(list)
+        configs: dict[tuple, Config] = {}
+        for obs in self.history:
+            if obs.value is not None:
+                key = self.space.key(obs.config)
+                sums[key].append(obs.value)
+                configs[key] = obs.config
+        if not sums:
+            return None
+        best = min(sums, key=lambda k: float(np.mean(sums[k])))
+        return configs[best]
+
+    def first_config(self) -> Config | None:
+        """The default configuration when it has not been measured yet (start from what runs)."""
+        default = self.space.default()
+        if default is not None and not self.history and self.space.feasible(default):
+            return default
+        return None
+
+
+def register(cls: type[Optimizer]) -> type[Optimizer]:
+    """Class decorator: make an optimiser available under its name and aliases."""
+    for name in (cls.name, *cls.aliases):
+        _REGISTRY[name.lower()] = cls
+    return cls
+
+
+def _load_all() -> None:
+    import hone.optimizers as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.name != "base":
+            importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+def optimizer_names() -> list[str]:
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def make_optimizer(name: str, space: SearchSpace, **options: Any) -> Optimizer:
+    """Build the optimiser registered under `name` (case-insensitive)."""
+    _load_all()
+    cls = _REGISTRY.get(name.lower())
+    if cls is None:
+        raise HoneError(
+            f"unknown engine {name!r} (known: {', '.join(optimizer_names())})", key="engine"
+        )
+    return cls(space, **options)
+
+
+OptimizerFactory = Callable[..., Optimizer]
