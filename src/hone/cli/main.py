@@ -42,6 +42,11 @@ def _register_capabilities() -> None:
 
 
 
+@app.callback()
+def main() -> None:
+    """A performance engineer for Linux servers."""
+
+
 @app.command()
 def version() -> None:
     """Print hone's version."""
@@ -56,22 +61,10 @@ _register_capabilities()
 def run() -> None:
     """Entry point: run the app, turning user errors into one clear line."""
     try:
-        app(standalone_mode=False)
+        app()
     except HoneError as exc:
         print(f"hone: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        print("hone: aborted", file=sys.stderr)
-        sys.exit(130)
     except KeyboardInterrupt:
         print("hone: interrupted", file=sys.stderr)
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
-        raise
