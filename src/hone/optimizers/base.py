@@ -35,11 +35,22 @@ class Optimizer(ABC):
     aliases: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
-        self, space: SearchSpace, *, seed: int | None = None, budget: int | None = None
+        self,
+        space: SearchSpace,
+        *,
+        seed: int | None = None,
+        budget: int | None = None,
+        random_starts: int | None = None,
+        split_count: int | None = None,
     ) -> None:
+        """`budget` is the number of evaluations planned; `random_starts` (A-Tune) the number
+        of space-filling points before a model is used (None: the optimiser's own choice);
+        `split_count` (A-Tune) the points per knob range for lhs and abtest."""
         self.space = space
         self.seed = seed
         self.budget = budget
+        self.random_starts = random_starts
+        self.split_count = split_count
         self.rng = np.random.default_rng(seed)
         self.history: list[Observation] = []
 
