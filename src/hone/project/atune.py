@@ -1,0 +1,307 @@
+"""A-Tune's tuning project: a server YAML (knobs) and a client YAML (benchmark and goal).
+
+Facts of the format are in shared/spec/atune-compat.md; the same files mean the same thing here,
+but values reach commands quoted, numeric discrete knobs stay ordered and integers stay exact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hone.errors import HoneError
+from hone.knobs.shell import ShellActuator
+from hone.project.common import boolean, check_keys, expect_mapping, number, text
+from hone.project.devices import device_environment
+from hone.project.model import (
+    Benchmark,
+    FeatureFilter,
+    Knob,
+    Metric,
+    Project,
+    Tuning,
+    Workload,
+)
+from hone.project.yamlio import Node, load_yaml
+from hone.shell import render
+from hone.space import Categorical, Domain, FloatRange, IntRange, Ordinal
+
+SERVER_KEYS = ("project", "maxiterations", "startworkload", "stopworkload", "object")
+CLIENT_KEYS = (
+    "project",
+    "engine",
+    "iterations",
+    "random_starts",
+    "benchmark",
+    "evaluations",
+    "feature_filter_engine",
+    "feature_filter_cycle",
+    "feature_filter_iters",
+    "feature_filter_count",
+    "feature_selector",
+    "split_count",
+    "eval_fluctuation",
+)
+INFO_KEYS = (
+    "desc",
+    "get",
+    "set",
+    "needrestart",
+    "type",
+    "dtype",
+    "scope",
+    "step",
+    "items",
+    "options",
+    "ref",
+    "Except",  # nodes a knob must not be tuned on (distributed tuning); one node here
+)
+ENGINES = (
+    "random",
+    "forest",
+    "gbrt",
+    "extraTrees",
+    "bayes",
+    "abtest",
+    "lhs",
+    "tpe",
+    "gridsearch",
+    "traverse",
+)
+#: Device placeholders A-Tune fills from its daemon's config; hone detects them.
+DEVICE_PLACEHOLDERS = {"{disk}": "${HONE_DISK}", "{network}": "${HONE_NETWORK}"}
+
+
+def is_server(data: Any) -> bool:
+    return isinstance(data, dict) and "object" in data
+
+
+def is_client(data: Any) -> bool:
+    return isinstance(data, dict) and "evaluations" in data
+
+
+def load_pair(server_path: Path, client_path: Path) -> Project:
+    server = _document(server_path, "server", is_server, "object")
+    client = _document(client_path, "client", is_client, "evaluations")
+    check_keys(server, SERVER_KEYS, required=("project", "object"))
+    check_keys(client, CLIENT_KEYS, required=("project", "benchmark", "evaluations"))
+    name = _project_name(server)
+    client_name = _project_name(client)
+    if client_name != name:
+        raise client.error(
+            "project", f"names project {client_name!r} but the server file names {name!r}"
+        )
+    directory = client_path.resolve().parent.parent
+    env = device_environment()
+    knobs = [
+        _knob(item, index, server, directory, env) for index, item in enumerate(_objects(server))
+    ]
+    max_iterations = number(server, "maxiterations", None, integer=True)
+    if max_iterations is not None and max_iterations <= 0:
+        raise server.error("maxiterations", "must be at least 1")
+    iterations = number(client, "iterations", 30, integer=True)
+    if iterations <= 0:
+        raise client.error("iterations", "must be at least 1")
+    return Project(
+        name=name,
+        knobs=knobs,
+        benchmark=Benchmark(command=_required_text(client, "benchmark")),
+        metrics=_metrics(client),
+        directory=directory,
+        sources=[server_path, client_path],
+        workload=Workload(
+            start=text(server, "startworkload") or None,
+            stop=text(server, "stopworkload") or None,
+        ),
+        tuning=_tuning(client, min(iterations, max_iterations or iterations)),
+        max_iterations=max_iterations,
+    )
+
+
+def _document(path: Path, role: str, test: Any, key: str) -> Node:
+    data = load_yaml(path)
+    if not test(data):
+        raise HoneError(f"not an A-Tune {role} file (no {key!r} list)", file=path)
+    return data
+
+
+def _project_name(node: Node) -> str:
+    name = _required_text(node, "project")
+    if not 1 <= len(name) <= 128:
+        raise node.error("project", "must be 1 to 128 characters")
+    return name
+
+
+def _required_text(node: Node, key: str) -> str:
+    value = text(node, key)
+    if not value:
+        raise node.error(key, "is missing or empty")
+    return value
+
+
+def _objects(server: Node) -> list[Node]:
+    items = server["object"]
+    if not isinstance(items, list) or not items:
+        raise server.error("object", "must be a non-empty list of knobs")
+    return items
+
+
+def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, str]) -> Knob:
+    if not isinstance(item, Node):
+        raise server.error("object", f"entry {index + 1} must be a mapping with name and info")
+    check_keys(item, ("name", "info"), required=("name", "info"))
+    name = _required_text(item, "name")
+    info = expect_mapping(item["info"], item, "info")
+    check_keys(info, INFO_KEYS, required=("set", "type"))
+    try:
+        domain = _domain(info)
+    except ValueError as exc:
+        raise info.error("scope", f"knob {name!r}: {exc}") from None
+    actuator = ShellActuator(
+        set_command=render(_required_text(info, "set"), DEVICE_PLACEHOLDERS),
+        get_command=render(text(info, "get") or "", DEVICE_PLACEHOLDERS) or None,
+        cwd=str(directory),
+        env=dict(env),
+    )
+    reference = None
+    if info.get("ref") is not None:
+        try:
+            reference = domain.parse(str(info["ref"]))
+        except ValueError as exc:
+            raise info.error("ref", f"knob {name!r}: {exc}") from None
+    return Knob(
+        name=name,
+        domain=domain,
+        actuator=actuator,
+        restart=boolean(info, "needrestart", False),
+        reference=reference,
+        description=text(info, "desc") or "",
+    )
+
+
+def _domain(info: Node) -> Domain:
+    kind = text(info, "type")
+    dtype = (text(info, "dtype") or ("string" if "options" in info else "int")).lower()
+    if kind not in ("discrete", "continuous"):
+        raise info.error("type", f"must be discrete or continuous, not {kind!r}")
+    if dtype not in ("int", "float", "string"):
+        raise info.error("dtype", f"must be int, float or string, not {dtype!r}")
+    if dtype == "string" or (kind == "discrete" and "options" in info and "scope" not in info):
+        options = info.get("options")
+        if not isinstance(options, list) or not options:
+            raise info.error("options", "a string knob needs a non-empty options list")
+        if dtype == "string":
+            return Categorical(tuple(str(o) for o in options))
+        return Ordinal(tuple(_numbers(info, "options", options, dtype)))
+    scope = info.get("scope")
+    if not isinstance(scope, list) or len(scope) < 2:
+        raise info.error("scope", "must be a list [low, high] (pairs of ranges when discrete)")
+    bounds = _numbers(info, "scope", scope, dtype)
+    if kind == "continuous":
+        low, high = bounds[0], bounds[1]
+        if dtype == "int":
+            return IntRange(int(low), int(high))
+        return FloatRange(float(low), float(high))
+    if len(bounds) % 2:
+        raise info.error("scope", "a discrete scope must hold pairs [low, high, low, high, ...]")
+    return _discrete(info, bounds, dtype)
+
+
+def _discrete(info: Node, bounds: list[float], dtype: str) -> Domain:
+    """Union of stepped ranges plus `items`; a single range without items stays a range."""
+    raw_step = number(info, "step", None)
+    extra = _numbers(info, "items", info.get("items") or [], dtype)
+    if dtype == "int":
+        step = max(1, int(raw_step or 1))
+        if len(bounds) == 2 and not extra:
+            low, high = int(bounds[0]), int(bounds[1])
+            return IntRange(low, low + (high - low) // step * step, step)
+        values = {v for lo, hi in _pairs(bounds) for v in range(int(lo), int(hi) + 1, step)}
+    else:
+        step = raw_step if raw_step and raw_step > 0 else 0.1
+        if len(bounds) == 2 and not extra:
+            return FloatRange(float(bounds[0]), float(bounds[1]), step=step)
+        values = set()
+        for lo, hi in _pairs(bounds):
+            count = int((hi - lo) / step + 1e-9)
+            values.update(round(lo + i * step, 12) for i in range(count + 1))
+    values.update(extra)
+    if not values:
+        raise info.error("scope", "describes no values")
+    return Ordinal(tuple(values))
+
+
+def _pairs(bounds: list[float]) -> list[tuple[float, float]]:
+    return [(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)]
+
+
+def _numbers(info: Node, key: str, values: Any, dtype: str) -> list[Any]:
+    if not isinstance(values, list):
+        raise info.error(key, "must be a list")
+    result = []
+    for value in values:
+        try:
+            number_ = float(str(value).strip())
+        except ValueError:
+            raise info.error(key, f"{value!r} is not a number") from None
+        if dtype == "int":
+            if number_ != int(number_):
+                raise info.error(key, f"{value!r} is not an integer")
+            # Parse integers from text, not through float, so byte counts stay exact.
+            text_value = str(value).strip()
+            result.append(int(text_value) if text_value.lstrip("-").isdigit() else int(number_))
+        else:
+            result.append(number_)
+    return result
+
+
+def _metrics(client: Node) -> list[Metric]:
+    evaluations = client["evaluations"]
+    if not isinstance(evaluations, list) or not evaluations:
+        raise client.error("evaluations", "must be a non-empty list")
+    if len(evaluations) > 10:
+        raise client.error("evaluations", "at most 10 evaluations")
+    metrics = []
+    for index, item in enumerate(evaluations):
+        if not isinstance(item, Node):
+            raise client.error("evaluations", f"entry {index + 1} must be a mapping")
+        check_keys(item, ("name", "info"), required=("name", "info"))
+        info = expect_mapping(item["info"], item, "info")
+        check_keys(info, ("get", "type", "weight", "threshold"), required=("get", "type"))
+        kind = text(info, "type")
+        if kind not in ("negative", "positive"):
+            raise info.error(
+                "type", f"must be negative (maximise) or positive (minimise), not {kind!r}"
+            )
+        metrics.append(
+            Metric(
+                name=_required_text(item, "name"),
+                direction="maximize" if kind == "negative" else "minimize",
+                command=_required_text(info, "get"),
+                weight=number(info, "weight", 100.0),
+            )
+        )
+    return metrics
+
+
+def _tuning(client: Node, budget: int) -> Tuning:
+    engine = text(client, "engine") or "auto"
+    if engine not in (*ENGINES, "auto") and engine.lower() not in {e.lower() for e in ENGINES}:
+        known = ", ".join((*ENGINES, "auto"))
+        raise client.error("engine", f"unknown engine {engine!r} (known: {known})")
+    random_starts = number(client, "random_starts", None, integer=True)
+    feature = None
+    if client.get("feature_filter_engine"):
+        feature = FeatureFilter(
+            engine=text(client, "feature_filter_engine") or "lhs",
+            cycle=number(client, "feature_filter_cycle", 0, integer=True),
+            iterations=number(client, "feature_filter_iters", 0, integer=True),
+            count=number(client, "feature_filter_count", 0, integer=True),
+        )
+    return Tuning(
+        engine=engine,
+        budget=budget,
+        random_starts=random_starts if random_starts else None,
+        split_count=number(client, "split_count", None, integer=True),
+        objective="atune",
+        feature_filter=feature,
+    )

@@ -1,0 +1,67 @@
+"""Checks shared by both project formats: typed fields with file/line/key errors."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any
+
+from hone.project.yamlio import Node
+
+
+def expect_mapping(value: Any, parent: Node, key: str) -> Node:
+    if not isinstance(value, Node):
+        raise parent.error(key, f"must be a mapping, not {type(value).__name__}")
+    return value
+
+
+def check_keys(node: Node, allowed: Iterable[str], required: Iterable[str] = ()) -> None:
+    """Unknown keys are typos until proven otherwise: name the closest known key."""
+    allowed = list(allowed)
+    for key in node:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise node.error(key, f"unknown key{hint}")
+    for key in required:
+        if key not in node or node[key] in (None, ""):
+            raise node.error(None, f"missing required key {key!r}")
+
+
+def text(node: Node, key: str, default: str | None = None) -> str | None:
+    value = node.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, dict | list):
+        raise node.error(key, "must be text")
+    return str(value)
+
+
+def number(node: Node, key: str, default: float | None = None, *, integer: bool = False) -> Any:
+    value = node.get(key, default)
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        result = float(value)
+        if integer:
+            if result != int(result):
+                raise ValueError
+            return int(result)
+        return result
+    except (TypeError, ValueError):
+        kind = "a whole number" if integer else "a number"
+        raise node.error(key, f"must be {kind}, not {value!r}") from None
+
+
+def boolean(node: Node, key: str, default: bool) -> bool:
+    value = node.get(key, default)
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in ("true", "yes", "on", "1"):
+        return True
+    if word in ("false", "no", "off", "0"):
+        return False
+    raise node.error(key, f"must be true or false, not {value!r}")

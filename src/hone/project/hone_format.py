@@ -1,0 +1,352 @@
+"""hone's own single-file project format (documented in docs/project-format.md)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from hone.errors import ActuationError
+from hone.knobs import Actuator, actuator_from_spec, actuator_kinds
+from hone.project.common import boolean, check_keys, expect_mapping, number, text
+from hone.project.model import (
+    Benchmark,
+    FeatureFilter,
+    Knob,
+    Limit,
+    Metric,
+    Project,
+    Tuning,
+    Workload,
+)
+from hone.project.yamlio import Node, NodeList, load_yaml
+from hone.space import Boolean, Categorical, Constraint, Domain, FloatRange, IntRange, Ordinal
+from hone.workload.launch import LaunchSpec
+
+TOP_KEYS = (
+    "name",
+    "description",
+    "directory",
+    "workload",
+    "knobs",
+    "constraints",
+    "benchmark",
+    "metrics",
+    "tuning",
+)
+DOMAIN_KEYS = (
+    "type",
+    "range",
+    "step",
+    "log",
+    "values",
+    "default",
+    "restart",
+    "description",
+    "on",
+    "off",
+    "flag_style",
+)
+KNOB_TYPES = ("int", "float", "ordinal", "categorical", "bool")
+#: The field a scalar actuator value fills, e.g. `sysctl: vm.swappiness`.
+PRIMARY_FIELD = {"sysctl": "key", "sysfs": "path", "flag": "flag", "env": "variable"}
+
+
+def load_hone(path: Path) -> Project:
+    doc = load_yaml(path)
+    if not isinstance(doc, Node):
+        raise _error(path, "a hone project is a YAML mapping (name, knobs, benchmark, metrics)")
+    check_keys(doc, TOP_KEYS, required=("name", "knobs", "benchmark", "metrics"))
+    directory = (path.parent / (text(doc, "directory") or ".")).resolve()
+    workload = _workload(doc.get("workload"), doc)
+    knobs_node = expect_mapping(doc["knobs"], doc, "knobs")
+    if not knobs_node:
+        raise doc.error("knobs", "needs at least one knob")
+    knobs = [
+        _knob(name, expect_mapping(spec, knobs_node, name), directory, workload)
+        for name, spec in knobs_node.items()
+    ]
+    constraints = _constraints(doc, {k.name for k in knobs})
+    return Project(
+        name=_name(doc),
+        description=text(doc, "description") or "",
+        knobs=knobs,
+        benchmark=_benchmark(doc),
+        metrics=_metrics(doc),
+        directory=directory,
+        sources=[path],
+        workload=workload,
+        tuning=_tuning(doc.get("tuning"), doc),
+        constraints=constraints,
+    )
+
+
+def _error(path: Path, message: str) -> Exception:
+    from hone.errors import HoneError
+
+    return HoneError(message, file=path, line=1)
+
+
+def _name(doc: Node) -> str:
+    name = text(doc, "name") or ""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", name):
+        raise doc.error("name", "must be 1-128 letters, digits, '_', '.' or '-'")
+    return name
+
+
+def _workload(node: Any, doc: Node) -> Workload:
+    if node is None:
+        return Workload()
+    node = expect_mapping(node, doc, "workload")
+    check_keys(node, ("start", "stop", "process", "ready", "ready_timeout"))
+    launch = None
+    if node.get("process") is not None:
+        process = expect_mapping(node["process"], node, "process")
+        check_keys(process, ("command", "env"), required=("command",))
+        command = process["command"]
+        if isinstance(command, str):
+            command = command.split()
+        if not isinstance(command, list) or not command:
+            raise process.error("command", "must be a list of arguments (or one string)")
+        env = process.get("env") or {}
+        if not isinstance(env, dict):
+            raise process.error("env", "must be a mapping of variable to value")
+        launch = LaunchSpec([str(c) for c in command], env={k: str(v) for k, v in env.items()})
+        if node.get("start"):
+            raise node.error("process", "give either process or start/stop, not both")
+    return Workload(
+        start=text(node, "start"),
+        stop=text(node, "stop"),
+        launch=launch,
+        ready=text(node, "ready"),
+        ready_timeout=number(node, "ready_timeout", 60.0),
+    )
+
+
+def _knob(name: str, node: Node, directory: Path, workload: Workload) -> Knob:
+    kinds = actuator_kinds()
+    check_keys(node, (*DOMAIN_KEYS, *kinds))
+    chosen = [k for k in kinds if k in node]
+    if len(chosen) != 1:
+        what = "no way to set it" if not chosen else f"several ({', '.join(chosen)})"
+        raise node.error(None, f"knob {name!r} needs exactly one of {', '.join(kinds)}: {what}")
+    domain = _domain(name, node)
+    actuator = _actuator(name, chosen[0], node, directory, workload)
+    reference = None
+    if node.get("default") is not None:
+        reference = _value(node, "default", domain)
+    restart = boolean(node, "restart", actuator.needs_restart)
+    if restart and not workload.managed:
+        raise node.error(
+            "restart",
+            f"knob {name!r} needs a restart but the project has no "
+            "workload to restart (add workload: start/stop or process)",
+        )
+    return Knob(name, domain, actuator, restart, reference, text(node, "description") or "")
+
+
+def _domain(name: str, node: Node) -> Domain:
+    kind = text(node, "type")
+    if kind not in KNOB_TYPES:
+        raise node.error("type", f"knob {name!r}: type must be one of {', '.join(KNOB_TYPES)}")
+    try:
+        if kind in ("int", "float"):
+            bounds = node.get("range")
+            if not isinstance(bounds, list) or len(bounds) != 2:
+                if isinstance(node.get("values"), list):
+                    return Ordinal(tuple(_numbers(node, "values")))
+                raise node.error("range", f"knob {name!r}: needs range: [low, high] or values")
+            low, high = _numbers(node, "range")
+            log = boolean(node, "log", False)
+            if kind == "int":
+                step = number(node, "step", 1, integer=True)
+                return IntRange(int(low), int(high), step, log)
+            return FloatRange(float(low), float(high), number(node, "step", None), log)
+        values = node.get("values")
+        if kind == "bool":
+            return Boolean(str(node.get("on", "1")), str(node.get("off", "0")))
+        if not isinstance(values, list) or not values:
+            raise node.error("values", f"knob {name!r}: needs a non-empty values list")
+        if kind == "ordinal":
+            return Ordinal(tuple(_numbers(node, "values")))
+        return Categorical(tuple(str(v) for v in values))
+    except ValueError as exc:
+        raise node.error(
+            "range" if "range" in node else "values", f"knob {name!r}: {exc}"
+        ) from None
+
+
+def _numbers(node: Node, key: str) -> list[int | float]:
+    result: list[int | float] = []
+    for value in node[key]:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise node.error(key, f"{value!r} is not a number")
+        result.append(value)
+    return result
+
+
+def _value(node: Node, key: str, domain: Domain) -> Any:
+    value = node[key]
+    candidate = value if domain.contains(value) else None
+    if candidate is None:
+        try:
+            candidate = domain.parse(str(value))
+        except ValueError:
+            candidate = None
+    if candidate is None or not domain.contains(candidate):
+        raise node.error(key, f"{value!r} is not in {domain.describe()}")
+    return candidate
+
+
+def _actuator(name: str, kind: str, node: Node, directory: Path, workload: Workload) -> Actuator:
+    raw = node[kind]
+    if kind == "shell":
+        shell = expect_mapping(raw, node, kind)
+        check_keys(shell, ("get", "set", "timeout"), required=("set",))
+        spec: dict[str, Any] = {
+            "kind": "shell",
+            "set_command": text(shell, "set"),
+            "get_command": text(shell, "get"),
+            "cwd": str(directory),
+        }
+        if "timeout" in shell:
+            spec["timeout"] = number(shell, "timeout")
+    elif isinstance(raw, dict):
+        spec = {"kind": kind, **raw}
+    elif kind in PRIMARY_FIELD:
+        spec = {"kind": kind, PRIMARY_FIELD[kind]: str(raw)}
+    else:
+        raise node.error(kind, f"knob {name!r}: {kind} needs a mapping of options")
+    if kind == "config" and "file" in spec and not Path(str(spec["file"])).is_absolute():
+        spec["file"] = str(directory / str(spec["file"]))
+    if kind == "flag" and "flag_style" in node:
+        spec["style"] = text(node, "flag_style")
+    if kind in ("flag", "env") and workload.launch is None:
+        raise node.error(kind, f"knob {name!r}: a {kind} knob needs workload: process")
+    try:
+        return actuator_from_spec(spec, launch=workload.launch)
+    except ActuationError as exc:
+        raise node.error(kind, f"knob {name!r}: {exc.message}") from None
+
+
+def _constraints(doc: Node, names: set[str]) -> list[Constraint]:
+    items = doc.get("constraints") or []
+    if not isinstance(items, NodeList | list):
+        raise doc.error("constraints", "must be a list of expressions")
+    result = []
+    for item in items:
+        try:
+            result.append(Constraint.parse(str(item), names))
+        except ValueError as exc:
+            raise doc.error("constraints", str(exc)) from None
+    return result
+
+
+def _benchmark(doc: Node) -> Benchmark:
+    node = doc["benchmark"]
+    if isinstance(node, str):
+        return Benchmark(command=node)
+    node = expect_mapping(node, doc, "benchmark")
+    check_keys(node, ("command", "timeout", "repeats", "warmup"), required=("command",))
+    repeats = number(node, "repeats", 1, integer=True)
+    if repeats < 1:
+        raise node.error("repeats", "must be at least 1")
+    return Benchmark(
+        command=text(node, "command") or "",
+        timeout=number(node, "timeout", 600.0),
+        repeats=repeats,
+        warmup=boolean(node, "warmup", False),
+    )
+
+
+def _metrics(doc: Node) -> list[Metric]:
+    node = expect_mapping(doc["metrics"], doc, "metrics")
+    if not node:
+        raise doc.error("metrics", "needs at least one metric")
+    metrics = []
+    for name, spec in node.items():
+        spec = expect_mapping(spec, node, name)
+        check_keys(
+            spec, ("pattern", "command", "direction", "weight", "limit"), required=("direction",)
+        )
+        direction = text(spec, "direction")
+        if direction not in ("maximize", "minimize"):
+            raise spec.error("direction", f"metric {name!r}: must be maximize or minimize")
+        if ("pattern" in spec) == ("command" in spec):
+            raise spec.error(None, f"metric {name!r} needs exactly one of pattern or command")
+        pattern = text(spec, "pattern")
+        if pattern is not None:
+            try:
+                compiled = re.compile(pattern, re.MULTILINE)
+            except re.error as exc:
+                raise spec.error("pattern", f"metric {name!r}: bad regex: {exc}") from None
+            if compiled.groups < 1:
+                raise spec.error("pattern", f"metric {name!r}: the regex needs one (group)")
+        limit = None
+        if spec.get("limit") is not None:
+            try:
+                limit = Limit.parse(str(spec["limit"]))
+            except ValueError as exc:
+                raise spec.error("limit", f"metric {name!r}: {exc}") from None
+        metrics.append(
+            Metric(
+                name, direction, pattern, text(spec, "command"), number(spec, "weight", 1.0), limit
+            )  # type: ignore[arg-type]
+        )
+    if not any(m.weight > 0 for m in metrics):
+        raise doc.error("metrics", "at least one metric needs a weight above 0")
+    return metrics
+
+
+def _tuning(node: Any, doc: Node) -> Tuning:
+    if node is None:
+        return Tuning()
+    node = expect_mapping(node, doc, "tuning")
+    check_keys(
+        node,
+        (
+            "engine",
+            "budget",
+            "baseline",
+            "random_starts",
+            "split_count",
+            "confirm",
+            "apply",
+            "objective",
+            "seed",
+            "select",
+        ),
+    )
+    confirm = expect_mapping(node.get("confirm") or Node(), node, "confirm")
+    check_keys(confirm, ("candidates", "rounds"))
+    apply = text(node, "apply", "auto")
+    if apply not in ("auto", "always", "never"):
+        raise node.error("apply", "must be auto, always or never")
+    objective = text(node, "objective", "weighted")
+    if objective not in ("weighted", "atune"):
+        raise node.error("objective", "must be weighted or atune")
+    select = None
+    if node.get("select") is not None:
+        sel = expect_mapping(node["select"], node, "select")
+        check_keys(sel, ("count", "trials"), required=("count",))
+        select = FeatureFilter(
+            "auto", 1, number(sel, "trials", 0, integer=True), number(sel, "count", 0, integer=True)
+        )
+    tuning = Tuning(
+        engine=text(node, "engine", "auto") or "auto",
+        budget=number(node, "budget", 30, integer=True),
+        baseline_repeats=number(node, "baseline", 3, integer=True),
+        random_starts=number(node, "random_starts", None, integer=True),
+        split_count=number(node, "split_count", None, integer=True),
+        confirm_candidates=number(confirm, "candidates", 3, integer=True),
+        confirm_rounds=number(confirm, "rounds", 3, integer=True),
+        apply=apply,  # type: ignore[arg-type]
+        objective=objective,  # type: ignore[arg-type]
+        seed=number(node, "seed", None, integer=True),
+        feature_filter=select,
+    )
+    if tuning.budget < 1:
+        raise node.error("budget", "must be at least 1")
+    if tuning.baseline_repeats < 1:
+        raise node.error("baseline", "must be at least 1")
+    return tuning

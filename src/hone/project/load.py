@@ -1,0 +1,70 @@
+"""Find and load a project: a hone YAML file, a folder holding one, or an A-Tune pair."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hone.errors import HoneError
+from hone.project import atune
+from hone.project.hone_format import load_hone
+from hone.project.model import Project
+from hone.project.yamlio import load_yaml
+
+
+def load_project(
+    path: str | Path | None = None,
+    *,
+    server: str | Path | None = None,
+    client: str | Path | None = None,
+) -> Project:
+    """`path` is a hone file or a folder (hone.yaml, else one A-Tune server/client pair)."""
+    if server or client:
+        if not (server and client):
+            raise HoneError("an A-Tune project needs both --server and --client")
+        return atune.load_pair(Path(server), Path(client))
+    if path is None:
+        raise HoneError("name a project: a folder, a hone YAML file, or --server/--client")
+    target = Path(path)
+    if not target.exists():
+        raise HoneError("no such file or folder", file=target)
+    if target.is_file():
+        return load_hone(target)
+    for name in ("hone.yaml", "hone.yml"):
+        if (target / name).is_file():
+            return load_hone(target / name)
+    server_file, client_file = find_atune_pair(target)
+    return atune.load_pair(server_file, client_file)
+
+
+def find_atune_pair(folder: Path) -> tuple[Path, Path]:
+    """The server and client YAML of one project in a folder, paired by their project name."""
+    servers: dict[str, Path] = {}
+    clients: dict[str, Path] = {}
+    broken: list[HoneError] = []
+    for candidate in sorted(folder.glob("*.y*ml")):
+        try:
+            data = load_yaml(candidate)
+        except HoneError as exc:
+            broken.append(exc)
+            continue
+        name = str(data.get("project", "")) if isinstance(data, dict) else ""
+        if atune.is_server(data):
+            servers.setdefault(name, candidate)
+        elif atune.is_client(data):
+            clients.setdefault(name, candidate)
+    pairs = [(servers[n], clients[n]) for n in clients if n in servers]
+    if len(pairs) == 1:
+        return pairs[0]
+    if broken and not pairs:
+        raise broken[0]
+    found = f"{len(servers)} server and {len(clients)} client files"
+    if len(pairs) > 1:
+        names = ", ".join(sorted(n for n in clients if n in servers))
+        raise HoneError(
+            f"several A-Tune projects here ({names}): name the files with --server and --client",
+            file=folder,
+        )
+    raise HoneError(
+        f"expected hone.yaml or an A-Tune server and client YAML of one project, found {found}",
+        file=folder,
+    )

@@ -1,0 +1,152 @@
+"""The one in-memory model of a tuning project, whichever file format it came from."""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from hone.knobs import Actuator
+from hone.space import Constraint, Domain, SearchSpace, Value
+from hone.workload.launch import LaunchSpec
+
+Direction = Literal["maximize", "minimize"]
+ApplyPolicy = Literal["auto", "always", "never"]
+
+_LIMIT = re.compile(r"^\s*(<=|>=|<|>|==)\s*([-+0-9.eE]+)\s*$")
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+    "==": operator.eq,
+}
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A bound a metric must respect for a trial to count, e.g. `p99 <= 5`."""
+
+    op: str
+    bound: float
+
+    @classmethod
+    def parse(cls, text: str) -> Limit:
+        match = _LIMIT.match(str(text))
+        if not match:
+            raise ValueError(f"limit {text!r} must look like '<= 5' (one of <=, >=, <, >, ==)")
+        return cls(match.group(1), float(match.group(2)))
+
+    def holds(self, value: float) -> bool:
+        return _OPS[self.op](value, self.bound)
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.bound:g}"
+
+
+@dataclass
+class Knob:
+    name: str
+    domain: Domain
+    actuator: Actuator
+    restart: bool = False
+    #: The reference value (A-Tune `ref`, hone `default`); else the value read at start.
+    reference: Value | None = None
+    description: str = ""
+
+
+@dataclass
+class Metric:
+    """A number taken from the benchmark's output, by regex or by an A-Tune `$out` command."""
+
+    name: str
+    direction: Direction
+    pattern: str | None = None
+    command: str | None = None
+    weight: float = 1.0
+    limit: Limit | None = None
+
+    @property
+    def sign(self) -> float:
+        """+1 when larger is better."""
+        return 1.0 if self.direction == "maximize" else -1.0
+
+
+@dataclass
+class Benchmark:
+    command: str
+    timeout: float = 600.0
+    #: Runs per trial; the trial's figure is their mean.
+    repeats: int = 1
+    #: Run once, unrecorded, after every (re)start of the workload.
+    warmup: bool = False
+
+
+@dataclass
+class Workload:
+    """How the thing under test is (re)started. Empty when no knob needs a restart."""
+
+    start: str | None = None
+    stop: str | None = None
+    launch: LaunchSpec | None = None
+    ready: str | None = None
+    ready_timeout: float = 60.0
+
+    @property
+    def managed(self) -> bool:
+        return bool(self.start or self.launch)
+
+
+@dataclass
+class FeatureFilter:
+    """A-Tune's parameter-selection stage: shrink the space to the knobs that matter."""
+
+    engine: str = "lhs"
+    cycle: int = 0
+    iterations: int = 0
+    count: int = 0
+
+
+@dataclass
+class Tuning:
+    engine: str = "auto"
+    budget: int = 30
+    baseline_repeats: int = 3
+    random_starts: int | None = None
+    split_count: int | None = None
+    confirm_candidates: int = 3
+    confirm_rounds: int = 3
+    apply: ApplyPolicy = "auto"
+    #: "weighted": weighted relative improvement; "atune": A-Tune's combined figure.
+    objective: Literal["weighted", "atune"] = "weighted"
+    seed: int | None = None
+    feature_filter: FeatureFilter | None = None
+
+
+@dataclass
+class Project:
+    name: str
+    knobs: list[Knob]
+    benchmark: Benchmark
+    metrics: list[Metric]
+    directory: Path
+    sources: list[Path]
+    workload: Workload = field(default_factory=Workload)
+    tuning: Tuning = field(default_factory=Tuning)
+    constraints: list[Constraint] = field(default_factory=list)
+    description: str = ""
+    #: A-Tune's maxiterations cap from the server file.
+    max_iterations: int | None = None
+
+    def knob(self, name: str) -> Knob:
+        return next(k for k in self.knobs if k.name == name)
+
+    def space(self, defaults: dict[str, Value] | None = None) -> SearchSpace:
+        """The search space; `defaults` (values read from the system) fill missing references."""
+        chosen = {k.name: k.reference for k in self.knobs if k.reference is not None}
+        for name, value in (defaults or {}).items():
+            chosen.setdefault(name, value)
+        return SearchSpace({k.name: k.domain for k in self.knobs}, list(self.constraints), chosen)

@@ -1,0 +1,80 @@
+"""YAML loading that remembers line numbers, so every error can name the file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hone.errors import HoneError
+
+
+class Node(dict):
+    """A mapping that knows the file and the line of itself and of each of its keys."""
+
+    file: str = ""
+    line: int | None = None
+    key_lines: dict[str, int]
+
+    def line_of(self, key: str) -> int | None:
+        return self.key_lines.get(key, self.line)
+
+    def error(self, key: str | None, message: str) -> HoneError:
+        line = self.line_of(key) if key is not None else self.line
+        return HoneError(message, file=self.file, line=line, key=key)
+
+
+class NodeList(list):
+    file: str = ""
+    line: int | None = None
+
+
+def _loader_for(file: str) -> type[yaml.SafeLoader]:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Node:
+        result = Node()
+        result.file, result.line, result.key_lines = file, node.start_mark.line + 1, {}
+        loader.flatten_mapping(node)
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str | int | float | bool):
+                raise HoneError(
+                    "a key must be a plain value", file=file, line=key_node.start_mark.line + 1
+                )
+            key = str(key)
+            if key in result:
+                raise HoneError(
+                    "duplicate key", file=file, line=key_node.start_mark.line + 1, key=key
+                )
+            result[key] = loader.construct_object(value_node, deep=True)
+            result.key_lines[key] = key_node.start_mark.line + 1
+        return result
+
+    def sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> NodeList:
+        result = NodeList(loader.construct_object(child, deep=True) for child in node.value)
+        result.file, result.line = file, node.start_mark.line + 1
+        return result
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, sequence)
+    return Loader
+
+
+def load_yaml(path: Path) -> Any:
+    """Parse a YAML file; a syntax error becomes one HoneError line with file and line."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise HoneError(f"cannot read: {exc.strerror}", file=path) from None
+    try:
+        return yaml.load(text, Loader=_loader_for(str(path)))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        reason = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        raise HoneError(f"invalid YAML: {reason}", file=path, line=line) from None
+    except yaml.YAMLError as exc:
+        raise HoneError(f"invalid YAML: {' '.join(str(exc).split())}", file=path) from None
