@@ -40,8 +40,6 @@ def _register_capabilities() -> None:
         importlib.import_module(name).register(app)
 
 
-
-
 @app.callback()
 def main() -> None:
     """A performance engineer for Linux servers."""

@@ -80,41 +80,60 @@ def is_client(data: Any) -> bool:
 
 
 def load_pair(server_path: Path, client_path: Path) -> Project:
-    server = _document(server_path, "server", is_server, "object")
-    client = _document(client_path, "client", is_client, "evaluations")
-    check_keys(server, SERVER_KEYS, required=("project", "object"))
-    check_keys(client, CLIENT_KEYS, required=("project", "benchmark", "evaluations"))
-    name = _project_name(server)
-    client_name = _project_name(client)
+    name, knobs, workload, max_iterations = load_server(server_path)
+    client_name, metrics, tuning, command = load_client(client_path, max_iterations)
     if client_name != name:
-        raise client.error(
-            "project", f"names project {client_name!r} but the server file names {name!r}"
+        raise HoneError(
+            f"names project {client_name!r} but the server file names {name!r}",
+            file=client_path,
+            line=1,
+            key="project",
         )
-    directory = client_path.resolve().parent.parent
-    env = device_environment()
-    knobs = [
-        _knob(item, index, server, directory, env) for index, item in enumerate(_objects(server))
-    ]
-    max_iterations = number(server, "maxiterations", None, integer=True)
-    if max_iterations is not None and max_iterations <= 0:
-        raise server.error("maxiterations", "must be at least 1")
-    iterations = number(client, "iterations", 30, integer=True)
-    if iterations <= 0:
-        raise client.error("iterations", "must be at least 1")
     return Project(
         name=name,
         knobs=knobs,
-        benchmark=Benchmark(command=_required_text(client, "benchmark")),
-        metrics=_metrics(client),
-        directory=directory,
+        benchmark=Benchmark(command=command),
+        metrics=metrics,
+        directory=_working_directory(client_path),
         sources=[server_path, client_path],
-        workload=Workload(
-            start=text(server, "startworkload") or None,
-            stop=text(server, "stopworkload") or None,
-        ),
-        tuning=_tuning(client, min(iterations, max_iterations or iterations)),
+        workload=workload,
+        tuning=tuning,
         max_iterations=max_iterations,
     )
+
+
+def _working_directory(path: Path) -> Path:
+    """A-Tune's commands name files relative to the folder above the project's folder."""
+    return path.resolve().parent.parent
+
+
+def load_server(path: Path) -> tuple[str, list[Knob], Workload, int | None]:
+    """The knobs half: project name, knobs, start/stop commands and the iteration cap."""
+    server = _document(path, "server", is_server, "object")
+    check_keys(server, SERVER_KEYS, required=("project", "object"))
+    directory = _working_directory(path)
+    env = device_environment()
+    knobs = [_knob(item, i, server, directory, env) for i, item in enumerate(_objects(server))]
+    max_iterations = number(server, "maxiterations", None, integer=True)
+    if max_iterations is not None and max_iterations <= 0:
+        raise server.error("maxiterations", "must be at least 1")
+    workload = Workload(
+        start=text(server, "startworkload") or None, stop=text(server, "stopworkload") or None
+    )
+    return _project_name(server), knobs, workload, max_iterations
+
+
+def load_client(
+    path: Path, max_iterations: int | None = None
+) -> tuple[str, list[Metric], Tuning, str]:
+    """The goal half: project name, evaluations, engine settings and the benchmark command."""
+    client = _document(path, "client", is_client, "evaluations")
+    check_keys(client, CLIENT_KEYS, required=("project", "benchmark", "evaluations"))
+    iterations = number(client, "iterations", 30, integer=True)
+    if iterations <= 0:
+        raise client.error("iterations", "must be at least 1")
+    tuning = _tuning(client, min(iterations, max_iterations or iterations))
+    return _project_name(client), _metrics(client), tuning, _required_text(client, "benchmark")
 
 
 def _document(path: Path, role: str, test: Any, key: str) -> Node:

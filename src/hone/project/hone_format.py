@@ -9,6 +9,7 @@ from typing import Any
 from hone.errors import ActuationError
 from hone.knobs import Actuator, actuator_from_spec, actuator_kinds
 from hone.project.common import boolean, check_keys, expect_mapping, number, text
+from hone.project.devices import device_environment
 from hone.project.model import (
     Benchmark,
     FeatureFilter,
@@ -98,7 +99,7 @@ def _workload(node: Any, doc: Node) -> Workload:
     if node is None:
         return Workload()
     node = expect_mapping(node, doc, "workload")
-    check_keys(node, ("start", "stop", "process", "ready", "ready_timeout"))
+    check_keys(node, ("start", "stop", "process", "ready", "ready_timeout", "keep_running"))
     launch = None
     if node.get("process") is not None:
         process = expect_mapping(node["process"], node, "process")
@@ -120,6 +121,7 @@ def _workload(node: Any, doc: Node) -> Workload:
         launch=launch,
         ready=text(node, "ready"),
         ready_timeout=number(node, "ready_timeout", 60.0),
+        owned=not boolean(node, "keep_running", False),
     )
 
 
@@ -208,6 +210,7 @@ def _actuator(name: str, kind: str, node: Node, directory: Path, workload: Workl
             "set_command": text(shell, "set"),
             "get_command": text(shell, "get"),
             "cwd": str(directory),
+            "env": device_environment(),
         }
         if "timeout" in shell:
             spec["timeout"] = number(shell, "timeout")

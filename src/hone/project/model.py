@@ -94,6 +94,8 @@ class Workload:
     launch: LaunchSpec | None = None
     ready: str | None = None
     ready_timeout: float = 60.0
+    #: hone started it for this run and stops it at the end (else a service left running).
+    owned: bool = False
 
     @property
     def managed(self) -> bool:

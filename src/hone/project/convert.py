@@ -1,0 +1,95 @@
+"""`hone convert`: write a loaded project (e.g. an A-Tune pair) in hone's single-file format."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hone.knobs.shell import ShellActuator
+from hone.project.model import Knob, Project
+from hone.space import Boolean, Categorical, FloatRange, IntRange, Ordinal
+
+
+def to_hone_yaml(project: Project, destination: Path | None = None) -> str:
+    """The project as hone YAML; paths are relative to `destination`'s folder when given."""
+    base = destination.resolve().parent if destination else None
+    directory = (
+        os.path.relpath(project.directory, base) if base is not None else str(project.directory)
+    )
+    doc: dict[str, Any] = {"name": project.name}
+    if project.description:
+        doc["description"] = project.description
+    doc["directory"] = directory
+    workload = project.workload
+    if workload.start or workload.stop:
+        doc["workload"] = {
+            k: v
+            for k, v in {
+                "start": workload.start,
+                "stop": workload.stop,
+                "ready": workload.ready,
+                "keep_running": not workload.owned,
+            }.items()
+            if v is not None
+        }
+    doc["knobs"] = {knob.name: _knob(knob) for knob in project.knobs}
+    if project.constraints:
+        doc["constraints"] = [c.expression for c in project.constraints]
+    doc["benchmark"] = {"command": project.benchmark.command}
+    doc["metrics"] = {
+        m.name: {
+            **({"pattern": m.pattern} if m.pattern else {"command": m.command}),
+            "direction": m.direction,
+            "weight": m.weight,
+            **({"limit": str(m.limit)} if m.limit else {}),
+        }
+        for m in project.metrics
+    }
+    tuning = project.tuning
+    doc["tuning"] = {
+        k: v
+        for k, v in {
+            "engine": tuning.engine,
+            "budget": tuning.budget,
+            "baseline": tuning.baseline_repeats,
+            "random_starts": tuning.random_starts,
+            "split_count": tuning.split_count,
+            "objective": tuning.objective,
+        }.items()
+        if v is not None
+    }
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _knob(knob: Knob) -> dict[str, Any]:
+    entry: dict[str, Any] = {}
+    domain = knob.domain
+    if isinstance(domain, IntRange | FloatRange):
+        entry["type"] = "int" if isinstance(domain, IntRange) else "float"
+        entry["range"] = [domain.low, domain.high]
+        if domain.step not in (None, 1):
+            entry["step"] = domain.step
+        if domain.log:
+            entry["log"] = True
+    elif isinstance(domain, Ordinal):
+        entry["type"], entry["values"] = "ordinal", list(domain.choices)
+    elif isinstance(domain, Categorical):
+        entry["type"], entry["values"] = "categorical", list(domain.choices)
+    elif isinstance(domain, Boolean):
+        entry.update(type="bool", on=domain.on, off=domain.off)
+    if knob.reference is not None:
+        entry["default"] = knob.reference
+    if knob.restart:
+        entry["restart"] = True
+    if knob.description:
+        entry["description"] = knob.description
+    actuator = knob.actuator
+    if isinstance(actuator, ShellActuator):
+        entry["shell"] = {"get": actuator.get_command, "set": actuator.set_command}
+    else:
+        spec = actuator.spec()
+        entry[spec.pop("kind")] = spec
+    return entry

@@ -1,0 +1,105 @@
+"""`hone report STUDY`: one self-contained HTML file (no scripts, no network) with the
+best-so-far curve against the baseline band, every trial's value, the parameters and importance."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from hone.paths import state_dir
+from hone.report.svg import Series, chart
+from hone.storage import StudyStore
+from hone.tune.views import knob_importance
+
+STYLE = """
+body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem}
+h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
+table{border-collapse:collapse;font-size:13px}
+td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
+th{background:#f1f1f1}td.l,th.l{text-align:left}.fail{background:#fdeaea}
+.chart{width:100%;max-width:760px;height:auto}.chart text{font-size:11px;fill:#333}
+.chart .title{font-size:13px;font-weight:600}.grid{stroke:#e4e4e4}.band{fill:#9ecae1;opacity:.35}
+.summary td{text-align:left}
+"""
+
+
+def write_report(name: str, output: Path | None, storage: str | None) -> Path:
+    store = StudyStore(storage)
+    study = store.find(name)
+    trials = store.trials(study)
+    attrs = study.attrs
+    result = attrs.get("result") or {}
+    path = output or state_dir() / "reports" / f"{study.name.replace('#', '-')}.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    search = [t for t in trials if t.phase == "search"]
+    points = [(i + 1, t.score) for i, t in enumerate(search) if t.score is not None]
+    best_points, best = [], None
+    for x, y in points:
+        best = y if best is None or y > best else best
+        best_points.append((x, best))
+    base = attrs.get("baseline_score")
+    cv = attrs.get("baseline_cv", 0.0)
+    band = (base * (1 - cv / 100), base * (1 + cv / 100)) if base is not None else None
+    curve = chart(
+        [
+            Series("trial", points, "#1f77b4", line=False),
+            Series("best so far", best_points, "#d62728"),
+        ],
+        title="Score per trial and best so far (higher is better)",
+        x_label="search trial",
+        y_label="score",
+        band=band,
+    )
+
+    knob_names = sorted({k for t in trials for k in t.config})
+    metric_names = sorted({k for t in trials for k in t.metrics})
+    rows = []
+    for t in trials:
+        css = ' class="fail"' if t.state == "fail" else ""
+        cells = "".join(f"<td>{escape(str(t.config.get(k, '')))}</td>" for k in knob_names)
+        cells += "".join(
+            f"<td>{t.metrics[m]:.4g}</td>" if m in t.metrics else "<td></td>" for m in metric_names
+        )
+        score = "" if t.score is None else f"{t.score:.4g}"
+        rows.append(
+            f"<tr{css}><td>{t.number}</td><td class=l>{t.phase}</td>{cells}<td>{score}</td>"
+            f"<td class=l>{escape(t.error or t.state)}</td></tr>"
+        )
+    head = "".join(f"<th>{escape(k)}</th>" for k in [*knob_names, *metric_names])
+    importance = knob_importance(attrs, trials)
+    importance_rows = "".join(
+        f"<tr><td class=l>{escape(k)}</td><td>{v:.1%}</td></tr>" for k, v in importance
+    )
+    gain = result.get("gain")
+    summary = [
+        ("state", study.state),
+        ("engine", attrs.get("engine", "")),
+        ("baseline", _values(attrs.get("baseline_metrics") or {})),
+        ("best", ", ".join(f"{k}={v}" for k, v in (result.get("best") or {}).items())),
+        ("best metrics", _values(result.get("best_metrics") or {})),
+        (
+            "confirmed gain",
+            f"{gain['mean']:+.1f} % ± {gain['half_width']:.1f} % (95 %)" if gain else "",
+        ),
+        ("outcome", f"{result.get('outcome', '')}: {result.get('reason', '')}"),
+    ]
+    summary_rows = "".join(
+        f"<tr><th class=l>{k}</th><td>{escape(str(v))}</td></tr>" for k, v in summary
+    )
+    html = f"""<!doctype html><html lang="en"><meta charset="utf-8">
+<title>hone report: {escape(study.name)}</title><style>{STYLE}</style>
+<h1>hone tuning report: {escape(study.name)}</h1>
+<table class="summary">{summary_rows}</table>
+<h2>Progress</h2>{curve}
+<h2>Knob importance</h2><table><tr><th class=l>knob</th><th>share</th></tr>{importance_rows}</table>
+<h2>Trials</h2><table>
+<tr><th>#</th><th class=l>phase</th>{head}<th>score</th><th class=l>state</th></tr>
+{"".join(rows)}</table></html>
+"""
+    path.write_text(html)
+    return path
+
+
+def _values(metrics: dict) -> str:
+    return ", ".join(f"{k}={v:.4g}" for k, v in metrics.items())

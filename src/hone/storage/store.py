@@ -1,0 +1,206 @@
+"""Studies and trials in Optuna's RDB schema, so several machines can share one database and
+Optuna's own tools can read what hone wrote. Each finished trial is committed at once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+from optuna.trial import FrozenTrial, TrialState
+
+from hone.errors import HoneError
+from hone.paths import default_storage_url
+from hone.space import Boolean, Config, Domain, FloatRange, IntRange, SearchSpace
+
+optuna.logging.set_verbosity(logging.WARNING)
+
+#: Study states kept in the study's user attributes.
+RUNNING, FINISHED, FAILED, INTERRUPTED = "running", "finished", "failed", "interrupted"
+
+
+@dataclass
+class TrialRecord:
+    number: int
+    phase: str  # baseline | search | confirm
+    config: Config
+    state: str  # complete | fail | running
+    score: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float | None = None
+    round: int | None = None
+
+
+@dataclass
+class StudyRecord:
+    name: str
+    study_id: int
+    attrs: dict[str, Any]
+
+    @property
+    def project(self) -> str:
+        return str(self.attrs.get("project", self.name))
+
+    @property
+    def state(self) -> str:
+        return str(self.attrs.get("state", RUNNING))
+
+
+def distribution(domain: Domain) -> BaseDistribution:
+    """The Optuna distribution that stores values of this domain faithfully."""
+    if isinstance(domain, IntRange):
+        return IntDistribution(
+            domain.low, domain.high, log=domain.log, step=domain.step if not domain.log else 1
+        )
+    if isinstance(domain, FloatRange):
+        return FloatDistribution(domain.low, domain.high, log=domain.log, step=domain.step)
+    if isinstance(domain, Boolean):
+        return CategoricalDistribution([False, True])
+    return CategoricalDistribution(list(domain.values() or []))
+
+
+class StudyStore:
+    """A thin layer over optuna.storages.RDBStorage speaking hone's terms."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url or default_storage_url()
+        try:
+            self.storage = optuna.storages.RDBStorage(
+                self.url, engine_kwargs=_engine_options(self.url)
+            )
+        except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
+            raise HoneError(f"cannot open study storage {self.url}: {exc}") from None
+
+    # -- studies ---------------------------------------------------------------------------
+
+    def create(self, project: str, attrs: dict[str, Any]) -> StudyRecord:
+        existing = {s.study_name for s in self.storage.get_all_studies()}
+        number = 1
+        while f"{project}#{number}" in existing:
+            number += 1
+        name = f"{project}#{number}"
+        study_id = self.storage.create_new_study([optuna.study.StudyDirection.MAXIMIZE], name)
+        attrs = {"project": project, "state": RUNNING, "created": _now(), **attrs}
+        for key, value in attrs.items():
+            self.storage.set_study_user_attr(study_id, key, value)
+        return StudyRecord(name, study_id, attrs)
+
+    def update(self, study: StudyRecord, **attrs: Any) -> None:
+        for key, value in attrs.items():
+            self.storage.set_study_user_attr(study.study_id, key, value)
+        study.attrs.update(attrs)
+
+    def studies(self) -> list[StudyRecord]:
+        return [
+            StudyRecord(s.study_name, s._study_id, dict(s.user_attrs))
+            for s in self.storage.get_all_studies()
+        ]
+
+    def find(self, name: str) -> StudyRecord:
+        """A study by its full name (`memcached#2`), or the newest study of a project."""
+        studies = self.studies()
+        for study in studies:
+            if study.name == name:
+                return study
+        mine = [s for s in studies if s.project == name]
+        if not mine:
+            raise HoneError(f"no study named {name!r} in {self.url}")
+        return max(mine, key=lambda s: s.study_id)
+
+    def delete(self, study: StudyRecord) -> None:
+        self.storage.delete_study(study.study_id)
+
+    # -- trials ----------------------------------------------------------------------------
+
+    def start_trial(
+        self, study: StudyRecord, space: SearchSpace, config: Config, phase: str, **attrs: Any
+    ) -> int:
+        """Create a RUNNING trial holding its parameters, in one transaction."""
+        params, dists = {}, {}
+        for name, value in config.items():
+            if name in space.domains:
+                dist = distribution(space.domains[name])
+                if isinstance(dist, CategoricalDistribution) and value not in dist.choices:
+                    continue  # a value read from the system outside the search space
+                params[name], dists[name] = value, dist
+        template = FrozenTrial(
+            number=-1,
+            state=TrialState.RUNNING,
+            value=None,
+            datetime_start=dt.datetime.now(),
+            datetime_complete=None,
+            params=params,
+            distributions=dists,
+            user_attrs={"phase": phase, "config": dict(config), **attrs},
+            system_attrs={},
+            intermediate_values={},
+            trial_id=-1,
+        )
+        return self.storage.create_new_trial(study.study_id, template_trial=template)
+
+    def finish_trial(
+        self,
+        trial_id: int,
+        *,
+        score: float | None,
+        metrics: dict[str, float],
+        error: str | None = None,
+        seconds: float | None = None,
+    ) -> None:
+        self.storage.set_trial_user_attr(trial_id, "metrics", metrics)
+        if seconds is not None:
+            self.storage.set_trial_user_attr(trial_id, "seconds", round(seconds, 3))
+        if error is not None or score is None:
+            self.storage.set_trial_user_attr(trial_id, "error", error or "no value")
+            self.storage.set_trial_state_values(trial_id, TrialState.FAIL)
+        else:
+            self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE, [score])
+
+    def fail_running(self, study: StudyRecord, reason: str) -> int:
+        """Mark trials left RUNNING by a killed run as failed; returns how many."""
+        count = 0
+        for trial in self.storage.get_all_trials(study.study_id, deepcopy=False):
+            if trial.state == TrialState.RUNNING:
+                self.storage.set_trial_user_attr(trial._trial_id, "error", reason)
+                self.storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+                count += 1
+        return count
+
+    def trials(self, study: StudyRecord) -> list[TrialRecord]:
+        records = []
+        for trial in self.storage.get_all_trials(study.study_id, deepcopy=False):
+            attrs = trial.user_attrs
+            records.append(
+                TrialRecord(
+                    number=trial.number,
+                    phase=attrs.get("phase", "search"),
+                    config=dict(attrs.get("config", trial.params)),
+                    state=trial.state.name.lower(),
+                    score=trial.value,
+                    metrics=dict(attrs.get("metrics", {})),
+                    error=attrs.get("error"),
+                    seconds=attrs.get("seconds"),
+                    round=attrs.get("round"),
+                )
+            )
+        return records
+
+
+def _engine_options(url: str) -> dict[str, Any]:
+    if url.startswith("sqlite"):
+        # Wait for another hone process's write instead of failing at once.
+        return {"connect_args": {"timeout": 30}}
+    return {}
+
+
+def _now() -> str:
+    return dt.datetime.now().astimezone().isoformat(timespec="seconds")

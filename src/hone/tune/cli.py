@@ -1,0 +1,139 @@
+"""`hone tune`, `restore`, `studies`, `show`, `check`, `convert`, `report`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from hone.errors import HoneError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tune")(tune)
+    app.command("restore")(restore)
+    app.command("studies")(studies)
+    app.command("show")(show)
+    app.command("check")(check)
+    app.command("convert")(convert)
+    app.command("report")(report)
+
+
+def tune(
+    project: str = typer.Argument(None, help="project folder or hone YAML file"),
+    server: Path = typer.Option(None, help="A-Tune server YAML (knobs)"),
+    client: Path = typer.Option(None, help="A-Tune client YAML (benchmark and goal)"),
+    engine: str = typer.Option(None, help="optimiser: auto (default) or an A-Tune engine name"),
+    budget: int = typer.Option(None, help="search trials (A-Tune: iterations)"),
+    baseline: int = typer.Option(None, help="baseline runs (default 3)"),
+    resume: bool = typer.Option(False, help="continue the project's unfinished study"),
+    apply: str = typer.Option(None, help="auto: apply only a confirmed gain; always; never"),
+    seed: int = typer.Option(None, help="random seed of the optimiser"),
+    storage: str = typer.Option(None, help="SQLAlchemy URL of the study database"),
+    atune_output: bool = typer.Option(False, "--atune-output", help="print A-Tune's lines"),
+) -> None:
+    """Search the knobs against the benchmark, confirm the winner, apply it safely."""
+    from hone.project import load_project
+    from hone.tune.console import AtuneReporter, RichReporter
+    from hone.tune.runner import TuneOptions, Tuner
+
+    if apply not in (None, "auto", "always", "never"):
+        raise HoneError(f"--apply must be auto, always or never, not {apply!r}")
+    loaded = load_project(project, server=server, client=client)
+    if engine:
+        from hone.optimizers import make_optimizer
+
+        make_optimizer(engine, loaded.space())  # an unknown engine fails before any change
+    reporter = AtuneReporter() if atune_output else RichReporter()
+    options = TuneOptions(engine, budget, baseline, resume, apply, seed, storage)
+    result = Tuner(loaded, reporter, options).run()
+    reporter.finish(result)
+
+
+def restore(
+    project: str = typer.Argument(..., help="project name (or its folder)"),
+) -> None:
+    """Put every knob a tuning run changed back to the value it had before."""
+    from hone.journal import Journal
+
+    name = _project_name(project)
+    journal = Journal.for_scope(name)
+    if not journal.has_changes():
+        Console().print(f"nothing to restore for {name}: no recorded changes")
+        return
+    outcomes = journal.restore()
+    console = Console(highlight=False)
+    for outcome in outcomes:
+        status = "ok" if outcome.ok else f"[red]failed[/]: {outcome.error}"
+        console.print(f"{outcome.name} = {outcome.value!r}  {status}")
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        raise HoneError(f"{len(failed)} knob(s) could not be restored; journal kept")
+    console.print(f"restored {len(outcomes)} knob(s) of {name}")
+
+
+def _project_name(project: str) -> str:
+    """A project name, or the name inside a project folder or file."""
+    if Path(project).exists():
+        from hone.project import load_project
+
+        return load_project(project).name
+    return project
+
+
+def studies(storage: str = typer.Option(None, help="SQLAlchemy URL")) -> None:
+    """List the tuning studies with their state and gain."""
+    from hone.tune.views import studies_table
+
+    Console().print(studies_table(storage))
+
+
+def show(
+    study: str = typer.Argument(..., help="study name (project#n) or project name"),
+    storage: str = typer.Option(None, help="SQLAlchemy URL"),
+) -> None:
+    """Trial table, best, baseline, failures with reasons, knob importance."""
+    from hone.tune.views import show_study
+
+    show_study(Console(highlight=False), study, storage)
+
+
+def check(
+    project: str = typer.Argument(None, help="project folder, hone YAML or one A-Tune YAML"),
+    server: Path = typer.Option(None),
+    client: Path = typer.Option(None),
+) -> None:
+    """Load a project (or one A-Tune file) and print its knobs, types, ranges and goal."""
+    from hone.tune.views import check_project
+
+    check_project(Console(highlight=False), project, server, client)
+
+
+def convert(
+    project: str = typer.Argument(None, help="A-Tune project folder"),
+    server: Path = typer.Option(None),
+    client: Path = typer.Option(None),
+    output: Path = typer.Option(None, "-o", "--output", help="write here (default: stdout)"),
+) -> None:
+    """Turn an A-Tune server/client pair into hone's single-file format."""
+    from hone.project import load_project
+    from hone.project.convert import to_hone_yaml
+
+    text = to_hone_yaml(load_project(project, server=server, client=client), output)
+    if output:
+        output.write_text(text)
+    else:
+        typer.echo(text, nl=False)
+
+
+def report(
+    study: str = typer.Argument(..., help="study name (project#n) or project name"),
+    output: Path = typer.Option(None, "-o", "--output", help="HTML file to write"),
+    storage: str = typer.Option(None, help="SQLAlchemy URL"),
+) -> None:
+    """Write one self-contained HTML report of a study."""
+    from hone.report.study import write_report
+
+    path = write_report(study, output, storage)
+    typer.echo(str(path))

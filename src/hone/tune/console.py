@@ -1,0 +1,179 @@
+"""What a tuning run prints: a live Rich display, or A-Tune's exact console lines."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:
+    from hone.project.model import Project
+    from hone.tune.runner import Measurement, TuneResult
+
+
+class Reporter:
+    """Events of a run. The base class keeps the running best; subclasses print."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.best_score: float | None = None
+        self.best_metrics: dict[str, float] = {}
+        self.gain: Callable[[float], float] = lambda score: 0.0
+        self.current_phase = ""
+
+    def start(self, project: Project, study: str, engine: str, budget: int) -> None: ...
+
+    def phase(self, name: str, total: int) -> None:
+        self.current_phase = name
+
+    def baseline(
+        self, metrics: Mapping[str, float], cv: float, runs: int, gain: Callable[[float], float]
+    ) -> None:
+        self.gain = gain
+
+    def trial(self, done: int, total: int, run: Measurement) -> None:
+        better = run.score is not None and (self.best_score is None or run.score > self.best_score)
+        if self.current_phase == "search" and run.ok and better:
+            self.best_score, self.best_metrics = run.score, dict(run.metrics)
+
+    def note(self, message: str) -> None: ...
+
+    def warn(self, message: str) -> None: ...
+
+    def finish(self, result: TuneResult) -> None: ...
+
+
+def _values(metrics: Mapping[str, float]) -> str:
+    return ",".join(f"{name}={value:.2f}" for name, value in metrics.items())
+
+
+def _params(config: Mapping[str, Any]) -> str:
+    return ",".join(f"{name}={value}" for name, value in config.items())
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{secs}s"
+
+
+class AtuneReporter(Reporter):
+    """Exactly the lines A-Tune's client prints (spellings included), for tools that parse them."""
+
+    def __init__(self, echo: Callable[[str], None] = print) -> None:
+        super().__init__()
+        self.echo = echo
+        self.last = time.monotonic()
+
+    def phase(self, name: str, total: int) -> None:
+        super().phase(name, total)
+        if name == "baseline":
+            self.echo(" Start to benchmark baseline...")
+
+    def trial(self, done: int, total: int, run: Measurement) -> None:
+        super().trial(done, total, run)
+        if self.current_phase != "search":
+            return
+        now = time.monotonic()
+        used, self.last = now - self.last, now
+        best = self.gain(self.best_score) if self.best_score is not None else 0.0
+        self.echo(f" Current Tuning Progress......({done}/{total})")
+        self.echo(
+            f" Used time: {_duration(used)}, Total Time: {_duration(now - self.started)}, "
+            f"Best Performance: ({_values(self.best_metrics)}), "
+            f"Performance Improvement Rate: {best:.2f}%"
+        )
+        self.echo(f" The {done}th recommand parameters is: {_params(run.config)}")
+        rate = self.gain(run.score) if run.score is not None else 0.0
+        self.echo(f" The {done}th evaluation value: ({_values(run.metrics)})({rate:.2f}%)")
+
+    def finish(self, result: TuneResult) -> None:
+        best = result.best or result.baseline
+        metrics = result.best_metrics or result.baseline_metrics
+        self.echo(f" The final optimization result is: {_params(best)}")
+        self.echo(f" The final evaluation value is: {_values(metrics)}")
+        self.echo("")
+        self.echo(f" Baseline Performance is: ({_values(result.baseline_metrics)})")
+        self.echo("")
+        self.echo(" Tuning Finished")
+
+
+class RichReporter(Reporter):
+    """A live progress bar with trial n/N, elapsed time, best so far and improvement."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        super().__init__()
+        self.console = console or Console(highlight=False)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[best]}"),
+            console=self.console,
+            transient=True,
+        )
+        self.task: Any = None
+
+    def start(self, project: Project, study: str, engine: str, budget: int) -> None:
+        knobs = len(project.knobs)
+        self.console.print(
+            f"[bold]hone tune[/] {project.name}: study [cyan]{study}[/], {knobs} knobs, "
+            f"engine {engine}, budget {budget}"
+        )
+        self.progress.start()
+
+    def phase(self, name: str, total: int) -> None:
+        super().phase(name, total)
+        if self.task is not None:
+            self.progress.remove_task(self.task)
+        self.task = self.progress.add_task(name, total=total, best=self._best_text())
+
+    def baseline(
+        self, metrics: Mapping[str, float], cv: float, runs: int, gain: Callable[[float], float]
+    ) -> None:
+        super().baseline(metrics, cv, runs, gain)
+        self.console.print(f"baseline ({runs} runs): {_values(metrics)}  noise CV {cv:.1f} %")
+
+    def trial(self, done: int, total: int, run: Measurement) -> None:
+        super().trial(done, total, run)
+        if run.error:
+            outcome = f"[red]failed[/]: {run.error}"
+        else:
+            outcome = f"{_values(run.metrics)} ({self.gain(run.score or 0.0):+.1f} %)"
+        label = {"search": f"trial {done}/{total}", "confirm": f"confirm round {done}/{total}"}
+        prefix = label.get(self.current_phase, self.current_phase)
+        self.console.print(f"{prefix}: {_params(run.config)} -> {outcome}", markup=True)
+        if self.task is not None:
+            self.progress.update(self.task, advance=1, best=self._best_text())
+
+    def _best_text(self) -> str:
+        if self.best_score is None:
+            return ""
+        return f"best {_values(self.best_metrics)} ({self.gain(self.best_score):+.1f} %)"
+
+    def note(self, message: str) -> None:
+        self.console.print(f"[dim]{message}[/]")
+
+    def warn(self, message: str) -> None:
+        self.console.print(f"[yellow]warning:[/] {message}")
+
+    def finish(self, result: TuneResult) -> None:
+        self.progress.stop()
+        self.console.print()
+        if result.best is not None:
+            self.console.print(f"best: {_params(result.best)}")
+            self.console.print(f"      {_values(result.best_metrics)}")
+        self.console.print(f"baseline: {_values(result.baseline_metrics)}")
+        if result.gain is not None:
+            self.console.print(f"confirmed gain: [bold]{result.gain}[/]")
+        colour = "green" if result.outcome == "applied" else "yellow"
+        self.console.print(f"[{colour}]{result.outcome}[/]: {result.reason}")
+        self.console.print(
+            f"{result.trials} trials ({result.failures} failed) in {_duration(result.elapsed)}; "
+            f"study {result.study}"
+        )

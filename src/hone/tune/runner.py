@@ -1,0 +1,507 @@
+"""The trial loop: baseline, search, confirmation, and leaving the system in a known state.
+
+Every original value is journaled (fsync) before the first change; every finished trial is
+committed to the study database at once; a failed trial is recorded with its reason, the knobs
+are put back to the baseline and the study goes on."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hone import shell
+from hone.errors import ActuationError, BenchmarkError, HoneError
+from hone.journal import Journal
+from hone.knobs.shell import ShellActuator
+from hone.optimizers import make_optimizer
+from hone.paths import state_dir
+from hone.project.model import Project
+from hone.space import Config, SearchSpace, Value
+from hone.storage import StudyRecord, StudyStore
+from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
+from hone.tune.console import Reporter
+from hone.tune.metrics import extract
+from hone.tune.objective import Objective
+from hone.tune.stats import Gain, noise, paired_gain
+from hone.workload.manager import WorkloadManager
+
+
+@dataclass
+class TuneOptions:
+    engine: str | None = None
+    budget: int | None = None
+    baseline_repeats: int | None = None
+    resume: bool = False
+    apply: str | None = None  # auto | always | never
+    seed: int | None = None
+    storage: str | None = None
+
+
+@dataclass
+class Measurement:
+    config: Config
+    metrics: dict[str, float] = field(default_factory=dict)
+    score: float | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.score is not None
+
+
+@dataclass
+class TuneResult:
+    study: str
+    baseline: Config
+    baseline_metrics: dict[str, float]
+    best: Config | None
+    best_metrics: dict[str, float]
+    gain: Gain | None
+    outcome: str  # applied | restored
+    reason: str
+    trials: int
+    failures: int
+    elapsed: float
+
+
+class Tuner:
+    def __init__(self, project: Project, reporter: Reporter, options: TuneOptions) -> None:
+        self.project = project
+        self.reporter = reporter
+        self.options = options
+        tuning = project.tuning
+        self.engine = options.engine or tuning.engine
+        self.budget = options.budget or tuning.budget
+        self.baseline_repeats = options.baseline_repeats or tuning.baseline_repeats
+        self.apply_policy = options.apply or tuning.apply
+        self.store = StudyStore(options.storage)
+        self.journal = Journal.for_scope(project.name)
+        self.objective = Objective(project.metrics, tuning.objective)
+        self.workdir = state_dir() / "work" / project.name
+        self.workload = WorkloadManager(project.workload, project.directory, self.workdir)
+        self.applied: dict[str, Value | None] = {}
+        self.restarted = False
+        self.started = time.monotonic()
+        self.trial_count = 0
+        self.failures = 0
+
+    # -- the whole run ---------------------------------------------------------------------
+
+    def run(self) -> TuneResult:
+        with self.journal.locked():
+            self._prepare_environment()
+            baseline = self._read_baseline()
+            study = self._open_study()
+            space = self.project.space(
+                {n: v for n, v in baseline.items() if self.project.knob(n).domain.contains(v)}
+            )
+            self.journal.begin(study=study.name, engine=self.engine)
+            for knob in self.project.knobs:
+                self.journal.remember(knob.name, knob.actuator)
+            try:
+                result = self._tune(study, space, baseline)
+            except BaseException as exc:
+                self._abort(study, exc)
+                raise
+            self.store.update(study, state=FINISHED, result=_result_attrs(result))
+            return result
+
+    def _tune(self, study: StudyRecord, space: SearchSpace, baseline: Config) -> TuneResult:
+        optimizer = make_optimizer(
+            self.engine,
+            space,
+            seed=self.options.seed if self.options.seed is not None else self.project.tuning.seed,
+            budget=self.budget,
+            random_starts=self.project.tuning.random_starts,
+            split_count=self.project.tuning.split_count,
+        )
+        history = self.store.trials(study) if self.options.resume else []
+        baseline_runs = self._baseline(study, space, baseline, history)
+        if not baseline_runs:
+            raise BenchmarkError("every baseline run failed: see `hone show` for the reasons")
+        for run in baseline_runs:
+            if space.feasible(run.config):
+                optimizer.tell(run.config, -run.score if run.score is not None else None)
+        done = self._replay(history, optimizer)
+        self.reporter.phase("search", self.budget)
+        while done < self.budget:
+            config = optimizer.ask()
+            run = self.measure(study, space, config, "search", baseline)
+            optimizer.tell(config, -run.score if run.ok else None)
+            done += 1
+            self.reporter.trial(done, self.budget, run)
+        return self._finish(study, space, baseline, optimizer.recommend())
+
+    # -- phases ----------------------------------------------------------------------------
+
+    def _baseline(
+        self, study: StudyRecord, space: SearchSpace, baseline: Config, history: list[Any]
+    ) -> list[Measurement]:
+        runs = [
+            Measurement(t.config, t.metrics, t.score)
+            for t in history
+            if t.phase == "baseline" and t.state == "complete"
+        ]
+        self.reporter.phase("baseline", self.baseline_repeats)
+        self._apply(baseline)
+        pending: list[tuple[int, Measurement]] = []
+        for _ in range(self.baseline_repeats - len(runs)):
+            trial_id, run = self._run(study, space, baseline, "baseline")
+            if run.error:
+                self._finish_trial(trial_id, run)
+                self.reporter.trial(0, 0, run)
+            else:
+                pending.append((trial_id, run))
+        ok = runs + [run for _, run in pending]
+        self.objective.set_baseline([r.metrics for r in ok])
+        for trial_id, run in pending:
+            run.score = self.objective.score(run.metrics)
+            self._finish_trial(trial_id, run)
+        for run in runs:
+            run.score = self.objective.score(run.metrics)
+        scores = [r.score for r in ok if r.score is not None]
+        if scores:
+            self.store.update(
+                study,
+                baseline_metrics=self.objective.baseline,
+                baseline_score=float(np.mean(scores)),
+                baseline_cv=noise(scores),
+            )
+            mean = float(np.mean(scores))
+            self.reporter.baseline(
+                self.objective.baseline,
+                noise(scores),
+                len(scores),
+                lambda score: self.objective.gain(score, mean),
+            )
+        return ok
+
+    def _replay(self, history: list[Any], optimizer: Any) -> int:
+        done = 0
+        for trial in history:
+            if trial.phase != "search":
+                continue
+            score = self.objective.score(trial.metrics) if trial.state == "complete" else None
+            optimizer.tell(trial.config, -score if score is not None else None)
+            done += 1
+        if done:
+            self.reporter.note(f"resumed: {done} finished trials replayed")
+        return done
+
+    def _finish(
+        self, study: StudyRecord, space: SearchSpace, baseline: Config, recommended: Config | None
+    ) -> TuneResult:
+        candidates = self._candidates(study, space, baseline, recommended)
+        rounds = self.project.tuning.confirm_rounds
+        best: Config | None = None
+        best_gain: Gain | None = None
+        scores: dict[int, list[float | None]] = defaultdict(list)
+        metrics: dict[int, list[dict[str, float]]] = defaultdict(list)
+        if candidates:
+            self.reporter.phase("confirm", rounds * (len(candidates) + 1))
+            lineup = [baseline, *candidates]
+            for round_ in range(rounds):
+                for index, config in enumerate(lineup):
+                    run = self.measure(study, space, config, "confirm", baseline, round=round_)
+                    scores[index].append(run.score if run.ok else None)
+                    if run.ok:
+                        metrics[index].append(run.metrics)
+                    self.reporter.trial(round_ + 1, rounds, run)
+            relative = self.objective.single is not None
+            for index, config in enumerate(candidates, start=1):
+                gain = paired_gain(scores[index], scores[0], relative=relative)
+                if gain.rounds and (best_gain is None or gain.mean > best_gain.mean):
+                    best, best_gain = config, gain
+        outcome, reason = self._decide(best, best_gain)
+        if outcome == "applied" and best is not None:
+            self._apply(best)
+            self.journal.end("applied")
+        else:
+            self._restore_all()
+        self._stop_owned_workload()
+        best_index = next((i for i, c in enumerate(candidates, 1) if c is best), 0)
+        return TuneResult(
+            study=study.name,
+            baseline=baseline,
+            baseline_metrics=self.objective.baseline,
+            best=best,
+            best_metrics=_mean_metrics(metrics.get(best_index, [])),
+            gain=best_gain,
+            outcome=outcome,
+            reason=reason,
+            trials=self.trial_count,
+            failures=self.failures,
+            elapsed=time.monotonic() - self.started,
+        )
+
+    def _candidates(
+        self, study: StudyRecord, space: SearchSpace, baseline: Config, recommended: Config | None
+    ) -> list[Config]:
+        """The optimiser's pick first, then the best distinct configurations by mean score."""
+        means: dict[tuple, list[float]] = defaultdict(list)
+        configs: dict[tuple, Config] = {}
+        for trial in self.store.trials(study):
+            if trial.phase == "search" and trial.state == "complete" and trial.score is not None:
+                key = space.key(trial.config)
+                means[key].append(trial.score)
+                configs[key] = trial.config
+        ranked = sorted(means, key=lambda k: -float(np.mean(means[k])))
+        chosen: list[Config] = []
+        keys = set()
+        if _comparable(space, baseline):
+            keys.add(space.key(baseline))
+        for config in ([recommended] if recommended else []) + [configs[k] for k in ranked]:
+            key = space.key(config)
+            if key not in keys and key in configs:
+                keys.add(key)
+                chosen.append(configs[key])
+            if len(chosen) >= self.project.tuning.confirm_candidates:
+                break
+        return chosen
+
+    def _decide(self, best: Config | None, gain: Gain | None) -> tuple[str, str]:
+        if best is None or gain is None:
+            return "restored", "no configuration could be confirmed"
+        if self.apply_policy == "never":
+            return "restored", "--apply never: every knob put back"
+        if self.apply_policy == "always":
+            return "applied", f"--apply always: applied the best confirmed configuration ({gain})"
+        if gain.significant:
+            return "applied", f"beats the baseline beyond the noise: {gain}"
+        return "restored", f"not better than the baseline beyond the noise ({gain}): knobs put back"
+
+    # -- measuring -------------------------------------------------------------------------
+
+    def measure(
+        self,
+        study: StudyRecord,
+        space: SearchSpace,
+        config: Config,
+        phase: str,
+        baseline: Config,
+        **attrs: Any,
+    ) -> Measurement:
+        """Apply, benchmark, record. A failure is recorded and the knobs go back to baseline."""
+        trial_id, run = self._run(study, space, config, phase, **attrs)
+        self._finish_trial(trial_id, run)
+        if run.error:
+            self._recover(baseline)
+        return run
+
+    def _run(
+        self, study: StudyRecord, space: SearchSpace, config: Config, phase: str, **attrs: Any
+    ) -> tuple[int, Measurement]:
+        self.trial_count += 1
+        os.environ["ITERATION"] = str(self.trial_count)
+        trial_id = self.store.start_trial(study, space, config, phase, **attrs)
+        run = Measurement(dict(config))
+        started = time.monotonic()
+        try:
+            self._apply(config)
+            run.metrics = self._benchmark()
+            broken = self.objective.violations(run.metrics)
+            if broken:
+                raise BenchmarkError("; ".join(broken))
+            if self.objective.baseline or phase != "baseline":
+                run.score = self.objective.score(run.metrics)
+        except HoneError as exc:
+            run.error = str(exc)
+        run_seconds = time.monotonic() - started
+        run.metrics.setdefault("_seconds", round(run_seconds, 3))
+        return trial_id, run
+
+    def _finish_trial(self, trial_id: int, run: Measurement) -> None:
+        if run.error:
+            self.failures += 1
+        metrics = {k: v for k, v in run.metrics.items() if not k.startswith("_")}
+        self.store.finish_trial(
+            trial_id,
+            score=run.score if not run.error else None,
+            metrics=metrics,
+            error=run.error,
+            seconds=run.metrics.get("_seconds"),
+        )
+        run.metrics = metrics
+
+    def _apply(self, config: Mapping[str, Value]) -> None:
+        """Set the knobs whose value differs from what is known to be set; restart if needed."""
+        restart = False
+        for knob in self.project.knobs:
+            if knob.name not in config or self.applied.get(knob.name) == config[knob.name]:
+                continue
+            value = config[knob.name]
+            self.applied[knob.name] = None  # unknown until the set is verified
+            if isinstance(knob.actuator, ShellActuator):
+                knob.actuator.env["ITERATION"] = str(self.trial_count)
+            text = value if isinstance(value, str) else knob.domain.format(value)
+            try:
+                knob.actuator.apply(text)
+            except ActuationError as exc:
+                raise ActuationError(f"knob {knob.name}: {exc.message}") from None
+            self.applied[knob.name] = value
+            restart = restart or knob.restart
+        if self.workload.managed and (restart or not self.restarted):
+            self.workload.restart()
+            self.restarted = True
+            if self.project.benchmark.warmup:
+                self._run_benchmark_once()
+
+    def _benchmark(self) -> dict[str, float]:
+        runs = [self._run_benchmark_once() for _ in range(self.project.benchmark.repeats)]
+        return _mean_metrics(runs)
+
+    def _run_benchmark_once(self) -> dict[str, float]:
+        bench = self.project.benchmark
+        result = shell.run(bench.command, timeout=bench.timeout, cwd=self.project.directory)
+        if result.timed_out:
+            raise BenchmarkError(f"benchmark timed out after {bench.timeout:g}s")
+        if result.returncode != 0:
+            raise BenchmarkError(f"benchmark exited {result.returncode}: {result.tail()}")
+        output = result.stdout + result.stderr
+        return {
+            m.name: extract(m, output, cwd=self.project.directory) for m in self.project.metrics
+        }
+
+    def _recover(self, baseline: Config) -> None:
+        """Put the knobs back after a failed trial; if even that fails, stop the study."""
+        try:
+            self._apply(baseline)
+        except HoneError as exc:
+            raise HoneError(f"could not put the knobs back after a failed trial: {exc}") from None
+
+    # -- set-up and tear-down --------------------------------------------------------------
+
+    def _prepare_environment(self) -> None:
+        """Variables every command sees: a free port, a private work directory, the project."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        os.environ.setdefault("HONE_PORT", str(_free_port()))
+        os.environ["HONE_WORKDIR"] = str(self.workdir)
+        os.environ["HONE_PROJECT_DIR"] = str(self.project.directory)
+        unfinished = self.journal.unfinished()
+        if unfinished:
+            self.reporter.warn(
+                f"a previous run (pid {unfinished.get('pid')}) did not finish; the original "
+                f"values it recorded are kept. `hone restore {self.project.name}` puts them back."
+            )
+
+    def _read_baseline(self) -> Config:
+        """The configuration before tuning: journaled originals, else what the system shows."""
+        originals = self.journal.originals()
+        config: Config = {}
+        for knob in self.project.knobs:
+            if knob.name in originals:
+                text = originals[knob.name].value
+            elif knob.actuator.readable:
+                text = knob.actuator.get()  # a failing get stops here: nothing changed yet
+            elif knob.reference is not None:
+                config[knob.name] = knob.reference
+                continue
+            else:
+                continue
+            try:
+                config[knob.name] = knob.domain.parse(text)
+            except ValueError:
+                config[knob.name] = text
+            if knob.name not in originals:
+                self.applied[knob.name] = config[knob.name]
+        return config
+
+    def _open_study(self) -> StudyRecord:
+        if self.options.resume:
+            study = self.store.find(self.project.name)
+            if study.state == FINISHED:
+                raise HoneError(f"study {study.name} already finished; nothing to resume")
+            lost = self.store.fail_running(study, "interrupted (hone was stopped)")
+            self.store.update(study, state=RUNNING, pid=os.getpid())
+            if lost:
+                self.reporter.note(f"{lost} interrupted trial(s) recorded as failed")
+            return study
+        study = self.store.create(
+            self.project.name,
+            {
+                "engine": self.engine,
+                "budget": self.budget,
+                "pid": os.getpid(),
+                "sources": [str(s) for s in self.project.sources],
+                "metrics": [
+                    {"name": m.name, "direction": m.direction, "weight": m.weight}
+                    for m in self.project.metrics
+                ],
+                "knobs": {k.name: k.domain.describe() for k in self.project.knobs},
+            },
+        )
+        self.reporter.start(self.project, study.name, self.engine, self.budget)
+        return study
+
+    def _restore_all(self) -> None:
+        outcomes = self.journal.restore()
+        failed = [o for o in outcomes if not o.ok]
+        if failed:
+            raise HoneError(
+                "could not restore: "
+                + "; ".join(f"{o.name}: {o.error}" for o in failed)
+                + f" (journal kept: {self.journal.path})"
+            )
+        if self.restarted and not self._owns_workload():
+            self.workload.restart()  # a system service: leave it running its original config
+
+    def _owns_workload(self) -> bool:
+        return self.project.workload.launch is not None or self.project.workload.owned
+
+    def _stop_owned_workload(self) -> None:
+        if self.restarted and self._owns_workload():
+            try:
+                self.workload.stop()
+            except HoneError as exc:
+                self.reporter.warn(f"could not stop the workload: {exc}")
+
+    def _abort(self, study: StudyRecord, exc: BaseException) -> None:
+        """Any error or interrupt: put every knob back, stop what hone started, keep records."""
+        self.store.update(study, state=INTERRUPTED, error=str(exc)[:500])
+        try:
+            self._restore_all()
+        except HoneError as restore_error:
+            self.reporter.warn(str(restore_error))
+        self._stop_owned_workload()
+
+
+def _comparable(space: SearchSpace, config: Config) -> bool:
+    return set(space.domains) <= set(config)
+
+
+def _mean_metrics(runs: list[dict[str, float]]) -> dict[str, float]:
+    if not runs:
+        return {}
+    return {k: float(np.mean([r[k] for r in runs if k in r])) for k in runs[0]}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _result_attrs(result: TuneResult) -> dict[str, Any]:
+    return {
+        "outcome": result.outcome,
+        "reason": result.reason,
+        "best": result.best,
+        "best_metrics": result.best_metrics,
+        "gain": None
+        if result.gain is None
+        else {
+            "mean": result.gain.mean,
+            "half_width": result.gain.half_width,
+            "rounds": result.gain.rounds,
+        },
+        "trials": result.trials,
+        "failures": result.failures,
+        "elapsed": round(result.elapsed, 1),
+    }

@@ -1,0 +1,173 @@
+"""Terminal views of projects and studies: `hone check`, `hone studies`, `hone show`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from hone.errors import HoneError
+from hone.project import atune
+from hone.project.load import load_project
+from hone.project.model import Knob, Metric
+from hone.project.yamlio import load_yaml
+from hone.storage import StudyStore
+from hone.storage.store import TrialRecord
+
+
+def check_project(
+    console: Console, project: str | None, server: Path | None, client: Path | None
+) -> None:
+    """Print a project's knobs and goal; a single A-Tune file prints its own half."""
+    if project and Path(project).is_file() and not (server or client):
+        data = load_yaml(Path(project))
+        if atune.is_server(data):
+            server_only = atune.load_server(Path(project))
+            console.print(f"A-Tune server file of project [bold]{server_only[0]}[/]")
+            console.print(knob_table(server_only[1]))
+            return
+        if atune.is_client(data):
+            name, metrics, tuning, command = atune.load_client(Path(project))
+            console.print(f"A-Tune client file of project [bold]{name}[/]")
+            console.print(f"benchmark: {command}")
+            console.print(f"engine {tuning.engine}, {tuning.budget} iterations")
+            console.print(goal_text(metrics))
+            return
+        if not (isinstance(data, dict) and "knobs" in data):
+            raise HoneError("not a hone project nor an A-Tune server or client file", file=project)
+    loaded = load_project(project, server=server, client=client)
+    console.print(f"project [bold]{loaded.name}[/] ({', '.join(map(str, loaded.sources))})")
+    console.print(knob_table(loaded.knobs))
+    for constraint in loaded.constraints:
+        console.print(f"constraint: {constraint.expression}")
+    console.print(f"benchmark: {loaded.benchmark.command}")
+    console.print(goal_text(loaded.metrics))
+    tuning = loaded.tuning
+    console.print(
+        f"engine {tuning.engine}, budget {tuning.budget}, baseline x{tuning.baseline_repeats}, "
+        f"confirm {tuning.confirm_candidates} candidates x {tuning.confirm_rounds} rounds, "
+        f"apply {tuning.apply}"
+    )
+
+
+def knob_table(knobs: list[Knob]) -> Table:
+    table = Table("knob", "type and range", "set by", "restart", "reference")
+    for knob in knobs:
+        table.add_row(
+            knob.name,
+            knob.domain.describe(),
+            knob.actuator.describe()[:60],
+            "yes" if knob.restart else "",
+            "" if knob.reference is None else str(knob.reference),
+        )
+    return table
+
+
+def goal_text(metrics: list[Metric]) -> str:
+    parts = []
+    for metric in metrics:
+        text = f"{metric.direction} {metric.name}"
+        if len(metrics) > 1:
+            text += f" (weight {metric.weight:g})"
+        if metric.limit:
+            text += f" subject to {metric.name} {metric.limit}"
+        parts.append(text)
+    return "goal: " + ", ".join(parts)
+
+
+def studies_table(storage: str | None) -> Table:
+    store = StudyStore(storage)
+    table = Table("study", "state", "engine", "trials", "outcome", "gain", "created")
+    for study in store.studies():
+        result = study.attrs.get("result") or {}
+        gain = result.get("gain")
+        table.add_row(
+            study.name,
+            study.state,
+            str(study.attrs.get("engine", "")),
+            str(result.get("trials", len(store.trials(study)))),
+            str(result.get("outcome", "")),
+            f"{gain['mean']:+.1f} % ± {gain['half_width']:.1f}" if gain else "",
+            str(study.attrs.get("created", "")),
+        )
+    return table
+
+
+def show_study(console: Console, name: str, storage: str | None) -> None:
+    store = StudyStore(storage)
+    study = store.find(name)
+    trials = store.trials(study)
+    attrs = study.attrs
+    console.print(f"study [bold]{study.name}[/]: {study.state}, engine {attrs.get('engine')}")
+    baseline = attrs.get("baseline_metrics")
+    if baseline:
+        values = ", ".join(f"{k}={v:.4g}" for k, v in baseline.items())
+        console.print(f"baseline: {values} (noise CV {attrs.get('baseline_cv', 0):.1f} %)")
+    result = attrs.get("result") or {}
+    if result.get("best"):
+        console.print("best: " + ", ".join(f"{k}={v}" for k, v in result["best"].items()))
+        metrics = result.get("best_metrics") or {}
+        console.print("      " + ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
+    if result.get("gain"):
+        gain = result["gain"]
+        console.print(f"confirmed gain: {gain['mean']:+.1f} % ± {gain['half_width']:.1f} % (95 %)")
+    if result.get("outcome"):
+        console.print(f"{result['outcome']}: {result.get('reason', '')}")
+    console.print(trial_table(trials))
+    failures = [t for t in trials if t.state == "fail"]
+    if failures:
+        console.print(f"[red]{len(failures)} failed trial(s)[/]:")
+        for trial in failures:
+            console.print(f"  #{trial.number} ({trial.phase}): {trial.error}")
+    importance = knob_importance(study.attrs, trials)
+    if importance:
+        table = Table("knob", "importance")
+        for knob, share in importance:
+            table.add_row(knob, f"{share:.1%}")
+        console.print(table)
+
+
+def trial_table(trials: list[TrialRecord]) -> Table:
+    names = sorted({k for t in trials for k in t.config})
+    metric_names = sorted({k for t in trials for k in t.metrics})
+    table = Table("#", "phase", *names, *metric_names, "score", "state")
+    for trial in trials:
+        table.add_row(
+            str(trial.number),
+            trial.phase + (f" r{trial.round + 1}" if trial.round is not None else ""),
+            *(str(trial.config.get(n, "")) for n in names),
+            *(f"{trial.metrics[m]:.4g}" if m in trial.metrics else "" for m in metric_names),
+            "" if trial.score is None else f"{trial.score:.4g}",
+            trial.state,
+        )
+    return table
+
+
+def knob_importance(attrs: dict, trials: list[TrialRecord]) -> list[tuple[str, float]]:
+    """Share of the score's variance explained by each knob, from the finished trials."""
+    done = [t for t in trials if t.state == "complete" and t.score is not None]
+    knobs = list(attrs.get("knobs", {}))
+    if len(done) < 4 or not knobs:
+        return []
+    try:
+        from hone.importance import importance_from_records
+    except ImportError:
+        return _variance_shares(done, knobs)
+    return importance_from_records(knobs, done)
+
+
+def _variance_shares(done: list[TrialRecord], knobs: list[str]) -> list[tuple[str, float]]:
+    """Fallback: between-group variance of the score per knob value, normalised."""
+    scores = np.array([t.score for t in done], dtype=float)
+    total = scores.var() or 1.0
+    shares = {}
+    for knob in knobs:
+        groups: dict[str, list[float]] = {}
+        for trial, score in zip(done, scores, strict=True):
+            groups.setdefault(str(trial.config.get(knob)), []).append(score)
+        between = sum(len(g) * (np.mean(g) - scores.mean()) ** 2 for g in groups.values())
+        shares[knob] = between / len(scores) / total
+    norm = sum(shares.values()) or 1.0
+    return sorted(((k, v / norm) for k, v in shares.items()), key=lambda kv: -kv[1])
