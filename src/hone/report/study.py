@@ -39,8 +39,8 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
         best = y if best is None or y > best else best
         best_points.append((x, best))
     base = attrs.get("baseline_score")
-    cv = attrs.get("baseline_cv", 0.0)
-    band = (base * (1 - cv / 100), base * (1 + cv / 100)) if base is not None else None
+    spread = 2 * attrs.get("baseline_score_std", 0.0)
+    band = (base - spread, base + spread) if base is not None else None
     curve = chart(
         [
             Series("trial", points, "#1f77b4", line=False),
