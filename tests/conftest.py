@@ -1,0 +1,39 @@
+"""Fixtures for every test: hone's state lives in a temporary folder, never /var/lib/hone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture(autouse=True)
+def hone_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("hone-home")
+    monkeypatch.setenv("HONE_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def hone_cli(hone_home: Path):
+    """Run the real `hone` command line in a child process (with this test's HONE_HOME)."""
+
+    def run(
+        *args: str, cwd: Path | None = None, timeout: float = 300
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "hone", *args],
+            capture_output=True,
+            text=True,
+            cwd=cwd or ROOT,
+            timeout=timeout,
+            env={**os.environ, "HONE_HOME": str(hone_home), "COLUMNS": "200"},
+        )
+
+    return run

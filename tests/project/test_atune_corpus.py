@@ -1,0 +1,84 @@
+"""Every YAML file of A-Tune's example corpus either loads or gets one clear line."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from hone.errors import HoneError
+from hone.project import load_project
+from hone.space import IntRange, Ordinal
+from hone.tune.views import check_project
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "atune-corpus" / "examples"
+FILES = sorted(CORPUS.rglob("*.yaml"))
+
+
+def test_corpus_is_there() -> None:
+    assert len(FILES) >= 50
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_each_file_loads_or_names_file_and_line(path: Path) -> None:
+    out = io.StringIO()
+    try:
+        check_project(Console(file=out, width=200), str(path), None, None)
+    except HoneError as exc:
+        message = str(exc)
+        assert "\n" not in message
+        assert str(path) in message
+        return
+    text = out.getvalue()
+    assert "A-Tune server file" in text or "A-Tune client file" in text
+    if "server" in text.splitlines()[0]:
+        assert "type and range" in text
+    else:
+        assert "goal: " in text and "benchmark: " in text
+
+
+def test_broken_corpus_files_report_line() -> None:
+    with pytest.raises(HoneError) as info:
+        load_project(CORPUS / "iozone")
+    assert info.value.line == 21 and "duplicate key" in str(info.value)
+    with pytest.raises(HoneError) as info:
+        load_project(CORPUS / "ffmpeg")
+    assert "ffmpeg_client.yaml:11" in str(info.value) or "ffmpeg_server.yaml" in str(info.value)
+
+
+def test_discrete_int_keeps_order_and_step() -> None:
+    project = load_project(CORPUS / "memcached")
+    domain = project.knob("max_conn").domain
+    assert domain == IntRange(896, 1536, 64)
+    assert project.knob("max_conn").restart is True
+    assert project.tuning.engine == "gbrt" and project.tuning.random_starts == 10
+    assert project.metrics[0].direction == "maximize"
+
+
+def test_large_integers_stay_exact() -> None:
+    project = load_project(CORPUS / "kafka")
+    domain = project.knob("kafka.buffer_memory").domain
+    assert isinstance(domain, IntRange)
+    assert (domain.low, domain.step) == (33554432, 1048576)
+    assert domain.contains(33554432 + 3 * 1048576)
+
+
+def test_pairs_and_items_make_ordered_values(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "s.yaml").write_text(
+        'project: "p"\nobject:\n  - name: "x"\n    info:\n      get: "echo 4"\n'
+        '      set: "true"\n      type: "discrete"\n      dtype: "int"\n'
+        "      scope: [1, 4, 100, 200]\n      step: 2\n      items: [4096]\n"
+    )
+    (tmp_path / "p" / "c.yaml").write_text(
+        'project: "p"\nbenchmark: "echo 1"\nevaluations:\n  - name: "v"\n    info:\n'
+        '      get: "echo 1"\n      type: "positive"\n      weight: 100\n'
+    )
+    project = load_project(tmp_path / "p")
+    domain = project.knob("x").domain
+    assert isinstance(domain, Ordinal)
+    assert domain.choices[:3] == (1, 3, 100) and domain.choices[-1] == 4096
+    assert list(domain.choices) == sorted(domain.choices)
+    assert project.metrics[0].direction == "minimize"

@@ -1,0 +1,120 @@
+"""hone's own project format: typed knobs, constraints, metrics with limits, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hone.errors import HoneError
+from hone.project import load_project
+from hone.project.convert import to_hone_yaml
+from hone.space import Boolean, Categorical, FloatRange, IntRange, Ordinal
+
+GOOD = """\
+name: demo
+workload:
+  start: "true"
+  stop: "true"
+knobs:
+  threads: {type: int, range: [1, 16], shell: {get: "echo 4", set: "true"}, default: 4}
+  ratio: {type: float, range: [0.01, 10], log: true, shell: {get: "echo 1", set: "true"}}
+  size: {type: ordinal, values: [64, 128, 1024], shell: {get: "echo 128", set: "true"}}
+  mode: {type: categorical, values: [a, b], shell: {get: "echo a", set: "true"}, restart: true}
+  fast: {type: bool, shell: {get: "echo 1", set: "true"}}
+  swappiness: {type: int, range: [0, 100], sysctl: vm.swappiness}
+constraints:
+  - "size >= threads * 8"
+benchmark: {command: "echo tps 5", timeout: 10, repeats: 2}
+metrics:
+  tps: {pattern: 'tps (\\d+)', direction: maximize}
+  p99: {pattern: 'p99 (\\d+)', direction: minimize, weight: 0, limit: "<= 5"}
+tuning: {budget: 7, baseline: 2, apply: never, confirm: {candidates: 1, rounds: 2}}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "hone.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_good_project_loads_every_kind_of_knob(tmp_path: Path) -> None:
+    project = load_project(write(tmp_path, GOOD))
+    domains = {k.name: k.domain for k in project.knobs}
+    assert domains["threads"] == IntRange(1, 16)
+    assert isinstance(domains["ratio"], FloatRange) and domains["ratio"].log
+    assert domains["size"] == Ordinal((64, 128, 1024))
+    assert domains["mode"] == Categorical(("a", "b"))
+    assert isinstance(domains["fast"], Boolean)
+    assert project.knob("mode").restart and not project.knob("threads").restart
+    assert project.knob("swappiness").actuator.spec() == {"kind": "sysctl", "key": "vm.swappiness"}
+    space = project.space()
+    assert space.feasible(
+        {
+            **space.defaults,
+            "threads": 4,
+            "ratio": 1.0,
+            "size": 128,
+            "mode": "a",
+            "fast": True,
+            "swappiness": 10,
+        }
+    )
+    assert not space.feasible(
+        {"threads": 16, "ratio": 1.0, "size": 64, "mode": "a", "fast": True, "swappiness": 10}
+    )
+    assert project.benchmark.repeats == 2 and project.tuning.budget == 7
+    assert str(project.metrics[1].limit) == "<= 5"
+
+
+@pytest.mark.parametrize(
+    ("change", "line", "words"),
+    [
+        (("budget: 7", "budgett: 7"), 21, "did you mean 'budget'"),
+        (("type: int, range: [1, 16]", "type: integer, range: [1, 16]"), 6, "type must be"),
+        (("range: [0, 100]", "range: [0, hundred]"), 11, "not a number"),
+        (("direction: maximize", "direction: up"), 18, "must be maximize or minimize"),
+        (('"size >= threads * 8"', '"size >= thread * 8"'), 13, "unknown knob 'thread'"),
+        (('limit: "<= 5"', 'limit: "about 5"'), 19, "limit"),
+        (("sysctl: vm.swappiness", "sysctl: vm.swappiness, sysfs: /sys/x"), 11, "exactly one"),
+    ],
+)
+def test_bad_input_names_file_line_and_key(
+    tmp_path: Path, change: tuple[str, str], line: int, words: str
+) -> None:
+    assert change[0] in GOOD
+    path = write(tmp_path, GOOD.replace(change[0], change[1], 1))
+    with pytest.raises(HoneError) as info:
+        load_project(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:{line}:"), message
+    assert words in message
+
+
+def test_missing_benchmark_and_yaml_syntax(tmp_path: Path) -> None:
+    text = "\n".join(line for line in GOOD.splitlines() if not line.startswith("benchmark"))
+    with pytest.raises(HoneError, match="missing required key 'benchmark'"):
+        load_project(write(tmp_path, text))
+    with pytest.raises(HoneError, match=r"hone.yaml:3: invalid YAML"):
+        load_project(write(tmp_path, "name: x\nknobs:\n  a: [1, 2\n"))
+
+
+def test_restart_knob_needs_a_workload(tmp_path: Path) -> None:
+    text = GOOD.replace('workload:\n  start: "true"\n  stop: "true"\n', "")
+    with pytest.raises(HoneError, match="needs a restart"):
+        load_project(write(tmp_path, text))
+
+
+def test_convert_round_trips_an_atune_pair(tmp_path: Path) -> None:
+    corpus = Path(__file__).resolve().parents[3] / "shared" / "atune-corpus" / "examples"
+    original = load_project(corpus / "memcached")
+    converted = tmp_path / "memcached.yaml"
+    converted.write_text(to_hone_yaml(original, converted))
+    again = load_project(converted)
+    assert [k.name for k in again.knobs] == [k.name for k in original.knobs]
+    assert [k.domain for k in again.knobs] == [k.domain for k in original.knobs]
+    assert [k.restart for k in again.knobs] == [k.restart for k in original.knobs]
+    assert again.benchmark.command == original.benchmark.command
+    assert again.directory == original.directory
+    assert again.tuning.engine == "gbrt" and again.tuning.objective == "atune"
