@@ -55,7 +55,9 @@ INFO_KEYS = (
     "ref",
     "Except",  # nodes a knob must not be tuned on (distributed tuning); one node here
 )
+#: A-Tune's engine names (every one maps to a working hone optimiser), and hone's own.
 ENGINES = (
+    "auto",
     "random",
     "forest",
     "gbrt",
@@ -304,8 +306,8 @@ def _metrics(client: Node) -> list[Metric]:
 
 def _tuning(client: Node, budget: int) -> Tuning:
     engine = text(client, "engine") or "auto"
-    if engine not in (*ENGINES, "auto") and engine.lower() not in {e.lower() for e in ENGINES}:
-        known = ", ".join((*ENGINES, "auto"))
+    if engine.lower() not in {e.lower() for e in ENGINES}:
+        known = ", ".join(ENGINES)
         raise client.error("engine", f"unknown engine {engine!r} (known: {known})")
     random_starts = number(client, "random_starts", None, integer=True)
     feature = None

@@ -8,6 +8,7 @@ from typing import Any
 
 from hone.errors import ActuationError
 from hone.knobs import Actuator, actuator_from_spec, actuator_kinds
+from hone.optimizers import optimizer_names
 from hone.project.common import boolean, check_keys, expect_mapping, number, text
 from hone.project.devices import device_environment
 from hone.project.model import (
@@ -227,7 +228,9 @@ def _actuator(name: str, kind: str, node: Node, directory: Path, workload: Workl
     if kind in ("flag", "env") and workload.launch is None:
         raise node.error(kind, f"knob {name!r}: a {kind} knob needs workload: process")
     try:
-        return actuator_from_spec(spec, launch=workload.launch)
+        if kind in ("flag", "env"):
+            return actuator_from_spec(spec, launch=workload.launch)
+        return actuator_from_spec(spec)
     except ActuationError as exc:
         raise node.error(kind, f"knob {name!r}: {exc.message}") from None
 
@@ -335,8 +338,13 @@ def _tuning(node: Any, doc: Node) -> Tuning:
         select = FeatureFilter(
             "auto", 1, number(sel, "trials", 0, integer=True), number(sel, "count", 0, integer=True)
         )
+    engine = text(node, "engine", "auto") or "auto"
+    if engine.lower() not in optimizer_names():
+        raise node.error(
+            "engine", f"unknown engine {engine!r} (known: {', '.join(optimizer_names())})"
+        )
     tuning = Tuning(
-        engine=text(node, "engine", "auto") or "auto",
+        engine=engine,
         budget=number(node, "budget", 30, integer=True),
         baseline_repeats=number(node, "baseline", 3, integer=True),
         random_starts=number(node, "random_starts", None, integer=True),

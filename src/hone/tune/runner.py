@@ -91,6 +91,7 @@ class Tuner:
         self.started = time.monotonic()
         self.trial_count = 0
         self.failures = 0
+        self.last_error = ""
 
     # -- the whole run ---------------------------------------------------------------------
 
@@ -125,7 +126,7 @@ class Tuner:
         history = self.store.trials(study) if self.options.resume else []
         baseline_runs = self._baseline(study, space, baseline, history)
         if not baseline_runs:
-            raise BenchmarkError("every baseline run failed: see `hone show` for the reasons")
+            raise BenchmarkError(f"every baseline run failed; the last: {self.last_error}")
         for run in baseline_runs:
             if space.feasible(run.config):
                 optimizer.tell(run.config, -run.score if run.score is not None else None)
@@ -312,7 +313,7 @@ class Tuner:
             if self.objective.baseline or phase != "baseline":
                 run.score = self.objective.score(run.metrics)
         except HoneError as exc:
-            run.error = str(exc)
+            run.error = self.last_error = str(exc)
         run_seconds = time.monotonic() - started
         run.metrics.setdefault("_seconds", round(run_seconds, 3))
         return trial_id, run
