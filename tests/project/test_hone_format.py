@@ -69,21 +69,23 @@ def test_good_project_loads_every_kind_of_knob(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "line", "words"),
+    ("change", "words"),
     [
-        (("budget: 7", "budgett: 7"), 21, "did you mean 'budget'"),
-        (("type: int, range: [1, 16]", "type: integer, range: [1, 16]"), 6, "type must be"),
-        (("range: [0, 100]", "range: [0, hundred]"), 11, "not a number"),
-        (("direction: maximize", "direction: up"), 18, "must be maximize or minimize"),
-        (('"size >= threads * 8"', '"size >= thread * 8"'), 13, "unknown knob 'thread'"),
-        (('limit: "<= 5"', 'limit: "about 5"'), 19, "limit"),
-        (("sysctl: vm.swappiness", "sysctl: vm.swappiness, sysfs: /sys/x"), 11, "exactly one"),
+        (("budget: 7", "budgett: 7"), "did you mean 'budget'"),
+        (("type: int, range: [1, 16]", "type: integer, range: [1, 16]"), "type must be"),
+        (("range: [0, 100]", "range: [0, hundred]"), "not a number"),
+        (("direction: maximize", "direction: up"), "must be maximize or minimize"),
+        (('"size >= threads * 8"', '"size >= thread * 8"'), "unknown knob 'thread'"),
+        (('limit: "<= 5"', 'limit: "about 5"'), "limit"),
+        (("sysctl: vm.swappiness", "sysctl: vm.swappiness, sysfs: /sys/x"), "exactly one"),
+        (("budget: 7", "budget: 7, engine: simulated-annealing"), "unknown engine"),
     ],
 )
 def test_bad_input_names_file_line_and_key(
-    tmp_path: Path, change: tuple[str, str], line: int, words: str
+    tmp_path: Path, change: tuple[str, str], words: str
 ) -> None:
     assert change[0] in GOOD
+    line = GOOD[: GOOD.index(change[0])].count("\n") + 1
     path = write(tmp_path, GOOD.replace(change[0], change[1], 1))
     with pytest.raises(HoneError) as info:
         load_project(path)
@@ -96,7 +98,7 @@ def test_missing_benchmark_and_yaml_syntax(tmp_path: Path) -> None:
     text = "\n".join(line for line in GOOD.splitlines() if not line.startswith("benchmark"))
     with pytest.raises(HoneError, match="missing required key 'benchmark'"):
         load_project(write(tmp_path, text))
-    with pytest.raises(HoneError, match=r"hone.yaml:3: invalid YAML"):
+    with pytest.raises(HoneError, match=r"hone.yaml:\d: invalid YAML"):
         load_project(write(tmp_path, "name: x\nknobs:\n  a: [1, 2\n"))
 
 

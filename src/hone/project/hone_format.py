@@ -236,15 +236,17 @@ def _actuator(name: str, kind: str, node: Node, directory: Path, workload: Workl
 
 
 def _constraints(doc: Node, names: set[str]) -> list[Constraint]:
-    items = doc.get("constraints") or []
-    if not isinstance(items, NodeList | list):
+    items = doc.get("constraints")
+    if items is None:
+        return []
+    if not isinstance(items, NodeList):
         raise doc.error("constraints", "must be a list of expressions")
     result = []
-    for item in items:
+    for index, item in enumerate(items):
         try:
             result.append(Constraint.parse(str(item), names))
         except ValueError as exc:
-            raise doc.error("constraints", str(exc)) from None
+            raise items.error(index, str(exc)) from None
     return result
 
 

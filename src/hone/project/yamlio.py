@@ -28,6 +28,10 @@ class Node(dict):
 class NodeList(list):
     file: str = ""
     line: int | None = None
+    item_lines: list[int]
+
+    def error(self, index: int, message: str) -> HoneError:
+        return HoneError(message, file=self.file, line=self.item_lines[index])
 
 
 def _loader_for(file: str) -> type[yaml.SafeLoader]:
@@ -56,6 +60,7 @@ def _loader_for(file: str) -> type[yaml.SafeLoader]:
     def sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> NodeList:
         result = NodeList(loader.construct_object(child, deep=True) for child in node.value)
         result.file, result.line = file, node.start_mark.line + 1
+        result.item_lines = [child.start_mark.line + 1 for child in node.value]
         return result
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
