@@ -37,7 +37,9 @@ class TrialRecord:
     metrics: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     seconds: float | None = None
+    benchmark_seconds: float | None = None
     round: int | None = None
+    started: float | None = None  # POSIX time
 
 
 @dataclass
@@ -155,10 +157,15 @@ class StudyStore:
         metrics: dict[str, float],
         error: str | None = None,
         seconds: float | None = None,
+        benchmark_seconds: float | None = None,
     ) -> None:
+        """Store the outcome; `seconds` is the whole trial, `benchmark_seconds` the part the
+        benchmark itself took (the rest is hone's overhead: setting knobs, restarts, storage)."""
         self.storage.set_trial_user_attr(trial_id, "metrics", metrics)
-        if seconds is not None:
-            self.storage.set_trial_user_attr(trial_id, "seconds", round(seconds, 3))
+        timing = {"seconds": seconds, "benchmark_seconds": benchmark_seconds}
+        for key, value in timing.items():
+            if value is not None:
+                self.storage.set_trial_user_attr(trial_id, key, round(value, 4))
         if error is not None or score is None:
             self.storage.set_trial_user_attr(trial_id, "error", error or "no value")
             self.storage.set_trial_state_values(trial_id, TrialState.FAIL)
@@ -189,7 +196,9 @@ class StudyStore:
                     metrics=dict(attrs.get("metrics", {})),
                     error=attrs.get("error"),
                     seconds=attrs.get("seconds"),
+                    benchmark_seconds=attrs.get("benchmark_seconds"),
                     round=attrs.get("round"),
+                    started=trial.datetime_start.timestamp() if trial.datetime_start else None,
                 )
             )
         return records

@@ -328,6 +328,7 @@ class Tuner:
             metrics=metrics,
             error=run.error,
             seconds=run.metrics.get("_seconds"),
+            benchmark_seconds=run.metrics.get("_benchmark_seconds"),
         )
         run.metrics = metrics
 
@@ -355,8 +356,11 @@ class Tuner:
                 self._run_benchmark_once()
 
     def _benchmark(self) -> dict[str, float]:
+        started = time.monotonic()
         runs = [self._run_benchmark_once() for _ in range(self.project.benchmark.repeats)]
-        return _mean_metrics(runs)
+        metrics = _mean_metrics(runs)
+        metrics["_benchmark_seconds"] = time.monotonic() - started
+        return metrics
 
     def _run_benchmark_once(self) -> dict[str, float]:
         bench = self.project.benchmark

@@ -1,0 +1,138 @@
+"""`kill -9` in the middle of a trial: `hone restore` brings every knob back (a real kernel
+setting among them), the next run warns, and `--resume` continues with every finished trial."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from hone.journal import Journal
+from hone.storage import StudyStore
+
+SWAPPINESS = Path("/proc/sys/vm/swappiness")
+
+
+@pytest.fixture
+def swappiness():
+    original = SWAPPINESS.read_text()
+    yield int(original)
+    SWAPPINESS.write_text(original)
+
+
+def make_project(tmp_path: Path, values: list[int]) -> Path:
+    (tmp_path / "level.txt").write_text("5\n")
+    (tmp_path / "bench.py").write_text(
+        textwrap.dedent("""\
+        import time
+        level = int(open("level.txt").read())
+        swappiness = int(open("/proc/sys/vm/swappiness").read())
+        time.sleep(0.6)
+        print(f"score: {1000 - (level - 7) ** 2 + swappiness / 100}")
+    """)
+    )
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent(f"""\
+        name: crash-test
+        knobs:
+          level:
+            type: int
+            range: [1, 9]
+            shell: {{get: cat level.txt, set: 'echo "$value" > level.txt'}}
+          swappiness:
+            type: ordinal
+            values: {values}
+            sysctl: vm.swappiness
+        benchmark: {{command: python3 bench.py, timeout: 20}}
+        metrics:
+          score: {{pattern: 'score: (\\S+)', direction: maximize}}
+        tuning: {{engine: random, budget: 8, baseline: 1, apply: never, seed: 3,
+                  confirm: {{candidates: 1, rounds: 2}}}}
+    """)
+    )
+    return tmp_path / "hone.yaml"
+
+
+def start_and_kill(project: Path, hone_home: Path, after_trials: int) -> None:
+    """Start `hone tune` and SIGKILL it (and its benchmark) once trials are stored."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hone", "tune", str(project)],
+        env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            if proc.poll() is not None:
+                pytest.fail(f"hone ended before the kill: {proc.stderr.read().decode()[-500:]}")
+            try:
+                store = StudyStore()
+                trials = store.trials(store.find("crash-test"))
+            except Exception:  # the database or the study is not there yet
+                continue
+            done = [t for t in trials if t.phase == "search" and t.state != "running"]
+            running = [t for t in trials if t.state == "running"]
+            if len(done) >= after_trials and running:
+                break
+        else:
+            pytest.fail("hone did not reach the trial to kill it in")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def finished_search(store: StudyStore) -> list:
+    return [
+        t
+        for t in store.trials(store.find("crash-test"))
+        if t.phase == "search" and t.state == "complete"
+    ]
+
+
+def test_restore_after_kill_9(tmp_path: Path, hone_home: Path, hone_cli, swappiness: int) -> None:
+    other = 1 if swappiness != 1 else 2
+    project = make_project(tmp_path, sorted({swappiness, other}))
+    start_and_kill(project, hone_home, after_trials=2)
+    journal = Journal.for_scope("crash-test")
+    assert journal.unfinished() is not None
+    assert set(journal.originals()) == {"level", "swappiness"}
+
+    result = hone_cli("restore", "crash-test")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "level.txt").read_text().strip() == "5"
+    assert int(SWAPPINESS.read_text()) == swappiness
+
+
+def test_resume_after_kill_9_keeps_every_finished_trial(
+    tmp_path: Path, hone_home: Path, hone_cli, swappiness: int
+) -> None:
+    other = 1 if swappiness != 1 else 2
+    project = make_project(tmp_path, sorted({swappiness, other}))
+    start_and_kill(project, hone_home, after_trials=3)
+    store = StudyStore()
+    before = {t.number: t.config for t in finished_search(store)}
+    assert len(before) >= 3
+
+    result = hone_cli("tune", str(project), "--resume")
+    assert result.returncode == 0, result.stderr
+    assert "did not finish" in result.stdout
+    assert "interrupted trial(s) recorded as failed" in result.stdout
+    trials = store.trials(store.find("crash-test"))
+    search = [t for t in trials if t.phase == "search"]
+    kept = {t.number: t.config for t in search if t.number in before}
+    assert kept == before  # nothing lost
+    assert sum(t.state == "complete" for t in search) >= 8 - 1
+    assert any(t.error == "interrupted (hone was stopped)" for t in search)
+    assert [s.name for s in store.studies()] == ["crash-test#1"]
+    # apply: never, so the run itself put everything back at the end
+    assert (tmp_path / "level.txt").read_text().strip() == "5"
+    assert int(SWAPPINESS.read_text()) == swappiness
