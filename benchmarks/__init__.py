@@ -1,0 +1,1 @@
+"""Benchmarks: speed and quality figures, run side by side with peers."""
