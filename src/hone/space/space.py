@@ -71,8 +71,29 @@ class SearchSpace:
                 config[name] = domain.from_unit(float(rng.random()))
         return config
 
+    def restrict(self, names: list[str], fixed: Mapping[str, Value]) -> SearchSpace:
+        """The sub-space over `names`, every other knob held at its value in `fixed`;
+        constraints that involve held knobs are checked with those values filled in."""
+        held = {n: v for n, v in fixed.items() if n not in names}
+        return SearchSpace(
+            {n: d for n, d in self.domains.items() if n in names},
+            [_Bound(c, held) for c in self.constraints],
+            {n: v for n, v in self.defaults.items() if n in names},
+        )
+
     def key(self, config: Mapping[str, Value]) -> tuple:
         """A hashable identity for a configuration (floats rounded to kill print noise)."""
         return tuple(
             round(v, 10) if isinstance(v, float) else v for v in (config[n] for n in self.domains)
         )
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """A constraint with some knobs held at fixed values."""
+
+    constraint: Constraint
+    held: Mapping[str, Value]
+
+    def holds(self, config: Mapping[str, Value]) -> bool:
+        return self.constraint.holds({**self.held, **config})

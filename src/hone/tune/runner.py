@@ -132,13 +132,38 @@ class Tuner:
                 optimizer.tell(run.config, -run.score if run.score is not None else None)
         done = self._replay(history, optimizer)
         self.reporter.phase("search", self.budget)
+        selector = self.project.tuning.feature_filter
+        held: Config = {}
         while done < self.budget:
-            config = optimizer.ask()
+            if selector and done == selector.iterations and 0 < selector.count < len(space):
+                optimizer, held = self._select_knobs(optimizer, space, selector.count)
+            proposal = optimizer.ask()
+            config = {**held, **proposal}
             run = self.measure(study, space, config, "search", baseline)
-            optimizer.tell(config, -run.score if run.ok else None)
+            optimizer.tell(proposal, -run.score if run.ok else None)
             done += 1
             self.reporter.trial(done, self.budget, run)
-        return self._finish(study, space, baseline, optimizer.recommend())
+        recommended = optimizer.recommend()
+        return self._finish(
+            study, space, baseline, {**held, **recommended} if recommended else None
+        )
+
+    def _select_knobs(self, optimizer: Any, space: SearchSpace, count: int) -> tuple[Any, Config]:
+        """A-Tune's parameter selection: keep the `count` knobs that matter most so far, hold
+        the others at the best configuration's values, and go on over the smaller space."""
+        from hone.importance import importance
+
+        shares = importance(space, optimizer.history)
+        keep = sorted(space.names, key=lambda n: -shares.get(n, 0.0))[:count]
+        best = optimizer.recommend() or space.default() or {}
+        sub = space.restrict(keep, best)
+        smaller = make_optimizer(
+            self.engine, sub, seed=self.project.tuning.seed, budget=self.budget
+        )
+        for obs in optimizer.history:
+            smaller.tell({n: obs.config[n] for n in keep}, obs.value)
+        self.reporter.note(f"kept the {count} knobs that matter most: {', '.join(keep)}")
+        return smaller, {n: v for n, v in best.items() if n not in keep}
 
     # -- phases ----------------------------------------------------------------------------
 
