@@ -10,6 +10,7 @@ set), the benchmark is a trivial command, and every trial is stored in SQLite as
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import tempfile
@@ -54,7 +55,7 @@ def main() -> None:
         from hone.project import load_project
         from hone.storage import StudyStore
         from hone.tune.console import Reporter
-        from hone.tune.runner import Tuner, TuneOptions
+        from hone.tune.runner import TuneOptions, Tuner
 
         project = load_project(write_project(folder, args.knobs, args.trials, args.engine))
         started = time.perf_counter()
@@ -63,14 +64,16 @@ def main() -> None:
         store = StudyStore()
         trials = [t for t in store.trials(store.find("overhead")) if t.phase == "search"]
     overheads = []
-    for current, following in zip(trials, trials[1:], strict=False):
+    for current, following in itertools.pairwise(trials):
         if current.started and following.started and current.benchmark_seconds is not None:
             overheads.append(following.started - current.started - current.benchmark_seconds)
     window = overheads[180:230] or overheads[-50:]
     print(f"knobs={args.knobs} trials={len(trials)} engine={args.engine} wall={wall:.1f}s")
-    print(f"overhead per trial, trials 180-230: median {statistics.median(window) * 1000:.1f} ms,"
-          f" max {max(window) * 1000:.1f} ms; all trials: median "
-          f"{statistics.median(overheads) * 1000:.1f} ms")
+    print(
+        f"overhead per trial, trials 180-230: median {statistics.median(window) * 1000:.1f} ms,"
+        f" max {max(window) * 1000:.1f} ms; all trials: median "
+        f"{statistics.median(overheads) * 1000:.1f} ms"
+    )
 
 
 if __name__ == "__main__":
