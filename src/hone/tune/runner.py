@@ -7,10 +7,13 @@ are put back to the baseline and the study goes on."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import threading
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,7 +99,7 @@ class Tuner:
     # -- the whole run ---------------------------------------------------------------------
 
     def run(self) -> TuneResult:
-        with self.journal.locked():
+        with self.journal.locked(), _stop_on_sigterm():
             self._prepare_environment()
             baseline = self._read_baseline()
             study = self._open_study()
@@ -500,6 +503,29 @@ class Tuner:
         except HoneError as restore_error:
             self.reporter.warn(str(restore_error))
         self._stop_owned_workload()
+
+
+class Stopped(HoneError):
+    """hone was asked to stop (SIGTERM); the run puts every knob back before it exits."""
+
+    exit_code = 143
+
+
+@contextmanager
+def _stop_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM into an exception, so a stopped run still restores and records."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stopped("stopped by SIGTERM; every knob was put back")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _comparable(space: SearchSpace, config: Config) -> bool:
