@@ -94,15 +94,21 @@ def _modules() -> list[str]:
     return [m.name for m in pkgutil.iter_modules(package.__path__) if m.name not in ("base",)]
 
 
-def actuator_from_spec(spec: Mapping[str, Any]) -> Actuator:
-    """Build an actuator from its spec (`{"kind": "sysctl", "key": "vm.swappiness"}`)."""
+def actuator_from_spec(spec: Mapping[str, Any], **context: Any) -> Actuator:
+    """Build an actuator from its spec (`{"kind": "sysctl", "key": "vm.swappiness"}`).
+
+    `context` holds run-time objects (the `launch` of a process hone starts) that a kind
+    receives when it declares a field of that name, and that other kinds ignore."""
     kinds = actuator_kinds()
     kind = spec.get("kind")
     if kind not in kinds:
         known = ", ".join(sorted(kinds))
         raise ActuationError(f"unknown knob kind {kind!r} (known: {known})", key="kind")
+    cls = kinds[kind]
+    fields = getattr(cls, "__dataclass_fields__", {})
     options = {k: v for k, v in spec.items() if k != "kind"}
+    options.update({k: v for k, v in context.items() if k in fields})
     try:
-        return kinds[kind](**options)
+        return cls(**options)
     except TypeError as exc:
         raise ActuationError(f"bad options for a {kind} knob: {exc}", key=kind) from None

@@ -228,9 +228,7 @@ def _actuator(name: str, kind: str, node: Node, directory: Path, workload: Workl
     if kind in ("flag", "env") and workload.launch is None:
         raise node.error(kind, f"knob {name!r}: a {kind} knob needs workload: process")
     try:
-        if kind in ("flag", "env"):
-            return actuator_from_spec(spec, launch=workload.launch)
-        return actuator_from_spec(spec)
+        return actuator_from_spec(spec, launch=workload.launch)
     except ActuationError as exc:
         raise node.error(kind, f"knob {name!r}: {exc.message}") from None
 

@@ -48,7 +48,8 @@ def _loader_for(file: str) -> type[yaml.SafeLoader]:
                 raise HoneError(
                     "a key must be a plain value", file=file, line=key_node.start_mark.line + 1
                 )
-            key = str(key)
+            # Keys keep their text: YAML 1.1 would read `on:`/`off:`/`yes:` as booleans.
+            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else str(key)
             if key in result:
                 raise HoneError(
                     "duplicate key", file=file, line=key_node.start_mark.line + 1, key=key
