@@ -1,0 +1,170 @@
+"""hone's default optimiser, made for expensive, noisy system benchmarks.
+
+- It starts from the default configuration (the tuning loop measures it several times, which
+  tells the noise) and a small Latin hypercube.
+- A Gaussian process (Matern 5/2 + white noise) models the objective on the unit-encoded space:
+  numeric knobs by position, so order is kept; categories one-hot. Its white-noise term is the
+  noise model.
+- Failures are not imputed as fake values: a tree classifier learns where configurations fail,
+  and the acquisition is multiplied by the probability of success.
+- Candidates mix global random samples with neighbours of the best configurations, in a region
+  that narrows as the study goes on (a trust region, as in TuRBO).
+- When the uncertainty about the incumbent is larger than what a new configuration is expected
+  to gain, it re-measures the incumbent instead: a noisy winner is worth confirming.
+- It recommends the configuration with the best posterior mean, never the luckiest reading.
+- Suggestions stay cheap: the model is trained on a capped window (the best and the most recent
+  points) and its hyperparameters are refitted only every few trials.
+- `ask_batch` proposes diverse configurations for several machines (constant liar)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.ensemble import ExtraTreesClassifier
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+
+from hone.optimizers.base import Observation, Optimizer, register
+from hone.optimizers.designs import latin_hypercube
+from hone.optimizers.encoding import Encoder, neighbours
+from hone.optimizers.surrogate import expected_improvement
+from hone.space import Config, SearchSpace
+
+WINDOW = 160  # points the model is trained on, at most
+REFIT_EVERY = 8  # trials between hyperparameter fits
+MAX_REPEATS = 4  # measurements of one configuration before it is never re-measured
+
+
+@register
+class Auto(Optimizer):
+    name = "auto"
+
+    def __init__(self, space: SearchSpace, **options) -> None:
+        super().__init__(space, **options)
+        self.encoder = Encoder(space)
+        starts = self.random_starts or max(3, min(8, self.encoder.width // 2 + 2))
+        if self.budget:
+            starts = min(starts, max(2, self.budget // 4))
+        self.design = latin_hypercube(space, starts, self.rng)
+        self.kernel = None
+        self.fitted_at = -REFIT_EVERY
+        self.model: GaussianProcessRegressor | None = None
+
+    # -- proposals -------------------------------------------------------------------------
+
+    def ask(self) -> Config:
+        first = self.first_config()
+        if first is not None:
+            return first
+        done = [o for o in self.history if o.value is not None]
+        if self.design and len(self.history) <= len(self.design) + 3:
+            return self.design.pop(0)
+        if len(done) < 3:
+            return self.space.sample(self.rng)
+        self._fit(done)
+        incumbent, incumbent_mean, incumbent_std = self._incumbent(done)
+        pool = self._candidates(done, incumbent)
+        mean, std = self._latent(self.encoder.encode(pool))
+        gain = expected_improvement(mean, std, incumbent_mean) * self._success(pool)
+        choice = int(np.argmax(gain))
+        repeats = sum(
+            1 for o in self.history if self.space.key(o.config) == self.space.key(incumbent)
+        )
+        if incumbent_std > 2 * gain[choice] and repeats < MAX_REPEATS:
+            return dict(incumbent)
+        return pool[choice]
+
+    def ask_batch(self, n: int) -> list[Config]:
+        """Constant liar: each pending proposal is assumed to score the current best mean."""
+        proposals: list[Config] = []
+        saved = list(self.history)
+        liar = min((o.value for o in saved if o.value is not None), default=0.0)
+        for _ in range(n):
+            config = self.ask()
+            proposals.append(config)
+            self.history.append(Observation(dict(config), liar))
+            self.fitted_at = -REFIT_EVERY if self.kernel is None else self.fitted_at
+        self.history = saved
+        return proposals
+
+    def recommend(self) -> Config | None:
+        done = [o for o in self.history if o.value is not None]
+        if len(done) < 3:
+            return super().recommend()
+        self._fit(done)
+        return dict(self._incumbent(done)[0])
+
+    # -- the model -------------------------------------------------------------------------
+
+    def _window(self, done: list[Observation]) -> list[Observation]:
+        if len(done) <= WINDOW:
+            return done
+        best = sorted(done, key=lambda o: o.value)[: WINDOW // 2]
+        recent = [o for o in done[-WINDOW:] if o not in best][: WINDOW - len(best)]
+        return best + recent
+
+    def _fit(self, done: list[Observation]) -> None:
+        window = self._window(done)
+        x = self.encoder.encode([o.config for o in window])
+        y = np.array([o.value for o in window], dtype=float)
+        refit = self.kernel is None or len(self.history) - self.fitted_at >= REFIT_EVERY
+        if refit:
+            ard = self.encoder.width <= 20
+            scales = np.full(self.encoder.width, 0.3) if ard else 0.3
+            kernel = ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
+                scales, (1e-2, 1e2), nu=2.5
+            ) + WhiteKernel(1e-2, (1e-6, 1.0))
+            model = GaussianProcessRegressor(kernel, normalize_y=True, random_state=self.seed)
+        else:
+            model = GaussianProcessRegressor(self.kernel, normalize_y=True, optimizer=None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(x, y)
+        if refit:
+            self.kernel, self.fitted_at = model.kernel_, len(self.history)
+        self.model, self.window = model, window
+
+    def _latent(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and the spread of the true value (measurement noise taken out)."""
+        assert self.model is not None
+        mean, std = self.model.predict(x, return_std=True)
+        noise = self.model.kernel_.k2.noise_level * self.model._y_train_std**2
+        return mean, np.sqrt(np.maximum(std**2 - noise, 1e-12))
+
+    def _incumbent(self, done: list[Observation]) -> tuple[Config, float, float]:
+        """The measured configuration with the best posterior mean."""
+        unique = {self.space.key(o.config): o.config for o in done}
+        configs = list(unique.values())
+        mean, std = self._latent(self.encoder.encode(configs))
+        best = int(np.argmin(mean))
+        return configs[best], float(mean[best]), float(std[best])
+
+    def _success(self, pool: list[Config]) -> np.ndarray:
+        """Probability that each candidate runs at all, learned from failed trials."""
+        labels = np.array([o.value is not None for o in self.history])
+        if labels.all() or not labels.any():
+            return np.ones(len(pool))
+        classifier = ExtraTreesClassifier(
+            n_estimators=40, min_samples_leaf=2, random_state=self.seed
+        )
+        classifier.fit(self.encoder.encode([o.config for o in self.history]), labels)
+        column = list(classifier.classes_).index(True)
+        return classifier.predict_proba(self.encoder.encode(pool))[:, column]
+
+    def _candidates(self, done: list[Observation], incumbent: Config) -> list[Config]:
+        progress = len(done) / max(self.budget or 50, 1)
+        scale = float(np.clip(0.25 * (1 - progress), 0.04, 0.25))
+        best = sorted(done, key=lambda o: o.value)[:2]
+        pool = [self.space.sample(self.rng) for _ in range(384)]
+        pool += neighbours(self.space, incumbent, self.rng, 512, scale)
+        for obs in best:
+            pool += neighbours(self.space, obs.config, self.rng, 128, scale)
+        seen = {self.space.key(o.config) for o in self.history}
+        fresh = {}
+        for config in pool:
+            key = self.space.key(config)
+            if key not in seen and key not in fresh and self.space.feasible(config):
+                fresh[key] = config
+        return list(fresh.values()) or [self.space.sample(self.rng)]
