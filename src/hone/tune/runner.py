@@ -27,6 +27,7 @@ from hone.optimizers import make_optimizer
 from hone.paths import state_dir
 from hone.project.model import Project
 from hone.space import Config, SearchSpace, Value
+from hone.space.serialize import domain_to_dict
 from hone.storage import StudyRecord, StudyStore
 from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
 from hone.tune.console import Reporter
@@ -468,6 +469,7 @@ class Tuner:
                     for m in self.project.metrics
                 ],
                 "knobs": {k.name: k.domain.describe() for k in self.project.knobs},
+                "space": {k.name: domain_to_dict(k.domain) for k in self.project.knobs},
             },
         )
         self.reporter.start(self.project, study.name, self.engine, self.budget)

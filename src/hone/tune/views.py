@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -13,6 +12,7 @@ from hone.project import atune
 from hone.project.load import load_project
 from hone.project.model import Knob, Metric
 from hone.project.yamlio import load_yaml
+from hone.space import SearchSpace
 from hone.storage import StudyStore
 from hone.storage.store import TrialRecord
 
@@ -146,28 +146,20 @@ def trial_table(trials: list[TrialRecord]) -> Table:
 
 
 def knob_importance(attrs: dict, trials: list[TrialRecord]) -> list[tuple[str, float]]:
-    """Share of the score's variance explained by each knob, from the finished trials."""
-    done = [t for t in trials if t.state == "complete" and t.score is not None]
-    knobs = list(attrs.get("knobs", {}))
-    if len(done) < 4 or not knobs:
+    """Each knob's share of what explains the scores of the finished trials."""
+    from hone.importance import from_configs
+    from hone.space.serialize import domain_from_dict
+
+    domains = {n: domain_from_dict(d) for n, d in attrs.get("space", {}).items()}
+    if not domains:
         return []
-    try:
-        from hone.importance import importance_from_records
-    except ImportError:
-        return _variance_shares(done, knobs)
-    return importance_from_records(knobs, done)
-
-
-def _variance_shares(done: list[TrialRecord], knobs: list[str]) -> list[tuple[str, float]]:
-    """Fallback: between-group variance of the score per knob value, normalised."""
-    scores = np.array([t.score for t in done], dtype=float)
-    total = scores.var() or 1.0
-    shares = {}
-    for knob in knobs:
-        groups: dict[str, list[float]] = {}
-        for trial, score in zip(done, scores, strict=True):
-            groups.setdefault(str(trial.config.get(knob)), []).append(score)
-        between = sum(len(g) * (np.mean(g) - scores.mean()) ** 2 for g in groups.values())
-        shares[knob] = between / len(scores) / total
-    norm = sum(shares.values()) or 1.0
-    return sorted(((k, v / norm) for k, v in shares.items()), key=lambda kv: -kv[1])
+    space = SearchSpace(domains)
+    done = [
+        t
+        for t in trials
+        if t.state == "complete"
+        and t.score is not None
+        and set(domains) <= set(t.config)
+        and space.feasible(t.config)
+    ]
+    return from_configs(space, [t.config for t in done], [t.score for t in done])
