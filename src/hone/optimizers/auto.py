@@ -21,6 +21,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy.spatial.distance import cdist
 from sklearn.ensemble import ExtraTreesClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -67,7 +68,11 @@ class Auto(Optimizer):
         incumbent, incumbent_mean, incumbent_std = self._incumbent(done)
         pool = self._candidates(done, incumbent)
         mean, std = self._latent(self.encoder.encode(pool))
-        gain = expected_improvement(mean, std, incumbent_mean) * self._success(pool)
+        success = self._success(pool)
+        # Where failure is more likely than not, do not go at all; elsewhere weigh by it.
+        gain = expected_improvement(mean, std, incumbent_mean) * np.where(
+            success < 0.5, 0.0, success
+        )
         choice = int(np.argmax(gain))
         repeats = sum(
             1 for o in self.history if self.space.key(o.config) == self.space.key(incumbent)
@@ -114,7 +119,7 @@ class Auto(Optimizer):
             ard = self.encoder.width <= 20
             scales = np.full(self.encoder.width, 0.3) if ard else 0.3
             kernel = ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
-                scales, (1e-2, 1e2), nu=2.5
+                scales, (0.08, 20.0), nu=2.5
             ) + WhiteKernel(1e-2, (1e-6, 1.0))
             model = GaussianProcessRegressor(kernel, normalize_y=True, random_state=self.seed)
         else:
@@ -142,16 +147,25 @@ class Auto(Optimizer):
         return configs[best], float(mean[best]), float(std[best])
 
     def _success(self, pool: list[Config]) -> np.ndarray:
-        """Probability that each candidate runs at all, learned from failed trials."""
+        """Probability that each candidate runs at all, learned from failed trials: a tree
+        classifier for the shape of the failure region, averaged with nearness (a candidate
+        closer to a failure than to any success is probably a failure too)."""
         labels = np.array([o.value is not None for o in self.history])
         if labels.all() or not labels.any():
             return np.ones(len(pool))
+        seen = self.encoder.encode([o.config for o in self.history])
+        x = self.encoder.encode(pool)
         classifier = ExtraTreesClassifier(
             n_estimators=40, min_samples_leaf=2, random_state=self.seed
         )
-        classifier.fit(self.encoder.encode([o.config for o in self.history]), labels)
+        classifier.fit(seen, labels)
         column = list(classifier.classes_).index(True)
-        return classifier.predict_proba(self.encoder.encode(pool))[:, column]
+        trees = classifier.predict_proba(x)[:, column]
+        distance = cdist(x, seen)
+        to_success = distance[:, labels].min(axis=1)
+        to_failure = distance[:, ~labels].min(axis=1)
+        nearness = to_failure / np.maximum(to_failure + to_success, 1e-12)
+        return (trees + nearness) / 2
 
     def _candidates(self, done: list[Observation], incumbent: Config) -> list[Config]:
         progress = len(done) / max(self.budget or 50, 1)

@@ -1,0 +1,211 @@
+"""Actuators against the real kernel and real files: set, read back, refuse clearly."""
+
+from __future__ import annotations
+
+import os
+import random
+import string
+from pathlib import Path
+
+import pytest
+
+from hone.errors import ActuationError
+from hone.journal import Journal
+from hone.knobs import actuator_from_spec
+from hone.knobs.shell import ShellActuator
+from hone.workload.launch import LaunchSpec
+
+THP = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+@pytest.fixture
+def thp():
+    original = Path(THP).read_text()
+    yield
+    selected = original.split("[")[1].split("]")[0]
+    Path(THP).write_text(selected)
+
+
+def test_sysfs_bracketed_selection(thp) -> None:
+    actuator = actuator_from_spec({"kind": "sysfs", "path": THP})
+    before = actuator.get()
+    assert before in ("always", "madvise", "never")
+    other = "never" if before != "never" else "madvise"
+    actuator.apply(other)
+    assert actuator.get() == other
+    with pytest.raises(ActuationError, match="Invalid argument"):
+        actuator.apply("bogus")
+    assert actuator.get() == other
+    with pytest.raises(ActuationError, match="not under /sys"):
+        actuator_from_spec({"kind": "sysfs", "path": "/sys/../etc/passwd"}).get()
+
+
+def test_sysctl_rejected_value_leaves_it_unchanged() -> None:
+    actuator = actuator_from_spec({"kind": "sysctl", "key": "vm.swappiness"})
+    before = actuator.get()
+    try:
+        actuator.apply("7")
+        assert actuator.get() == "7"
+        with pytest.raises(ActuationError):
+            actuator.apply("-5")
+        assert actuator.get() == "7"
+    finally:
+        actuator.set(before)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "key", "extra", "expected", "after"),
+    [
+        (
+            "equals",
+            "# c\nshared_buffers = '128MB'  # x\nwork_mem=4MB\n",
+            "shared_buffers",
+            {},
+            "128MB",
+            "# c\nshared_buffers = '256MB'  # x\nwork_mem=4MB\n",
+        ),
+        (
+            "space",
+            "port 6379\nmaxmemory 100mb\n# end\n",
+            "maxmemory",
+            {},
+            "100mb",
+            "port 6379\nmaxmemory 256MB\n# end\n",
+        ),
+        (
+            "ini",
+            "[a]\nlevel = 1\n[b]\nlevel = 2\n",
+            "level",
+            {"section": "b"},
+            "2",
+            "[a]\nlevel = 1\n[b]\nlevel = 256MB\n",
+        ),
+        (
+            "regex",
+            "X=1\nCOMPRESS_LEVEL = 6\n",
+            "",
+            {"pattern": r"^COMPRESS_LEVEL = (\S+)"},
+            "6",
+            "X=1\nCOMPRESS_LEVEL = 256MB\n",
+        ),
+    ],
+)
+def test_config_formats_round_trip(tmp_path, fmt, text, key, extra, expected, after) -> None:
+    path = tmp_path / "app.conf"
+    path.write_text(text)
+    path.chmod(0o640)
+    actuator = actuator_from_spec(
+        {"kind": "config", "file": str(path), "format": fmt, "key": key, **extra}
+    )
+    assert actuator.get() == expected
+    actuator.apply("256MB")
+    assert path.read_text() == after
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".app.conf")]
+
+
+def test_config_adds_a_missing_key_and_names_missing_files(tmp_path) -> None:
+    path = tmp_path / "redis.conf"
+    path.write_text("port 1\n")
+    actuator = actuator_from_spec(
+        {"kind": "config", "file": str(path), "format": "space", "key": "io-threads"}
+    )
+    with pytest.raises(ActuationError, match="key not found"):
+        actuator.get()
+    actuator.apply("2")
+    assert path.read_text() == "port 1\nio-threads 2\n"
+    missing = actuator_from_spec({"kind": "config", "file": str(tmp_path / "no"), "key": "k"})
+    with pytest.raises(ActuationError, match="cannot read"):
+        missing.get()
+
+
+def test_flag_and_env_edit_the_launch() -> None:
+    launch = LaunchSpec(["memcached", "-p", "1"])
+    threads = actuator_from_spec({"kind": "flag", "flag": "-t"}, launch=launch)
+    size = actuator_from_spec({"kind": "flag", "flag": "--size", "style": "equals"}, launch=launch)
+    arenas = actuator_from_spec({"kind": "env", "variable": "MALLOC_ARENA_MAX"}, launch=launch)
+    assert not threads.readable and not threads.persistent and threads.needs_restart
+    threads.apply("4")
+    size.apply("64")
+    arenas.apply("2")
+    assert launch.command() == ["memcached", "-p", "1", "-t", "4", "--size=64"]
+    assert launch.env == {"MALLOC_ARENA_MAX": "2"}
+    with pytest.raises(ActuationError, match="needs a process"):
+        actuator_from_spec({"kind": "flag", "flag": "-t"})
+
+
+HOSTILE = [
+    "a'b",
+    'a"b',
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    "x; touch PWNED",
+    "a\nb",
+    "*",
+    "-n",
+    " spaced  out ",
+    "$HOME",
+    "\\",
+    "'\"'\"'",
+]
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+@pytest.mark.parametrize(
+    "template",
+    [
+        "printf %s $value > out",
+        'printf %s "$value" > out',
+        "printf '%s' '$value' > out",
+        "sh -c 'printf %s \"$0\" > out' $value",
+    ],
+)
+def test_shell_values_arrive_exactly_and_run_nothing(tmp_path, template, value) -> None:
+    actuator = ShellActuator(set_command=template, get_command="cat out", cwd=str(tmp_path))
+    actuator.set(value)
+    assert (tmp_path / "out").read_text() == value
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_atune_sed_template_in_single_quotes(tmp_path) -> None:
+    (tmp_path / "conf").write_text('MAXCONN="1024"\n')
+    actuator = ShellActuator(
+        set_command="sed -i 's/^MAXCONN.*$/MAXCONN=\"$value\"/g' conf",
+        get_command="grep MAXCONN conf | cut -d'\"' -f2",
+        cwd=str(tmp_path),
+    )
+    actuator.apply("1344")
+    assert (tmp_path / "conf").read_text() == 'MAXCONN="1344"\n'
+
+
+def test_random_values_round_trip(tmp_path) -> None:
+    rng = random.Random(7)
+    alphabet = string.printable.replace("\x0b", "").replace("\x0c", "").replace("\r", "")
+    actuator = ShellActuator(set_command='printf %s "$value" > out', cwd=str(tmp_path))
+    for _ in range(40):
+        value = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30)))
+        actuator.set(value)
+        assert (tmp_path / "out").read_text() == value
+
+
+def test_journal_survives_a_crash_and_restores_newest_first(tmp_path) -> None:
+    files = [tmp_path / f"k{i}" for i in range(3)]
+    for index, path in enumerate(files):
+        path.write_text(f"{index}\n")
+    actuators = [
+        ShellActuator(set_command=f"echo $value > {p}", get_command=f"cat {p}") for p in files
+    ]
+    journal = Journal.for_scope("crash")
+    journal.begin()
+    for index, actuator in enumerate(actuators):
+        journal.remember(f"k{index}", actuator)
+        actuator.apply("99")
+    with open(journal.path, "a") as handle:
+        handle.write('{"op": "set", "na')  # torn by the crash
+    reopened = Journal.for_scope("crash")
+    assert reopened.unfinished() is not None
+    outcomes = reopened.restore()
+    assert [o.name for o in outcomes] == ["k2", "k1", "k0"]
+    assert [p.read_text() for p in files] == ["0\n", "1\n", "2\n"]
+    assert not Journal.for_scope("crash").has_changes()
+    assert os.listdir(journal.path.parent)  # the archive is kept
