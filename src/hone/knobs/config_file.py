@@ -1,7 +1,7 @@
 """A key in a configuration file: INI (with sections), `key value` (redis.conf), `key=value`
 (postgresql.conf, sysconfig) or a user regex whose one group is the value.
 
-The file is rewritten atomically (temporary file, fsync, rename) with its mode and owner kept,
+The file is rewritten atomically (temporary file, rename) with its mode and owner kept,
 and every other line, comment and blank line stays as it was."""
 
 from __future__ import annotations
@@ -63,10 +63,9 @@ class ConfigFileActuator(Actuator):
         stat = path.stat()
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         try:
+            # Atomic by rename; no fsync: the journal, not this file, is the durable record.
             with os.fdopen(fd, "w") as handle:
                 handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
             os.chmod(temp, stat.st_mode & 0o7777)
             os.chown(temp, stat.st_uid, stat.st_gid)
             os.replace(temp, path)

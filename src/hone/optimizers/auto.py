@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 
 import numpy as np
 from scipy.spatial.distance import cdist
@@ -29,7 +30,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
 from hone.optimizers.base import Observation, Optimizer, register
 from hone.optimizers.designs import latin_hypercube
-from hone.optimizers.encoding import Encoder, neighbours
+from hone.optimizers.encoding import Encoder, first_feasible, fresh_candidates, neighbours
 from hone.optimizers.surrogate import expected_improvement
 from hone.space import Config, SearchSpace
 
@@ -52,6 +53,7 @@ class Auto(Optimizer):
         self.kernel = None
         self.fitted_at = -REFIT_EVERY
         self.model: GaussianProcessRegressor | None = None
+        self.measured: Counter[tuple] = Counter()
 
     # -- proposals -------------------------------------------------------------------------
 
@@ -67,19 +69,23 @@ class Auto(Optimizer):
         self._fit(done)
         incumbent, incumbent_mean, incumbent_std = self._incumbent(done)
         pool = self._candidates(done, incumbent)
-        mean, std = self._latent(self.encoder.encode(pool))
+        if not len(pool):
+            return dict(incumbent)
+        mean, std = self._latent(self.encoder.features(pool))
         success = self._success(pool)
         # Where failure is more likely than not, do not go at all; elsewhere weigh by it.
         gain = expected_improvement(mean, std, incumbent_mean) * np.where(
-            success < 0.5, 0.0, success
+            success < 0.6, 0.0, success**2
         )
-        choice = int(np.argmax(gain))
-        repeats = sum(
-            1 for o in self.history if self.space.key(o.config) == self.space.key(incumbent)
-        )
-        if incumbent_std > 2 * gain[choice] and repeats < MAX_REPEATS:
+        order = np.argsort(-gain)
+        repeats = self.measured[self.space.key(incumbent)]
+        if incumbent_std > 2 * gain[order[0]] and repeats < MAX_REPEATS:
             return dict(incumbent)
-        return pool[choice]
+        return first_feasible(self.encoder, pool, order) or dict(incumbent)
+
+    def tell(self, config: Config, value: float | None) -> None:
+        super().tell(config, value)
+        self.measured[self.space.key(config)] += 1
 
     def ask_batch(self, n: int) -> list[Config]:
         """Constant liar: each pending proposal is assumed to score the current best mean."""
@@ -146,7 +152,7 @@ class Auto(Optimizer):
         best = int(np.argmin(mean))
         return configs[best], float(mean[best]), float(std[best])
 
-    def _success(self, pool: list[Config]) -> np.ndarray:
+    def _success(self, pool: np.ndarray) -> np.ndarray:
         """Probability that each candidate runs at all, learned from failed trials: a tree
         classifier for the shape of the failure region, averaged with nearness (a candidate
         closer to a failure than to any success is probably a failure too)."""
@@ -154,7 +160,7 @@ class Auto(Optimizer):
         if labels.all() or not labels.any():
             return np.ones(len(pool))
         seen = self.encoder.encode([o.config for o in self.history])
-        x = self.encoder.encode(pool)
+        x = self.encoder.features(pool)
         classifier = ExtraTreesClassifier(
             n_estimators=40, min_samples_leaf=2, random_state=self.seed
         )
@@ -167,18 +173,16 @@ class Auto(Optimizer):
         nearness = to_failure / np.maximum(to_failure + to_success, 1e-12)
         return (trees + nearness) / 2
 
-    def _candidates(self, done: list[Observation], incumbent: Config) -> list[Config]:
+    def _candidates(self, done: list[Observation], incumbent: Config) -> np.ndarray:
+        """Unit rows to score: global samples and a narrowing region around the best."""
         progress = len(done) / max(self.budget or 50, 1)
         scale = float(np.clip(0.25 * (1 - progress), 0.04, 0.25))
+        dims = self.encoder.dims
         best = sorted(done, key=lambda o: o.value)[:2]
-        pool = [self.space.sample(self.rng) for _ in range(384)]
-        pool += neighbours(self.space, incumbent, self.rng, 512, scale)
-        for obs in best:
-            pool += neighbours(self.space, obs.config, self.rng, 128, scale)
-        seen = {self.space.key(o.config) for o in self.history}
-        fresh = {}
-        for config in pool:
-            key = self.space.key(config)
-            if key not in seen and key not in fresh and self.space.feasible(config):
-                fresh[key] = config
-        return list(fresh.values()) or [self.space.sample(self.rng)]
+        centres = self.encoder.units([incumbent] + [o.config for o in best])
+        parts = [self.encoder.snap(self.rng.random((384, dims)))]
+        parts.append(neighbours(self.encoder, centres[0], self.rng, 512, scale))
+        for row in centres[1:]:
+            parts.append(neighbours(self.encoder, row, self.rng, 128, scale))
+        seen = self.encoder.units([o.config for o in self.history])
+        return fresh_candidates(self.encoder, np.vstack(parts), seen)

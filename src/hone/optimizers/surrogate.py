@@ -11,7 +11,7 @@ from scipy.stats import norm
 
 from hone.optimizers.base import Optimizer
 from hone.optimizers.designs import latin_hypercube
-from hone.optimizers.encoding import Encoder, neighbours
+from hone.optimizers.encoding import Encoder, first_feasible, fresh_candidates, neighbours
 from hone.space import Config, SearchSpace
 
 
@@ -49,22 +49,16 @@ class SurrogateOptimizer(Optimizer):
             return self.design.pop(0)
         if len(done) < 2:
             return self.space.sample(self.rng)
-        pool = self._candidates(done)
+        seen = self.encoder.units([o.config for o in self.history])
+        best = sorted(done, key=lambda o: o.value)[:3]
+        parts = [self.rng.random((self.candidates // 2, self.encoder.dims))]
+        for row in self.encoder.units([o.config for o in best]):
+            parts.append(neighbours(self.encoder, row, self.rng, self.candidates // 6, 0.15))
+        pool = fresh_candidates(self.encoder, self.encoder.snap(np.vstack(parts)), seen)
+        if not len(pool):
+            return self.space.sample(self.rng)
         x = self.encoder.encode([o.config for o in done])
         y = np.array([o.value for o in done], dtype=float)
-        mean, std = self.fit_predict(x, y, self.encoder.encode(pool))
-        return pool[int(np.argmax(expected_improvement(mean, std, float(y.min()))))]
-
-    def _candidates(self, done: list) -> list[Config]:
-        """Random configurations and neighbours of the best few, feasible and not yet tried."""
-        seen = {self.space.key(o.config) for o in self.history}
-        best = sorted(done, key=lambda o: o.value)[:3]
-        pool = [self.space.sample(self.rng) for _ in range(self.candidates // 2)]
-        for obs in best:
-            pool += neighbours(self.space, obs.config, self.rng, self.candidates // 6, 0.15)
-        fresh = {}
-        for config in pool:
-            key = self.space.key(config)
-            if key not in seen and key not in fresh and self.space.feasible(config):
-                fresh[key] = config
-        return list(fresh.values()) or [self.space.sample(self.rng)]
+        mean, std = self.fit_predict(x, y, self.encoder.features(pool))
+        gain = expected_improvement(mean, std, float(y.min()))
+        return first_feasible(self.encoder, pool, np.argsort(-gain)) or self.space.sample(self.rng)

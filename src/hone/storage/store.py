@@ -4,18 +4,23 @@ Optuna's own tools can read what hone wrote. Each finished trial is committed at
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
+import sqlalchemy
 from optuna.distributions import (
     BaseDistribution,
     CategoricalDistribution,
     FloatDistribution,
     IntDistribution,
+    distribution_to_json,
 )
-from optuna.trial import FrozenTrial, TrialState
+from optuna.storages._rdb import models  # Optuna's schema, written directly for speed
+from optuna.storages._rdb.storage import _create_scoped_session
+from optuna.trial import TrialState
 
 from hone.errors import HoneError
 from hone.paths import default_storage_url
@@ -126,28 +131,46 @@ class StudyStore:
     def start_trial(
         self, study: StudyRecord, space: SearchSpace, config: Config, phase: str, **attrs: Any
     ) -> int:
-        """Create a RUNNING trial holding its parameters, in one transaction."""
-        params, dists = {}, {}
+        """Create a RUNNING trial with its parameters in one transaction.
+
+        Optuna's own `create_new_trial(template_trial=...)` checks every parameter against
+        every earlier trial of the study, which grows with the study; hone's distributions
+        never change within a study, so it writes the rows of Optuna's schema directly."""
+        params: dict[str, tuple[Any, BaseDistribution]] = {}
         for name, value in config.items():
             if name in space.domains:
                 dist = distribution(space.domains[name])
                 if isinstance(dist, CategoricalDistribution) and value not in dist.choices:
                     continue  # a value read from the system outside the search space
-                params[name], dists[name] = value, dist
-        template = FrozenTrial(
-            number=-1,
-            state=TrialState.RUNNING,
-            value=None,
-            datetime_start=dt.datetime.now(),
-            datetime_complete=None,
-            params=params,
-            distributions=dists,
-            user_attrs={"phase": phase, "config": dict(config), **attrs},
-            system_attrs={},
-            intermediate_values={},
-            trial_id=-1,
-        )
-        return self.storage.create_new_trial(study.study_id, template_trial=template)
+                params[name] = (value, dist)
+        user_attrs = {"phase": phase, "config": dict(config), **attrs}
+        with _create_scoped_session(self.storage.scoped_session) as session:
+            trial = models.TrialModel(
+                study_id=study.study_id,
+                number=None,
+                state=TrialState.RUNNING,
+                datetime_start=dt.datetime.now(),
+            )
+            session.add(trial)
+            session.flush()
+            trial.number = trial.count_past_trials(session)
+            session.add_all(
+                models.TrialParamModel(
+                    trial_id=trial.trial_id,
+                    param_name=name,
+                    param_value=dist.to_internal_repr(value),
+                    distribution_json=distribution_to_json(dist),
+                )
+                for name, (value, dist) in params.items()
+            )
+            session.add_all(
+                models.TrialUserAttributeModel(
+                    trial_id=trial.trial_id, key=key, value_json=json.dumps(value)
+                )
+                for key, value in user_attrs.items()
+            )
+            session.flush()
+            return trial.trial_id
 
     def finish_trial(
         self,
@@ -161,13 +184,21 @@ class StudyStore:
     ) -> None:
         """Store the outcome; `seconds` is the whole trial, `benchmark_seconds` the part the
         benchmark itself took (the rest is hone's overhead: setting knobs, restarts, storage)."""
-        self.storage.set_trial_user_attr(trial_id, "metrics", metrics)
-        timing = {"seconds": seconds, "benchmark_seconds": benchmark_seconds}
-        for key, value in timing.items():
+        attrs: dict[str, Any] = {"metrics": metrics}
+        for key, value in (("seconds", seconds), ("benchmark_seconds", benchmark_seconds)):
             if value is not None:
-                self.storage.set_trial_user_attr(trial_id, key, round(value, 4))
-        if error is not None or score is None:
-            self.storage.set_trial_user_attr(trial_id, "error", error or "no value")
+                attrs[key] = round(value, 4)
+        failed = error is not None or score is None
+        if failed:
+            attrs["error"] = error or "no value"
+        with _create_scoped_session(self.storage.scoped_session) as session:
+            session.add_all(
+                models.TrialUserAttributeModel(
+                    trial_id=trial_id, key=key, value_json=json.dumps(value)
+                )
+                for key, value in attrs.items()
+            )
+        if failed:
             self.storage.set_trial_state_values(trial_id, TrialState.FAIL)
         else:
             self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE, [score])
@@ -209,6 +240,17 @@ def _engine_options(url: str) -> dict[str, Any]:
         # Wait for another hone process's write instead of failing at once.
         return {"connect_args": {"timeout": 30}}
     return {}
+
+
+@sqlalchemy.event.listens_for(sqlalchemy.engine.Engine, "connect")
+def _sqlite_wal(connection: Any, record: Any) -> None:
+    """SQLite in WAL mode with synchronous=NORMAL: a committed trial survives any crash or
+    kill of hone (only a power cut may lose the last commits), at a fraction of the cost."""
+    if type(connection).__module__.startswith("sqlite3"):
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
 
 
 def _now() -> str:

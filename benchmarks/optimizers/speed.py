@@ -1,0 +1,70 @@
+"""Optimiser time per suggestion with many knobs and many trials (targets for `auto`:
+<= 50 ms with 30 knobs after 300 trials, <= 0.5 s with 100 knobs after 1000 trials).
+
+    python -m benchmarks.optimizers.speed [--engines auto,tpe,random] [--asks 20]
+
+The history is filled with random configurations and values of a smooth function, then the
+median time of `ask()` is measured over several calls, each followed by a `tell()`."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from hone.optimizers import make_optimizer
+from hone.space import Categorical, FloatRange, IntRange, Ordinal, SearchSpace
+
+
+def space(knobs: int) -> SearchSpace:
+    domains = {}
+    for i in range(knobs):
+        kind = i % 4
+        if kind == 0:
+            domains[f"k{i}"] = IntRange(1, 4096, log=True)
+        elif kind == 1:
+            domains[f"k{i}"] = FloatRange(0.0, 1.0)
+        elif kind == 2:
+            domains[f"k{i}"] = Ordinal((16, 32, 64, 128, 256, 512, 1024))
+        else:
+            domains[f"k{i}"] = Categorical(("a", "b", "c", "d"))
+    return SearchSpace(domains)
+
+
+def value(s: SearchSpace, config: dict) -> float:
+    return float(np.sum((s.to_unit(config) - 0.3) ** 2))
+
+
+def measure(engine: str, knobs: int, trials: int, asks: int) -> float:
+    s = space(knobs)
+    rng = np.random.default_rng(0)
+    optimizer = make_optimizer(engine, s, seed=0, budget=trials + asks)
+    for _ in range(trials):
+        config = s.sample(rng)
+        optimizer.tell(config, value(s, config))
+    times = []
+    for _ in range(asks):
+        started = time.perf_counter()
+        config = optimizer.ask()
+        times.append(time.perf_counter() - started)
+        optimizer.tell(config, value(s, config))
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engines", default="auto,tpe,bayes,forest,random")
+    parser.add_argument("--asks", type=int, default=15)
+    args = parser.parse_args()
+    print("| engine | 30 knobs, 300 trials | 100 knobs, 1000 trials |")
+    print("|---|---|---|")
+    for engine in args.engines.split(","):
+        small = measure(engine, 30, 300, args.asks)
+        large = measure(engine, 100, 1000, max(3, args.asks // 3))
+        print(f"| {engine} | {small * 1000:.1f} ms | {large * 1000:.0f} ms |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
