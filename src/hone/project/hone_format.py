@@ -104,7 +104,7 @@ def _workload(node: Any, doc: Node) -> Workload:
     launch = None
     if node.get("process") is not None:
         process = expect_mapping(node["process"], node, "process")
-        check_keys(process, ("command", "env"), required=("command",))
+        check_keys(process, ("command", "env", "stop_signal"), required=("command",))
         command = process["command"]
         if isinstance(command, str):
             command = command.split()
@@ -113,7 +113,14 @@ def _workload(node: Any, doc: Node) -> Workload:
         env = process.get("env") or {}
         if not isinstance(env, dict):
             raise process.error("env", "must be a mapping of variable to value")
-        launch = LaunchSpec([str(c) for c in command], env={k: str(v) for k, v in env.items()})
+        stop_signal = text(process, "stop_signal", "TERM")
+        if stop_signal not in ("TERM", "KILL"):
+            raise process.error("stop_signal", "must be TERM or KILL")
+        launch = LaunchSpec(
+            [str(c) for c in command],
+            env={k: str(v) for k, v in env.items()},
+            stop_signal=stop_signal or "TERM",
+        )
         if node.get("start"):
             raise node.error("process", "give either process or start/stop, not both")
     return Workload(

@@ -30,6 +30,9 @@ class LaunchSpec:
     argv: list[str]
     flags: dict[str, Flag] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    #: How to stop it: TERM (then KILL after a grace period), or KILL at once for servers
+    #: that take seconds to shut down and keep nothing worth saving (memcached).
+    stop_signal: str = "TERM"
 
     def command(self) -> list[str]:
         """argv followed by every flag in the order it was first set."""

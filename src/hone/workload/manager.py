@@ -64,7 +64,10 @@ class WorkloadManager:
 
     def stop(self) -> None:
         if self.process is not None:
-            _terminate(self.process)
+            launch = self.workload.launch
+            _terminate(
+                self.process, kill_at_once=launch is not None and launch.stop_signal == "KILL"
+            )
             self.process = None
         elif self.workload.stop:
             self._command(self.workload.stop, "stop")
@@ -104,10 +107,13 @@ class WorkloadManager:
         return " | ".join(lines[-3:])[:300]
 
 
-def _terminate(process: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+def _terminate(
+    process: subprocess.Popen[bytes], grace: float = 5.0, kill_at_once: bool = False
+) -> None:
     """SIGTERM the process group, SIGKILL it after a grace period, and reap it."""
     if process.poll() is None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        signals = (signal.SIGKILL,) if kill_at_once else (signal.SIGTERM, signal.SIGKILL)
+        for sig in signals:
             try:
                 os.killpg(process.pid, sig)
             except ProcessLookupError:
