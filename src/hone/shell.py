@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -16,6 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 _NORMAL, _SINGLE, _DOUBLE, _BACKTICK = "normal", "single", "double", "backtick"
+_HONE_VARIABLE = re.compile(r"\$\{(HONE_[A-Z_]+)\}|\$(HONE_[A-Z_]+)")
+
+
+def expand(text: str) -> str:
+    """Expand hone's own $HONE_* variables in a path or an argument (no shell involved)."""
+    return _HONE_VARIABLE.sub(lambda m: os.environ.get(m.group(1) or m.group(2), ""), text)
 
 
 def _quoted(expansion: str, context: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from hone.errors import ActuationError
 from hone.knobs.base import Actuator, register
+from hone.shell import expand
 
 FORMATS = ("ini", "space", "equals", "regex")
 
@@ -52,14 +53,19 @@ class ConfigFileActuator(Actuator):
 
     # -- reading and writing the file ------------------------------------------------------
 
+    @property
+    def path(self) -> Path:
+        """The file, with hone's $HONE_* variables (e.g. the work directory) expanded."""
+        return Path(expand(self.file))
+
     def _read(self) -> str:
         try:
-            return Path(self.file).read_text()
+            return self.path.read_text()
         except OSError as exc:
-            raise ActuationError(f"cannot read {self.file}: {exc.strerror}", key=self.key) from None
+            raise ActuationError(f"cannot read {self.path}: {exc.strerror}", key=self.key) from None
 
     def _write(self, text: str) -> None:
-        path = Path(self.file)
+        path = self.path
         stat = path.stat()
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         try:
@@ -82,8 +88,9 @@ class ConfigFileActuator(Actuator):
         if self.format == "regex":
             return re.compile(self.pattern or "", re.MULTILINE)
         if self.format == "space":
+            # `key value`, or nginx's `key value;`: the `;` and comments stay where they are.
             return re.compile(
-                rf"^(?P<head>[ \t]*{key}[ \t]+)(?P<value>[^\n#]*?)[ \t]*(#.*)?$", re.M
+                rf"^(?P<head>[ \t]*{key}[ \t]+)(?P<value>[^\n#;]*?)[ \t]*([;#].*)?$", re.M
             )
         return re.compile(
             rf"^(?P<head>[ \t]*{key}[ \t]*[=:][ \t]*)(?P<value>[^\n#;]*?)[ \t]*([#;].*)?$", re.M
@@ -131,7 +138,7 @@ class ConfigFileActuator(Actuator):
         self._write(text[:start] + f"{quote}{value}{quote}" + text[end:])
 
     def spec(self) -> dict[str, Any]:
-        spec: dict[str, Any] = {"kind": self.kind, "file": self.file, "format": self.format}
+        spec: dict[str, Any] = {"kind": self.kind, "file": str(self.path), "format": self.format}
         for name in ("key", "section", "pattern"):
             if getattr(self, name):
                 spec[name] = getattr(self, name)

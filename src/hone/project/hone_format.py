@@ -100,7 +100,9 @@ def _workload(node: Any, doc: Node) -> Workload:
     if node is None:
         return Workload()
     node = expect_mapping(node, doc, "workload")
-    check_keys(node, ("start", "stop", "process", "ready", "ready_timeout", "keep_running"))
+    check_keys(
+        node, ("setup", "start", "stop", "process", "ready", "ready_timeout", "keep_running")
+    )
     launch = None
     if node.get("process") is not None:
         process = expect_mapping(node["process"], node, "process")
@@ -124,6 +126,7 @@ def _workload(node: Any, doc: Node) -> Workload:
         if node.get("start"):
             raise node.error("process", "give either process or start/stop, not both")
     return Workload(
+        setup=text(node, "setup"),
         start=text(node, "start"),
         stop=text(node, "stop"),
         launch=launch,
@@ -228,7 +231,8 @@ def _actuator(name: str, kind: str, node: Node, directory: Path, workload: Workl
         spec = {"kind": kind, PRIMARY_FIELD[kind]: str(raw)}
     else:
         raise node.error(kind, f"knob {name!r}: {kind} needs a mapping of options")
-    if kind == "config" and "file" in spec and not Path(str(spec["file"])).is_absolute():
+    relative = not str(spec.get("file", "/")).startswith(("/", "$"))
+    if kind == "config" and relative:
         spec["file"] = str(directory / str(spec["file"]))
     if kind == "flag" and "flag_style" in node:
         spec["style"] = text(node, "flag_style")

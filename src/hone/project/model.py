@@ -89,6 +89,9 @@ class Benchmark:
 class Workload:
     """How the thing under test is (re)started. Empty when no knob needs a restart."""
 
+    #: Run once at the start of a run, before anything is read or changed (data directories,
+    #: config files, initdb): its failure stops the run with nothing changed.
+    setup: str | None = None
     start: str | None = None
     stop: str | None = None
     launch: LaunchSpec | None = None

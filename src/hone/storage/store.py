@@ -138,11 +138,10 @@ class StudyStore:
         never change within a study, so it writes the rows of Optuna's schema directly."""
         params: dict[str, tuple[Any, BaseDistribution]] = {}
         for name, value in config.items():
-            if name in space.domains:
-                dist = distribution(space.domains[name])
-                if isinstance(dist, CategoricalDistribution) and value not in dist.choices:
-                    continue  # a value read from the system outside the search space
-                params[name] = (value, dist)
+            domain = space.domains.get(name)
+            if domain is not None and domain.contains(value):
+                # (a value read from the system outside the search space stays in `config`)
+                params[name] = (value, distribution(domain))
         user_attrs = {"phase": phase, "config": dict(config), **attrs}
         with _create_scoped_session(self.storage.scoped_session) as session:
             trial = models.TrialModel(

@@ -418,6 +418,13 @@ class Tuner:
         os.environ.setdefault("HONE_PORT", str(_free_port()))
         os.environ["HONE_WORKDIR"] = str(self.workdir)
         os.environ["HONE_PROJECT_DIR"] = str(self.project.directory)
+        setup = self.project.workload.setup
+        if setup:
+            result = shell.run(
+                setup, timeout=self.project.workload.ready_timeout * 10, cwd=self.project.directory
+            )
+            if not result.ok:
+                raise HoneError(f"workload setup failed: {result.tail()}", key="setup")
         unfinished = self.journal.unfinished()
         if unfinished:
             self.reporter.warn(

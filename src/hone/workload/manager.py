@@ -7,7 +7,6 @@ until it succeeds, while checking that a launched process is still alive."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import time
@@ -16,13 +15,7 @@ from pathlib import Path
 from hone import shell
 from hone.errors import BenchmarkError
 from hone.project.model import Workload
-
-_VARIABLE = re.compile(r"\$\{(HONE_[A-Z_]+)\}|\$(HONE_[A-Z_]+)")
-
-
-def expand(argument: str) -> str:
-    """Expand $HONE_* variables in an argument of a launched process (no shell involved)."""
-    return _VARIABLE.sub(lambda m: os.environ.get(m.group(1) or m.group(2), ""), argument)
+from hone.shell import expand
 
 
 class WorkloadManager:
