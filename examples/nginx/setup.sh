@@ -3,5 +3,5 @@
 set -eu
 prefix="$HONE_WORKDIR/nginx"
 mkdir -p "$prefix/html"
-sed "s/PORT/$HONE_PORT/" "$HONE_PROJECT_DIR/nginx.conf.in" > "$prefix/nginx.conf"
+sed "s/PORT/$HONE_PORT/" "$(dirname "$0")/nginx.conf.in" > "$prefix/nginx.conf"
 head -c 4096 /dev/zero | tr '\0' 'x' > "$prefix/html/4k.html"

@@ -418,6 +418,12 @@ class Tuner:
         os.environ.setdefault("HONE_PORT", str(_free_port()))
         os.environ["HONE_WORKDIR"] = str(self.workdir)
         os.environ["HONE_PROJECT_DIR"] = str(self.project.directory)
+        variables = {k: os.environ[k] for k in ("HONE_PORT", "HONE_WORKDIR", "HONE_PROJECT_DIR")}
+        for knob in self.project.knobs:
+            if isinstance(knob.actuator, ShellActuator):
+                # Kept in the journal with the commands, so `hone restore` in another process
+                # runs them with the same work directory and port.
+                knob.actuator.env.update(variables)
         setup = self.project.workload.setup
         if setup:
             result = shell.run(
