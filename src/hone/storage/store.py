@@ -43,6 +43,7 @@ class TrialRecord:
     error: str | None = None
     seconds: float | None = None
     benchmark_seconds: float | None = None
+    apply_seconds: float | None = None
     round: int | None = None
     started: float | None = None  # POSIX time
 
@@ -180,11 +181,17 @@ class StudyStore:
         error: str | None = None,
         seconds: float | None = None,
         benchmark_seconds: float | None = None,
+        apply_seconds: float | None = None,
     ) -> None:
         """Store the outcome; `seconds` is the whole trial, `benchmark_seconds` the part the
-        benchmark itself took (the rest is hone's overhead: setting knobs, restarts, storage)."""
+        benchmark itself took, `apply_seconds` setting the knobs and restarting the workload."""
         attrs: dict[str, Any] = {"metrics": metrics}
-        for key, value in (("seconds", seconds), ("benchmark_seconds", benchmark_seconds)):
+        timing = {
+            "seconds": seconds,
+            "benchmark_seconds": benchmark_seconds,
+            "apply_seconds": apply_seconds,
+        }
+        for key, value in timing.items():
             if value is not None:
                 attrs[key] = round(value, 4)
         failed = error is not None or score is None
@@ -227,6 +234,7 @@ class StudyStore:
                     error=attrs.get("error"),
                     seconds=attrs.get("seconds"),
                     benchmark_seconds=attrs.get("benchmark_seconds"),
+                    apply_seconds=attrs.get("apply_seconds"),
                     round=attrs.get("round"),
                     started=trial.datetime_start.timestamp() if trial.datetime_start else None,
                 )

@@ -335,7 +335,9 @@ class Tuner:
         started = time.monotonic()
         try:
             self._apply(config)
+            applied = time.monotonic() - started
             run.metrics = self._benchmark()
+            run.metrics["_apply_seconds"] = applied
             broken = self.objective.violations(run.metrics)
             if broken:
                 raise BenchmarkError("; ".join(broken))
@@ -358,6 +360,7 @@ class Tuner:
             error=run.error,
             seconds=run.metrics.get("_seconds"),
             benchmark_seconds=run.metrics.get("_benchmark_seconds"),
+            apply_seconds=run.metrics.get("_apply_seconds"),
         )
         run.metrics = metrics
 
