@@ -1,0 +1,76 @@
+"""The `hone` command line as a user runs it: the embedded default end to end, and bad input
+answered with one line, exit code 2 and nothing changed."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def copy_compress(tmp_path: Path) -> Path:
+    target = tmp_path / "compress"
+    shutil.copytree(ROOT / "examples" / "compress", target)
+    return target
+
+
+def test_embedded_default_tunes_shows_reports_and_restores(tmp_path: Path, hone_cli) -> None:
+    project = copy_compress(tmp_path)
+    original = (project / "settings.conf").read_text()
+    result = hone_cli("tune", str(project), "--budget", "8", "--seed", "2")
+    assert result.returncode == 0, result.stderr
+    assert "baseline (3 runs)" in result.stdout and "confirmed gain" in result.stdout
+    shown = hone_cli("show", "compress")
+    assert shown.returncode == 0
+    assert "limit ratio >= 3.4 broken" in shown.stdout or "failed trial" not in shown.stdout
+    assert "importance" in shown.stdout
+    report = tmp_path / "report.html"
+    assert hone_cli("report", "compress", "-o", str(report)).returncode == 0
+    html = report.read_text()
+    assert html.count("<circle") >= 8 and "<script" not in html
+    studies = hone_cli("studies")
+    assert "compress#1" in studies.stdout and "finished" in studies.stdout
+    assert hone_cli("restore", "compress").returncode == 0
+    assert (project / "settings.conf").read_text() == original
+
+
+def one_line_error(result) -> str:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_bad_input_is_one_line_and_changes_nothing(tmp_path: Path, hone_cli) -> None:
+    project = copy_compress(tmp_path)
+    original = (project / "settings.conf").read_text()
+    line = one_line_error(hone_cli("tune", str(project), "--engine", "simulated-annealing"))
+    assert "unknown engine 'simulated-annealing'" in line
+
+    text = (project / "hone.yaml").read_text()
+    (project / "hone.yaml").write_text(text.replace("budget: 20", "budgte: 20"))
+    line = one_line_error(hone_cli("tune", str(project)))
+    assert "hone.yaml:" in line and "did you mean 'budget'" in line
+    (project / "hone.yaml").write_text(text)
+
+    (project / "hone.yaml").write_text(text.replace("python3 compress.py", "echo nothing"))
+    line = one_line_error(hone_cli("tune", str(project), "--budget", "2"))
+    assert "every baseline run failed" in line and "not found" in line
+    assert (project / "settings.conf").read_text() == original
+
+
+def test_a_knob_whose_get_fails(tmp_path: Path, hone_cli) -> None:
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: broken-get
+        knobs:
+          x: {type: int, range: [1, 3], shell: {get: "cat /nonexistent/x", set: "true"}}
+        benchmark: {command: "echo v 1"}
+        metrics: {v: {pattern: 'v (\\\\d+)', direction: maximize}}
+    """)
+    )
+    line = one_line_error(hone_cli("tune", str(tmp_path)))
+    assert "get failed (exit 1)" in line and "No such file" in line
