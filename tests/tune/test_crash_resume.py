@@ -19,13 +19,6 @@ from hone.storage import StudyStore
 SWAPPINESS = Path("/proc/sys/vm/swappiness")
 
 
-@pytest.fixture
-def swappiness():
-    original = SWAPPINESS.read_text()
-    yield int(original)
-    SWAPPINESS.write_text(original)
-
-
 def make_project(tmp_path: Path, values: list[int]) -> Path:
     (tmp_path / "level.txt").write_text("5\n")
     (tmp_path / "bench.py").write_text(

@@ -93,13 +93,6 @@ def make_project(tmp_path: Path, swappiness_values: list[int]) -> Path:
     return project
 
 
-@pytest.fixture
-def swappiness():
-    original = SWAPPINESS.read_text()
-    yield int(original)
-    SWAPPINESS.write_text(original)
-
-
 def test_every_failure_kind_is_recorded_and_knobs_come_back(
     tmp_path: Path, swappiness: int
 ) -> None:
