@@ -22,6 +22,7 @@ import warnings
 from collections import Counter
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.spatial.distance import cdist
 from sklearn.ensemble import ExtraTreesClassifier
 from sklearn.exceptions import ConvergenceWarning
@@ -52,7 +53,7 @@ class Auto(Optimizer):
         self.design = latin_hypercube(space, starts, self.rng)
         self.kernel = None
         self.fitted_at = -REFIT_EVERY
-        self.model: GaussianProcessRegressor | None = None
+        self.model: _Posterior | None = None
         self.measured: Counter[tuple] = Counter()
 
     # -- proposals -------------------------------------------------------------------------
@@ -117,32 +118,29 @@ class Auto(Optimizer):
         return best + recent
 
     def _fit(self, done: list[Observation]) -> None:
+        """Condition the GP on the window; refit its hyperparameters only now and then (every
+        REFIT_EVERY trials early on, every tenth of the history later), which is what costs."""
         window = self._window(done)
         x = self.encoder.encode([o.config for o in window])
         y = np.array([o.value for o in window], dtype=float)
-        refit = self.kernel is None or len(self.history) - self.fitted_at >= REFIT_EVERY
-        if refit:
+        since = len(self.history) - self.fitted_at
+        if self.kernel is None or since >= max(REFIT_EVERY, len(self.history) // 10):
             ard = self.encoder.width <= 20
             scales = np.full(self.encoder.width, 0.3) if ard else 0.3
             kernel = ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
                 scales, (0.08, 20.0), nu=2.5
             ) + WhiteKernel(1e-2, (1e-6, 1.0))
             model = GaussianProcessRegressor(kernel, normalize_y=True, random_state=self.seed)
-        else:
-            model = GaussianProcessRegressor(self.kernel, normalize_y=True, optimizer=None)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(x, y)
-        if refit:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                model.fit(x, y)
             self.kernel, self.fitted_at = model.kernel_, len(self.history)
-        self.model, self.window = model, window
+        self.model = _Posterior(self.kernel, x, y)
 
     def _latent(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and the spread of the true value (measurement noise taken out)."""
         assert self.model is not None
-        mean, std = self.model.predict(x, return_std=True)
-        noise = self.model.kernel_.k2.noise_level * self.model._y_train_std**2
-        return mean, np.sqrt(np.maximum(std**2 - noise, 1e-12))
+        return self.model.predict(x)
 
     def _incumbent(self, done: list[Observation]) -> tuple[Config, float, float]:
         """The measured configuration with the best posterior mean."""
@@ -186,3 +184,24 @@ class Auto(Optimizer):
             parts.append(neighbours(self.encoder, row, self.rng, 128, scale))
         seen = self.encoder.units([o.config for o in self.history])
         return fresh_candidates(self.encoder, np.vstack(parts), seen)
+
+
+class _Posterior:
+    """A GP conditioned on data with fixed hyperparameters: one Cholesky factorisation, then
+    mean and latent spread for many candidates (what scikit-learn's fit and predict do, minus
+    the work hone does not need)."""
+
+    def __init__(self, kernel, x: np.ndarray, y: np.ndarray) -> None:
+        self.kernel, self.x = kernel, x
+        self.mean_y, self.std_y = float(y.mean()), float(y.std()) or 1.0
+        gram = kernel(x)  # the white-noise term adds the measurement noise on the diagonal
+        gram[np.diag_indices_from(gram)] += 1e-10
+        self.factor = cho_factor(gram, lower=True)
+        self.alpha = cho_solve(self.factor, (y - self.mean_y) / self.std_y)
+
+    def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cross = self.kernel.k1(x, self.x)  # no noise between distinct points
+        mean = cross @ self.alpha * self.std_y + self.mean_y
+        v = solve_triangular(self.factor[0], cross.T, lower=True)
+        variance = self.kernel.k1.diag(x) - np.einsum("ij,ij->j", v, v)
+        return mean, np.sqrt(np.maximum(variance, 1e-12)) * self.std_y
