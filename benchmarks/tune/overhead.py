@@ -4,8 +4,9 @@ measured around trial 200. Target: median below 50 ms.
 
     python -m benchmarks.tune.overhead [--knobs 50] [--trials 220] [--engine auto]
 
-The knobs are 50 keys of one real INI file (the `config` actuator: atomic rewrite with fsync per
-set), the benchmark is a trivial command, and every trial is stored in SQLite as usual."""
+The knobs are 50 keys of one real INI file (the `config` actuator: atomic rewrite and read-back
+per set), the benchmark is a trivial awk command that scores the file (so the search has a
+signal to follow, as in real use), and every trial is stored in SQLite as usual."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ def write_project(folder: Path, knobs: int, trials: int, engine: str) -> Path:
         "name: overhead\nknobs:\n"
         + knob_lines
         + textwrap.dedent(f"""\
-            benchmark: {{command: "echo score 1"}}
+            benchmark:
+              command: >-
+                awk -F' = ' '/^k/ {{s -= ($2 - 20) ^ 2}} END {{print "score", s}}' app.ini
             metrics:
               score: {{pattern: 'score (\\S+)', direction: maximize}}
             tuning: {{engine: {engine}, budget: {trials}, baseline: 1, apply: never,
