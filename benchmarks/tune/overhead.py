@@ -71,7 +71,7 @@ def main() -> None:
         if current.started and following.started and current.benchmark_seconds is not None:
             overheads.append(following.started - current.started - current.benchmark_seconds)
     window = overheads[180:230] or overheads[-50:]
-    applying = [t.apply_seconds for t in trials[180:230] if t.apply_seconds is not None]
+    applying = [t.apply_seconds for t in (trials[180:230] or trials[-50:]) if t.apply_seconds]
     print(f"knobs={args.knobs} trials={len(trials)} engine={args.engine} wall={wall:.1f}s")
     print(
         f"overhead per trial, trials 180-230: median {statistics.median(window) * 1000:.1f} ms,"
