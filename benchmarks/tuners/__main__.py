@@ -1,0 +1,179 @@
+"""The tuner benchmark: every tuner on every task with several seeds, side by side.
+
+    python -m benchmarks.tuners                 # default suite
+    python -m benchmarks.tuners --quick         # a few minutes
+    python -m benchmarks.tuners --task path/to/NAME.yaml --tuners auto,optuna-tpe --seeds 10
+
+Writes docs/tuners.md (tables) and docs/tuners/*.png (median regret curves)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from benchmarks.tuners.harness import TUNERS, RunResult, run
+from benchmarks.tuners.tasks import TabularTask, Task, default_tasks
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = Path(__file__).resolve().parent / "tasks"
+
+
+def evals_to(result: RunResult, within: float) -> float:
+    for index, gap in enumerate(result.gaps, start=1):
+        if gap <= within:
+            return index
+    return float("inf")
+
+
+def holm(pvalues: dict[str, float]) -> dict[str, float]:
+    order = sorted(pvalues, key=pvalues.get)
+    adjusted, running = {}, 0.0
+    for rank, name in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * pvalues[name]))
+        adjusted[name] = running
+    return adjusted
+
+
+def median_text(values: list[float]) -> str:
+    value = float(np.median(values))
+    return "-" if not np.isfinite(value) else f"{value:g}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--task", action="append", type=Path, help="a tabular task YAML")
+    parser.add_argument("--tuners", default=",".join(TUNERS))
+    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--budget", type=int, default=None)
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "tuners.md")
+    args = parser.parse_args()
+    seeds = args.seeds or (5 if args.quick else 10)
+    budget = args.budget or (30 if args.quick else 50)
+    tuners = args.tuners.split(",")
+    tasks: list[Task] = (
+        [TabularTask(p) for p in args.task] if args.task else default_tasks(TASKS, args.quick)
+    )
+    started = time.monotonic()
+    results: dict[tuple[str, str], list[RunResult]] = {}
+    for task in tasks:
+        for tuner in tuners:
+            results[task.name, tuner] = [run(task, tuner, s, budget) for s in range(seeds)]
+            print(f"{task.name:28s} {tuner:16s} done", flush=True)
+    elapsed = time.monotonic() - started
+    write_report(args, tasks, tuners, results, seeds, budget, elapsed)
+
+
+def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
+    lines = [
+        "# Tuner benchmark",
+        "",
+        f"Command: `python -m benchmarks.tuners{' --quick' if args.quick else ''}` "
+        f"({len(tasks)} tasks x {len(tuners)} tuners x {seeds} seeds, budget {budget}; "
+        f"{elapsed / 60:.1f} min on this 2-core machine). Scores are the truth of the "
+        "configuration each tuner would deploy after each evaluation.",
+        "",
+    ]
+    checkpoints = [b for b in (10, 20, 30, 50) if b <= budget]
+    ranks: dict[int, list[dict[str, float]]] = {b: [] for b in checkpoints}
+    ratio_2 = []
+    for task in tasks:
+        lines += [
+            f"## {task.name}",
+            "",
+            "| tuner | evals to 1 % | to 2 % | to 5 % | "
+            + " | ".join(f"regret@{b}" for b in checkpoints)
+            + " | AUC | ms per ask | vs auto (Holm p) |",
+            "|---" * (7 + len(checkpoints)) + "|",
+        ]
+        final = {t: [r.regrets[-1] for r in results[task.name, t]] for t in tuners}
+        pvalues = {}
+        if "auto" in tuners:
+            for tuner in tuners:
+                if tuner != "auto":
+                    diff = np.array(final["auto"]) - np.array(final[tuner])
+                    pvalues[tuner] = 1.0 if not np.any(diff) else float(stats.wilcoxon(diff).pvalue)
+        adjusted = holm(pvalues) if pvalues else {}
+        for b in checkpoints:
+            medians = {
+                t: float(np.median([r.regrets[b - 1] for r in results[task.name, t]]))
+                for t in tuners
+            }
+            order = stats.rankdata([medians[t] for t in tuners])
+            ranks[b].append(dict(zip(tuners, order, strict=True)))
+        to2 = {
+            t: float(np.median([evals_to(r, 0.02) for r in results[task.name, t]])) for t in tuners
+        }
+        peers = [v for t, v in to2.items() if t != "auto"]
+        if "auto" in tuners and peers and np.isfinite(min(peers)):
+            ratio_2.append(to2["auto"] / min(peers))
+        for tuner in tuners:
+            runs = results[task.name, tuner]
+            cells = [median_text([evals_to(r, w) for r in runs]) for w in (0.01, 0.02, 0.05)]
+            cells += [f"{np.median([r.regrets[b - 1] for r in runs]):.3f}" for b in checkpoints]
+            cells.append(f"{np.mean([np.mean(r.regrets) for r in runs]):.3f}")
+            cells.append(f"{1000 * np.median([s for r in runs for s in r.ask_seconds]):.1f}")
+            cells.append(f"{adjusted[tuner]:.3f}" if tuner in adjusted else "")
+            lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
+        lines.append("")
+        plot(task.name, tuners, results, budget)
+        lines += [f"![{task.name}](tuners/{task.name}.png)", ""]
+    lines += [
+        "## Overall",
+        "",
+        "Average rank of the median regret across tasks (1 is best):",
+        "",
+        "| tuner | " + " | ".join(f"budget {b}" for b in checkpoints) + " |",
+        "|---" * (1 + len(checkpoints)) + "|",
+    ]
+    for tuner in tuners:
+        cells = [f"{np.mean([r[tuner] for r in ranks[b]]):.2f}" for b in checkpoints]
+        lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
+    if ratio_2:
+        finite = [r for r in ratio_2 if np.isfinite(r)]
+        lines += [
+            "",
+            "Median over tasks of (evaluations for auto to come within 2 %) / "
+            f"(the same for the best peer): {np.median(ratio_2):.2f} "
+            f"({len(finite)} of {len(ratio_2)} tasks finite; target <= 0.5).",
+        ]
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.output}")
+
+
+def plot(name: str, tuners: list[str], results, budget: int) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    figure, axes = plt.subplots(figsize=(7, 4))
+    styles = ["-", "--", "-.", ":"]
+    for index, tuner in enumerate(tuners):
+        curve = np.median([r.regrets for r in results[name, tuner]], axis=0)
+        axes.plot(
+            range(1, budget + 1),
+            curve,
+            styles[index % 4],
+            label=tuner,
+            marker="o" if tuner == "auto" else None,
+            markevery=5,
+        )
+    axes.set(xlabel="evaluations", ylabel="normalised regret (median)", title=name)
+    axes.legend(fontsize=8)
+    out = ROOT / "docs" / "tuners"
+    out.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(out / f"{name}.png", dpi=90)
+    plt.close(figure)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Run tuners on tasks the way the tuning loop does, and score what each would deploy.
+
+Every tuner gets the default configuration measured three times first (as `hone tune` measures
+the baseline), then `budget` evaluations. After each evaluation the configuration the tuner
+would deploy is scored by its truth, not by its luckiest noisy reading. Peers deploy what their
+libraries report as best (the best single reading, as A-Tune and Optuna's best_trial do)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import optuna
+
+from benchmarks.tuners.tasks import Task
+from hone.optimizers import Optimizer, make_optimizer
+from hone.optimizers.tpe import OptunaOptimizer
+from hone.space import Config
+
+
+class CmaEs(OptunaOptimizer):
+    """Optuna's CMA-ES (categorical knobs fall back to its independent sampler)."""
+
+    name = "cmaes-peer"
+
+    def sampler(self) -> optuna.samplers.BaseSampler:
+        return optuna.samplers.CmaEsSampler(seed=self.seed, warn_independent_sampling=False)
+
+
+class LuckiestReading:
+    """A peer's deployment rule: the configuration with the best single measurement."""
+
+    def __init__(self, inner: Optimizer) -> None:
+        self.inner = inner
+
+    def ask(self) -> Config:
+        return self.inner.ask()
+
+    def tell(self, config: Config, value: float | None) -> None:
+        self.inner.tell(config, value)
+
+    def recommend(self) -> Config | None:
+        done = [o for o in self.inner.history if o.value is not None]
+        return min(done, key=lambda o: o.value).config if done else None
+
+
+TUNERS = {
+    "auto": lambda space, seed, budget: make_optimizer("auto", space, seed=seed, budget=budget),
+    "random": lambda space, seed, budget: LuckiestReading(
+        make_optimizer("random", space, seed=seed, budget=budget)
+    ),
+    "optuna-tpe": lambda space, seed, budget: LuckiestReading(
+        make_optimizer("tpe", space, seed=seed, budget=budget)
+    ),
+    "optuna-cmaes": lambda space, seed, budget: LuckiestReading(
+        CmaEs(space, seed=seed, budget=budget)
+    ),
+    "gp-atune-bayes": lambda space, seed, budget: LuckiestReading(
+        make_optimizer("bayes", space, seed=seed, budget=budget)
+    ),
+    "gbrt-atune": lambda space, seed, budget: LuckiestReading(
+        make_optimizer("gbrt", space, seed=seed, budget=budget)
+    ),
+    "lhs-atune": lambda space, seed, budget: LuckiestReading(
+        make_optimizer("lhs", space, seed=seed, budget=budget)
+    ),
+}
+
+
+@dataclass
+class RunResult:
+    task: str
+    tuner: str
+    seed: int
+    gaps: list[float]  # relative gap of the deployed configuration's truth to the optimum
+    regrets: list[float]  # normalised: 1 = as bad as the default (or worse), 0 = the optimum
+    ask_seconds: list[float] = field(default_factory=list)
+
+
+def run(task: Task, tuner: str, seed: int, budget: int) -> RunResult:
+    rng = np.random.default_rng(10_000 + seed)  # the same measurement noise for every tuner
+    optimizer = TUNERS[tuner](task.space, seed, budget)
+    default = task.space.defaults
+    for _ in range(3):
+        value = task.measure(default, rng)
+        optimizer.tell(default, _minimised(task, value))
+    optimum = task.optimum()
+    reference = task.truth(default)
+    reference = reference if reference is not None and reference != optimum else task.worst()
+    gaps, regrets, asks = [], [], []
+    for _ in range(budget):
+        started = time.perf_counter()
+        config = optimizer.ask()
+        asks.append(time.perf_counter() - started)
+        optimizer.tell(config, _minimised(task, task.measure(config, rng)))
+        deployed = optimizer.recommend()
+        truth = task.truth(deployed) if deployed is not None else None
+        if truth is None:  # a failure region scores as the worst
+            gaps.append(float("inf"))
+            regrets.append(1.0)
+            continue
+        loss = (truth - optimum) if task.minimize else (optimum - truth)
+        gaps.append(max(0.0, loss) / abs(optimum))
+        regrets.append(float(np.clip(loss / abs(reference - optimum), 0.0, 1.0)))
+    return RunResult(task.name, tuner, seed, gaps, regrets, asks)
+
+
+def _minimised(task: Task, value: float | None) -> float | None:
+    if value is None:
+        return None
+    return value if task.minimize else -value

@@ -1,0 +1,187 @@
+"""Tuner benchmark tasks: a search space, a noisy measurement and the noise-free truth.
+
+Tabular tasks replay real measurements (format: shared/spec/tabular-tasks.md): a tuner asking
+for a configuration gets one of its measured rows at random; the truth is the mean of its
+successful rows; a configuration failing in most rows is a failure region (no truth).
+Synthetic tasks are knob-like functions with a known optimum (documented in docs/tuners.md)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from hone.space import Boolean, Categorical, Config, IntRange, Ordinal, SearchSpace
+
+
+@dataclass
+class Task:
+    name: str
+    space: SearchSpace
+    minimize: bool
+    #: configuration key -> truth (None: a failure region); finite tasks only
+    truths: dict[tuple, float | None] = field(default_factory=dict)
+
+    def measure(self, config: Config, rng: np.random.Generator) -> float | None:
+        raise NotImplementedError
+
+    def truth(self, config: Config) -> float | None:
+        raise NotImplementedError
+
+    def optimum(self) -> float:
+        values = [v for v in self.truths.values() if v is not None]
+        return min(values) if self.minimize else max(values)
+
+    def worst(self) -> float:
+        values = [v for v in self.truths.values() if v is not None]
+        return max(values) if self.minimize else min(values)
+
+
+class TabularTask(Task):
+    def __init__(self, path: Path) -> None:
+        spec = yaml.safe_load(path.read_text())
+        domains = {}
+        for name, knob in spec["knobs"].items():
+            values = knob["values"]
+            if knob["type"] == "bool":
+                domains[name] = Boolean("True", "False")
+            elif knob["type"] == "categorical":
+                domains[name] = Categorical(tuple(str(v) for v in values))
+            else:
+                domains[name] = Ordinal(tuple(values))
+        objective = spec["objective"]
+        space = SearchSpace(domains, defaults=self._typed(domains, spec["default"]))
+        super().__init__(path.stem, space, objective["direction"] == "minimize")
+        self.rows: dict[tuple, list[float | None]] = defaultdict(list)
+        with open(path.with_suffix(".csv"), newline="") as handle:
+            for row in csv.DictReader(handle):
+                config = self._typed(domains, {n: row[n] for n in domains})
+                cell = row[objective["metric"]]
+                self.rows[space.key(config)].append(float(cell) if cell.strip() else None)
+        for key, values in self.rows.items():
+            ok = [v for v in values if v is not None]
+            self.truths[key] = float(np.mean(ok)) if len(ok) * 2 > len(values) else None
+
+    @staticmethod
+    def _typed(domains: dict, raw: dict[str, Any]) -> Config:
+        config: Config = {}
+        for name, domain in domains.items():
+            value = raw[name]
+            if isinstance(domain, Boolean):
+                config[name] = (
+                    str(value).lower() == "true" if not isinstance(value, bool) else value
+                )
+            elif isinstance(domain, Categorical):
+                config[name] = str(value)
+            else:
+                config[name] = domain.parse(str(value))
+        return config
+
+    def measure(self, config: Config, rng: np.random.Generator) -> float | None:
+        rows = self.rows[self.space.key(config)]
+        return rows[int(rng.integers(len(rows)))]
+
+    def truth(self, config: Config) -> float | None:
+        return self.truths[self.space.key(config)]
+
+
+class SyntheticTask(Task):
+    """A server-like response surface on a grid of knobs, with noise and a failure cliff."""
+
+    def __init__(self, name: str, knobs: int, noise: float, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        domains: dict[str, Any] = {}
+        for i in range(knobs):
+            kind = i % 4
+            if kind == 0:
+                domains[f"threads{i}"] = IntRange(1, 32)
+            elif kind == 1:
+                domains[f"buffer{i}"] = Ordinal((4, 8, 16, 32, 64, 128, 256, 512, 1024))
+            elif kind == 2:
+                domains[f"mode{i}"] = Categorical(("a", "b", "c", "d"))
+            else:
+                domains[f"flag{i}"] = Boolean()
+        space = SearchSpace(domains)
+        space.defaults = {
+            n: (d.values() or [])[len(d.values() or []) // 3] for n, d in domains.items()
+        }
+        super().__init__(name, space, minimize=False)
+        self.noise = noise
+        # Only about half the knobs matter; each has its own optimum position.
+        self.weights = {n: (rng.uniform(0.5, 2.0) if rng.random() < 0.6 else 0.0) for n in domains}
+        self.targets = {n: rng.uniform(0.15, 0.85) for n in domains}
+        self.best_mode = {n: str(rng.choice(["a", "b", "c", "d"])) for n in domains}
+        names = list(domains)
+        self.pair = (names[0], names[1 % len(names)])  # an interaction
+        self._grid_truths(rng)
+
+    def _raw(self, config: Config) -> float | None:
+        total = 0.0
+        for name, domain in self.space:
+            weight = self.weights[name]
+            value = config[name]
+            if isinstance(domain, Categorical):
+                total += weight * (1.0 if value == self.best_mode[name] else 0.3)
+            elif isinstance(domain, Boolean):
+                total += weight * (1.0 if value else 0.5)
+            else:
+                total += weight * math.exp(
+                    -((domain.to_unit(value) - self.targets[name]) ** 2) / 0.08
+                )
+        a, b = self.pair
+        total += (
+            0.5
+            * self.space.domains[a].to_unit(config[a])
+            * self.space.domains[b].to_unit(config[b])
+        )
+        # The cliff: too many threads with the biggest buffers and the server falls over.
+        first = next(iter(self.space.domains))
+        if self.space.domains[first].to_unit(config[first]) > 0.9 and total > 0:
+            buffers = [n for n in self.space.domains if n.startswith("buffer")]
+            if buffers and self.space.domains[buffers[0]].to_unit(config[buffers[0]]) > 0.7:
+                return None
+        return 100.0 * (1.0 + total)
+
+    def _grid_truths(self, rng: np.random.Generator) -> None:
+        """The optimum by dense sampling plus local polishing (the grid is too big to list)."""
+        best_key, best = None, -math.inf
+        for _ in range(20000):
+            config = self.space.sample(rng)
+            value = self._raw(config)
+            if value is not None and value > best:
+                best_key, best = config, value
+        assert best_key is not None
+        improved = True
+        while improved:
+            improved = False
+            for name, domain in self.space:
+                for v in domain.values() or []:
+                    candidate = {**best_key, name: v}
+                    value = self._raw(candidate)
+                    if value is not None and value > best + 1e-12:
+                        best_key, best, improved = candidate, value, True
+        self.truths = {self.space.key(best_key): best, ("default",): self._raw(self.space.defaults)}
+
+    def measure(self, config: Config, rng: np.random.Generator) -> float | None:
+        value = self._raw(config)
+        return None if value is None else value * (1 + self.noise * rng.normal())
+
+    def truth(self, config: Config) -> float | None:
+        return self._raw(config)
+
+
+def default_tasks(tasks_dir: Path, quick: bool) -> list[Task]:
+    tasks: list[Task] = [SyntheticTask("synthetic-8-knobs-3%", 8, 0.03, seed=1)]
+    if not quick:
+        tasks += [
+            SyntheticTask("synthetic-16-knobs-6%", 16, 0.06, seed=2),
+            SyntheticTask("synthetic-4-knobs-10%", 4, 0.10, seed=3),
+        ]
+    tasks += [TabularTask(p) for p in sorted(tasks_dir.glob("*.yaml"))]
+    return tasks
