@@ -1,0 +1,114 @@
+"""Measure a grid of nginx settings under wrk into a tabular tuner task:
+benchmarks/tuners/tasks/nginx.yaml + .csv (format: shared/spec/tabular-tasks.md).
+
+    python -m benchmarks.tuners.measure.nginx [--reps 3] [--seconds 3]
+
+Uses the nginx example's own scripts (examples/nginx) and hone's config actuator; each
+repetition walks the grid in a new random order; every row records the load average."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import os
+import random
+import re
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from hone.knobs import actuator_from_spec
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "nginx"
+TASKS = Path(__file__).resolve().parents[1] / "tasks"
+GRID = {
+    "worker_processes": [1, 2, 4],
+    "worker_connections": [256, 1024, 4096],
+    "keepalive_requests": [10, 100, 10000],
+    "sendfile": ["on", "off"],
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def measure(config: dict, env: dict, seconds: int) -> float | None:
+    conf = Path(env["HONE_WORKDIR"]) / "nginx" / "nginx.conf"
+    for name, value in config.items():
+        actuator_from_spec(
+            {"kind": "config", "file": str(conf), "format": "space", "key": name}
+        ).apply(str(value))
+    subprocess.run(["sh", str(EXAMPLE / "stop.sh")], env=env, check=False)
+    subprocess.run(["sh", str(EXAMPLE / "start.sh")], env=env, check=True)
+    url = f"http://127.0.0.1:{env['HONE_PORT']}/4k.html"
+    for _ in range(50):
+        if subprocess.run(["curl", "-sf", "-o", "/dev/null", url]).returncode == 0:
+            break
+        time.sleep(0.1)
+    result = subprocess.run(
+        ["timeout", str(seconds + 15), "wrk", "-t2", "-c64", f"-d{seconds}s", url],
+        capture_output=True,
+        text=True,
+    )
+    found = re.search(r"Requests/sec:\s+([0-9.]+)", result.stdout)
+    return float(found.group(1)) if found else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=3)
+    args = parser.parse_args()
+    configs = [dict(zip(GRID, v, strict=True)) for v in itertools.product(*GRID.values())]
+    rng = random.Random(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {
+            **os.environ,
+            "HONE_WORKDIR": tmp,
+            "HONE_PORT": str(free_port()),
+            "HONE_PROJECT_DIR": str(EXAMPLE),
+        }
+        subprocess.run(["sh", str(EXAMPLE / "setup.sh")], env=env, check=True)
+        try:
+            with open(TASKS / "nginx.csv", "w", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow([*GRID, "rps", "rep", "load1"])
+                for rep in range(args.reps):
+                    order = configs[:]
+                    rng.shuffle(order)
+                    for config in order:
+                        rps = measure(config, env, args.seconds)
+                        writer.writerow(
+                            [
+                                *config.values(),
+                                "" if rps is None else rps,
+                                rep,
+                                f"{os.getloadavg()[0]:.2f}",
+                            ]
+                        )
+                        handle.flush()
+        finally:
+            subprocess.run(["sh", str(EXAMPLE / "stop.sh")], env=env, check=False)
+    (TASKS / "nginx.yaml").write_text(
+        "# nginx 1.22 serving a 4 KiB page to wrk -t2 -c64 (3 s per measurement);\n"
+        "# measured by benchmarks/tuners/measure/nginx.py\n"
+        "knobs:\n"
+        "  worker_processes: {type: int, values: [1, 2, 4]}\n"
+        "  worker_connections: {type: int, values: [256, 1024, 4096]}\n"
+        "  keepalive_requests: {type: int, values: [10, 100, 10000]}\n"
+        '  sendfile: {type: categorical, values: ["on", "off"]}\n'
+        "objective: {metric: rps, direction: maximize}\n"
+        "default: {worker_processes: 2, worker_connections: 1024, keepalive_requests: 100, "
+        'sendfile: "on"}\n'
+    )
+
+
+if __name__ == "__main__":
+    main()
