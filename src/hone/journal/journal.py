@@ -42,7 +42,7 @@ class RestoreOutcome:
 
 
 class Journal:
-    """JSON lines: `begin`, `original`, `set`, `end` and `restored` records."""
+    """JSON lines: `begin`, `original`, `end` and `restored` records."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -89,9 +89,6 @@ class Journal:
         self._append({"op": "original", "name": name, "spec": original.spec, "value": value})
         known[name] = original
         return value
-
-    def note_set(self, name: str, value: str) -> None:
-        self._append({"op": "set", "name": name, "value": value})
 
     def end(self, outcome: str) -> None:
         """The run stopped cleanly; `outcome` says what state it left (applied, restored, ...)."""

@@ -6,7 +6,6 @@ import importlib
 import pkgutil
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -117,6 +116,3 @@ def make_optimizer(name: str, space: SearchSpace, **options: Any) -> Optimizer:
             f"unknown engine {name!r} (known: {', '.join(optimizer_names())})", key="engine"
         )
     return cls(space, **options)
-
-
-OptimizerFactory = Callable[..., Optimizer]

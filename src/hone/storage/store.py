@@ -124,9 +124,6 @@ class StudyStore:
             raise HoneError(f"no study named {name!r} in {self.url}")
         return max(mine, key=lambda s: s.study_id)
 
-    def delete(self, study: StudyRecord) -> None:
-        self.storage.delete_study(study.study_id)
-
     # -- trials ----------------------------------------------------------------------------
 
     def start_trial(
