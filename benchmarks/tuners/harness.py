@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import optuna
 
+from benchmarks.tuners.skopt_peer import SkoptAtune
 from benchmarks.tuners.tasks import Task
 from hone.optimizers import Optimizer, make_optimizer
 from hone.optimizers.tpe import OptunaOptimizer
@@ -65,6 +66,8 @@ TUNERS = {
     "lhs-atune": lambda space, seed, budget: LuckiestReading(
         make_optimizer("lhs", space, seed=seed, budget=budget)
     ),
+    "skopt-gp-atune": lambda space, seed, budget: SkoptAtune(space, seed, "GP"),
+    "skopt-gbrt-atune": lambda space, seed, budget: SkoptAtune(space, seed, "GBRT"),
 }
 
 
@@ -92,8 +95,11 @@ def run(task: Task, tuner: str, seed: int, budget: int) -> RunResult:
     for _ in range(budget):
         started = time.perf_counter()
         config = optimizer.ask()
-        asks.append(time.perf_counter() - started)
-        optimizer.tell(config, _minimised(task, task.measure(config, rng)))
+        asked = time.perf_counter() - started
+        value = _minimised(task, task.measure(config, rng))
+        started = time.perf_counter()
+        optimizer.tell(config, value)  # some peers (scikit-optimize) fit their model here
+        asks.append(asked + time.perf_counter() - started)
         deployed = optimizer.recommend()
         truth = task.truth(deployed) if deployed is not None else None
         if truth is None:  # a failure region scores as the worst
