@@ -3,14 +3,11 @@ from failures; `auto` finds a better configuration than random search on a noisy
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
 from hone.errors import HoneError
-from hone.importance import importance
-from hone.optimizers import Observation, make_optimizer, optimizer_names
+from hone.optimizers import make_optimizer, optimizer_names
 from hone.space import Boolean, Categorical, Constraint, FloatRange, IntRange, Ordinal, SearchSpace
 
 ATUNE_ENGINES = [
@@ -128,20 +125,3 @@ def test_auto_batch_is_diverse() -> None:
     batch = optimizer.ask_batch(4)
     assert len({s.key(c) for c in batch}) == 4
     assert len(optimizer.history) == 12
-
-
-def test_importance_finds_the_knobs_that_matter() -> None:
-    rng = np.random.default_rng(0)
-    s = SearchSpace({f"k{i}": IntRange(0, 100) for i in range(50)})
-    observations = []
-    for _ in range(200):
-        config = s.sample(rng)
-        value = (config["k3"] - 50) ** 2 + 0.3 * (config["k7"] - 20) ** 2 + rng.normal(0, 5)
-        observations.append(Observation(config, value))
-    started = time.perf_counter()
-    shares = importance(s, observations)
-    elapsed = time.perf_counter() - started
-    ranked = sorted(shares, key=shares.get, reverse=True)
-    assert ranked[:2] == ["k3", "k7"]
-    assert abs(sum(shares.values()) - 1) < 1e-9
-    assert elapsed < 5  # A-Tune's selector: minutes; the benchmark figure is in docs/

@@ -36,6 +36,27 @@ def importance(space: SearchSpace, observations: Sequence[Observation]) -> dict[
     return {name: share / total for name, share in shares.items()}
 
 
+def top_knobs(space: SearchSpace, observations: Sequence[Observation], count: int) -> list[str]:
+    """The `count` knobs with the largest shares, in the space's order (ties keep that order)."""
+    shares = importance(space, observations)
+    ranked = sorted(space.names, key=lambda n: -shares.get(n, 0.0))[: max(count, 0)]
+    return [name for name in space.names if name in ranked]
+
+
+def shrink(
+    space: SearchSpace,
+    observations: Sequence[Observation],
+    count: int,
+    hold: Config | None = None,
+) -> tuple[SearchSpace, Config]:
+    """A-Tune's `feature_filter_*`: the sub-space of the `count` knobs that matter most, and the
+    values the other knobs are held at (`hold`, by default the space's defaults)."""
+    keep = top_knobs(space, observations, count)
+    base = dict(hold or space.default() or {})
+    held = {n: base[n] for n in space.names if n not in keep and n in base}
+    return space.restrict(keep, held), held
+
+
 def from_configs(
     space: SearchSpace, configs: Sequence[Config], scores: Sequence[float]
 ) -> list[tuple[str, float]]:
