@@ -120,7 +120,7 @@ def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
             cells.append(f"{adjusted[tuner]:.3f}" if tuner in adjusted else "")
             lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
         lines.append("")
-        plot(task.name, tuners, results, budget)
+        plot(task.name, tuners, results, budget, args.output.parent / "tuners")
         lines += [f"![{task.name}](tuners/{task.name}.png)", ""]
     lines += [
         "## Overall",
@@ -146,7 +146,7 @@ def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
     print(f"wrote {args.output}")
 
 
-def plot(name: str, tuners: list[str], results, budget: int) -> None:
+def plot(name: str, tuners: list[str], results, budget: int, out: Path) -> None:
     try:
         import matplotlib
 
@@ -168,7 +168,6 @@ def plot(name: str, tuners: list[str], results, budget: int) -> None:
         )
     axes.set(xlabel="evaluations", ylabel="normalised regret (median)", title=name)
     axes.legend(fontsize=8)
-    out = ROOT / "docs" / "tuners"
     out.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
     figure.savefig(out / f"{name}.png", dpi=90)

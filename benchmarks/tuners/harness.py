@@ -14,6 +14,7 @@ import numpy as np
 import optuna
 
 from benchmarks.tuners.skopt_peer import SkoptAtune
+from benchmarks.tuners.smac_peer import SmacHpo
 from benchmarks.tuners.tasks import Task
 from hone.optimizers import Optimizer, make_optimizer
 from hone.optimizers.tpe import OptunaOptimizer
@@ -66,6 +67,7 @@ TUNERS = {
     "lhs-atune": lambda space, seed, budget: LuckiestReading(
         make_optimizer("lhs", space, seed=seed, budget=budget)
     ),
+    "smac-hpo": lambda space, seed, budget: SmacHpo(space, seed, budget),
     "skopt-gp-atune": lambda space, seed, budget: SkoptAtune(space, seed, "GP"),
     "skopt-gbrt-atune": lambda space, seed, budget: SkoptAtune(space, seed, "GBRT"),
 }
@@ -107,7 +109,7 @@ def run(task: Task, tuner: str, seed: int, budget: int) -> RunResult:
             regrets.append(1.0)
             continue
         loss = (truth - optimum) if task.minimize else (optimum - truth)
-        gaps.append(max(0.0, loss) / abs(optimum))
+        gaps.append(max(0.0, loss) / task.scale())
         regrets.append(float(np.clip(loss / abs(reference - optimum), 0.0, 1.0)))
     return RunResult(task.name, tuner, seed, gaps, regrets, asks)
 

@@ -38,6 +38,10 @@ class Task:
         values = [v for v in self.truths.values() if v is not None]
         return min(values) if self.minimize else max(values)
 
+    def scale(self) -> float:
+        """What a gap is relative to: the optimum's size (COCO tasks override it)."""
+        return abs(self.optimum())
+
     def worst(self) -> float:
         values = [v for v in self.truths.values() if v is not None]
         return max(values) if self.minimize else min(values)
@@ -66,7 +70,7 @@ class TabularTask(Task):
                 self.rows[space.key(config)].append(float(cell) if cell.strip() else None)
         for key, values in self.rows.items():
             ok = [v for v in values if v is not None]
-            self.truths[key] = float(np.mean(ok)) if len(ok) * 2 > len(values) else None
+            self.truths[key] = float(np.mean(ok)) if len(ok) * 2 >= len(values) else None
 
     @staticmethod
     def _typed(domains: dict, raw: dict[str, Any]) -> Config:
@@ -183,5 +187,8 @@ def default_tasks(tasks_dir: Path, quick: bool) -> list[Task]:
             SyntheticTask("synthetic-16-knobs-6%", 16, 0.06, seed=2),
             SyntheticTask("synthetic-4-knobs-10%", 4, 0.10, seed=3),
         ]
+    from benchmarks.tuners.coco import coco_tasks
+
+    tasks += coco_tasks(quick)
     tasks += [TabularTask(p) for p in sorted(tasks_dir.glob("*.yaml"))]
     return tasks

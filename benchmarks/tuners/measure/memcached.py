@@ -11,6 +11,7 @@ cliff."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import itertools
 import os
@@ -42,10 +43,8 @@ def free_port() -> int:
 def stop(pidfile: Path) -> None:
     if not pidfile.exists():
         return
-    try:
+    with contextlib.suppress(ProcessLookupError, ValueError):
         os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
-    except (ProcessLookupError, ValueError):
-        pass
     pidfile.unlink(missing_ok=True)
 
 
@@ -66,8 +65,19 @@ def measure(config: dict, tmp: Path, seconds: int) -> float | None:
         time.sleep(0.05)
     try:
         result = subprocess.run(
-            ["timeout", str(seconds + 4), "memcaslap", "-s", f"127.0.0.1:{port}", "-T", "2"]
-            + ["-c", str(CLIENT_CONNECTIONS), "-t", f"{seconds}s"],
+            [
+                "timeout",
+                str(seconds + 4),
+                "memcaslap",
+                "-s",
+                f"127.0.0.1:{port}",
+                "-T",
+                "2",
+                "-c",
+                str(CLIENT_CONNECTIONS),
+                "-t",
+                f"{seconds}s",
+            ],
             capture_output=True,
             text=True,
         )
@@ -84,9 +94,10 @@ def main() -> None:
     args = parser.parse_args()
     configs = [dict(zip(GRID, v, strict=True)) for v in itertools.product(*GRID.values())]
     rng = random.Random(0)
-    with tempfile.TemporaryDirectory() as tmp, open(
-        TASKS / "memcached.csv", "w", newline=""
-    ) as handle:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        open(TASKS / "memcached.csv", "w", newline="") as handle,
+    ):
         writer = csv.writer(handle)
         writer.writerow([*GRID, "tps", "rep", "load1"])
         for rep in range(args.reps):

@@ -1,0 +1,84 @@
+"""COCO `bbob-mixint` and `bbob-noisy` problems as tuner tasks, on a grid of knob values.
+
+Knobs take a few evenly spaced values of each variable (integer variables: their integers,
+thinned), so the truth of every grid point and the optimum are known exactly:
+- bbob-mixint is noise-free: the truth is f(x); the measurement adds 3 % multiplicative noise
+  to the value above the grid's best, so the task is as noisy as a quiet server.
+- bbob-noisy measures with COCO's own noise; the truth is the median of 31 evaluations
+  (COCO's Gaussian noise is multiplicative log-normal, whose median is the noise-free f).
+Values are minimised; gaps are relative to the grid's median truth above the optimum, since
+f's offset is arbitrary."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from benchmarks.tuners.tasks import Task
+from hone.space import Config, Ordinal, SearchSpace
+
+MIXINT = [(1, 5), (10, 5), (21, 5)]  # (function, dimension): sphere, ellipsoid, Gallagher
+NOISY = [(101, 2), (104, 2), (122, 2)]  # sphere, Rosenbrock, Schaffer F7 with Gaussian noise
+
+
+class CocoTask(Task):
+    def __init__(self, suite: str, function: int, dimension: int, levels: int = 7) -> None:
+        import cocoex
+
+        index = function - 100 if suite == "bbob-noisy" else function  # f101 is its 1st
+        options = f"dimensions:{dimension} function_indices:{index} instance_indices:1"
+        self.problem = next(iter(cocoex.Suite(suite, "", options)))
+        integers = self.problem.number_of_integer_variables
+        domains = {}
+        for i, (low, high) in enumerate(
+            zip(self.problem.lower_bounds, self.problem.upper_bounds, strict=True)
+        ):
+            if i < integers:
+                values = np.unique(np.round(np.linspace(low, high, levels)).astype(int))
+                domains[f"x{i}"] = Ordinal(tuple(int(v) for v in values))
+            else:
+                values = np.linspace(low, high, levels)
+                domains[f"x{i}"] = Ordinal(tuple(round(float(v), 4) for v in values))
+        space = SearchSpace(domains)
+        space.defaults = {n: d.values()[len(d.values()) // 3] for n, d in domains.items()}
+        short = suite.replace("bbob-", "")
+        super().__init__(f"coco-{short}-f{function}-d{dimension}", space, minimize=True)
+        self.noisy = suite == "bbob-noisy"
+        grid = [
+            dict(zip(domains, v, strict=True))
+            for v in itertools.product(*(d.values() for d in domains.values()))
+        ]
+        for config in grid:
+            x = self._vector(config)
+            value = (
+                float(np.median([self.problem(x) for _ in range(31)]))
+                if self.noisy
+                else float(self.problem(x))
+            )
+            self.truths[space.key(config)] = value
+        values = np.array(list(self.truths.values()))
+        self._scale = float(np.median(values) - values.min()) or 1.0
+
+    def _vector(self, config: Config) -> np.ndarray:
+        return np.array([float(config[n]) for n in self.space.domains])
+
+    def measure(self, config: Config, rng: np.random.Generator) -> float | None:
+        if self.noisy:
+            return float(self.problem(self._vector(config)))
+        truth = self.truths[self.space.key(config)]
+        base = self.optimum()
+        return base + (truth - base) * (1 + 0.03 * rng.normal())
+
+    def truth(self, config: Config) -> float | None:
+        return self.truths[self.space.key(config)]
+
+    def scale(self) -> float:
+        return self._scale
+
+
+def coco_tasks(quick: bool) -> list[Task]:
+    chosen = [("bbob-mixint", *MIXINT[0]), ("bbob-noisy", *NOISY[0])]
+    if not quick:
+        chosen = [("bbob-mixint", *p) for p in MIXINT] + [("bbob-noisy", *p) for p in NOISY]
+    return [CocoTask(*c) for c in chosen]

@@ -1,0 +1,98 @@
+"""SMAC3's hyperparameter-optimisation facade (random forest, log-EI, intensification over
+repeated seeds because the task is noisy) through its ask/tell interface. It deploys its
+incumbent, as SMAC would; failed trials are told as crashed."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+
+from hone.optimizers import Observation
+from hone.space import Boolean, Categorical, Config, FloatRange, IntRange, SearchSpace
+
+
+class SmacHpo:
+    def __init__(self, space: SearchSpace, seed: int, budget: int) -> None:
+        from ConfigSpace import ConfigurationSpace
+        from ConfigSpace import hyperparameters as hp
+        from smac import HyperparameterOptimizationFacade, Scenario
+
+        logging.getLogger("smac").setLevel(logging.ERROR)
+        self.space = space
+        self.labels: dict[str, dict[str, object]] = {}
+        config_space = ConfigurationSpace(seed=seed)
+        defaults = space.defaults
+        for name, domain in space:
+            default = defaults.get(name)
+            if isinstance(domain, IntRange) and domain.step == 1:
+                param = hp.UniformIntegerHyperparameter(
+                    name, domain.low, domain.high, log=domain.log, default_value=default
+                )
+            elif isinstance(domain, FloatRange) and not domain.step:
+                param = hp.UniformFloatHyperparameter(
+                    name, domain.low, domain.high, log=domain.log, default_value=default
+                )
+            else:
+                values = domain.values() or []
+                self.labels[name] = {str(v): v for v in values}
+                labels = list(self.labels[name])
+                kind = (
+                    hp.CategoricalHyperparameter
+                    if isinstance(domain, Categorical | Boolean)
+                    else hp.OrdinalHyperparameter
+                )
+                param = kind(name, labels, default_value=str(default))
+            config_space.add(param)
+        self._tmp = tempfile.TemporaryDirectory()
+        scenario = Scenario(
+            config_space,
+            deterministic=False,
+            n_trials=budget + 3,
+            seed=seed,
+            output_directory=Path(self._tmp.name),
+        )
+        self.smac = HyperparameterOptimizationFacade(
+            scenario, lambda config, seed=0: 0.0, overwrite=True, logging_level=40
+        )
+        self._pending: dict[tuple, list] = {}
+        self.history: list[Observation] = []
+
+    def _decode(self, configuration) -> Config:
+        config = {}
+        for name, _domain in self.space:
+            value = configuration[name]
+            config[name] = self.labels[name][value] if name in self.labels else value
+        return config
+
+    def _encode(self, config: Config):
+        from ConfigSpace import Configuration
+
+        values = {n: (str(v) if n in self.labels else v) for n, v in config.items()}
+        return Configuration(self.smac.scenario.configspace, values=values)
+
+    def ask(self) -> Config:
+        info = self.smac.ask()
+        config = self._decode(info.config)
+        self._pending.setdefault(self.space.key(config), []).append(info)
+        return config
+
+    def tell(self, config: Config, value: float | None) -> None:
+        from smac.runhistory.dataclasses import TrialInfo, TrialValue
+        from smac.runhistory.enumerations import StatusType
+
+        self.history.append(Observation(config, value))
+        pending = self._pending.get(self.space.key(config))
+        info = (
+            pending.pop(0) if pending else TrialInfo(self._encode(config), seed=len(self.history))
+        )
+        result = (
+            TrialValue(cost=float("inf"), status=StatusType.CRASHED)
+            if value is None
+            else TrialValue(cost=float(value))
+        )
+        self.smac.tell(info, result)
+
+    def recommend(self) -> Config | None:
+        incumbent = self.smac.intensifier.get_incumbent()
+        return self._decode(incumbent) if incumbent is not None else None
