@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from benchmarks.tuners.about import ABOUT
 from benchmarks.tuners.harness import TUNERS, RunResult, run
 from benchmarks.tuners.tasks import TabularTask, Task, default_tasks
 
@@ -77,6 +78,7 @@ def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
         f"{elapsed / 60:.1f} min on this 2-core machine). Scores are the truth of the "
         "configuration each tuner would deploy after each evaluation.",
         "",
+        ABOUT,
     ]
     checkpoints = [b for b in (10, 20, 30, 50) if b <= budget]
     ranks: dict[int, list[dict[str, float]]] = {b: [] for b in checkpoints}
@@ -87,8 +89,8 @@ def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
             "",
             "| tuner | evals to 1 % | to 2 % | to 5 % | "
             + " | ".join(f"regret@{b}" for b in checkpoints)
-            + " | AUC | ms per ask | vs auto (Holm p) |",
-            "|---" * (7 + len(checkpoints)) + "|",
+            + " | AUC | final gap | ms per ask | vs auto (Holm p) |",
+            "|---" * (8 + len(checkpoints)) + "|",
         ]
         final = {t: [r.regrets[-1] for r in results[task.name, t]] for t in tuners}
         pvalues = {}
@@ -116,6 +118,7 @@ def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
             cells = [median_text([evals_to(r, w) for r in runs]) for w in (0.01, 0.02, 0.05)]
             cells += [f"{np.median([r.regrets[b - 1] for r in runs]):.3f}" for b in checkpoints]
             cells.append(f"{np.mean([np.mean(r.regrets) for r in runs]):.3f}")
+            cells.append(f"{100 * np.median([r.gaps[-1] for r in runs]):.1f} %")
             cells.append(f"{1000 * np.median([s for r in runs for s in r.ask_seconds]):.1f}")
             cells.append(f"{adjusted[tuner]:.3f}" if tuner in adjusted else "")
             lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
@@ -133,6 +136,12 @@ def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
     for tuner in tuners:
         cells = [f"{np.mean([r[tuner] for r in ranks[b]]):.2f}" for b in checkpoints]
         lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
+    if len(tasks) >= 2 and len(tuners) >= 3:
+        friedman = [
+            stats.friedmanchisquare(*[[r[t] for r in ranks[b]] for t in tuners]).pvalue
+            for b in checkpoints
+        ]
+        lines.append("| Friedman p | " + " | ".join(f"{p:.3g}" for p in friedman) + " |")
     if ratio_2:
         finite = [r for r in ratio_2 if np.isfinite(r)]
         lines += [

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from hone.space import Boolean, Categorical, Config, IntRange, Ordinal, SearchSpace
+from hone.space import Boolean, Categorical, Config, FloatRange, IntRange, Ordinal, SearchSpace
 
 
 @dataclass
@@ -102,19 +102,19 @@ class SyntheticTask(Task):
         rng = np.random.default_rng(seed)
         domains: dict[str, Any] = {}
         for i in range(knobs):
-            kind = i % 4
+            kind = i % 5
             if kind == 0:
                 domains[f"threads{i}"] = IntRange(1, 32)
             elif kind == 1:
                 domains[f"buffer{i}"] = Ordinal((4, 8, 16, 32, 64, 128, 256, 512, 1024))
             elif kind == 2:
                 domains[f"mode{i}"] = Categorical(("a", "b", "c", "d"))
-            else:
+            elif kind == 3:
                 domains[f"flag{i}"] = Boolean()
+            else:
+                domains[f"timeout{i}"] = FloatRange(0.01, 100.0, log=True)
         space = SearchSpace(domains)
-        space.defaults = {
-            n: (d.values() or [])[len(d.values() or []) // 3] for n, d in domains.items()
-        }
+        space.defaults = {n: d.from_unit(0.3) for n, d in domains.items()}
         super().__init__(name, space, minimize=False)
         self.noise = noise
         # Only about half the knobs matter; each has its own optimum position.
@@ -165,7 +165,7 @@ class SyntheticTask(Task):
         while improved:
             improved = False
             for name, domain in self.space:
-                for v in domain.values() or []:
+                for v in domain.values() or domain.grid(201):
                     candidate = {**best_key, name: v}
                     value = self._raw(candidate)
                     if value is not None and value > best + 1e-12:
@@ -186,6 +186,7 @@ def default_tasks(tasks_dir: Path, quick: bool) -> list[Task]:
         tasks += [
             SyntheticTask("synthetic-16-knobs-6%", 16, 0.06, seed=2),
             SyntheticTask("synthetic-4-knobs-10%", 4, 0.10, seed=3),
+            SyntheticTask("synthetic-30-knobs-5%", 30, 0.05, seed=4),
         ]
     from benchmarks.tuners.coco import coco_tasks
 
