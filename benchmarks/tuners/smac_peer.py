@@ -1,6 +1,7 @@
 """SMAC3's hyperparameter-optimisation facade (random forest, log-EI, intensification over
 repeated seeds because the task is noisy) through its ask/tell interface. It deploys its
-incumbent, as SMAC would; failed trials are told as crashed."""
+incumbent, as SMAC would; failed trials are told as the worst value seen (an infinite
+crash cost breaks its random forest)."""
 
 from __future__ import annotations
 
@@ -79,19 +80,16 @@ class SmacHpo:
 
     def tell(self, config: Config, value: float | None) -> None:
         from smac.runhistory.dataclasses import TrialInfo, TrialValue
-        from smac.runhistory.enumerations import StatusType
 
         self.history.append(Observation(config, value))
         pending = self._pending.get(self.space.key(config))
         info = (
             pending.pop(0) if pending else TrialInfo(self._encode(config), seed=len(self.history))
         )
-        result = (
-            TrialValue(cost=float("inf"), status=StatusType.CRASHED)
-            if value is None
-            else TrialValue(cost=float(value))
-        )
-        self.smac.tell(info, result)
+        if value is None:  # an infinite crash cost breaks SMAC's forest: the worst seen instead
+            seen = [o.value for o in self.history if o.value is not None]
+            value = max(seen) if seen else 0.0
+        self.smac.tell(info, TrialValue(cost=float(value)))
 
     def recommend(self) -> Config | None:
         incumbent = self.smac.intensifier.get_incumbent()
