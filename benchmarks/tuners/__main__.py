@@ -12,6 +12,7 @@ import argparse
 import multiprocessing
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -46,11 +47,15 @@ def median_text(values: list[float]) -> str:
     return "-" if not np.isfinite(value) else f"{value:g}"
 
 
+# hone's own A-Tune-style engines (gp-atune-bayes, gbrt-atune) run with --tuners; by default
+# A-Tune is represented by scikit-optimize set up as A-Tune sets it up.
+DEFAULT_TUNERS = [t for t in TUNERS if t not in ("gp-atune-bayes", "gbrt-atune")]
 _TASKS: list[Task] = []  # shared with forked workers (COCO problems do not pickle)
 
 
 def _job(item: tuple[int, str, int, int]) -> tuple[str, str, list[RunResult], float]:
     index, tuner, seeds, budget = item
+    warnings.filterwarnings("ignore", message="Loky-backed parallel loops")
     task = _TASKS[index]
     started = time.monotonic()
     runs = [run(task, tuner, seed, budget) for seed in range(seeds)]
@@ -61,7 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--task", action="append", type=Path, help="a tabular task YAML")
-    parser.add_argument("--tuners", default=",".join(TUNERS))
+    parser.add_argument("--tuners", default=",".join(DEFAULT_TUNERS), help=", ".join(TUNERS))
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--budget", type=int, default=None)
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "tuners.md")

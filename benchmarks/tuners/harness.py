@@ -67,6 +67,9 @@ TUNERS = {
     "lhs-atune": lambda space, seed, budget: LuckiestReading(
         make_optimizer("lhs", space, seed=seed, budget=budget)
     ),
+    "abtest-atune": lambda space, seed, budget: LuckiestReading(
+        make_optimizer("abtest", space, seed=seed, budget=budget)
+    ),
     "smac-hpo": lambda space, seed, budget: SmacHpo(space, seed, budget),
     "skopt-gp-atune": lambda space, seed, budget: SkoptAtune(space, seed, "GP"),
     "skopt-gbrt-atune": lambda space, seed, budget: SkoptAtune(space, seed, "GBRT"),
