@@ -75,6 +75,9 @@ def main() -> None:
     seeds = args.seeds or (5 if args.quick else 10)
     budget = args.budget or (30 if args.quick else 50)
     tuners = args.tuners.split(",")
+    if args.quick and args.tuners == parser.get_default("tuners"):
+        # scikit-optimize spends seconds per suggestion here: it runs in the default suite only
+        tuners = [t for t in tuners if not t.startswith("skopt-")]
     tasks: list[Task] = (
         [TabularTask(p) for p in args.task] if args.task else default_tasks(TASKS, args.quick)
     )
