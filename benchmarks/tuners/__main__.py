@@ -152,7 +152,7 @@ def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
             lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
         lines.append("")
         plot(task.name, tuners, results, budget, args.output.parent / "tuners")
-        lines += [f"![{task.name}](tuners/{task.name}.png)", ""]
+        lines += [f"![{task.name}](tuners/{task.name.replace('%', 'pct')}.png)", ""]
     lines += [
         "## Overall",
         "",
@@ -207,7 +207,7 @@ def plot(name: str, tuners: list[str], results, budget: int, out: Path) -> None:
     axes.legend(fontsize=8)
     out.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
-    figure.savefig(out / f"{name}.png", dpi=90)
+    figure.savefig(out / f"{name.replace('%', 'pct')}.png", dpi=90)  # no % in a link
     plt.close(figure)
 
 
