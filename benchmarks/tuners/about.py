@@ -45,9 +45,9 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
     96 configurations x 3 rows (`python -m benchmarks.tuners.measure.gcc_flags`).
   - `nginx`: requests/s (maximise) of nginx 1.22 serving a 4 KiB page to `wrk -t2 -c64 -d3s`;
     worker_processes, worker_connections, keepalive_requests, sendfile; nginx restarted for
-    every row; 54 configurations x 2-3 rows (`python -m benchmarks.tuners.measure.nginx`).
+    every row; 54 configurations x 3 rows (`python -m benchmarks.tuners.measure.nginx`).
   - `memcached`: TPS (maximise) of memcached 1.6 under `memcaslap -T 2 -c 32 -t 2s`; threads,
     requests per event (-R), CAS on/off (-C), max connections (-c 16 starves the 32 client
-    connections: a near-zero cliff); restarted by SIGKILL for every row; 48 configurations x 3
-    rows (`python -m benchmarks.tuners.measure.memcached`).
+    connections: memcaslap hangs past its timeout, a failed row, or crawls: 12 configurations
+    are failure regions); restarted by SIGKILL for every row; 48 configurations x 3 rows (`python -m benchmarks.tuners.measure.memcached`).
 """
