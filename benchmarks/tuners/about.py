@@ -49,5 +49,6 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
   - `memcached`: TPS (maximise) of memcached 1.6 under `memcaslap -T 2 -c 32 -t 2s`; threads,
     requests per event (-R), CAS on/off (-C), max connections (-c 16 starves the 32 client
     connections: memcaslap hangs past its timeout, a failed row, or crawls: 12 configurations
-    are failure regions); restarted by SIGKILL for every row; 48 configurations x 3 rows (`python -m benchmarks.tuners.measure.memcached`).
+    are failure regions); restarted by SIGKILL for every row; 48 configurations x 3 rows
+    (`python -m benchmarks.tuners.measure.memcached`).
 """
