@@ -155,19 +155,17 @@ class Tuner:
     def _select_knobs(self, optimizer: Any, space: SearchSpace, count: int) -> tuple[Any, Config]:
         """A-Tune's parameter selection: keep the `count` knobs that matter most so far, hold
         the others at the best configuration's values, and go on over the smaller space."""
-        from hone.importance import importance
+        from hone.importance import shrink
 
-        shares = importance(space, optimizer.history)
-        keep = sorted(space.names, key=lambda n: -shares.get(n, 0.0))[:count]
         best = optimizer.recommend() or space.default() or {}
-        sub = space.restrict(keep, best)
+        sub, held = shrink(space, optimizer.history, count, hold=best)
         smaller = make_optimizer(
             self.engine, sub, seed=self.project.tuning.seed, budget=self.budget
         )
         for obs in optimizer.history:
-            smaller.tell({n: obs.config[n] for n in keep}, obs.value)
-        self.reporter.note(f"kept the {count} knobs that matter most: {', '.join(keep)}")
-        return smaller, {n: v for n, v in best.items() if n not in keep}
+            smaller.tell({n: obs.config[n] for n in sub.names}, obs.value)
+        self.reporter.note(f"kept the {count} knobs that matter most: {', '.join(sub.names)}")
+        return smaller, held
 
     # -- phases ----------------------------------------------------------------------------
 
