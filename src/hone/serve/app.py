@@ -1,0 +1,111 @@
+"""The FastAPI application: API routers, the web UI's static files, and the security around them
+(token checks, trusted Host headers, no CORS unless origins are named, strict response headers)."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from hone import __version__
+from hone.errors import HoneError
+from hone.serve import studies
+from hone.serve.auth import Access
+from hone.serve.config import ServeConfig
+from hone.serve.runs import EventLog, RunManager
+from hone.storage import StudyStore
+
+STATIC = Path(__file__).parent / "static"
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+
+
+def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
+    if "*" in config.origins:
+        raise HoneError("a CORS wildcard is refused: name the origins that may call the API")
+    events = EventLog()
+    manager = RunManager(config.projects, events, config.storage)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+        yield
+        manager.shutdown()
+
+    app = FastAPI(
+        title="hone",
+        version=__version__,
+        description="Studies, diagnoses, live metrics and profiles of hone.",
+        openapi_url="/api/openapi.json",
+        docs_url=None,  # the stock docs pages load scripts from a CDN; the CSP forbids it
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.config = config
+    app.state.access = Access(config.token, config.reads_open)
+    app.state.store = StudyStore(config.storage)
+    app.state.events = events
+    app.state.runs = manager
+    app.state.poll_interval = poll_interval
+
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts())
+    if config.origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=config.origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+
+    @app.middleware("http")
+    async def headers(request: Request, call_next: Any) -> Any:
+        response = await call_next(request)
+        for key, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(key, value)
+        return response
+
+    @app.exception_handler(HoneError)
+    async def hone_error(request: Request, exc: HoneError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    app.include_router(studies.router)
+    for router in _optional_routers():
+        app.include_router(router)
+
+    @app.get("/api/about", tags=["server"])
+    def about() -> dict[str, Any]:
+        """Version and access policy, so the UI knows whether to ask for the token."""
+        return {
+            "version": __version__,
+            "reads_open": config.reads_open,
+            "capabilities": sorted(app.state.capabilities),
+        }
+
+    app.state.capabilities = {"studies", *(r.tags[0] for r in _optional_routers() if r.tags)}
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    return app
+
+
+def _optional_routers() -> list[Any]:
+    """Routers of capabilities whose library modules are installed."""
+    from hone.serve.routers import available
+
+    return available()

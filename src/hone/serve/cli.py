@@ -1,0 +1,172 @@
+"""`hone serve` (the API and web UI) and `hone remote --server URL ...` (the CLI against it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from hone.errors import HoneError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    remote = typer.Typer(
+        help="Talk to a remote `hone serve` (token from HONE_TOKEN or --token-file).",
+        no_args_is_help=True,
+    )
+    remote.callback()(remote_options)
+    remote.command("studies")(remote_studies)
+    remote.command("show")(remote_show)
+    remote.command("stop")(remote_stop)
+    remote.command("resume")(remote_resume)
+    app.add_typer(remote, name="remote")
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", help="address to listen on (loopback by default)"),
+    port: int = typer.Option(8765, help="TCP port"),
+    project: list[Path] = typer.Option(
+        None, "--project", help="a project the UI and API may start (repeatable)"
+    ),
+    token_file: Path = typer.Option(
+        None, help="read the token from this file (mode 0600) instead of hone's own"
+    ),
+    open_reads: bool = typer.Option(
+        None,
+        "--open-reads/--token-reads",
+        help="reads without the token (default: open on loopback, token elsewhere)",
+    ),
+    origin: list[str] = typer.Option(None, "--origin", help="an origin CORS allows (repeatable)"),
+    storage: str = typer.Option(None, help="SQLAlchemy URL of the study database"),
+) -> None:
+    """Serve the REST API and the web UI; state-changing requests need the token."""
+    import uvicorn
+
+    from hone.project import load_project
+    from hone.serve.app import create_app
+    from hone.serve.auth import load_or_create_token, token_path
+    from hone.serve.config import ServeConfig
+
+    path = token_file or token_path()
+    if token_file is not None and not token_file.exists():
+        raise HoneError("no such token file", file=token_file)
+    token, created = load_or_create_token(path)
+    projects = {}
+    for folder in project or []:
+        loaded = load_project(folder)
+        projects[loaded.name] = folder.resolve()
+    config = ServeConfig(
+        token=token,
+        host=host,
+        port=port,
+        open_reads=open_reads,
+        projects=projects,
+        storage=storage,
+        origins=list(origin or []),
+    )
+    app = create_app(config)
+    console = Console(highlight=False)
+    if created:
+        console.print(f"token (shown once; stored with mode 0600 in {path}):\n  {token}")
+    else:
+        console.print(f"token: in {path}")
+    reads = "open" if config.reads_open else "need the token"
+    console.print(f"hone serve on http://{_url_host(host)}:{port}/  (reads {reads})")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+_remote: dict[str, Any] = {}
+
+
+def remote_options(
+    server: str = typer.Option(..., "--server", envvar="HONE_SERVER", help="http://host:port"),
+    token_file: Path = typer.Option(None, help="file holding the token (else HONE_TOKEN)"),
+) -> None:
+    from hone.serve.remote import RemoteClient, read_token
+
+    _remote["client"] = RemoteClient(server, read_token(token_file))
+
+
+def _client() -> Any:
+    return _remote["client"]
+
+
+def remote_studies() -> None:
+    """The studies of the remote server with their state and gain."""
+    rows = _client().get("/api/studies")
+    table = Table("study", "state", "engine", "trials", "failed", "outcome", "gain", "best")
+    for row in rows:
+        table.add_row(
+            row["name"],
+            row["state"],
+            str(row.get("engine") or ""),
+            str(row["trials"]),
+            str(row["failures"]),
+            str(row.get("outcome") or ""),
+            _pct(row.get("gain"), row.get("gain_half_width")),
+            _pct(row.get("best_gain")),
+        )
+    Console(highlight=False).print(table)
+
+
+def remote_show(study: str = typer.Argument(..., help="study name (project#n) or project")) -> None:
+    """One remote study: summary, best configuration and its trials."""
+    from hone.serve.remote import study_path
+
+    client = _client()
+    info = client.get(study_path(study))
+    best = client.get(study_path(study, "/best"))
+    trials = client.get(study_path(study, "/trials"))
+    console = Console(highlight=False)
+    console.print(
+        f"study [bold]{info['name']}[/]: {info['state']}, engine {info.get('engine')}, "
+        f"{info['trials']} trials ({info['failures']} failed)"
+    )
+    if best.get("config"):
+        console.print(
+            f"best ({best['source']}): "
+            + ", ".join(f"{k}={v}" for k, v in best["config"].items())
+            + f"  gain {_pct(best.get('gain'))}"
+        )
+    knobs = sorted({k for t in trials for k in t["config"]})
+    table = Table("#", "phase", *knobs, "score", "state", "error")
+    for trial in trials:
+        table.add_row(
+            str(trial["number"]),
+            trial["phase"],
+            *(str(trial["config"].get(k, "")) for k in knobs),
+            "" if trial["score"] is None else f"{trial['score']:.4g}",
+            trial["state"],
+            trial.get("error") or "",
+        )
+    console.print(table)
+
+
+def remote_stop(study: str = typer.Argument(...)) -> None:
+    """Stop a running study on the remote server (its knobs are put back)."""
+    from hone.serve.remote import study_path
+
+    answer = _client().post(study_path(study, "/stop"))
+    typer.echo(f"stopped {answer['stopped']} (pid {answer['pid']})")
+
+
+def remote_resume(study: str = typer.Argument(...)) -> None:
+    """Resume an interrupted study on the remote server."""
+    from hone.serve.remote import study_path
+
+    answer = _client().post(study_path(study, "/resume"))
+    typer.echo(f"resumed {answer['project']} (pid {answer['pid']})")
+
+
+def _pct(value: float | None, half: float | None = None) -> str:
+    if value is None:
+        return ""
+    return f"{value:+.1f} %" + (f" ± {half:.1f}" if half is not None else "")

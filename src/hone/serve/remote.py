@@ -1,0 +1,70 @@
+"""A small client of a remote `hone serve`, for `hone remote --server URL ...`: stdlib only.
+
+The token comes from HONE_TOKEN or a token file, and goes in the Authorization header."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from hone.errors import HoneError
+
+
+class RemoteClient:
+    def __init__(self, server: str, token: str | None = None, timeout: float = 30.0) -> None:
+        parsed = urllib.parse.urlsplit(server)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise HoneError(f"--server must be an http(s) URL, not {server!r}")
+        if parsed.username or parsed.password or parsed.query:
+            raise HoneError("--server must not carry credentials or a query; use HONE_TOKEN")
+        self.base = server.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = json.loads(exc.read()).get("detail", exc.reason)
+            except (ValueError, AttributeError):
+                detail = exc.reason
+            raise HoneError(f"{self.base} answered {exc.code}: {detail}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise HoneError(f"cannot reach {self.base}: {reason}") from None
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def post(self, path: str, body: Any = None) -> Any:
+        return self.request("POST", path, body if body is not None else {})
+
+
+def study_path(name: str, tail: str = "") -> str:
+    return f"/api/studies/{urllib.parse.quote(name, safe='')}{tail}"
+
+
+def read_token(token_file: Path | None) -> str | None:
+    """HONE_TOKEN, else the first line of the token file if one is named."""
+    if os.environ.get("HONE_TOKEN"):
+        return os.environ["HONE_TOKEN"].strip()
+    if token_file is not None:
+        try:
+            return token_file.read_text().strip()
+        except OSError as exc:
+            raise HoneError(f"cannot read the token: {exc.strerror}", file=token_file) from None
+    return None

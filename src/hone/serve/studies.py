@@ -1,0 +1,237 @@
+"""Studies: list, detail, trials, best, importance, live events; start, stop, resume, restore."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import StreamingResponse
+from optuna.storages._rdb import models
+from pydantic import BaseModel, Field
+
+from hone.errors import HoneError
+from hone.journal import Journal
+from hone.optimizers import optimizer_names
+from hone.serve.deps import find_study, read_access, store, write_access
+from hone.serve.runs import RunManager
+from hone.serve.summary import best_of, detail, summaries, trial_dict
+from hone.storage import StudyStore
+from hone.storage.store import RUNNING
+from hone.tune.views import knob_importance
+
+router = APIRouter(prefix="/api", tags=["studies"])
+Store = Depends(store)
+
+
+class StartRequest(BaseModel):
+    """Start a new study of a project the server was given (`hone serve --project`)."""
+
+    project: str = Field(max_length=200)
+    engine: str | None = Field(None, max_length=50)
+    budget: int | None = Field(None, ge=1, le=100_000)
+    baseline: int | None = Field(None, ge=1, le=100)
+    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+    apply: Literal["auto", "always", "never"] | None = None
+
+
+def runs(request: Request) -> RunManager:
+    return request.app.state.runs
+
+
+@router.get("/studies", dependencies=[Depends(read_access)])
+def list_studies(db: StudyStore = Store) -> list[dict[str, Any]]:
+    """Every study with its state, trials, failures and gains (newest last)."""
+    return summaries(db)
+
+
+@router.get("/studies/{name}", dependencies=[Depends(read_access)])
+def get_study(name: str, db: StudyStore = Store) -> dict[str, Any]:
+    study = find_study(db, name)
+    return detail(db, study, db.trials(study))
+
+
+@router.get("/studies/{name}/trials", dependencies=[Depends(read_access)])
+def get_trials(name: str, db: StudyStore = Store) -> list[dict[str, Any]]:
+    study = find_study(db, name)
+    return [trial_dict(t) for t in db.trials(study)]
+
+
+@router.get("/studies/{name}/best", dependencies=[Depends(read_access)])
+def get_best(name: str, db: StudyStore = Store) -> dict[str, Any]:
+    study = find_study(db, name)
+    return best_of(study, db.trials(study))
+
+
+@router.get("/studies/{name}/importance", dependencies=[Depends(read_access)])
+def get_importance(name: str, db: StudyStore = Store) -> list[dict[str, Any]]:
+    """Each knob's share of what explains the scores (empty with fewer than 4 finished trials)."""
+    study = find_study(db, name)
+    shares = knob_importance(study.attrs, db.trials(study))
+    return [{"knob": knob, "share": share} for knob, share in shares]
+
+
+@router.get("/projects", dependencies=[Depends(read_access)])
+def list_projects(request: Request) -> list[dict[str, Any]]:
+    """Projects this server may start, and whether a run of each is going."""
+    manager = runs(request)
+    return [
+        {"name": name, "running": manager.active(name) is not None}
+        for name in sorted(manager.projects)
+    ]
+
+
+@router.get("/engines", dependencies=[Depends(read_access)])
+def list_engines() -> list[str]:
+    return optimizer_names()
+
+
+@router.get("/runs", dependencies=[Depends(read_access)])
+def list_runs(request: Request) -> list[dict[str, Any]]:
+    return [run.describe() for run in runs(request).runs.values()]
+
+
+@router.post("/studies", status_code=202, dependencies=[Depends(write_access)])
+def start_study(body: StartRequest, request: Request) -> dict[str, Any]:
+    if body.engine is not None and body.engine.lower() not in optimizer_names():
+        raise HTTPException(422, f"unknown engine {body.engine!r}")
+    options = body.model_dump(exclude={"project"})
+    return _launch(request, body.project, resume=False, **options)
+
+
+@router.post("/studies/{name}/resume", status_code=202, dependencies=[Depends(write_access)])
+def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
+    study = find_study(db, name)
+    if study.state == "finished":
+        raise HTTPException(409, f"study {study.name} already finished")
+    return _launch(request, study.project, resume=True)
+
+
+def _launch(request: Request, project: str, resume: bool, **options: Any) -> dict[str, Any]:
+    manager = runs(request)
+    try:
+        run = manager.start(project, resume=resume, **options)
+    except KeyError:
+        raise HTTPException(
+            404, f"project {project!r} is not served (start hone serve with --project)"
+        ) from None
+    except HoneError as exc:
+        raise HTTPException(409, str(exc)) from None
+    return run.describe()
+
+
+@router.post("/studies/{name}/stop", dependencies=[Depends(write_access)])
+def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
+    """Stop a running study as SIGTERM stops `hone tune`: knobs back, study interrupted."""
+    study = find_study(db, name)
+    manager = runs(request)
+    run = manager.active(study.project)
+    if run is not None:
+        manager.stop(study.project)
+        return {"stopped": study.name, "pid": run.process.pid, "returncode": run.process.poll()}
+    pid = study.attrs.get("pid")
+    if study.state != RUNNING or not isinstance(pid, int) or not _is_hone(pid):
+        raise HTTPException(409, f"study {study.name} is not running here")
+    os.kill(pid, signal.SIGTERM)
+    return {"stopped": study.name, "pid": pid, "returncode": None}
+
+
+def _is_hone(pid: int) -> bool:
+    """A live process of this user that runs hone (a stale pid may now be anything else)."""
+    try:
+        proc = Path(f"/proc/{pid}")
+        if proc.stat().st_uid != os.geteuid():
+            return False
+        return b"hone" in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+@router.post("/projects/{project}/restore", dependencies=[Depends(write_access)])
+def restore_project(project: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
+    """Put back every knob a run of this project changed (`hone restore`)."""
+    known = {s.project for s in db.studies()} | set(runs(request).projects)
+    if project not in known:
+        raise HTTPException(404, f"no study or served project named {project!r}")
+    if runs(request).active(project) is not None:
+        raise HTTPException(409, f"a run of {project} is going; stop it first")
+    journal = Journal.for_scope(project)
+    try:
+        with journal.locked():
+            outcomes = journal.restore()
+    except HoneError as exc:
+        raise HTTPException(409, str(exc)) from None
+    return {
+        "project": project,
+        "restored": [{"name": o.name, "value": o.value, "error": o.error} for o in outcomes],
+        "ok": all(o.ok for o in outcomes),
+    }
+
+
+@router.get("/studies/{name}/events", dependencies=[Depends(read_access)])
+async def study_events(name: str, request: Request, db: StudyStore = Store) -> StreamingResponse:
+    """Server-sent events while the study runs: `trial` (a new or finished trial from the
+    database, whoever runs the study), `progress` (the run's reporter events, when this server
+    started it) and `state`."""
+    study = await asyncio.to_thread(find_study, db, name)
+    events = request.app.state.events
+    interval = request.app.state.poll_interval
+
+    async def stream() -> AsyncIterator[str]:
+        seen: dict[int, str] = {}
+        fingerprint: tuple | None = None
+        state = None
+        seq = events.last_seq()
+        quiet = time.monotonic()
+        yield "retry: 2000\n\n"
+        while not await request.is_disconnected():
+            current = await asyncio.to_thread(_fingerprint, db, study.study_id)
+            if current != fingerprint:
+                fingerprint = current
+                for trial in await asyncio.to_thread(db.trials, study):
+                    if seen.get(trial.number) != trial.state:
+                        seen[trial.number] = trial.state
+                        yield _sse("trial", trial_dict(trial))
+                fresh = await asyncio.to_thread(find_study, db, study.name)
+                if fresh.state != state:
+                    state = fresh.state
+                    yield _sse("state", {"state": state, "result": fresh.attrs.get("result")})
+            for number, event in events.since(f"project:{study.project}", seq):
+                seq = number
+                yield _sse("progress", event)
+            if time.monotonic() - quiet > 15:
+                quiet = time.monotonic()
+                yield ": keep-alive\n\n"
+            await asyncio.sleep(interval)
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=_NO_CACHE)
+
+
+_NO_CACHE = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+
+def _fingerprint(db: StudyStore, study_id: int) -> tuple:
+    """Changes whenever a trial is added or finishes, or the study's state changes."""
+    t = models.TrialModel.__table__
+    ua = models.StudyUserAttributeModel.__table__
+    with db.storage.engine.connect() as conn:
+        trials = conn.execute(
+            sa.select(sa.func.count(), sa.func.count(t.c.datetime_complete)).where(
+                t.c.study_id == study_id
+            )
+        ).one()
+        state = conn.execute(
+            sa.select(ua.c.value_json).where(ua.c.study_id == study_id, ua.c.key == "state")
+        ).scalar()
+    return (*trials, state)
+
+
+def _sse(kind: str, data: Any) -> str:
+    return f"event: {kind}\ndata: {json.dumps(data, default=str)}\n\n"

@@ -1,0 +1,176 @@
+"""One real `hone serve` for the whole directory, over studies made by real short tuning runs of
+tiny projects (file knobs, a Python benchmark) in a private HONE_HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_project(folder: Path, name: str, sleep: float = 0.0, budget: int = 6) -> Path:
+    """A project whose score depends on two file knobs; x == 7 fails with a reason."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "x.txt").write_text("2\n")
+    (folder / "mode.txt").write_text("plain\n")
+    (folder / "bench.py").write_text(
+        textwrap.dedent(f"""\
+        import random, sys, time
+        time.sleep({sleep})
+        x = int(open("x.txt").read())
+        mode = open("mode.txt").read().strip()
+        if x == 7:
+            print("x=7 is broken on purpose", file=sys.stderr); sys.exit(4)
+        bonus = {{"plain": 0, "fast": 15, "faster": 25}}[mode]
+        print(f"throughput: {{100 + 4 * x + bonus + random.uniform(-1, 1):.3f}}")
+        print(f"latency: {{10 - x / 2:.3f}}")
+        """)
+    )
+    (folder / "hone.yaml").write_text(
+        textwrap.dedent(f"""\
+        name: {name}
+        knobs:
+          x:
+            type: int
+            range: [0, 10]
+            shell: {{get: cat x.txt, set: 'echo "$value" > x.txt'}}
+          mode:
+            type: categorical
+            values: [plain, fast, faster]
+            shell: {{get: cat mode.txt, set: 'echo "$value" > mode.txt'}}
+        benchmark: {{command: python3 bench.py, timeout: 20}}
+        metrics:
+          throughput: {{pattern: 'throughput: (\\S+)', direction: maximize}}
+          latency: {{pattern: 'latency: (\\S+)', direction: minimize, weight: 0}}
+        tuning: {{engine: random, budget: {budget}, baseline: 3, apply: never, seed: 1,
+                  confirm: {{candidates: 1, rounds: 2}}}}
+        """)
+    )
+    return folder
+
+
+def run_study(folder: Path, home: Path, **options: object) -> None:
+    """A real tuning run through the library (as `hone tune` runs it), in this process."""
+    from hone.project import load_project
+    from hone.tune.console import Reporter
+    from hone.tune.runner import TuneOptions, Tuner
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HONE_HOME", str(home))
+        Tuner(load_project(folder), Reporter(), TuneOptions(**options)).run()  # type: ignore[arg-type]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    token: str
+    home: Path
+    projects: dict[str, Path]
+    process: subprocess.Popen
+
+    def request(
+        self, method: str, path: str, body: object = None, token: str | None = "default"
+    ) -> tuple[int, object]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if token == "default":
+            token = self.token
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            body_text = exc.read()
+            try:
+                return exc.code, json.loads(body_text)
+            except ValueError:
+                return exc.code, body_text.decode(errors="replace")
+
+    def get(self, path: str, **kw: object) -> object:
+        status, body = self.request("GET", path, **kw)  # type: ignore[arg-type]
+        assert status == 200, (status, body)
+        return body
+
+
+def start_server(home: Path, projects: dict[str, Path], *extra: str) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    command = [sys.executable, "-m", "hone", "serve", "--port", str(port), *extra]
+    for folder in projects.values():
+        command += ["--project", str(folder)]
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env={**os.environ, "HONE_HOME": str(home)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"hone serve exited: {process.stdout.read()}")  # type: ignore[union-attr]
+        try:
+            with urllib.request.urlopen(url + "/api/about", timeout=2):
+                return process, url
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("hone serve did not answer in 30 s")
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="session")
+def serve_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A HONE_HOME with two finished studies of `alpha` and one of `beta`."""
+    home = tmp_path_factory.mktemp("serve-home")
+    base = tmp_path_factory.mktemp("serve-projects")
+    alpha = make_project(base / "alpha", "alpha")
+    beta = make_project(base / "beta", "beta", budget=8)
+    run_study(alpha, home)
+    run_study(alpha, home, budget=4, seed=2)
+    run_study(beta, home)
+    return home
+
+
+@pytest.fixture(scope="session")
+def server(serve_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    base = tmp_path_factory.mktemp("served-projects")
+    projects = {
+        "gamma": make_project(base / "gamma", "gamma", budget=3),
+        "slow": make_project(base / "slow", "slow", sleep=0.4, budget=200),
+    }
+    process, url = start_server(serve_home, projects)
+    token = (serve_home / "serve" / "token").read_text().strip()
+    yield Server(url, token, serve_home, projects, process)
+    stop_server(process)
