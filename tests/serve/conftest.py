@@ -114,7 +114,9 @@ class Server:
         return body
 
 
-def start_server(home: Path, projects: dict[str, Path], *extra: str) -> tuple[subprocess.Popen, str]:
+def start_server(
+    home: Path, projects: dict[str, Path], *extra: str
+) -> tuple[subprocess.Popen, str]:
     port = free_port()
     command = [sys.executable, "-m", "hone", "serve", "--port", str(port), *extra]
     for folder in projects.values():
@@ -159,7 +161,7 @@ def serve_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     beta = make_project(base / "beta", "beta", budget=8)
     run_study(alpha, home)
     run_study(alpha, home, budget=4, seed=2)
-    run_study(beta, home)
+    run_study(beta, home, seed=8)  # this seed proposes x = 7, which fails
     return home
 
 

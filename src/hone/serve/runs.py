@@ -129,11 +129,13 @@ class RunManager:
         self.events.publish(topic, {"event": "exit", "returncode": code, "stderr": stderr[-2000:]})
 
     def stop(self, project: str, timeout: float = 60.0) -> Run | None:
-        """SIGTERM: the run puts every knob back, records the study as interrupted and exits."""
+        """SIGINT, as Ctrl-C stops `hone tune`: the run puts every knob back, records the study
+        as interrupted and exits. (SIGTERM is not used: a run turns it into an error that the
+        trial in progress records as its failure, and goes on.)"""
         run = self.runs.get(project)
         if run is None or not run.running:
             return None
-        run.process.send_signal(signal.SIGTERM)
+        run.process.send_signal(signal.SIGINT)
         with contextlib.suppress(subprocess.TimeoutExpired):
             run.process.wait(timeout)
         return run

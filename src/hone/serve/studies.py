@@ -129,7 +129,7 @@ def _launch(request: Request, project: str, resume: bool, **options: Any) -> dic
 
 @router.post("/studies/{name}/stop", dependencies=[Depends(write_access)])
 def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
-    """Stop a running study as SIGTERM stops `hone tune`: knobs back, study interrupted."""
+    """Stop a running study as Ctrl-C stops `hone tune`: knobs back, study interrupted."""
     study = find_study(db, name)
     manager = runs(request)
     run = manager.active(study.project)
@@ -139,7 +139,7 @@ def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str,
     pid = study.attrs.get("pid")
     if study.state != RUNNING or not isinstance(pid, int) or not _is_hone(pid):
         raise HTTPException(409, f"study {study.name} is not running here")
-    os.kill(pid, signal.SIGTERM)
+    os.kill(pid, signal.SIGINT)
     return {"stopped": study.name, "pid": pid, "returncode": None}
 
 

@@ -1,8 +1,8 @@
 """One tuning run started by the server, in its own process: `python -m hone.serve.worker`.
 
-A process of its own, because a run changes its environment and working state, and SIGTERM
-stops it the way it stops `hone tune`: every knob is put back before it exits. Progress goes to
-stdout as JSON lines, one per reporter event, for the server to relay."""
+A process of its own, because a run changes its environment and working state, and SIGINT
+stops it the way Ctrl-C stops `hone tune`: every knob is put back before it exits. Progress
+goes to stdout as JSON lines, one per reporter event, for the server to relay."""
 
 from __future__ import annotations
 
@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     except HoneError as exc:
         _emit({"event": "error", "time": time.time(), "message": str(exc)})
         return exc.exit_code
+    except KeyboardInterrupt:  # stop(): the Tuner has put every knob back
+        _emit({"event": "stopped", "time": time.time()})
+        return 130
     reporter.finish(result)
     return 0
 

@@ -1,0 +1,185 @@
+"""The REST API over studies made by real tuning runs, and runs started, stopped, resumed and
+restored through it (real worker processes, real knobs in files)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import pytest
+
+from hone.storage import StudyStore
+
+
+def q(name: str) -> str:
+    return urllib.parse.quote(name, safe="")
+
+
+def store_of(server: Any) -> StudyStore:
+    return StudyStore(f"sqlite:///{server.home / 'studies.db'}")
+
+
+def test_list_has_every_study_with_state_counts_and_gain(server: Any) -> None:
+    rows = {r["name"]: r for r in server.get("/api/studies")}
+    assert {"alpha#1", "alpha#2", "beta#1"} <= set(rows)
+    store = store_of(server)
+    for name in ("alpha#1", "alpha#2", "beta#1"):
+        row = rows[name]
+        trials = store.trials(store.find(name))
+        assert row["state"] == "finished"
+        assert row["trials"] == len(trials)
+        assert row["failures"] == sum(t.state == "fail" for t in trials)
+        assert row["outcome"] == "restored"  # apply: never
+        # mode=faster and a large x give about +40 %: the confirmed gain says so
+        assert row["gain"] > 5 and row["gain_half_width"] is not None
+        search = [t.score for t in trials if t.phase == "search" and t.score is not None]
+        assert row["best_score"] == pytest.approx(max(search))
+
+
+def test_detail_trials_best_importance(server: Any) -> None:
+    detail = server.get(f"/api/studies/{q('beta#1')}")
+    assert detail["name"] == "beta#1" and detail["single_metric"] is True
+    band = detail["band"]
+    assert band["runs"] == 3 and band["low"] <= band["mean"] <= band["high"]
+    assert set(detail["attrs"]["knobs"]) == {"x", "mode"}
+
+    trials = server.get(f"/api/studies/{q('beta#1')}/trials")
+    phases = {t["phase"] for t in trials}
+    assert phases == {"baseline", "search", "confirm"}
+    assert len([t for t in trials if t["phase"] == "search"]) == 8
+    failed = [t for t in trials if t["state"] == "fail"]
+    assert failed, "the seed of beta hits x = 7"
+    assert all("benchmark exited 4" in t["error"] for t in failed)
+    assert all(t["config"]["x"] == 7 for t in failed)
+
+    best = server.get(f"/api/studies/{q('beta#1')}/best")
+    assert best["source"] == "confirmed" and set(best["config"]) == {"x", "mode"}
+
+    shares = server.get(f"/api/studies/{q('beta#1')}/importance")
+    assert {s["knob"] for s in shares} == {"x", "mode"}
+    assert sum(s["share"] for s in shares) == pytest.approx(1.0)
+
+    # a project name means its newest study
+    assert server.get("/api/studies/alpha")["name"] == "alpha#2"
+
+
+def test_unknown_study_is_404_and_openapi_is_served(server: Any) -> None:
+    status, body = server.request("GET", f"/api/studies/{q('nope#9')}/trials")
+    assert status == 404 and "nope#9" in body["detail"]
+    spec = server.get("/api/openapi.json")
+    assert spec["openapi"].startswith("3.")
+    for path in ("/api/studies", "/api/studies/{name}/trials", "/api/studies/{name}/stop"):
+        assert path in spec["paths"]
+
+
+def read_events(server: Any, study: str, stop: Any, timeout: float = 60) -> list[tuple[str, Any]]:
+    """Server-sent events of a study until `stop(events)` is true."""
+    request = urllib.request.Request(server.url + f"/api/studies/{q(study)}/events")
+    events: list[tuple[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        kind = None
+        for raw in response:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: "):
+                events.append((kind or "message", json.loads(line[6:])))
+                if stop(events):
+                    return events
+            if time.monotonic() > deadline:
+                break
+    raise AssertionError(f"stream ended before the condition: {events[-5:]}")
+
+
+def wait_for_study(server: Any, project: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        names = [r["name"] for r in server.get("/api/studies") if r["project"] == project]
+        if names:
+            return names[-1]
+        time.sleep(0.1)
+    raise AssertionError(f"no study of {project} appeared")
+
+
+def test_start_a_study_and_follow_it_live_to_the_end(server: Any) -> None:
+    status, run = server.request("POST", "/api/studies", {"project": "gamma", "budget": 3})
+    assert status == 202 and run["project"] == "gamma", run
+    name = wait_for_study(server, "gamma")
+    events = read_events(
+        server, name, lambda ev: any(k == "state" and e["state"] == "finished" for k, e in ev)
+    )
+    trials = {e["number"]: e for k, e in events if k == "trial" and e["state"] != "running"}
+    stored = store_of(server).trials(store_of(server).find(name))
+    assert len(trials) == len(stored) == 3 + 3 + 2 * 2  # baseline, search, confirm
+    progress = [e for k, e in events if k == "progress"]
+    assert any(e["event"] == "phase" and e["phase"] == "search" for e in progress)
+    # apply: never, so the knob files are as they were
+    assert (server.projects["gamma"] / "x.txt").read_text().strip() == "2"
+    row = next(r for r in server.get("/api/studies") if r["name"] == name)
+    assert row["state"] == "finished" and row["trials"] == 10
+
+
+def test_stop_resume_and_restore_a_running_study(server: Any) -> None:
+    folder = server.projects["slow"]
+    status, run = server.request("POST", "/api/studies", {"project": "slow"})
+    assert status == 202, run
+    name = wait_for_study(server, "slow")
+    read_events(
+        server, name, lambda ev: any(k == "trial" and e["phase"] == "search" for k, e in ev)
+    )
+    # a second run of the same project is refused while one is going
+    status, body = server.request("POST", "/api/studies", {"project": "slow"})
+    assert status == 409 and "already going" in body["detail"]
+    status, body = server.request("POST", f"/api/studies/{q(name)}/stop")
+    assert status == 200 and body["stopped"] == name
+    detail = server.get(f"/api/studies/{q(name)}")
+    assert detail["state"] == "interrupted"
+    assert (folder / "x.txt").read_text().strip() == "2"  # every knob put back
+    assert (folder / "mode.txt").read_text().strip() == "plain"
+    done_before = detail["trials"]
+
+    status, body = server.request("POST", f"/api/studies/{q(name)}/resume")
+    assert status == 202, body
+    read_events(
+        server,
+        name,
+        lambda ev: sum(k == "trial" and e["state"] == "complete" for k, e in ev) > done_before,
+    )
+    assert server.get(f"/api/studies/{q(name)}")["state"] == "running"
+    status, body = server.request("POST", "/api/projects/slow/restore")
+    assert status == 409  # not while a run of the project is going
+
+    # A run killed outright leaves its journal: restore over HTTP puts the knobs back.
+    pid = next(r["pid"] for r in server.get("/api/runs") if r["project"] == "slow" and r["running"])
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(r["running"] for r in server.get("/api/runs")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    row = next(r for r in server.get("/api/studies") if r["name"] == name)
+    assert row["state"] == "running" and row["alive"] is False  # stale: its process is gone
+    status, body = server.request("POST", f"/api/studies/{q(name)}/stop")
+    assert status == 409  # nothing left to stop
+    status, body = server.request("POST", "/api/projects/slow/restore")
+    assert status == 200 and body["ok"], body
+    assert {r["name"] for r in body["restored"]} == {"x", "mode"}
+    assert (folder / "x.txt").read_text().strip() == "2"
+    assert (folder / "mode.txt").read_text().strip() == "plain"
+
+
+def test_remote_cli_lists_and_shows_studies(server: Any, hone_cli: Any) -> None:
+    result = hone_cli("remote", "--server", server.url, "studies")
+    assert result.returncode == 0, result.stderr
+    assert "alpha#1" in result.stdout and "beta#1" in result.stdout and "finished" in result.stdout
+    result = hone_cli("remote", "--server", server.url, "show", "beta#1")
+    assert result.returncode == 0, result.stderr
+    assert "best (confirmed)" in result.stdout and "benchmark exited 4" in result.stdout
+    result = hone_cli("remote", "--server", server.url, "stop", "beta#1")
+    assert result.returncode == 2 and "401" in result.stderr  # no token given
+    result = hone_cli("remote", "--server", server.url + "/?token=x", "studies")
+    assert result.returncode == 2 and "must not carry credentials" in result.stderr
