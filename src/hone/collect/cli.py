@@ -1,0 +1,92 @@
+"""`hone collect`: sample the machine's metrics to a CSV file or the terminal."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from hone.errors import HoneError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("collect")(collect)
+
+
+def collect(
+    interval: float = typer.Option(1.0, "--interval", "-i", help="seconds between samples"),
+    duration: float = typer.Option(
+        None, "--duration", "-d", help="seconds to run (default: until Ctrl-C)"
+    ),
+    count: int = typer.Option(None, "--count", "-n", help="number of samples"),
+    output: Path = typer.Option(
+        None, "--output", "-o", help="CSV file in A-Tune's layout (.csv or .csv.gz; - for stdout)"
+    ),
+    workload_type: str = typer.Option(
+        "default", "--type", help="workload.type label written to the CSV"
+    ),
+    appname: str = typer.Option(
+        "default", "--app", help="workload.appname label written to the CSV"
+    ),
+    extended: bool = typer.Option(
+        False, "--extended", help="also write hone's extra metrics (PSI, per device, memory)"
+    ),
+    disk: str = typer.Option(
+        None, "--disk", help="disk for A-Tune's STORAGE columns (default: detected)"
+    ),
+    network: str = typer.Option(
+        None,
+        "--network",
+        help="interface for A-Tune's NET columns (default: all, loopback included)",
+    ),
+    processes: bool = typer.Option(
+        True, "--processes/--no-processes", help="per-process and per-thread CPU"
+    ),
+) -> None:
+    """Collect system metrics from /proc and /sys every INTERVAL seconds."""
+    from hone.collect.collector import Collector
+    from hone.collect.csvfile import CsvWriter
+
+    if interval <= 0:
+        raise HoneError("--interval must be above 0")
+    if duration is not None and count is not None:
+        raise HoneError("give --duration or --count, not both")
+    writer = None
+    if output is not None:
+        target = sys.stdout if str(output) == "-" else output
+        if isinstance(target, Path) and not target.parent.is_dir():
+            raise HoneError(f"no folder {target.parent}", file=target)
+        writer = CsvWriter(target, workload_type=workload_type, appname=appname, extended=extended)
+    with Collector(disk=disk, network=network, processes=processes) as collector:
+        snapshots = collector.stream(interval, count=count, duration=duration)
+        if writer is not None:
+            snapshots = _tee(snapshots, writer)
+        try:
+            for snapshot in snapshots:
+                if str(output) != "-":
+                    typer.echo(_line(snapshot))
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if writer is not None:
+                writer.close()
+
+
+def _tee(snapshots, writer):  # type: ignore[no-untyped-def]
+    for snapshot in snapshots:
+        writer.write(snapshot)
+        yield snapshot
+
+
+def _line(snapshot) -> str:  # type: ignore[no-untyped-def]
+    m = snapshot.metrics
+    top = snapshot.processes[0] if snapshot.processes else None
+    busiest = f"  top {top.name}[{top.pid}] {top.cpu:.0f}%" if top else ""
+    return (
+        f"cpu {m['CPU.STAT.util']:5.1f}% (sys {m['CPU.STAT.sys']:4.1f} iowait "
+        f"{m['CPU.STAT.iowait']:4.1f})  runq {m['SYS.LDAVG.runq-sz']:.0f}  "
+        f"cs/s {m['SYS.TASKS.cswchs']:.0f}  disk r/w {m.get('STORAGE.STAT.rMBs', 0):.1f}/"
+        f"{m.get('STORAGE.STAT.wMBs', 0):.1f} MB/s  net rx/tx {m['NET.STAT.rxkBs']:.0f}/"
+        f"{m['NET.STAT.txkBs']:.0f} kB/s  psi cpu {m.get('PSI.CPU.some', 0):.1f}%{busiest}"
+    )
