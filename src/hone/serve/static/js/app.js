@@ -1,0 +1,90 @@
+// hone's web UI: hash routes, the token dialog and the page frame. Plain ES modules, no build.
+import { get, setToken, token } from "./api.js";
+import { comparePage } from "./compare.js";
+import { studiesPage } from "./studies.js";
+import { studyPage } from "./study.js";
+import { clear, h, message } from "./util.js";
+
+const main = document.getElementById("main");
+const extraPages = {}; // filled by optional modules (diagnoses, machine) when the server has them
+let leaving = [];
+let about = { capabilities: ["studies"], reads_open: true };
+
+function onLeave(fn) {
+  leaving.push(fn);
+}
+
+async function route() {
+  for (const fn of leaving) fn();
+  leaving = [];
+  delete document.body.dataset.ready;
+  const hash = decodeURIComponent(location.hash.replace(/^#\/?/, ""));
+  const [page, ...rest] = hash.split("/");
+  const arg = rest.join("/");
+  for (const link of document.querySelectorAll("nav a")) {
+    link.toggleAttribute("aria-current", link.dataset.page === (page || "studies"));
+  }
+  try {
+    if (!page || page === "studies") await studiesPage(main, { onLeave });
+    else if (page === "study") await studyPage(main, arg, { onLeave });
+    else if (page === "compare") await comparePage(main, arg.split(",").filter(Boolean));
+    else if (extraPages[page]) await extraPages[page](main, arg, { onLeave });
+    else message(clear(main), `no page ${page}`, "error");
+  } catch (error) {
+    message(main, error.message, "error");
+  }
+}
+
+function tokenDialog() {
+  const input = h("input", { type: "password", autocomplete: "off", "aria-label": "token", size: 48 });
+  const dialog = h(
+    "dialog",
+    { id: "token-dialog" },
+    h("form", { method: "dialog" },
+      h("h2", {}, "Server token"),
+      h("p", {}, "Changing anything (start, stop, resume, restore) needs the token that hone serve printed at its first start (also in its state directory, serve/token). It stays in this tab only."),
+      input,
+      h("menu", {},
+        h("button", { value: "save", onclick: () => { setToken(input.value); updateTokenButton(); } }, "Use token"),
+        h("button", { value: "forget", onclick: () => { setToken(""); input.value = ""; updateTokenButton(); } }, "Forget"),
+        h("button", { value: "cancel" }, "Close"),
+      ),
+    ),
+  );
+  document.body.append(dialog);
+  return dialog;
+}
+
+function updateTokenButton() {
+  const button = document.getElementById("token-button");
+  button.textContent = token() ? "Token set ✔" : "Set token";
+}
+
+async function start() {
+  const dialog = tokenDialog();
+  document.getElementById("token-button").addEventListener("click", () => dialog.showModal());
+  updateTokenButton();
+  try {
+    about = await get("/api/about");
+  } catch (_) {
+    /* reads may need the token: the pages say so */
+  }
+  document.getElementById("version").textContent = about.version ? `hone ${about.version}` : "";
+  const nav = document.querySelector("nav ul");
+  for (const name of ["diagnoses", "machine"]) {
+    if (!(about.capabilities || []).includes(name)) continue;
+    try {
+      const module = await import(`./${name}.js`);
+      extraPages[name] = module.page;
+      Object.assign(extraPages, module.subpages || {});
+      nav.append(h("li", {}, h("a", { href: `#/${name}`, "data-page": name }, name[0].toUpperCase() + name.slice(1))));
+    } catch (error) {
+      console.error(error);
+    }
+  }
+  if (!about.reads_open && !token()) dialog.showModal();
+  window.addEventListener("hashchange", route);
+  await route();
+}
+
+start();

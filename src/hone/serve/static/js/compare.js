@@ -1,0 +1,56 @@
+// Several studies on one chart: each one's best-so-far gain over its own baseline.
+import { get, studyPath } from "./api.js";
+import { compareChart, DASHES } from "./charts.js";
+import { DataTable } from "./table.js";
+import { clear, h, message, pct } from "./util.js";
+
+export function bestGains(study, trials) {
+  const base = study.baseline_score;
+  const gains = [];
+  let best = null;
+  for (const t of trials.filter((t) => t.phase === "search")) {
+    if (t.score !== null && base !== null && base !== undefined) {
+      const gain = study.single_metric ? ((t.score - base) / Math.abs(base)) * 100 : t.score - base;
+      if (best === null || gain > best) best = gain;
+    }
+    gains.push(best);
+  }
+  return gains;
+}
+
+export async function comparePage(main, names) {
+  clear(main);
+  main.append(h("p", { class: "crumbs" }, h("a", { href: "#/" }, "Studies"), " › compare"), h("h1", {}, "Compare studies"));
+  let loaded;
+  try {
+    loaded = await Promise.all(
+      names.map(async (name) => {
+        const [study, trials] = await Promise.all([get(studyPath(name)), get(studyPath(name, "/trials"))]);
+        return { ...study, gains: bestGains(study, trials) };
+      }),
+    );
+  } catch (error) {
+    message(main, `cannot load: ${error.message}`, "error");
+    return;
+  }
+  const chart = h("div", { class: "chart", id: "compare-chart" });
+  const tableBox = h("div");
+  main.append(h("section", { class: "card" }, chart), h("section", { class: "card" }, tableBox));
+  compareChart(chart, loaded);
+  const table = new DataTable(tableBox, [
+    { key: "line", label: "line", value: (s) => loaded.indexOf(s), text: (s) => dashName(loaded.indexOf(s)) },
+    { key: "name", label: "study", value: (s) => s.name },
+    { key: "state", label: "state", value: (s) => s.state },
+    { key: "engine", label: "engine", value: (s) => s.engine },
+    { key: "trials", label: "trials", value: (s) => s.trials, numeric: true },
+    { key: "best", label: "best seen", value: (s) => s.best_gain, text: (s) => pct(s.best_gain), numeric: true },
+    { key: "gain", label: "confirmed gain", value: (s) => s.gain, text: (s) => pct(s.gain, s.gain_half_width), numeric: true },
+  ]);
+  table.setRows(loaded);
+  document.body.dataset.ready = "compare";
+}
+
+function dashName(i) {
+  const dash = DASHES[i % DASHES.length];
+  return dash.length === 0 ? "solid" : dash.length === 2 && dash[0] > 4 ? "dashed" : dash.length === 2 ? "dotted" : "dash-dot";
+}

@@ -1,0 +1,112 @@
+// The studies list: state and gain of every study, selection for comparison, starting a study.
+import { get, post } from "./api.js";
+import { DataTable } from "./table.js";
+import { clear, h, message, pct, stateBadge, when } from "./util.js";
+
+export async function studiesPage(main, { onLeave }) {
+  clear(main);
+  const status = h("div", { class: "status-line" });
+  const tableBox = h("div", { id: "studies" });
+  const selected = new Set();
+  const compare = h("button", { type: "button", disabled: true, id: "compare-button", onclick: () => {
+    location.hash = `#/compare/${[...selected].map(encodeURIComponent).join(",")}`;
+  } }, "Compare selected");
+  main.append(
+    h("h1", {}, "Studies"),
+    h("div", { class: "toolbar" }, compare, h("span", { class: "hint" }, "tick two or more studies to compare their curves")),
+    status,
+    tableBox,
+    startForm(),
+  );
+  const badgeText = (r) => `${r.state}${r.state === "running" && r.alive === false ? " (stale)" : ""}`;
+  const table = new DataTable(
+    tableBox,
+    [
+      { key: "pick", label: "compare", value: (r) => (selected.has(r.name) ? 1 : 0), text: () => "" },
+      { key: "name", label: "study", value: (r) => r.name },
+      { key: "state", label: "state", value: badgeText },
+      { key: "engine", label: "engine", value: (r) => r.engine ?? "" },
+      { key: "trials", label: "trials", value: (r) => r.trials, numeric: true },
+      { key: "failures", label: "failed", value: (r) => r.failures, numeric: true },
+      { key: "outcome", label: "outcome", value: (r) => r.outcome ?? "" },
+      { key: "gain", label: "confirmed gain", value: (r) => r.gain, text: (r) => pct(r.gain, r.gain_half_width), numeric: true },
+      { key: "best_gain", label: "best seen", value: (r) => r.best_gain, text: (r) => pct(r.best_gain), numeric: true },
+      { key: "created", label: "created", value: (r) => r.created ?? "", text: (r) => when(r.created) },
+    ],
+    { caption: "Every tuning study; click a name to open it" },
+  );
+  // Cells with links and controls are filled in after each render (the table renders text).
+  const baseRender = table.render.bind(table);
+  table.render = () => {
+    baseRender();
+    const rows = table.visibleRows();
+    [...table.body.rows].forEach((tr, i) => {
+      const row = rows[i];
+      tr.dataset.study = row.name;
+      const box = h("input", { type: "checkbox", "aria-label": `compare ${row.name}`, onchange: (e) => {
+        if (e.target.checked) selected.add(row.name);
+        else selected.delete(row.name);
+        compare.disabled = selected.size < 2;
+      } });
+      box.checked = selected.has(row.name);
+      tr.cells[0].replaceChildren(box);
+      tr.cells[1].replaceChildren(h("a", { href: `#/study/${encodeURIComponent(row.name)}` }, row.name));
+      tr.cells[2].replaceChildren(stateBadge(row.state, row.alive));
+    });
+  };
+  async function refresh() {
+    try {
+      const rows = await get("/api/studies");
+      table.setRows(rows.slice().reverse());
+      status.textContent = `${rows.length} studies · ${rows.filter((r) => r.state === "running").length} running · updated ${new Date().toLocaleTimeString()}`;
+      document.body.dataset.ready = "studies";
+    } catch (error) {
+      message(status, `cannot load the studies: ${error.message}`, "error");
+    }
+  }
+  await refresh();
+  const timer = setInterval(refresh, 5000);
+  onLeave(() => clearInterval(timer));
+}
+
+function startForm() {
+  const box = h("details", { class: "start" }, h("summary", {}, "Start a study"));
+  (async () => {
+    let projects = [];
+    let engines = [];
+    try {
+      [projects, engines] = await Promise.all([get("/api/projects"), get("/api/engines")]);
+    } catch (_) {
+      return;
+    }
+    if (!projects.length) {
+      box.append(h("p", { class: "hint" }, "No projects are served: start hone serve with --project DIR."));
+      return;
+    }
+    const project = h("select", { name: "project" }, projects.map((p) => h("option", { value: p.name }, p.name)));
+    const engine = h("select", { name: "engine" }, h("option", { value: "" }, "(project's own)"), engines.map((e) => h("option", { value: e }, e)));
+    const budget = h("input", { type: "number", min: 1, max: 100000, name: "budget", placeholder: "project's own" });
+    const out = h("p", { class: "hint", role: "status" });
+    box.append(
+      h("form", { class: "start-form", onsubmit: async (e) => {
+        e.preventDefault();
+        const body = { project: project.value };
+        if (engine.value) body.engine = engine.value;
+        if (budget.value) body.budget = Number(budget.value);
+        try {
+          const run = await post("/api/studies", body);
+          out.textContent = `started ${run.project} (pid ${run.pid})`;
+        } catch (error) {
+          out.textContent = `not started: ${error.detail || error.message}`;
+        }
+      } },
+        h("label", {}, "project ", project),
+        h("label", {}, "engine ", engine),
+        h("label", {}, "budget ", budget),
+        h("button", { type: "submit" }, "Start"),
+      ),
+      out,
+    );
+  })();
+  return box;
+}

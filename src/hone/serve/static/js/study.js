@@ -1,0 +1,216 @@
+// One study: summary and controls, curves against the baseline band, knob importance, parallel
+// coordinates, time per trial, and the trial table; all updated live while the study runs.
+import { follow, get, post, studyPath } from "./api.js";
+import { importanceBars, parallelCoordinates, timeChart, trialChart } from "./charts.js";
+import { DataTable } from "./table.js";
+import { clear, h, message, num, pct, stateBadge, when } from "./util.js";
+
+export async function studyPage(main, name, { onLeave }) {
+  clear(main);
+  const started = performance.now();
+  let study;
+  let trials;
+  try {
+    [study, trials] = await Promise.all([get(studyPath(name)), get(studyPath(name, "/trials"))]);
+  } catch (error) {
+    message(main, `cannot load study ${name}: ${error.message}`, "error");
+    return;
+  }
+  const header = h("header", { class: "study-head" });
+  const live = h("p", { class: "live", role: "status", "aria-live": "polite" });
+  const best = h("section", { class: "best card", "aria-label": "best configuration" });
+  const curve = h("div", { class: "chart", id: "trial-chart" });
+  const time = h("div", { class: "chart", id: "time-chart" });
+  const importance = h("div", { id: "importance" });
+  const parallel = h("div", { id: "parallel" });
+  const tableBox = h("div", { id: "trials" });
+  main.append(
+    header,
+    live,
+    h("div", { class: "grid two" }, best, h("section", { class: "card" }, h("h2", {}, "Knob importance"), importance)),
+    h("section", { class: "card" }, h("h2", {}, "Search progress"), curve),
+    h("section", { class: "card" }, h("h2", {}, "Configurations tried (parallel coordinates)"), parallel),
+    h("section", { class: "card" }, h("h2", {}, "Trials"), tableBox),
+    h("section", { class: "card" }, h("h2", {}, "Time"), time),
+  );
+
+  const knobs = Object.keys(study.attrs.knobs || study.attrs.space || {});
+  const metricNames = [...new Set(trials.flatMap((t) => Object.keys(t.metrics || {})))].sort();
+  const table = new DataTable(
+    tableBox,
+    [
+      { key: "number", label: "#", value: (t) => t.number, numeric: true },
+      { key: "phase", label: "phase", value: (t) => t.phase + (t.round !== null && t.round !== undefined ? ` r${t.round + 1}` : "") },
+      ...knobs.map((k) => ({ key: `k:${k}`, label: k, value: (t) => t.config[k], text: (t) => String(t.config[k] ?? "") })),
+      ...metricNames.map((m) => ({ key: `m:${m}`, label: m, value: (t) => t.metrics?.[m] ?? null, text: (t) => num(t.metrics?.[m]), numeric: true })),
+      { key: "score", label: "score", value: (t) => t.score, text: (t) => num(t.score), numeric: true },
+      { key: "state", label: "state", value: (t) => (t.state === "fail" ? "✖ failed" : t.state === "running" ? "▶ running" : "✔ complete") },
+      { key: "seconds", label: "seconds", value: (t) => t.seconds, text: (t) => num(t.seconds, 3), numeric: true },
+      { key: "error", label: "failure reason", value: (t) => t.error ?? "", cls: () => "reason" },
+    ],
+    {
+      caption: "Every trial: parameters, metrics, score and failure reason",
+      rowClass: (t) => (t.state === "fail" ? "failed" : ""),
+      filters: [
+        { label: "phase", options: [["", "all"], ["baseline", "baseline"], ["search", "search"], ["confirm", "confirm"]], test: (t, v) => t.phase === v },
+        { label: "state", options: [["", "all"], ["complete", "complete"], ["fail", "failed"], ["running", "running"]], test: (t, v) => t.state === v },
+      ],
+    },
+  );
+
+  let importanceDue = 0;
+  function draw() {
+    renderHeader(header, study, name);
+    renderBest(best, study, trials);
+    const search = trials.filter((t) => t.phase === "search");
+    const yLabel = study.single_metric ? scoreLabel(study) : "score (weighted % over baseline)";
+    trialChart(curve, search, study.band, yLabel);
+    curve.dataset.points = String(search.filter((t) => t.score !== null).length);
+    timeChart(time, trials);
+    const drawn = parallelCoordinates(parallel, study.attrs.space || {}, trials);
+    parallel.dataset.lines = String(drawn.lines);
+    table.setRows(trials);
+  }
+  async function refreshImportance() {
+    try {
+      const shares = await get(studyPath(name, "/importance"));
+      if (shares.length) importanceBars(importance, shares);
+      else importance.replaceChildren(h("p", { class: "hint" }, "needs at least 4 finished trials with different scores"));
+    } catch (error) {
+      importance.replaceChildren(h("p", { class: "message error" }, error.message));
+    }
+  }
+  draw();
+  document.body.dataset.ready = "study";
+  document.body.dataset.drawMs = String(Math.round(performance.now() - started));
+  performance.mark("hone-study-drawn");
+  refreshImportance();
+
+  // Live: trials arrive from the database whoever runs the study; progress from this server's runs.
+  let pending = false;
+  const redraw = () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      draw();
+      if (Date.now() > importanceDue) {
+        importanceDue = Date.now() + 5000;
+        refreshImportance();
+      }
+    });
+  };
+  const byNumber = new Map(trials.map((t, i) => [t.number, i]));
+  const stop = follow(
+    studyPath(study.name, "/events"),
+    async (kind, data) => {
+      if (kind === "trial") {
+        if (byNumber.has(data.number)) {
+          const old = trials[byNumber.get(data.number)];
+          if (old.state === data.state && old.score === data.score) return;
+          trials[byNumber.get(data.number)] = data;
+        } else {
+          byNumber.set(data.number, trials.length);
+          trials.push(data);
+        }
+        redraw();
+      } else if (kind === "state") {
+        if (data.state !== study.state) {
+          study = await get(studyPath(study.name));
+          redraw();
+        }
+      } else if (kind === "progress") {
+        live.textContent = progressText(data);
+        if (data.event === "baseline") {
+          study = await get(studyPath(study.name));
+          redraw();
+        }
+      }
+    },
+    (state) => {
+      live.dataset.stream = state;
+      if (state !== "live") live.textContent = state;
+    },
+  );
+  onLeave(stop);
+}
+
+function scoreLabel(study) {
+  const metric = (study.attrs.metrics || []).find((m) => (m.weight ?? 1) > 0);
+  if (!metric) return "score";
+  return metric.direction === "minimize" ? `−${metric.name} (score)` : metric.name;
+}
+
+function progressText(event) {
+  switch (event.event) {
+    case "phase":
+      return `phase ${event.phase} (${event.total})`;
+    case "trial":
+      return `${event.phase} ${event.done}/${event.total}` + (event.error ? ` — failed: ${event.error}` : "") + (event.best_gain !== null && event.best_gain !== undefined ? ` · best so far ${pct(event.best_gain)}` : "");
+    case "baseline":
+      return `baseline measured: noise CV ${event.cv.toFixed(1)} % over ${event.runs} runs`;
+    case "finish":
+      return `finished: ${event.outcome} — ${event.reason}`;
+    case "stopped":
+      return "stopped: every knob was put back";
+    case "error":
+      return `run failed: ${event.message}`;
+    case "exit":
+      return `run exited (${event.returncode})`;
+    default:
+      return event.message || event.event;
+  }
+}
+
+function renderHeader(header, study, name) {
+  const controls = h("div", { class: "controls" });
+  const out = h("span", { class: "hint", role: "status" });
+  const act = (label, path, confirmText) =>
+    h("button", { type: "button", onclick: async () => {
+      if (confirmText && !confirm(confirmText)) return;
+      try {
+        await post(path);
+        out.textContent = `${label}: done`;
+      } catch (error) {
+        out.textContent = `${label}: ${error.detail || error.message}`;
+      }
+    } }, label);
+  if (study.state === "running") controls.append(act("Stop", studyPath(study.name, "/stop"), "Stop this study? Its knobs are put back."));
+  if (study.state === "interrupted" || study.state === "failed") controls.append(act("Resume", studyPath(study.name, "/resume")));
+  controls.append(act("Restore knobs", `/api/projects/${encodeURIComponent(study.project)}/restore`, `Put back every knob a run of ${study.project} changed?`));
+  controls.append(out);
+  const facts = [
+    ["engine", study.engine],
+    ["budget", study.budget],
+    ["trials", `${study.trials} (${study.failures} failed)`],
+    ["baseline", study.band ? `${num(study.band.mean)} ± ${num((study.band.high - study.band.mean) / 2)} (σ, ${study.band.runs} runs, CV ${num(study.attrs.baseline_cv, 2)} %)` : "not measured yet"],
+    ["confirmed gain", pct(study.gain, study.gain_half_width) || "—"],
+    ["best seen", pct(study.best_gain) || "—"],
+    ["created", when(study.created)],
+  ];
+  const parts = [
+    h("p", { class: "crumbs" }, h("a", { href: "#/" }, "Studies"), " › ", name),
+    h("h1", {}, study.name, " ", stateBadge(study.state, study.alive)),
+    h("dl", { class: "facts" }, facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v ?? "")])),
+    study.attrs.error ? h("p", { class: "message error" }, `stopped: ${study.attrs.error}`) : null,
+    controls,
+  ];
+  header.replaceChildren(...parts.filter(Boolean));
+}
+
+function renderBest(el, study, trials) {
+  const result = study.attrs.result || {};
+  const search = trials.filter((t) => t.phase === "search" && t.score !== null);
+  const top = search.reduce((a, t) => (a === null || t.score > a.score ? t : a), null);
+  const config = result.best || (top && top.config);
+  el.replaceChildren(h("h2", {}, result.best ? "Best configuration (confirmed)" : "Best so far"));
+  if (!config) {
+    el.append(h("p", { class: "hint" }, "no finished search trial yet"));
+    return;
+  }
+  el.append(
+    h("table", { class: "kv" }, h("tbody", {}, Object.entries(config).map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, String(v)))))),
+  );
+  if (result.outcome) el.append(h("p", {}, h("strong", {}, result.outcome), ": ", result.reason || ""));
+  else if (top) el.append(h("p", {}, `trial #${top.number}, score ${num(top.score)}`));
+}

@@ -1,0 +1,83 @@
+// Small DOM and formatting helpers shared by the pages.
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else if (key === "class") el.className = value;
+    else el.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value !== undefined && value !== null) el.setAttribute(key, value);
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined) {
+      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+  }
+  return el;
+}
+
+const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+export function esc(value) {
+  return String(value ?? "").replace(/[&<>"']/g, (c) => ESCAPES[c]);
+}
+
+export function num(value, digits = 4) {
+  if (value === null || value === undefined || Number.isNaN(value)) return "";
+  if (typeof value !== "number") return String(value);
+  return Number.isInteger(value) ? String(value) : value.toPrecision(digits).replace(/\.?0+$/, "");
+}
+
+export function pct(value, half) {
+  if (value === null || value === undefined) return "";
+  const sign = value >= 0 ? "+" : "−";
+  const text = `${sign}${Math.abs(value).toFixed(1)} %`;
+  return half === null || half === undefined ? text : `${text} ± ${half.toFixed(1)}`;
+}
+
+export function when(value) {
+  if (!value) return "";
+  const date = typeof value === "number" ? new Date(value * 1000) : new Date(value);
+  return Number.isNaN(date.getTime()) ? String(value) : date.toLocaleString();
+}
+
+// State shown with a symbol and a word, never by colour alone.
+const STATES = {
+  running: ["▶", "running"],
+  finished: ["✔", "finished"],
+  failed: ["✖", "failed"],
+  interrupted: ["‖", "interrupted"],
+  complete: ["✔", "complete"],
+  fail: ["✖", "failed"],
+};
+
+export function stateBadge(state, alive) {
+  const [symbol, word] = STATES[state] || ["?", state];
+  const stale = state === "running" && alive === false;
+  return h(
+    "span",
+    { class: `state state-${state}${stale ? " stale" : ""}`, title: stale ? "its process is gone" : word },
+    `${symbol} ${word}${stale ? " (stale)" : ""}`,
+  );
+}
+
+export function clear(el) {
+  while (el.firstChild) el.firstChild.remove();
+  return el;
+}
+
+export function message(el, text, kind = "info") {
+  clear(el).append(h("p", { class: `message ${kind}`, role: kind === "error" ? "alert" : "status" }, text));
+}
