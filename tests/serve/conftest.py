@@ -171,6 +171,7 @@ def server(serve_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     projects = {
         "gamma": make_project(base / "gamma", "gamma", budget=3),
         "slow": make_project(base / "slow", "slow", sleep=0.4, budget=200),
+        "live": make_project(base / "live", "live", sleep=0.3, budget=200),
     }
     process, url = start_server(serve_home, projects)
     token = (serve_home / "serve" / "token").read_text().strip()

@@ -11,6 +11,9 @@ const ORANGE = "#c2410c";
 const BAND = "rgba(110, 110, 110, 0.18)";
 // Colour-blind-safe palette (Okabe-Ito) paired with dash patterns, for several series at once.
 export const PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000"];
+// Trial numbers are whole: no 2.5 on an x axis.
+const WHOLE = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000];
+
 export const DASHES = [[], [10, 5], [2, 4], [12, 4, 2, 4], [6, 3, 6, 3, 1, 3], [1, 2], [16, 6]];
 
 function width(el) {
@@ -71,7 +74,7 @@ export function trialChart(el, search, band, yLabel) {
     {
       title: "Score per search trial, best so far, and the baseline band (higher is better)",
       scales: { x: { time: false } },
-      axes: [{ label: "search trial" }, { label: yLabel, size: 70 }],
+      axes: [{ label: "search trial", incrs: WHOLE }, { label: yLabel, size: 70 }],
       series,
       bands,
       legend: { live: true },
@@ -90,7 +93,7 @@ export function timeChart(el, trials) {
       title: "Time per trial (all phases)",
       height: 220,
       scales: { x: { time: false } },
-      axes: [{ label: "trial #" }, { label: "seconds", size: 60 }],
+      axes: [{ label: "trial #", incrs: WHOLE }, { label: "seconds", size: 60 }],
       series: [
         { label: "trial #" },
         { label: "whole trial", stroke: INK, width: 1.5, points: { show: true, size: 4 } },
@@ -125,7 +128,7 @@ export function compareChart(el, studies) {
       title: "Best so far: gain over each study's baseline (%)",
       height: 360,
       scales: { x: { time: false } },
-      axes: [{ label: "search trial" }, { label: "gain %", size: 60 }],
+      axes: [{ label: "search trial", incrs: WHOLE }, { label: "gain %", size: 60 }],
       series,
     },
     data,

@@ -35,28 +35,17 @@ export async function studyPage(main, name, { onLeave }) {
   );
 
   const knobs = Object.keys(study.attrs.knobs || study.attrs.space || {});
-  const metricNames = [...new Set(trials.flatMap((t) => Object.keys(t.metrics || {})))].sort();
-  const table = new DataTable(
-    tableBox,
-    [
-      { key: "number", label: "#", value: (t) => t.number, numeric: true },
-      { key: "phase", label: "phase", value: (t) => t.phase + (t.round !== null && t.round !== undefined ? ` r${t.round + 1}` : "") },
-      ...knobs.map((k) => ({ key: `k:${k}`, label: k, value: (t) => t.config[k], text: (t) => String(t.config[k] ?? "") })),
-      ...metricNames.map((m) => ({ key: `m:${m}`, label: m, value: (t) => t.metrics?.[m] ?? null, text: (t) => num(t.metrics?.[m]), numeric: true })),
-      { key: "score", label: "score", value: (t) => t.score, text: (t) => num(t.score), numeric: true },
-      { key: "state", label: "state", value: (t) => (t.state === "fail" ? "✖ failed" : t.state === "running" ? "▶ running" : "✔ complete") },
-      { key: "seconds", label: "seconds", value: (t) => t.seconds, text: (t) => num(t.seconds, 3), numeric: true },
-      { key: "error", label: "failure reason", value: (t) => t.error ?? "", cls: () => "reason" },
-    ],
-    {
-      caption: "Every trial: parameters, metrics, score and failure reason",
-      rowClass: (t) => (t.state === "fail" ? "failed" : ""),
-      filters: [
-        { label: "phase", options: [["", "all"], ["baseline", "baseline"], ["search", "search"], ["confirm", "confirm"]], test: (t, v) => t.phase === v },
-        { label: "state", options: [["", "all"], ["complete", "complete"], ["fail", "failed"], ["running", "running"]], test: (t, v) => t.state === v },
-      ],
-    },
-  );
+  let metricNames = null;
+  let table = null;
+  // The columns follow the metrics seen so far (a live study reports its first ones later;
+  // the table is then rebuilt once).
+  function tableFor(rows) {
+    const names = [...new Set(rows.flatMap((t) => Object.keys(t.metrics || {})))].sort();
+    if (table && names.join() === metricNames.join()) return table;
+    metricNames = names;
+    table = trialTable(clear(tableBox), knobs, names, () => study.state);
+    return table;
+  }
 
   let importanceDue = 0;
   function draw() {
@@ -69,7 +58,7 @@ export async function studyPage(main, name, { onLeave }) {
     timeChart(time, trials);
     const drawn = parallelCoordinates(parallel, study.attrs.space || {}, trials);
     parallel.dataset.lines = String(drawn.lines);
-    table.setRows(trials);
+    tableFor(trials).setRows(trials);
   }
   async function refreshImportance() {
     try {
@@ -133,6 +122,35 @@ export async function studyPage(main, name, { onLeave }) {
     },
   );
   onLeave(stop);
+}
+
+function trialTable(box, knobs, metricNames, studyState) {
+  const stateText = (t) => {
+    if (t.state === "fail") return "✖ failed";
+    if (t.state !== "running") return "✔ complete";
+    return studyState() === "running" ? "▶ running" : "‖ interrupted";
+  };
+  return new DataTable(
+    box,
+    [
+      { key: "number", label: "#", value: (t) => t.number, numeric: true },
+      { key: "phase", label: "phase", value: (t) => t.phase + (t.round !== null && t.round !== undefined ? ` r${t.round + 1}` : "") },
+      ...knobs.map((k) => ({ key: `k:${k}`, label: k, value: (t) => t.config[k], text: (t) => String(t.config[k] ?? "") })),
+      ...metricNames.map((m) => ({ key: `m:${m}`, label: m, value: (t) => t.metrics?.[m] ?? null, text: (t) => num(t.metrics?.[m]), numeric: true })),
+      { key: "score", label: "score", value: (t) => t.score, text: (t) => num(t.score), numeric: true },
+      { key: "state", label: "state", value: stateText },
+      { key: "seconds", label: "seconds", value: (t) => t.seconds, text: (t) => num(t.seconds, 3), numeric: true },
+      { key: "error", label: "failure reason", value: (t) => t.error ?? "", cls: () => "reason" },
+    ],
+    {
+      caption: "Every trial: parameters, metrics, score and failure reason",
+      rowClass: (t) => (t.state === "fail" ? "failed" : ""),
+      filters: [
+        { label: "phase", options: [["", "all"], ["baseline", "baseline"], ["search", "search"], ["confirm", "confirm"]], test: (t, v) => t.phase === v },
+        { label: "state", options: [["", "all"], ["complete", "complete"], ["fail", "failed"], ["running", "running"]], test: (t, v) => t.state === v },
+      ],
+    },
+  );
 }
 
 function scoreLabel(study) {

@@ -1,0 +1,191 @@
+"""The web UI in headless Chromium (Debian's /usr/bin/chromium driven by Playwright; no browser
+download): the study list, a study's curve with the right number of points, sorting and
+filtering the trial table, comparing studies, live updates, screen sizes. Screenshots are kept
+under artifacts/serve/ for a person to look at."""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT
+from playwright.sync_api import Page, expect, sync_playwright
+
+ARTIFACTS = ROOT / "artifacts" / "serve"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Chromium with a new, empty user-data-dir."""
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path="/usr/bin/chromium",
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1440, "height": 900},
+        )
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def page(context: Any) -> Iterator[Page]:
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    page.close()
+    assert not errors, errors
+
+
+def shot(page: Page, name: str) -> Path:
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def q(name: str) -> str:
+    return urllib.parse.quote(name, safe="")
+
+
+def test_study_list_then_study_page_with_its_curve(page: Page, server: Any) -> None:
+    page.goto(server.url + "/")
+    page.wait_for_selector("body[data-ready=studies]")
+    studies = server.get("/api/studies")
+    rows = page.locator("#studies tbody tr")
+    expect(rows).to_have_count(len(studies))
+    beta = page.locator("#studies tbody tr[data-study='beta#1']")
+    expect(beta).to_contain_text("finished")
+    expect(beta).to_contain_text("%")  # its gain
+    shot(page, "studies-list")
+
+    beta.get_by_role("link", name="beta#1").click()
+    page.wait_for_selector("body[data-ready=study]")
+    trials = server.get(f"/api/studies/{q('beta#1')}/trials")
+    search = [t for t in trials if t["phase"] == "search"]
+    scored = [t for t in search if t["score"] is not None]
+    drawn = page.evaluate(
+        "() => { const u = window.honeCharts.trials;"
+        " return {x: u.data[0].length, points: u.data[1].filter(v => v !== null).length,"
+        " series: u.series.map(s => s.label)}; }"
+    )
+    assert drawn["x"] == len(search) == 8
+    assert drawn["points"] == len(scored) and 0 < len(scored) < len(search)
+    assert {"trial score", "best so far", "baseline mean"} <= set(drawn["series"])
+    # The canvas really has ink on it, not an empty frame.
+    inked = page.evaluate(
+        "() => { const c = document.querySelector('#trial-chart canvas');"
+        " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+        " let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }"
+    )
+    assert inked > 2000
+    expect(page.locator("#parallel polyline")).to_have_count(len(scored))
+    expect(page.locator("#importance text").first).to_be_visible()
+    shot(page, "study-page")
+
+
+def test_sort_and_filter_the_trial_table(page: Page, server: Any) -> None:
+    page.goto(server.url + f"/#/study/{q('beta#1')}")
+    page.wait_for_selector("body[data-ready=study]")
+    table = page.locator("#trials table")
+    trials = server.get(f"/api/studies/{q('beta#1')}/trials")
+    expect(table.locator("tbody tr")).to_have_count(len(trials))
+
+    header = table.locator("th[data-key=score]")
+    header.get_by_role("button").click()
+    expect(header).to_have_attribute("aria-sort", "ascending")
+    scores = sorted(t["score"] for t in trials if t["score"] is not None)
+    first = float(table.locator("tbody tr").first.locator("td").nth(-4).inner_text())
+    assert first == pytest.approx(scores[0], rel=1e-3)
+    header.get_by_role("button").click()
+    expect(header).to_have_attribute("aria-sort", "descending")
+    first = float(table.locator("tbody tr").first.locator("td").nth(-4).inner_text())
+    assert first == pytest.approx(scores[-1], rel=1e-3)
+    shot(page, "trial-table-sorted")
+
+    page.get_by_label("state").select_option("fail")
+    failed = [t for t in trials if t["state"] == "fail"]
+    expect(table.locator("tbody tr")).to_have_count(len(failed))
+    expect(table.locator("tbody tr").first).to_contain_text("benchmark exited 4")
+    page.get_by_label("state").select_option("")
+    page.get_by_label("filter rows").fill("faster")
+    expected = [t for t in trials if "faster" in str(t["config"]["mode"])]
+    expect(table.locator("tbody tr")).to_have_count(len(expected))
+
+
+def test_compare_two_studies_on_one_chart(page: Page, server: Any) -> None:
+    page.goto(server.url + "/")
+    page.wait_for_selector("body[data-ready=studies]")
+    page.get_by_label("compare alpha#1").check()
+    page.get_by_label("compare beta#1").check()
+    page.get_by_role("button", name="Compare selected").click()
+    page.wait_for_selector("body[data-ready=compare]")
+    labels = page.evaluate("() => window.honeCharts.compare.series.map(s => s.label)")
+    assert any(label.startswith("alpha#1") for label in labels)
+    assert any(label.startswith("beta#1") for label in labels)
+    dashes = page.evaluate("() => window.honeCharts.compare.series.slice(1).map(s => s.dash)")
+    assert dashes[0] != dashes[1]  # told apart by line style, not colour alone
+    shot(page, "compare")
+
+
+def test_live_updates_and_stop_with_the_token(page: Page, server: Any) -> None:
+    status, run = server.request("POST", "/api/studies", {"project": "live"})
+    assert status == 202, run
+    deadline = time.monotonic() + 30
+    while not any(r["project"] == "live" for r in server.get("/api/studies")):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    name = [r["name"] for r in server.get("/api/studies") if r["project"] == "live"][-1]
+    page.goto(server.url + f"/#/study/{q(name)}")
+    page.wait_for_selector("body[data-ready=study]")
+    rows = page.locator("#trials tbody tr")
+    before = rows.count()
+    # New trials appear without reloading the page, and the curve grows with them.
+    page.wait_for_function(
+        f"() => document.querySelectorAll('#trials tbody tr').length >= {before + 3}",
+        timeout=20_000,
+    )
+    expect(page.locator(".live")).to_contain_text("search", timeout=20_000)
+    points = page.evaluate("() => window.honeCharts.trials.data[0].length")
+    assert points >= 1
+    shot(page, "study-live")
+
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Set token").click()
+    page.get_by_label("token").fill(server.token)
+    page.get_by_role("button", name="Use token").click()
+    page.get_by_role("button", name="Stop").click()
+    expect(page.locator("h1 .state")).to_contain_text("interrupted", timeout=30_000)
+    assert server.get(f"/api/studies/{q(name)}")["state"] == "interrupted"
+    assert (server.projects["live"] / "x.txt").read_text().strip() == "2"
+    shot(page, "study-stopped")
+
+
+@pytest.mark.parametrize(("width", "height"), [(1366, 768), (2560, 1440)])
+def test_laptop_and_large_monitor(context: Any, server: Any, width: int, height: int) -> None:
+    page = context.new_page()
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(server.url + f"/#/study/{q('alpha#2')}")
+    page.wait_for_selector("body[data-ready=study]")
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"page wider than a {width} px screen by {overflow} px"
+    chart = page.evaluate("() => window.honeCharts.trials.width")
+    assert chart > width * 0.5  # the chart uses the room it has
+    shot(page, f"study-{width}x{height}")
+    page.close()

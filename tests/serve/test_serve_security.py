@@ -1,0 +1,177 @@
+"""Security of `hone serve`: state-changing requests without or with a wrong token get 401/403
+and change nothing; the token file; Host and Origin checks; headers; a schema-driven fuzz run."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, free_port, start_server, stop_server
+
+
+def snapshot(server: Any) -> tuple:
+    """Everything a write could change: the studies, the runs, knob files, journals."""
+    files = sorted(
+        (str(p), hashlib.sha256(p.read_bytes()).hexdigest())
+        for folder in server.projects.values()
+        for p in folder.glob("*.txt")
+    )
+    journals = sorted(p.name for p in (server.home / "journal").glob("*"))
+    studies = [(r["name"], r["state"], r["trials"]) for r in server.get("/api/studies")]
+    return files, journals, studies, len(server.get("/api/runs"))
+
+
+WRITES = [
+    ("POST", "/api/studies", {"project": "gamma", "budget": 3}),
+    ("POST", "/api/studies/beta%231/resume", {}),
+    ("POST", "/api/studies/alpha%231/stop", {}),
+    ("POST", "/api/projects/alpha/restore", {}),
+    ("POST", "/api/projects/slow/restore", {}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), WRITES)
+def test_writes_without_or_with_a_wrong_token_are_refused(
+    server: Any, method: str, path: str, body: Any
+) -> None:
+    before = snapshot(server)
+    status, answer = server.request(method, path, body, token=None)
+    assert status == 401, answer
+    status, answer = server.request(method, path, body, token="not-the-token-" + "x" * 20)
+    assert status == 403, answer
+    status, answer = server.request(method, path, body, token=server.token[:-1])
+    assert status == 403, answer
+    assert snapshot(server) == before
+
+
+def test_token_file_is_private_and_made_once(server: Any) -> None:
+    path = server.home / "serve" / "token"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert len(server.token) >= 32
+    # this server was started on a fresh HONE_HOME: it showed the token once
+    first = server.process
+    assert first.poll() is None
+
+
+def test_token_shown_at_first_start_only_and_reads_can_require_it(tmp_path: Path) -> None:
+    def start_and_read(*extra: str) -> tuple[subprocess.Popen, str]:
+        return start_server(tmp_path, {}, *extra)
+
+    process, url = start_and_read("--token-reads")
+    try:
+        request = urllib.request.Request(url + "/api/studies")
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(request, timeout=10)
+        assert err.value.code == 401
+        token = (tmp_path / "serve" / "token").read_text().strip()
+        request.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+    finally:
+        stop_server(process)
+    output = process.stdout.read()  # type: ignore[union-attr]
+    assert token in output and "shown once" in output
+
+    process, url = start_and_read()
+    stop_server(process)
+    assert token not in process.stdout.read()  # type: ignore[union-attr]
+
+
+def test_wildcard_origin_and_readable_token_file_are_refused(tmp_path: Path) -> None:
+    env = {**os.environ, "HONE_HOME": str(tmp_path)}
+    command = [sys.executable, "-m", "hone", "serve", "--port", str(free_port())]
+    result = subprocess.run(
+        [*command, "--origin", "*"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and "wildcard is refused" in result.stderr
+    loose = tmp_path / "loose-token"
+    loose.write_text("a-token-that-is-long-enough\n")
+    loose.chmod(0o644)
+    result = subprocess.run(
+        [*command, "--token-file", str(loose)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and "readable by others" in result.stderr
+
+
+def raw(server: Any, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(server.url + path, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def test_no_cors_foreign_host_refused_strict_headers(server: Any) -> None:
+    status, headers, _ = raw(server, "/api/studies", {"Origin": "https://evil.example"})
+    assert status == 200
+    assert "access-control-allow-origin" not in {k.lower() for k in headers}
+    # DNS rebinding: a loopback server answers only to loopback host names
+    status, _, _ = raw(server, "/api/studies", {"Host": "evil.example"})
+    assert status == 400
+    status, headers, _ = raw(server, "/", {})
+    assert status == 200
+    assert "default-src 'self'" in headers["content-security-policy"]
+    assert headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/../studies.db",
+        "/static/%2e%2e/studies.db",
+        "/static/..%2fserve%2ftoken",
+        "/api/studies/..%2f..%2fserve%2ftoken",
+    ],
+)
+def test_paths_never_leave_the_served_folders(server: Any, path: str) -> None:
+    status, _, body = raw(server, path, {})
+    assert status == 404
+    assert server.token.encode() not in body and b"SQLite" not in body
+
+
+def test_schema_driven_fuzz_finds_no_server_error(
+    server: Any, tmp_path: Path, serve_home: Path
+) -> None:
+    """schemathesis against the OpenAPI document, with the token, on a copy of the studies and
+    no runnable projects (so no fuzzed request can start a real run)."""
+    home = tmp_path / "home"
+    shutil.copytree(serve_home, home, ignore=shutil.ignore_patterns("*.lock", "work"))
+    process, url = start_server(home, {})
+    token = (home / "serve" / "token").read_text().strip()
+    try:
+        result = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "schemathesis"),
+                "run",
+                f"{url}/api/openapi.json",
+                "--checks",
+                "not_a_server_error",
+                "--header",
+                f"Authorization: Bearer {token}",
+                "--exclude-path-regex",
+                "/events$",  # an endless event stream
+                "--max-examples",
+                "25",
+                "--request-timeout",
+                "20",
+                "--workers",
+                "2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=150,
+            cwd=ROOT,
+        )
+    finally:
+        stop_server(process)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "passed" in result.stdout.lower()
