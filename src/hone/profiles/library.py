@@ -1,7 +1,8 @@
 """Finding and reading profiles. A profile's name is its path below a profile folder with `/`
 turned into `-` and without `.conf` (`include/throughput-performance.conf` is
 `include-throughput-performance`); `[main] include = a, b` pulls in other profiles first, and
-later values win. `{disk}` and `{network}` are replaced by the detected devices."""
+later values win. `{disk}`, `{network}` and `{user}` are replaced by the devices and user hone
+detects (or HONE_DISK, HONE_NETWORK, HONE_USER), and the profile records which it used."""
 
 from __future__ import annotations
 
@@ -14,8 +15,13 @@ from hone.errors import HoneError
 from hone.paths import state_dir
 from hone.project.devices import device_environment
 
-#: Sections whose items hone sets; the others are checks or advice.
-SETTABLE = ("sysctl", "sysfs")
+#: hone's own profiles, shipped with the package (one per workload class of `hone analyze`).
+BUILTIN = Path(__file__).with_name("builtin")
+#: Where an A-Tune installation keeps its profiles; used when present.
+ATUNE_SYSTEM = Path("/usr/lib/atuned/profiles")
+#: Every section of A-Tune's format; anything else is a typo and is refused.
+SECTIONS = ("main", "sysctl", "sysfs", "systemctl", "ulimit", "script", "bootloader.grub2",
+            "kernel_config", "bios", "tip", "check", "schedule_policy", "file_config")  # fmt: skip
 
 
 @dataclass
@@ -32,19 +38,35 @@ class Profile:
     path: Path
     items: list[Item] = field(default_factory=list)
     includes: list[str] = field(default_factory=list)
+    #: placeholder -> (what it became, where that came from), for the placeholders used
+    placeholders: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def section(self, name: str) -> list[Item]:
         return [item for item in self.items if item.section == name]
 
 
+def placeholder_values() -> dict[str, tuple[str, str]]:
+    """`{disk}`, `{network}` and `{user}`: the value and whether it was set or detected."""
+    devices = device_environment()
+    values = {}
+    for name, variable in (("disk", "HONE_DISK"), ("network", "HONE_NETWORK")):
+        given = os.environ.get(variable)
+        values[name] = (given, f"from {variable}") if given else (devices[variable], "detected")
+    user = os.environ.get("HONE_USER")
+    values["user"] = (user, "from HONE_USER") if user else ("root", "default")
+    return values
+
+
 class ProfileLibrary:
-    """Profile folders searched in order: hone's own (user-defined) profiles first, then each
-    folder of HONE_PROFILE_PATH (colon-separated), e.g. A-Tune's profiles folder."""
+    """Profile folders searched in order: the user's own (`hone profile define`), then each
+    folder of HONE_PROFILE_PATH (colon-separated; e.g. A-Tune's profiles folder), then an
+    installed A-Tune's, then hone's built-in profiles. The first profile of a name wins."""
 
     def __init__(self, folders: list[Path] | None = None) -> None:
         if folders is None:
             folders = [state_dir() / "profiles"]
             folders += [Path(p) for p in os.environ.get("HONE_PROFILE_PATH", "").split(":") if p]
+            folders += [ATUNE_SYSTEM, BUILTIN]
         self.folders = folders
 
     def names(self) -> dict[str, Path]:
@@ -62,19 +84,7 @@ class ProfileLibrary:
         if name in _seen:
             raise HoneError(f"profile {name!r} includes itself: {' -> '.join((*_seen, name))}")
         path = paths[name]
-        parser = configparser.ConfigParser(
-            allow_no_value=True,
-            delimiters=("=",),
-            comment_prefixes=("#",),
-            strict=False,
-            interpolation=None,
-        )
-        parser.optionxform = str  # type: ignore[assignment,method-assign]
-        try:
-            parser.read_string(path.read_text(), source=str(path))
-        except (configparser.Error, OSError) as exc:
-            reason = " ".join(str(exc).split())
-            raise HoneError(f"cannot read profile: {reason}", file=path) from None
+        parser = _parse(path)
         profile = Profile(name, path)
         if parser.has_option("main", "include"):
             profile.includes = [
@@ -82,22 +92,53 @@ class ProfileLibrary:
             ]
         for included in profile.includes:
             try:
-                profile.items += self.load(included, (*_seen, name)).items
+                base = self.load(included, (*_seen, name))
             except HoneError as exc:
                 raise HoneError(
                     f"include {included!r}: {exc.message}", file=path, key="include"
                 ) from None
-        devices = device_environment()
+            profile.items += base.items
+            profile.placeholders.update(base.placeholders)
+        values = placeholder_values()
         for section in parser.sections():
             if section == "main":
                 continue
-            for key, value in parser[section].items():
-                key = key.replace("{disk}", devices["HONE_DISK"]).replace(
-                    "{network}", devices["HONE_NETWORK"]
-                )
-                value = (value or "").strip()
+            for raw_key, raw_value in parser[section].items():
+                key, value = raw_key, (raw_value or "").strip()
+                for placeholder, (actual, how) in values.items():
+                    token = "{" + placeholder + "}"
+                    if token in key or token in value:
+                        if not actual:
+                            raise HoneError(
+                                f"{token} is used but no {placeholder} was found: set "
+                                f"HONE_{placeholder.upper()}",
+                                file=path,
+                                key=raw_key,
+                            )
+                        key, value = key.replace(token, actual), value.replace(token, actual)
+                        profile.placeholders[placeholder] = (actual, how)
                 profile.items = [
                     i for i in profile.items if not (i.section == section and i.key == key)
                 ]
                 profile.items.append(Item(section, key, value, name))
         return profile
+
+
+def _parse(path: Path) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(
+        allow_no_value=True,
+        delimiters=("=",),
+        comment_prefixes=("#",),
+        strict=False,
+        interpolation=None,
+    )
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    try:
+        parser.read_string(path.read_text(), source=str(path))
+    except (configparser.Error, OSError, UnicodeDecodeError) as exc:
+        reason = " ".join(str(exc).split())
+        raise HoneError(f"cannot read profile: {reason}", file=path) from None
+    unknown = [s for s in parser.sections() if s not in SECTIONS]
+    if unknown:
+        raise HoneError(f"unknown section [{unknown[0]}] (known: {', '.join(SECTIONS)})", file=path)
+    return parser

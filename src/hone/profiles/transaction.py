@@ -1,16 +1,23 @@
 """Applying a profile as a transaction, through the same actuators and journal as tuning.
 
-Before anything changes, the previously applied profile is rolled back; every original value is
-journaled (fsync) before its first change; every set is read back; a failure rolls back what was
-done, newest first. A crash in the middle leaves the journal, and `rollback` completes it."""
+Every item is checked first (its actuator built, its current value read), so a bad key or a
+missing path fails before anything changes. Then the previously applied profile is rolled back;
+every original value is journaled (fsync) before its first change; every set is read back; a
+failure rolls back what was done, newest first. A crash in the middle leaves the journal, and
+`rollback` completes it. Items already at their value are left alone."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import gzip
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from hone.errors import HoneError
 from hone.journal import Journal
 from hone.knobs import Actuator, actuator_from_spec
+from hone.knobs.grub import cmdline_value, grub_present
+from hone.knobs.script import find_script
 from hone.paths import state_dir
 from hone.profiles.library import Item, Profile
 
@@ -18,33 +25,66 @@ SCOPE = "profile"
 ADVICE = {
     "tip": "advice",
     "bios": "check in the firmware setup",
-    "kernel_config": "check the kernel build configuration",
-    "bootloader.grub2": "kernel command line: needs a reboot, not applied",
-    "check": "check",
+    "check": "not applied (A-Tune's environment check)",
     "schedule_policy": "not applied (scheduling policy of processes)",
-    "systemctl": "service state: not applied by this version",
-    "ulimit": "resource limit: not applied by this version",
-    "script": "A-Tune helper script: not shipped with hone, not applied",
-    "file_config": "not applied by this version",
+    "file_config": "not applied: edit the file yourself",
 }
 
 
 @dataclass
 class Outcome:
     item: Item
-    status: str  # set | unchanged | skipped | differs | matches
+    #: set | staged | unchanged | skipped | advice | matches | differs | unknown
+    status: str
     detail: str = ""
 
 
-def actuator_for(item: Item) -> Actuator | None:
-    if item.section == "sysctl":
-        return actuator_from_spec({"kind": "sysctl", "key": item.key})
-    if item.section == "sysfs":
-        return actuator_from_spec({"kind": "sysfs", "path": "/sys/" + item.key.lstrip("/")})
-    return None
+@dataclass
+class ApplyResult:
+    profile: str
+    outcomes: list[Outcome]
+    placeholders: dict[str, tuple[str, str]] = field(default_factory=dict)
+    previous: str | None = None  # the profile rolled back first
+    restored: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        return sum(o.status in ("set", "staged") for o in self.outcomes)
 
 
-def _marker():
+def actuator_for(item: Item) -> Actuator | str:
+    """The actuator that sets this item, or the reason it is not set."""
+    section, key = item.section, item.key
+    if section == "sysctl":
+        return actuator_from_spec({"kind": "sysctl", "key": key})
+    if section == "sysfs":
+        return actuator_from_spec({"kind": "sysfs", "path": "/sys/" + key.lstrip("/")})
+    if section == "systemctl":
+        return actuator_from_spec({"kind": "systemctl", "unit": key})
+    if section == "ulimit":
+        parts = key.rsplit(".", 2)
+        if len(parts) != 3:
+            raise HoneError("a limit is USER.soft|hard.ITEM", key=key)
+        return actuator_from_spec(
+            {"kind": "ulimit", "domain": parts[0], "type": parts[1], "item": parts[2]}
+        )
+    if section == "script":
+        if find_script(key) is None:
+            return (
+                f"no helper script {key}/get.sh, set.sh: put A-Tune's scripts folder in "
+                "HONE_SCRIPT_PATH to apply it"
+            )
+        return actuator_from_spec({"kind": "script", "name": key})
+    if section == "bootloader.grub2":
+        if not grub_present():
+            return f"no GRUB here: add {key}={item.value} to the kernel command line yourself"
+        return actuator_from_spec({"kind": "grub2", "key": key})
+    if section == "kernel_config":
+        return "check the kernel build configuration"
+    return ADVICE.get(section, "not applied")
+
+
+def _marker() -> Path:
     return state_dir() / "profile.active"
 
 
@@ -53,36 +93,67 @@ def active_profile() -> str | None:
     return marker.read_text().strip() or None if marker.exists() else None
 
 
-def apply_profile(profile: Profile) -> list[Outcome]:
+def _plan(profile: Profile) -> list[tuple[Item, Actuator | str]]:
+    """Every item with its actuator, each read once: bad keys fail here, before any change."""
+    plan = []
+    for item in profile.items:
+        try:
+            actuator = actuator_for(item)
+            if isinstance(actuator, Actuator):
+                if not item.value:
+                    raise HoneError("no value")
+                actuator.get()
+        except HoneError as exc:
+            raise HoneError(
+                f"[{item.section}] {item.key}: {exc.message}; nothing was changed",
+                file=profile.path,
+            ) from None
+        plan.append((item, actuator))
+    return plan
+
+
+def apply_profile(profile: Profile) -> ApplyResult:
     """Roll back the active profile, then set this one's items; all or nothing."""
+    plan = _plan(profile)
     journal = Journal.for_scope(SCOPE)
     with journal.locked():
-        _restore(journal)
+        previous = active_profile()
+        restored = _restore(journal)
         journal.begin(profile=profile.name)
         _marker().write_text(profile.name + "\n")
-        outcomes: list[Outcome] = []
+        result = ApplyResult(profile.name, [], profile.placeholders, previous, restored)
         try:
-            for item in profile.items:
-                actuator = actuator_for(item)
-                if actuator is None:
-                    outcomes.append(Outcome(item, "skipped", ADVICE.get(item.section, "")))
-                    continue
-                name = f"{item.section}:{item.key}"
-                try:
-                    journal.remember(name, actuator)
-                    actuator.apply(item.value)
-                except HoneError as exc:
-                    raise HoneError(
-                        f"[{item.section}] {item.key} = {item.value}: {exc.message}; "
-                        "every change of this profile was rolled back",
-                        file=profile.path,
-                    ) from None
-                outcomes.append(Outcome(item, "set"))
+            for item, actuator in plan:
+                result.outcomes.append(_apply_item(journal, item, actuator, profile))
         except BaseException:
             _restore(journal)
             raise
         journal.end("applied")
-        return outcomes
+        return result
+
+
+def _apply_item(
+    journal: Journal, item: Item, actuator: Actuator | str, profile: Profile
+) -> Outcome:
+    if isinstance(actuator, str):
+        status = "advice" if item.section in ("tip", "bios", "kernel_config") else "skipped"
+        if item.section == "kernel_config":
+            return _kernel_config(item)
+        return Outcome(item, status, actuator)
+    try:
+        if actuator.normalise(actuator.get()) == actuator.normalise(item.value):
+            return Outcome(item, "unchanged")
+        before = journal.remember(f"{item.section}:{item.key}", actuator)
+        actuator.apply(item.value)
+    except HoneError as exc:
+        raise HoneError(
+            f"[{item.section}] {item.key} = {item.value}: {exc.message}; "
+            "every change of this profile was rolled back",
+            file=profile.path,
+        ) from None
+    if item.section == "bootloader.grub2":
+        return Outcome(item, "staged", "for the next boot (run update-grub, then reboot)")
+    return Outcome(item, "set", f"was {before}")
 
 
 def rollback() -> list[str]:
@@ -102,18 +173,65 @@ def _restore(journal: Journal) -> list[str]:
 
 
 def check_profile(profile: Profile) -> list[Outcome]:
-    """Compare the live system with each settable item of the profile."""
+    """Compare the live system with each item of the profile."""
     outcomes = []
     for item in profile.items:
-        actuator = actuator_for(item)
-        if actuator is None:
-            outcomes.append(Outcome(item, "skipped", ADVICE.get(item.section, "")))
-            continue
         try:
-            live = actuator.get()
+            actuator = actuator_for(item)
         except HoneError as exc:
             outcomes.append(Outcome(item, "differs", exc.message))
             continue
-        same = actuator.normalise(live) == actuator.normalise(item.value)
-        outcomes.append(Outcome(item, "matches" if same else "differs", f"live: {live}"))
+        if item.section == "bootloader.grub2":
+            outcomes.append(_boot_parameter(item, actuator))
+        elif item.section == "kernel_config":
+            outcomes.append(_kernel_config(item))
+        elif isinstance(actuator, str):
+            status = "advice" if item.section in ("tip", "bios") else "skipped"
+            outcomes.append(Outcome(item, status, actuator))
+        else:
+            try:
+                live = actuator.get()
+            except HoneError as exc:
+                outcomes.append(Outcome(item, "differs", exc.message))
+                continue
+            same = actuator.normalise(live) == actuator.normalise(item.value)
+            outcomes.append(Outcome(item, "matches" if same else "differs", f"live: {live}"))
     return outcomes
+
+
+def _boot_parameter(item: Item, actuator: Actuator | str) -> Outcome:
+    live = cmdline_value(item.key)
+    if live == item.value:
+        return Outcome(item, "matches", "on the running kernel's command line")
+    staged = actuator.get() if isinstance(actuator, Actuator) else ""
+    if staged == item.value:
+        return Outcome(item, "staged", "staged for the next boot, not running yet")
+    return Outcome(item, "differs", f"running kernel: {item.key}={live}" if live else "not set")
+
+
+def kernel_config() -> dict[str, str] | None:
+    """The running kernel's build options (/proc/config.gz or /boot/config-RELEASE)."""
+    release = os.uname().release
+    try:
+        text = gzip.decompress(Path("/proc/config.gz").read_bytes()).decode()
+    except OSError:
+        try:
+            text = Path(f"/boot/config-{release}").read_text()
+        except OSError:
+            return None
+    options = {}
+    for line in text.splitlines():
+        if line.startswith("CONFIG_") and "=" in line:
+            name, _, value = line.partition("=")
+            options[name] = value.strip('"')
+    return options
+
+
+def _kernel_config(item: Item) -> Outcome:
+    options = kernel_config()
+    if options is None:
+        return Outcome(item, "unknown", "the kernel's build configuration is not readable")
+    live = options.get(item.key, "n")
+    same = live == item.value
+    detail = f"kernel built with {item.key}={live}" + ("" if same else " (needs another kernel)")
+    return Outcome(item, "matches" if same else "differs", detail)

@@ -1,0 +1,180 @@
+"""Applying profiles changes real sysctl, sysfs and limits.conf values as a transaction;
+rollback restores them; a rejected value, a bad key or a kill in the middle leaves nothing
+changed once rolled back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from profiles_live import DIRTY, LIMITS, SWAPPINESS, THP, read_live, selected
+
+from hone.errors import HoneError
+from hone.journal import Journal
+from hone.profiles import (
+    ProfileLibrary,
+    active_profile,
+    apply,
+    apply_profile,
+    check,
+    check_profile,
+    rollback,
+)
+
+
+def test_apply_check_and_rollback(folder: Path, live) -> None:
+    profile = ProfileLibrary().load("web")
+    values = {(i.section, i.key): i.value for i in profile.items}
+    assert values["sysctl", "vm.swappiness"] == "17"  # the including profile wins
+    result = apply_profile(profile)
+    statuses = {(o.item.section, o.item.key): o.status for o in result.outcomes}
+    assert statuses["sysctl", "vm.swappiness"] == "set"
+    assert statuses["tip", "use fewer threads"] == "advice"
+    assert statuses["bootloader.grub2", "hugepages"] == "skipped"  # no GRUB on this machine
+    assert SWAPPINESS.read_text().strip() == "17" and DIRTY.read_text().strip() == "7"
+    assert selected(THP) != live[2]
+    assert active_profile() == "web"
+    outcomes = check_profile(profile)
+    assert {o.status for o in outcomes if o.item.section in ("sysctl", "sysfs")} == {"matches"}
+    rollback()
+    assert read_live() == live
+    assert active_profile() is None
+    assert {o.status for o in check_profile(profile) if o.item.section == "sysctl"} == {"differs"}
+
+
+def test_applying_another_profile_rolls_back_the_first(folder: Path, live) -> None:
+    (folder / "second.conf").write_text("[sysctl]\nvm.dirty_background_ratio = 6\n")
+    apply("web")
+    result = apply("second")
+    assert result.previous == "web" and len(result.restored) == 3
+    assert SWAPPINESS.read_text() == live[0] and selected(THP) == live[2]
+    assert DIRTY.read_text().strip() == "6"
+    rollback()
+    assert read_live() == live
+
+
+def test_already_set_values_are_left_alone(folder: Path, live) -> None:
+    (folder / "same.conf").write_text(f"[sysctl]\nvm.swappiness = {live[0].strip()}\n")
+    result = apply("same")
+    assert [o.status for o in result.outcomes] == ["unchanged"]
+    assert Journal.for_scope("profile").originals() == {}
+    rollback()
+
+
+def test_rejected_value_rolls_back_everything(folder: Path, live) -> None:
+    (folder / "bad.conf").write_text(
+        "[sysctl]\nvm.swappiness = 21\nvm.dirty_background_ratio = 7\n"
+        "[sysfs]\nkernel/mm/transparent_hugepage/defrag = bogus\n"
+    )
+    with pytest.raises(HoneError, match=r"bogus: cannot set .*rolled back"):
+        apply("bad")
+    assert read_live() == live
+    assert active_profile() is None
+
+
+def test_bad_key_fails_before_any_change(folder: Path, live) -> None:
+    (folder / "typo.conf").write_text("[sysctl]\nvm.swappiness = 22\nvm.swapiness = 1\n")
+    with pytest.raises(HoneError, match=r"vm\.swapiness: cannot read.*nothing was changed"):
+        apply("typo")
+    assert read_live() == live
+    assert Journal.for_scope("profile").records() == []  # not even a journal was started
+    (folder / "limit.conf").write_text("[ulimit]\nroot.soft.nofiles = 10\n")
+    with pytest.raises(HoneError, match="unknown limit 'nofiles'"):
+        apply("limit")
+
+
+def test_missing_include_and_unknown_section(folder: Path) -> None:
+    (folder / "lost.conf").write_text("[main]\ninclude = include-nowhere\n")
+    with pytest.raises(HoneError, match="include 'include-nowhere': no profile named"):
+        ProfileLibrary().load("lost")
+    (folder / "odd.conf").write_text("[sysclt]\nvm.swappiness = 1\n")
+    with pytest.raises(HoneError, match=r"unknown section \[sysclt\]"):
+        ProfileLibrary().load("odd")
+    (folder / "loop.conf").write_text("[main]\ninclude = loop\n")
+    with pytest.raises(HoneError, match="includes itself"):
+        ProfileLibrary().load("loop")
+
+
+def test_ulimit_script_systemctl_and_grub_sections(
+    folder: Path, live, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripts = tmp_path / "scripts" / "swappiness"
+    scripts.mkdir(parents=True)
+    (scripts / "get.sh").write_text("cat /proc/sys/vm/swappiness\n")
+    (scripts / "set.sh").write_text('echo "$1" > /proc/sys/vm/swappiness\n')
+    monkeypatch.setenv("HONE_SCRIPT_PATH", str(tmp_path / "scripts"))
+    dropin = tmp_path / "grub.d" / "hone.cfg"
+    monkeypatch.setenv("HONE_GRUB_DROPIN", str(dropin))
+    limits_before = LIMITS.read_bytes()
+    (folder / "mixed.conf").write_text(
+        "[ulimit]\n{user}.soft.nofile = 54321\n"
+        "[script]\nswappiness = 31\nprefetch = off\n"
+        "[systemctl]\nhone-no-such-service = stop\n"
+        "[bootloader.grub2]\nhugepages = 10\n"
+        "[kernel_config]\nCONFIG_HZ = 100\n"
+    )
+    result = apply("mixed")
+    statuses = {(o.item.section, o.item.key): o.status for o in result.outcomes}
+    assert statuses == {
+        ("ulimit", "root.soft.nofile"): "set",
+        ("script", "swappiness"): "set",
+        ("script", "prefetch"): "skipped",  # A-Tune's helper script is not here
+        ("systemctl", "hone-no-such-service"): "unchanged",  # not running: already stopped
+        ("bootloader.grub2", "hugepages"): "staged",
+        ("kernel_config", "CONFIG_HZ"): result.outcomes[-1].status,
+    }
+    assert result.outcomes[-1].status in ("matches", "differs", "unknown")
+    assert result.placeholders["user"] == ("root", "default")
+    assert "root\tsoft\tnofile\t54321" in LIMITS.read_text()
+    assert SWAPPINESS.read_text().strip() == "31"
+    assert "hugepages=10" in dropin.read_text()
+    staged = [o for o in check() if o.item.section == "bootloader.grub2"]
+    assert staged[0].status == "staged"
+    rollback()
+    assert LIMITS.read_bytes() == limits_before
+    assert read_live() == live
+    assert not dropin.exists()
+
+
+def test_systemctl_start_without_systemd_is_refused_and_undone(folder: Path, live) -> None:
+    (folder / "svc.conf").write_text(
+        "[sysctl]\nvm.swappiness = 23\n[systemctl]\nhone-no-such-service = start\n"
+    )
+    with pytest.raises(HoneError, match=r"systemd is not running.*rolled back"):
+        apply("svc")
+    assert read_live() == live
+
+
+def test_kill_9_in_the_middle_then_rollback(folder: Path, live, hone_home: Path) -> None:
+    (folder / "slow.conf").write_text(
+        "[sysctl]\nvm.dirty_background_ratio = 9\nvm.swappiness = 25\n"
+        "[sysfs]\nkernel/mm/transparent_hugepage/defrag = never\n"
+    )
+    code = (  # every set takes a second, so the kill lands between the first and the second
+        "import time\nfrom hone.knobs.sysctl import SysctlActuator\n"
+        "original = SysctlActuator.set\n"
+        "def slow(self, value):\n    original(self, value)\n    time.sleep(1.0)\n"
+        "SysctlActuator.set = slow\n"
+        "from hone.profiles import apply\n"
+        "apply('slow')\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env={**os.environ, "HONE_HOME": str(hone_home)}
+    )
+    deadline = time.monotonic() + 20
+    while DIRTY.read_text().strip() != "9" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert DIRTY.read_text().strip() == "9"  # it had started changing things
+    assert Journal.for_scope("profile").unfinished() is not None
+    assert active_profile() == "slow"
+    restored = rollback()
+    assert restored == ["sysctl:vm.dirty_background_ratio = " + live[1].strip()]
+    assert read_live() == live
+    assert Journal.for_scope("profile").unfinished() is None
