@@ -183,3 +183,15 @@ def test_remote_cli_lists_and_shows_studies(server: Any, hone_cli: Any) -> None:
     assert result.returncode == 2 and "401" in result.stderr  # no token given
     result = hone_cli("remote", "--server", server.url + "/?token=x", "studies")
     assert result.returncode == 2 and "must not carry credentials" in result.stderr
+
+
+def test_machine_info_and_one_sample(server: Any) -> None:
+    info = server.get("/api/machine")
+    assert info["cores"] >= 1 and info["kernel"]
+    sample = server.get("/api/machine/sample?interval=0.3")
+    assert set(sample["gauges"]) == {"cpu", "memory", "disk", "network"}
+    assert 0 < sample["gauges"]["memory"] < 100
+    assert "CPU.STAT.util" in sample["metrics"]
+    assert sample["interval"] == pytest.approx(0.3, abs=0.15)
+    status, _ = server.request("GET", "/api/machine/sample?interval=0")
+    assert status == 422  # too short an interval is refused, not run

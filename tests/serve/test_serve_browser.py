@@ -5,6 +5,8 @@ under artifacts/serve/ for a person to look at."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -189,3 +191,28 @@ def test_laptop_and_large_monitor(context: Any, server: Any, width: int, height:
     assert chart > width * 0.5  # the chart uses the room it has
     shot(page, f"study-{width}x{height}")
     page.close()
+
+
+def test_machine_page_updates_live(page: Page, server: Any) -> None:
+    page.goto(server.url + "/#/machine")
+    page.wait_for_selector("body[data-ready=machine]", timeout=15_000)
+    live = page.locator(".live")
+    first = int(live.get_attribute("data-samples") or 0)
+    # A busy process shows up in the CPU gauge within a few samples.
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        page.wait_for_function(
+            "() => Number(document.getElementById('gauge-cpu').dataset.value) > 30",
+            timeout=15_000,
+        )
+    finally:
+        burner.kill()
+        burner.wait()
+    page.wait_for_function(
+        f"() => Number(document.querySelector('.live').dataset.samples) > {first + 1}"
+    )
+    later = int(live.get_attribute("data-samples") or 0)
+    assert (page.locator("#gauge-cpu .gauge-number").text_content() or "").endswith("%")
+    drawn = page.evaluate("() => window.honeCharts['machine-utilisation'].data[0].length")
+    assert drawn >= later > first + 1
+    shot(page, "machine")

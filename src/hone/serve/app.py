@@ -18,6 +18,7 @@ from hone.errors import HoneError
 from hone.serve import studies
 from hone.serve.auth import Access
 from hone.serve.config import ServeConfig
+from hone.serve.routers import available
 from hone.serve.runs import EventLog, RunManager
 from hone.storage import StudyStore
 
@@ -82,8 +83,10 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
         return JSONResponse({"detail": str(exc)}, status_code=400)
 
     app.include_router(studies.router)
-    for router in _optional_routers():
+    optional = available()
+    for router in optional:
         app.include_router(router)
+    app.state.capabilities = {"studies", *(str(r.tags[0]) for r in optional)}
 
     @app.get("/api/about", tags=["server"])
     def about() -> dict[str, Any]:
@@ -94,7 +97,6 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
             "capabilities": sorted(app.state.capabilities),
         }
 
-    app.state.capabilities = {"studies", *(r.tags[0] for r in _optional_routers() if r.tags)}
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/", include_in_schema=False)
@@ -102,10 +104,3 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
     return app
-
-
-def _optional_routers() -> list[Any]:
-    """Routers of capabilities whose library modules are installed."""
-    from hone.serve.routers import available
-
-    return available()

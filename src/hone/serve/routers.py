@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
+
+#: capability -> (library module it needs, router module here)
+OPTIONAL = {
+    "machine": ("hone.collect", "hone.serve.machine"),
+}
 
 
 def available() -> list[Any]:
-    routers: list[Any] = []
+    routers = []
+    for needed, module in OPTIONAL.values():
+        if importlib.util.find_spec(needed) is not None:
+            routers.append(importlib.import_module(module).router)
     return routers

@@ -1,0 +1,163 @@
+// The machine: gauges for CPU, memory, disk and network, live metric charts, the busiest
+// processes, and (when hone has them) the recognised workload and the active profile.
+import { follow, get } from "./api.js";
+import { charts, DASHES, PALETTE } from "./charts.js";
+import uPlot from "../vendor/uplot/uPlot.esm.js";
+import { DataTable } from "./table.js";
+import { clear, h, message, num, svg } from "./util.js";
+
+const KEEP = 300; // samples kept in the charts (5 minutes at one a second)
+const GAUGES = [
+  ["cpu", "CPU"],
+  ["memory", "Memory"],
+  ["disk", "Disk"],
+  ["network", "Network"],
+];
+const CHARTS = [
+  { name: "utilisation", title: "Utilisation (%)", series: GAUGES.map(([key, label]) => [label, (s) => s.gauges[key]]) },
+  {
+    name: "cpu",
+    title: "CPU time (%)",
+    series: [
+      ["user", (s) => s.metrics["CPU.STAT.usr"]],
+      ["system", (s) => s.metrics["CPU.STAT.sys"]],
+      ["iowait", (s) => s.metrics["CPU.STAT.iowait"]],
+      ["steal", (s) => s.metrics["CPU.STAT.steal"]],
+    ],
+  },
+  {
+    name: "pressure",
+    title: "Pressure stall (% of time some task waited)",
+    series: [
+      ["CPU", (s) => s.metrics["PSI.CPU.some"]],
+      ["memory", (s) => s.metrics["PSI.MEM.some"]],
+      ["IO", (s) => s.metrics["PSI.IO.some"]],
+    ],
+  },
+  {
+    name: "io",
+    title: "Disk and network throughput",
+    series: [
+      ["disk read MB/s", (s) => s.metrics["STORAGE.STAT.rMBs"]],
+      ["disk write MB/s", (s) => s.metrics["STORAGE.STAT.wMBs"]],
+      ["net rx MB/s", (s) => mb(s.metrics["NET.STAT.rxkBs"])],
+      ["net tx MB/s", (s) => mb(s.metrics["NET.STAT.txkBs"])],
+    ],
+  },
+];
+
+function mb(kb) {
+  return kb === undefined || kb === null ? null : kb / 1024;
+}
+
+export async function page(main, _arg, { onLeave }) {
+  clear(main);
+  main.append(h("h1", {}, "Machine"));
+  let info;
+  try {
+    info = await get("/api/machine");
+  } catch (error) {
+    message(main, `cannot read the machine: ${error.message}`, "error");
+    return;
+  }
+  const live = h("p", { class: "live", role: "status", "aria-live": "off" });
+  const gaugeBox = h("div", { class: "gauges", id: "gauges" });
+  const chartBoxes = CHARTS.map((c) => h("div", { class: "chart", id: `machine-${c.name}` }));
+  const procBox = h("div", { id: "processes" });
+  const extras = h("div", { class: "grid two", id: "machine-extras" });
+  main.append(
+    h("p", { class: "hint" }, `${info.hostname} · kernel ${info.kernel} · ${info.cores} cores · disk ${info.disk} · network ${info.network}` + (info.unavailable.length ? ` · not measurable here: ${info.unavailable.join(", ")}` : "")),
+    live,
+    h("section", { class: "card" }, h("h2", {}, "Now"), gaugeBox),
+    extras,
+    h("div", { class: "grid two" }, chartBoxes.map((box) => h("section", { class: "card" }, box))),
+    h("section", { class: "card" }, h("h2", {}, "Busiest processes"), procBox),
+  );
+  for (const [key, label] of GAUGES) gaugeBox.append(gauge(key, label));
+  const procs = new DataTable(procBox, [
+    { key: "pid", label: "pid", value: (p) => p.pid, numeric: true },
+    { key: "name", label: "name", value: (p) => p.name },
+    { key: "cpu", label: "CPU %", value: (p) => p.cpu, text: (p) => num(p.cpu, 3), numeric: true },
+    { key: "threads", label: "threads", value: (p) => p.threads, numeric: true },
+    { key: "state", label: "state", value: (p) => p.state },
+    { key: "busiest", label: "busiest threads", value: (p) => (p.busiest_threads || []).map((t) => `${t.name} ${num(t.cpu, 3)} %`).join(", ") },
+  ]);
+  for (const extra of machineExtras) extra(extras, onLeave);
+
+  const samples = [];
+  const plots = CHARTS.map((c, i) => makeChart(c, chartBoxes[i]));
+  const stop = follow("/api/machine/stream?interval=1", (kind, sample) => {
+    if (kind !== "sample") return;
+    samples.push(sample);
+    if (samples.length > KEEP) samples.shift();
+    for (const [key] of GAUGES) setGauge(key, sample.gauges[key]);
+    const x = samples.map((s) => s.time);
+    CHARTS.forEach((c, i) => plots[i].setData([x, ...c.series.map(([, get]) => samples.map((s) => get(s) ?? null))]));
+    procs.setRows(sample.processes);
+    live.textContent = `sampled ${new Date(sample.time * 1000).toLocaleTimeString()} · ${samples.length} samples`;
+    live.dataset.samples = String(samples.length);
+    document.body.dataset.ready = "machine";
+  });
+  onLeave(stop);
+}
+
+// Other modules (analysis, profiles) add cards to the machine page through this list.
+export const machineExtras = [];
+
+function makeChart(config, el) {
+  const series = [{ label: "time" }];
+  config.series.forEach(([label], i) => {
+    series.push({ label, stroke: PALETTE[i % PALETTE.length], dash: DASHES[i % DASHES.length], width: 2, points: { show: false } });
+  });
+  const plot = new uPlot(
+    {
+      title: config.title,
+      width: Math.max(320, Math.floor(el.getBoundingClientRect().width || 500)),
+      height: 220,
+      series,
+      axes: [{}, { size: 50 }],
+    },
+    [[], ...config.series.map(() => [])],
+    el,
+  );
+  charts[`machine-${config.name}`] = plot;
+  return plot;
+}
+
+function gauge(key, label) {
+  // A half circle from 0 to 100 %; the number is written inside, so no colour is needed.
+  const radius = 60;
+  const arc = (fraction) => {
+    const angle = Math.PI * (1 - fraction);
+    const x = 70 + radius * Math.cos(angle);
+    const y = 75 - radius * Math.sin(angle);
+    return `M 10 75 A ${radius} ${radius} 0 0 1 ${x.toFixed(2)} ${y.toFixed(2)}`;
+  };
+  const drawing = svg(
+    "svg",
+    { viewBox: "0 0 140 100", class: "gauge", role: "img", "aria-label": `${label} utilisation`, id: `gauge-${key}` },
+    svg("path", { d: arc(0.9999), class: "gauge-track" }),
+    svg("path", { d: arc(0), class: "gauge-value" }),
+    svg("text", { x: 70, y: 70, "text-anchor": "middle", class: "gauge-number" }, "–"),
+    svg("text", { x: 70, y: 95, "text-anchor": "middle", class: "gauge-label" }, label),
+  );
+  drawing.arc = arc;
+  return h("figure", { class: "gauge-box" }, drawing);
+}
+
+function setGauge(key, value) {
+  const drawing = document.getElementById(`gauge-${key}`);
+  if (!drawing) return;
+  const number = drawing.querySelector(".gauge-number");
+  const path = drawing.querySelector(".gauge-value");
+  if (value === null || value === undefined) {
+    number.textContent = "n/a";
+    path.setAttribute("d", drawing.arc(0));
+    drawing.dataset.value = "";
+    return;
+  }
+  const fraction = Math.min(1, Math.max(0, value / 100));
+  path.setAttribute("d", drawing.arc(Math.max(fraction, 0.0001)));
+  number.textContent = `${value.toFixed(value < 10 ? 1 : 0)} %`;
+  drawing.dataset.value = String(value);
+}
