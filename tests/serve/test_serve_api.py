@@ -9,6 +9,7 @@ import signal
 import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,3 +196,44 @@ def test_machine_info_and_one_sample(server: Any) -> None:
     assert sample["interval"] == pytest.approx(0.3, abs=0.15)
     status, _ = server.request("GET", "/api/machine/sample?interval=0")
     assert status == 422  # too short an interval is refused, not run
+
+
+SWAPPINESS = Path("/proc/sys/vm/swappiness")
+
+
+@pytest.fixture
+def swappiness_kept() -> Any:
+    original = SWAPPINESS.read_text()
+    yield int(original)
+    SWAPPINESS.write_text(original)
+
+
+def test_profiles_list_info_apply_check_and_rollback(server: Any, swappiness_kept: int) -> None:
+    other = 13 if swappiness_kept != 13 else 17
+    own = server.home / "profiles" / "serve-test.conf"
+    own.parent.mkdir(parents=True, exist_ok=True)
+    own.write_text(f"[main]\ninclude =\n[sysctl]\nvm.swappiness = {other}\n")
+    try:
+        names = {p["name"] for p in server.get("/api/profiles")}
+        assert "serve-test" in names and "hone-web" in names
+        info = server.get("/api/profiles/serve-test")
+        item = {"section": "sysctl", "key": "vm.swappiness", "value": str(other)}
+        assert info["items"] == [{**item, "source": "serve-test"}]
+        status, _ = server.request("GET", "/api/profiles/..%2F..%2Fserve%2Ftoken")
+        assert status == 404
+
+        status, body = server.request("POST", "/api/profiles/serve-test/apply", token=None)
+        assert status == 401 and int(SWAPPINESS.read_text()) == swappiness_kept
+        status, body = server.request("POST", "/api/profiles/serve-test/apply")
+        assert status == 200 and body["changed"] == 1, body
+        assert int(SWAPPINESS.read_text()) == other
+        active = server.get("/api/profiles/active")
+        assert active["name"] == "serve-test"
+        assert [i["status"] for i in active["items"]] == ["matches"]
+
+        status, body = server.request("POST", "/api/profiles/rollback")
+        assert status == 200 and body["profile"] == "serve-test", body
+        assert int(SWAPPINESS.read_text()) == swappiness_kept
+        assert server.get("/api/profiles/active")["name"] is None
+    finally:
+        own.unlink()

@@ -8,6 +8,7 @@ from typing import Any
 #: capability -> (library module it needs, router module here)
 OPTIONAL = {
     "machine": ("hone.collect", "hone.serve.machine"),
+    "profiles": ("hone.profiles", "hone.serve.profiles"),
 }
 
 

@@ -1,6 +1,6 @@
 // The machine: gauges for CPU, memory, disk and network, live metric charts, the busiest
 // processes, and (when hone has them) the recognised workload and the active profile.
-import { follow, get } from "./api.js";
+import { follow, get, post } from "./api.js";
 import { charts, DASHES, PALETTE } from "./charts.js";
 import uPlot from "../vendor/uplot/uPlot.esm.js";
 import { DataTable } from "./table.js";
@@ -101,8 +101,60 @@ export async function page(main, _arg, { onLeave }) {
   onLeave(stop);
 }
 
-// Other modules (analysis, profiles) add cards to the machine page through this list.
-export const machineExtras = [];
+// Cards beside the gauges: the active profile (and, when hone has it, the analysis).
+export const machineExtras = [profileCard];
+
+const STATUS = { matches: "✔ matches", differs: "✖ differs", set: "✔ set", staged: "… staged", unchanged: "= unchanged", skipped: "– skipped", advice: "ℹ advice", unknown: "? unknown" };
+
+function profileCard(container) {
+  const card = h("section", { class: "card", id: "profile" }, h("h2", {}, "Profile"));
+  container.append(card);
+  const body = h("div");
+  const out = h("p", { class: "hint", role: "status" });
+  card.append(body, out);
+  const items = h("div");
+  const table = new DataTable(items, [
+    { key: "section", label: "section", value: (i) => i.section },
+    { key: "key", label: "item", value: (i) => i.key },
+    { key: "value", label: "value", value: (i) => i.value },
+    { key: "status", label: "live system", value: (i) => STATUS[i.status] || i.status },
+    { key: "detail", label: "detail", value: (i) => i.detail || "" },
+  ]);
+  async function load() {
+    let active;
+    let all;
+    try {
+      [active, all] = await Promise.all([get("/api/profiles/active"), get("/api/profiles")]);
+    } catch (error) {
+      body.replaceChildren(h("p", { class: "hint" }, `profiles unavailable: ${error.message}`));
+      return;
+    }
+    const select = h("select", { "aria-label": "profile to apply" }, all.map((p) => h("option", { value: p.name }, p.name + (p.active ? " (active)" : ""))));
+    const act = (label, run) => h("button", { type: "button", onclick: async () => {
+      try {
+        out.textContent = `${label}: ${await run()}`;
+      } catch (error) {
+        out.textContent = `${label}: ${error.detail || error.message}`;
+      }
+      load();
+    } }, label);
+    body.replaceChildren(...[
+      h("p", {}, "active: ", h("strong", { id: "active-profile" }, active.name || "none")),
+      active.error ? h("p", { class: "message error" }, active.error) : null,
+      h("div", { class: "controls" },
+        select,
+        act("Apply", async () => {
+          const result = await post(`/api/profiles/${encodeURIComponent(select.value)}/apply`);
+          return `${result.profile} applied, ${result.changed} item(s) changed`;
+        }),
+        active.name ? act("Roll back", async () => `${(await post("/api/profiles/rollback")).restored.length} value(s) put back`) : null,
+      ),
+      items,
+    ].filter(Boolean));
+    table.setRows(active.items);
+  }
+  load();
+}
 
 function makeChart(config, el) {
   const series = [{ label: "time" }];
