@@ -160,7 +160,7 @@ def test_schema_driven_fuzz_finds_no_server_error(
                 "--exclude-path-regex",
                 "/events$",  # an endless event stream
                 "--max-examples",
-                "25",
+                "10",
                 "--request-timeout",
                 "20",
                 "--workers",
@@ -168,7 +168,7 @@ def test_schema_driven_fuzz_finds_no_server_error(
             ],
             capture_output=True,
             text=True,
-            timeout=150,
+            timeout=420,  # a loaded 2-core machine is slow; a hang still ends the test
             cwd=ROOT,
         )
     finally:
