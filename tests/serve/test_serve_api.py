@@ -165,7 +165,7 @@ def test_stop_resume_and_restore_a_running_study(server: Any) -> None:
     row = next(r for r in server.get("/api/studies") if r["name"] == name)
     assert row["state"] == "running" and row["alive"] is False  # stale: its process is gone
     status, body = server.request("POST", f"/api/studies/{q(name)}/stop")
-    assert status == 409  # nothing left to stop
+    assert status == 409 and "not running under this server" in body["detail"]
     status, body = server.request("POST", "/api/projects/slow/restore")
     assert status == 200 and body["ok"], body
     assert {r["name"] for r in body["restored"]} == {"x", "mode"}

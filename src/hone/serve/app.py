@@ -61,6 +61,7 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
     app.state.events = events
     app.state.runs = manager
     app.state.poll_interval = poll_interval
+    app.state.importance = {}  # (storage, study, trials fingerprint) -> shares
 
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts())
     if config.origins:

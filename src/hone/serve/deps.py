@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import HTTPException, Request
 
-from hone.errors import HoneError
 from hone.serve.auth import Access
+from hone.serve.summary import find
 from hone.storage import StudyRecord, StudyStore
 
 
@@ -25,7 +25,7 @@ def store(request: Request) -> StudyStore:
 
 def find_study(store: StudyStore, name: str) -> StudyRecord:
     """The study with exactly this name (`project#n`), or the newest of a project."""
-    try:
-        return store.find(name)
-    except HoneError:
-        raise HTTPException(404, f"no study named {name!r}") from None
+    study = find(store, name)
+    if study is None:
+        raise HTTPException(404, f"no study named {name!r}")
+    return study

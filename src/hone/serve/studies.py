@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any, Literal
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from optuna.storages._rdb import models
 from pydantic import BaseModel, Field
 
@@ -22,7 +19,7 @@ from hone.journal import Journal
 from hone.optimizers import optimizer_names
 from hone.serve.deps import find_study, read_access, store, write_access
 from hone.serve.runs import RunManager
-from hone.serve.summary import best_of, detail, summaries, trial_dict
+from hone.serve.summary import best_of, detail, read_trials, summaries, trial_dict
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING
 from hone.tune.views import knob_importance
@@ -55,27 +52,33 @@ def list_studies(db: StudyStore = Store) -> list[dict[str, Any]]:
 @router.get("/studies/{name}", dependencies=[Depends(read_access)])
 def get_study(name: str, db: StudyStore = Store) -> dict[str, Any]:
     study = find_study(db, name)
-    return detail(db, study, db.trials(study))
+    return detail(db, study)
 
 
 @router.get("/studies/{name}/trials", dependencies=[Depends(read_access)])
-def get_trials(name: str, db: StudyStore = Store) -> list[dict[str, Any]]:
+def get_trials(name: str, db: StudyStore = Store) -> JSONResponse:
+    """Every trial in order: phase, configuration, state, score, metrics, failure reason."""
     study = find_study(db, name)
-    return [trial_dict(t) for t in db.trials(study)]
+    return JSONResponse([trial_dict(t) for t in read_trials(db, study)])
 
 
 @router.get("/studies/{name}/best", dependencies=[Depends(read_access)])
 def get_best(name: str, db: StudyStore = Store) -> dict[str, Any]:
     study = find_study(db, name)
-    return best_of(study, db.trials(study))
+    return best_of(study, read_trials(db, study))
 
 
 @router.get("/studies/{name}/importance", dependencies=[Depends(read_access)])
-def get_importance(name: str, db: StudyStore = Store) -> list[dict[str, Any]]:
+def get_importance(name: str, request: Request, db: StudyStore = Store) -> list[dict[str, Any]]:
     """Each knob's share of what explains the scores (empty with fewer than 4 finished trials)."""
     study = find_study(db, name)
-    shares = knob_importance(study.attrs, db.trials(study))
-    return [{"knob": knob, "share": share} for knob, share in shares]
+    key = (db.url, study.study_id, _fingerprint(db, study.study_id))
+    cache = request.app.state.importance
+    if key not in cache:
+        if len(cache) > 100:
+            cache.clear()
+        cache[key] = knob_importance(study.attrs, read_trials(db, study))
+    return [{"knob": knob, "share": share} for knob, share in cache[key]]
 
 
 @router.get("/projects", dependencies=[Depends(read_access)])
@@ -129,29 +132,17 @@ def _launch(request: Request, project: str, resume: bool, **options: Any) -> dic
 
 @router.post("/studies/{name}/stop", dependencies=[Depends(write_access)])
 def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
-    """Stop a running study as Ctrl-C stops `hone tune`: knobs back, study interrupted."""
+    """Stop a run this server started, as Ctrl-C stops `hone tune`: knobs back, study
+    interrupted. A run started elsewhere is left alone (a recorded pid may since belong to
+    another process)."""
     study = find_study(db, name)
     manager = runs(request)
     run = manager.active(study.project)
-    if run is not None:
-        manager.stop(study.project)
-        return {"stopped": study.name, "pid": run.process.pid, "returncode": run.process.poll()}
-    pid = study.attrs.get("pid")
-    if study.state != RUNNING or not isinstance(pid, int) or not _is_hone(pid):
-        raise HTTPException(409, f"study {study.name} is not running here")
-    os.kill(pid, signal.SIGINT)
-    return {"stopped": study.name, "pid": pid, "returncode": None}
-
-
-def _is_hone(pid: int) -> bool:
-    """A live process of this user that runs hone (a stale pid may now be anything else)."""
-    try:
-        proc = Path(f"/proc/{pid}")
-        if proc.stat().st_uid != os.geteuid():
-            return False
-        return b"hone" in (proc / "cmdline").read_bytes()
-    except OSError:
-        return False
+    if run is None:
+        where = f" (pid {study.attrs.get('pid')} elsewhere)" if study.state == RUNNING else ""
+        raise HTTPException(409, f"study {study.name} is not running under this server{where}")
+    manager.stop(study.project)
+    return {"stopped": study.name, "pid": run.process.pid, "returncode": run.process.poll()}
 
 
 @router.post("/projects/{project}/restore", dependencies=[Depends(write_access)])
@@ -195,7 +186,7 @@ async def study_events(name: str, request: Request, db: StudyStore = Store) -> S
             current = await asyncio.to_thread(_fingerprint, db, study.study_id)
             if current != fingerprint:
                 fingerprint = current
-                for trial in await asyncio.to_thread(db.trials, study):
+                for trial in await asyncio.to_thread(read_trials, db, study):
                     if seen.get(trial.number) != trial.state:
                         seen[trial.number] = trial.state
                         yield _sse("trial", trial_dict(trial))

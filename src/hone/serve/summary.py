@@ -7,7 +7,7 @@ import json
 import math
 import os
 from collections import defaultdict
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -54,43 +54,66 @@ def gain_of(attrs: dict[str, Any], score: float | None) -> float | None:
 
 def summaries(store: StudyStore) -> list[dict[str, Any]]:
     """One row per study: state, trials, failures, best search score, gains."""
-    engine = store.storage.engine
     attrs: dict[int, dict[str, Any]] = defaultdict(dict)
-    names: dict[int, str] = {}
-    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    best: dict[int, float] = {}
     s, ua = models.StudyModel.__table__, models.StudyUserAttributeModel.__table__
-    t, v = models.TrialModel.__table__, models.TrialValueModel.__table__
-    ta = models.TrialUserAttributeModel.__table__
-    phase = ta.alias("phase")
-    with engine.connect() as conn:
-        for study_id, name in conn.execute(sa.select(s.c.study_id, s.c.study_name)):
-            names[study_id] = name
+    with store.storage.engine.connect() as conn:
+        names = dict(conn.execute(sa.select(s.c.study_id, s.c.study_name)).all())
         for study_id, key, value in conn.execute(
             sa.select(ua.c.study_id, ua.c.key, ua.c.value_json).where(
                 ua.c.key.in_([*PUBLIC_ATTRS, "pid"])
             )
         ):
             attrs[study_id][key] = json.loads(value)
-        query = (
-            sa.select(
-                t.c.study_id, t.c.state, phase.c.value_json, sa.func.count(), sa.func.max(v.c.value)
-            )
-            .select_from(t)
-            .outerjoin(v, v.c.trial_id == t.c.trial_id)
-            .outerjoin(phase, sa.and_(phase.c.trial_id == t.c.trial_id, phase.c.key == "phase"))
-            .group_by(t.c.study_id, t.c.state, phase.c.value_json)
-        )
-        for study_id, state, phase_json, count, top in conn.execute(query):
-            state_name = getattr(state, "name", str(state)).lower()
-            counts[study_id][state_name] += count
-            in_search = phase_json is None or json.loads(phase_json) == "search"
-            if in_search and state_name == "complete" and top is not None:
-                best[study_id] = max(top, best.get(study_id, -math.inf))
+        counts, best = _trial_counts(conn)
     return [
         summary_row(name, study_id, attrs[study_id], counts[study_id], best.get(study_id))
         for study_id, name in sorted(names.items())
     ]
+
+
+def _trial_counts(
+    conn: sa.Connection, study_id: int | None = None
+) -> tuple[dict[int, dict[str, int]], dict[int, float]]:
+    """Trials by state, and the best search score, of every study (or one), in one query."""
+    t, v = models.TrialModel.__table__, models.TrialValueModel.__table__
+    phase = models.TrialUserAttributeModel.__table__.alias("phase")
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    best: dict[int, float] = {}
+    query = (
+        sa.select(
+            t.c.study_id, t.c.state, phase.c.value_json, sa.func.count(), sa.func.max(v.c.value)
+        )
+        .select_from(t)
+        .outerjoin(v, v.c.trial_id == t.c.trial_id)
+        .outerjoin(phase, sa.and_(phase.c.trial_id == t.c.trial_id, phase.c.key == "phase"))
+        .group_by(t.c.study_id, t.c.state, phase.c.value_json)
+    )
+    if study_id is not None:
+        query = query.where(t.c.study_id == study_id)
+    for sid, state, phase_json, count, top in conn.execute(query):
+        state_name = getattr(state, "name", str(state)).lower()
+        counts[sid][state_name] += count
+        in_search = phase_json is None or json.loads(phase_json) == "search"
+        if in_search and state_name == "complete" and top is not None:
+            best[sid] = max(top, best.get(sid, -math.inf))
+    return counts, best
+
+
+def _baseline_scores(conn: sa.Connection, study_id: int) -> list[float]:
+    t, v = models.TrialModel.__table__, models.TrialValueModel.__table__
+    phase = models.TrialUserAttributeModel.__table__
+    query = (
+        sa.select(v.c.value)
+        .join(t, t.c.trial_id == v.c.trial_id)
+        .join(phase, phase.c.trial_id == t.c.trial_id)
+        .where(
+            t.c.study_id == study_id,
+            phase.c.key == "phase",
+            phase.c.value_json == json.dumps("baseline"),
+            v.c.value.is_not(None),
+        )
+    )
+    return [float(value) for (value,) in conn.execute(query)]
 
 
 def summary_row(
@@ -140,23 +163,104 @@ def _finite(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
+def find(store: StudyStore, name: str) -> StudyRecord | None:
+    """A study by its full name, or the newest study of a project (as `StudyStore.find`),
+    reading only that study's attributes."""
+    s, ua = models.StudyModel.__table__, models.StudyUserAttributeModel.__table__
+    with store.storage.engine.connect() as conn:
+        study_id = conn.execute(sa.select(s.c.study_id).where(s.c.study_name == name)).scalar()
+        if study_id is None:
+            study_id = conn.execute(
+                sa.select(sa.func.max(ua.c.study_id)).where(
+                    ua.c.key == "project", ua.c.value_json == json.dumps(name)
+                )
+            ).scalar()
+        if study_id is None:
+            return None
+        full_name = conn.execute(
+            sa.select(s.c.study_name).where(s.c.study_id == study_id)
+        ).scalar_one()
+        attrs = {
+            key: json.loads(value)
+            for key, value in conn.execute(
+                sa.select(ua.c.key, ua.c.value_json).where(ua.c.study_id == study_id)
+            )
+        }
+    return StudyRecord(full_name, study_id, attrs)
+
+
+def read_trials(store: StudyStore, study: StudyRecord) -> list[TrialRecord]:
+    """The study's trials as `StudyStore.trials` gives them, in two SQL queries: Optuna's
+    `get_all_trials` builds a full object per trial and takes most of a second at 1,000."""
+    t, v = models.TrialModel.__table__, models.TrialValueModel.__table__
+    ta = models.TrialUserAttributeModel.__table__
+    attrs: dict[int, dict[str, Any]] = defaultdict(dict)
+    with store.storage.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(
+                t.c.trial_id, t.c.number, t.c.state, t.c.datetime_start, v.c.value, v.c.value_type
+            )
+            .select_from(t)
+            .outerjoin(v, sa.and_(v.c.trial_id == t.c.trial_id, v.c.objective == 0))
+            .where(t.c.study_id == study.study_id)
+            .order_by(t.c.number)
+        ).all()
+        for trial_id, key, value in conn.execute(
+            sa.select(ta.c.trial_id, ta.c.key, ta.c.value_json)
+            .join(t, t.c.trial_id == ta.c.trial_id)
+            .where(t.c.study_id == study.study_id)
+        ):
+            attrs[trial_id][key] = json.loads(value)
+    if any("config" not in attrs[row.trial_id] for row in rows):
+        return store.trials(study)  # not written by hone: Optuna's parameters are the config
+    records = []
+    for row in rows:
+        a = attrs[row.trial_id]
+        records.append(
+            TrialRecord(
+                number=row.number,
+                phase=a.get("phase", "search"),
+                config=dict(a["config"]),
+                state=getattr(row.state, "name", str(row.state)).lower(),
+                score=_stored_value(row.value, row.value_type),
+                metrics=dict(a.get("metrics", {})),
+                error=a.get("error"),
+                seconds=a.get("seconds"),
+                benchmark_seconds=a.get("benchmark_seconds"),
+                apply_seconds=a.get("apply_seconds"),
+                round=a.get("round"),
+                started=row.datetime_start.timestamp() if row.datetime_start else None,
+            )
+        )
+    return records
+
+
+def _stored_value(value: float | None, kind: Any) -> float | None:
+    name = getattr(kind, "name", str(kind or ""))
+    if name.endswith("INF_POS"):
+        return math.inf
+    if name.endswith("INF_NEG"):
+        return -math.inf
+    return value
+
+
 def trial_dict(trial: TrialRecord) -> dict[str, Any]:
-    data = asdict(trial)
+    data = {f.name: getattr(trial, f.name) for f in fields(trial)}
     data["metrics"] = {k: _finite(x) for k, x in trial.metrics.items()}
     data["score"] = _finite(trial.score)
     return data
 
 
-def detail(store: StudyStore, study: StudyRecord, trials: list[TrialRecord]) -> dict[str, Any]:
+def detail(store: StudyStore, study: StudyRecord) -> dict[str, Any]:
     """A study's attributes, summary and baseline band (mean ± 2 standard deviations of the
-    baseline runs: the noise a trial must beat)."""
+    baseline runs: the noise a trial must beat), from aggregate queries only."""
     attrs = study.attrs
-    counts: dict[str, int] = defaultdict(int)
-    for trial in trials:
-        counts[trial.state] += 1
-    scores = [t.score for t in trials if t.phase == "search" and t.score is not None]
-    row = summary_row(study.name, study.study_id, attrs, counts, max(scores, default=None))
-    base = [t.score for t in trials if t.phase == "baseline" and t.score is not None]
+    with store.storage.engine.connect() as conn:
+        counts, best = _trial_counts(conn, study.study_id)
+        base = _baseline_scores(conn, study.study_id)
+    row = summary_row(
+        study.name, study.study_id, attrs, counts[study.study_id], best.get(study.study_id)
+    )
     band = None
     if base:
         mean = float(np.mean(base))

@@ -64,6 +64,11 @@ async function start() {
   const dialog = tokenDialog();
   document.getElementById("token-button").addEventListener("click", () => dialog.showModal());
   updateTokenButton();
+  window.addEventListener("hashchange", route);
+  // The built-in pages do not wait for the optional modules to load.
+  const first = decodeURIComponent(location.hash.replace(/^#\/?/, "")).split("/")[0];
+  const builtIn = ["", "studies", "study", "compare"].includes(first);
+  const routed = builtIn ? route() : null;
   try {
     about = await get("/api/about");
   } catch (_) {
@@ -83,8 +88,7 @@ async function start() {
     }
   }
   if (!about.reads_open && !token()) dialog.showModal();
-  window.addEventListener("hashchange", route);
-  await route();
+  await (routed || route());
 }
 
 start();

@@ -16,6 +16,7 @@ export async function studyPage(main, name, { onLeave }) {
     message(main, `cannot load study ${name}: ${error.message}`, "error");
     return;
   }
+  performance.mark("hone-study-data");
   const header = h("header", { class: "study-head" });
   const live = h("p", { class: "live", role: "status", "aria-live": "polite" });
   const best = h("section", { class: "best card", "aria-label": "best configuration" });
