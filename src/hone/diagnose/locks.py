@@ -1,0 +1,236 @@
+"""Lock waits: user-space futex waits and kernel lock contention, per lock.
+
+User space: sys_enter_futex/sys_exit_futex of the process (task-context tracepoints, so a
+per-process recording sees them); a wait lasts from enter to exit of a waiting futex op, and is
+charged to the futex word's address, named by the ELF symbol it falls in (a global mutex such as
+`counter_lock`) through /proc/PID/maps and `nm`. glibc's contended mutex waits with FUTEX_WAIT and
+val 2; condition variables (and idle workers, JVM parking) wait with FUTEX_WAIT_BITSET, so those are
+reported apart as "condition waits" rather than contention. Kernel: lock:contention_begin/end
+(what `perf lock contention` reads), charged to the first caller outside the locking code."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from bisect import bisect_right
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hone.diagnose.offcpu import frame_name, parse_events
+
+FUTEX_ENTER = re.compile(r"uaddr: (0x[0-9a-f]+), op: (0x[0-9a-f]+), val: (0x[0-9a-f]+)")
+CONTENTION = re.compile(r"(0x[0-9a-f]+) \(flags=([^)]*)\)")
+FUTEX_CMD = {0: "wait", 9: "wait_bitset", 6: "lock_pi", 13: "lock_pi2", 11: "wait_requeue_pi"}
+MUTEX_FRAMES = ("lll_lock_wait", "pthread_mutex", "ObjectMonitor::enter", "__lll_lock")
+CONDITION_FRAMES = ("pthread_cond", "Parker::park", "ObjectMonitor::wait", "sem_wait", "park")
+KERNEL_LOCK_FRAMES = ("lock", "queued_spin", "contention", "__schedule", "schedule", "osq_")
+
+
+@dataclass
+class LockWait:
+    """Time threads spent waiting on one lock during the window."""
+
+    lock: str  # symbol name, else the address
+    address: str
+    kind: str  # mutex, condition, kernel:<flags>
+    wait_ms: float = 0.0
+    count: int = 0
+    max_ms: float = 0.0
+    waiters: list[str] = field(default_factory=list)  # thread names
+    site: str = ""  # the caller: first frame outside the locking code
+    stack: str = ""  # folded stack of the longest wait
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Locks:
+    window_s: float = 0.0
+    user: list[LockWait] = field(default_factory=list)
+    kernel: list[LockWait] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def contended(self) -> list[LockWait]:
+        """Real contention (mutexes, kernel locks), longest wait first; condition waits excluded."""
+        found = [w for w in self.user if w.kind == "mutex"] + self.kernel
+        return sorted(found, key=lambda w: -w.wait_ms)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Locks:
+        return cls(
+            window_s=data.get("window_s", 0.0),
+            user=[LockWait(**w) for w in data.get("user", [])],
+            kernel=[LockWait(**w) for w in data.get("kernel", [])],
+            notes=list(data.get("notes", [])),
+        )
+
+
+class Symbolizer:
+    """Data addresses of a live process to ELF symbols (globals such as a mutex)."""
+
+    def __init__(self, pid: int) -> None:
+        self.maps: list[tuple[int, int, str]] = []  # start, end, path ('' for anonymous)
+        self.bases: dict[str, int] = {}
+        self.symbols: dict[str, tuple[list[int], list[tuple[int, str]]]] = {}
+        try:
+            text = Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            return
+        for line in text.splitlines():
+            parts = line.split(maxsplit=5)
+            start, end = (int(x, 16) for x in parts[0].split("-"))
+            path = parts[5] if len(parts) > 5 and parts[5].startswith("/") else ""
+            self.maps.append((start, end, path))
+            if path and path not in self.bases:
+                self.bases[path] = start - int(parts[2], 16)
+
+    def name(self, address: int) -> str | None:
+        path = ""
+        for start, end, mapped in self.maps:
+            if start > address:
+                break
+            path = mapped or path  # .bss past the file mapping belongs to the file before it
+            if address < end:
+                break
+        if not path:
+            return None
+        vaddr = address - self.bases[path] if _is_shared_object(path) else address
+        starts, entries = self._symbols(path)
+        i = bisect_right(starts, vaddr) - 1
+        if i < 0:
+            return None
+        value, label = entries[i]
+        size_end = int(label.split("\0")[1])
+        if vaddr >= size_end:
+            return None
+        name = label.split("\0")[0]
+        return name if vaddr == value else f"{name}+{vaddr - value:#x}"
+
+    def _symbols(self, path: str) -> tuple[list[int], list[tuple[int, str]]]:
+        if path not in self.symbols:
+            entries: list[tuple[int, str]] = []
+            for flag in ([], ["-D"]):
+                done = subprocess.run(
+                    ["nm", "--defined-only", "-S", *flag, path],
+                    capture_output=True, text=True, timeout=30, check=False,
+                )  # fmt: skip
+                for line in done.stdout.splitlines():
+                    parts = line.split()
+                    if len(parts) == 4 and parts[2].lower() in "bdgsrv":
+                        value, size = int(parts[0], 16), int(parts[1], 16)
+                        entries.append((value, f"{parts[3]}\0{value + size}"))
+                if entries:
+                    break
+            entries.sort()
+            self.symbols[path] = ([v for v, _ in entries], entries)
+        return self.symbols[path]
+
+
+def _is_shared_object(path: str) -> bool:
+    """ET_DYN (PIE executables, libraries): symbols are relative to the load address."""
+    try:
+        with open(path, "rb") as elf:
+            header = elf.read(18)
+    except OSError:
+        return True
+    return header[:4] == b"\x7fELF" and header[16] == 3
+
+
+def _site(stack: list[tuple[str, str]], skip: tuple[str, ...]) -> str:
+    """The first frame (leaf first) that is not locking code."""
+    for function, module in stack:
+        if not any(s in function for s in skip) and "futex" not in function:
+            return f"{frame_name(function, module)} ({module})"
+    return ""
+
+
+def _kind(op: int, val: int, stack: list[tuple[str, str]]) -> str:
+    functions = " ".join(f for f, _ in stack)
+    if any(s in functions for s in MUTEX_FRAMES):
+        return "mutex"
+    if any(s in functions for s in CONDITION_FRAMES):
+        return "condition"
+    cmd = op & 0x7F
+    if cmd in (6, 13) or (cmd == 0 and val == 2):
+        return "mutex"
+    return "condition"
+
+
+def analyse(text: str, symbolizer: Symbolizer | None = None) -> Locks:
+    """Futex waits and kernel lock contention from `perf script` of a per-process recording."""
+    open_waits: dict[int, tuple[float, str, str, list[tuple[str, str]], str]] = {}
+    open_kernel: dict[int, tuple[float, str, str, list[tuple[str, str]], str]] = {}
+    user: dict[str, LockWait] = {}
+    kernel: dict[str, LockWait] = {}
+    first = last = None
+    for event in parse_events(text):
+        first = event.time if first is None else first
+        last = event.time
+        if event.event == "syscalls:sys_enter_futex":
+            match = FUTEX_ENTER.search(event.trace)
+            if not match:
+                continue
+            op, val = int(match[2], 16), int(match[3], 16)
+            if op & 0x7F not in FUTEX_CMD:
+                continue
+            kind = _kind(op, val, event.stack)
+            open_waits[event.tid] = (event.time, match[1], kind, event.stack, event.comm)
+        elif event.event == "syscalls:sys_exit_futex" and event.tid in open_waits:
+            since, address, kind, stack, comm = open_waits.pop(event.tid)
+            name = symbolizer.name(int(address, 16)) if symbolizer else None
+            wait = user.setdefault(address, LockWait(name or address, address, kind))
+            _add(wait, (event.time - since) * 1000, comm, stack, MUTEX_FRAMES + CONDITION_FRAMES)
+        elif event.event == "lock:contention_begin":
+            match = CONTENTION.search(event.trace)
+            if match:
+                flags = match[2].lower().replace("|", "+")
+                open_kernel[event.tid] = (event.time, match[1], flags, event.stack, event.comm)
+        elif event.event == "lock:contention_end" and event.tid in open_kernel:
+            since, address, flags, stack, comm = open_kernel.pop(event.tid)
+            site = _site(stack, KERNEL_LOCK_FRAMES)
+            key = f"{flags}@{site or address}"
+            wait = kernel.setdefault(
+                key,
+                LockWait(
+                    f"{flags} lock in {site.split(' (')[0] or address}", address, f"kernel:{flags}"
+                ),
+            )
+            _add(wait, (event.time - since) * 1000, comm, stack, KERNEL_LOCK_FRAMES)
+    locks = Locks(
+        window_s=round(last - first, 6) if first is not None and last is not None else 0.0,
+        user=sorted(user.values(), key=lambda w: -w.wait_ms),
+        kernel=sorted(kernel.values(), key=lambda w: -w.wait_ms),
+    )
+    if open_waits:
+        locks.notes.append(
+            f"{len(open_waits)} thread(s) were still waiting on a futex when recording ended "
+            "(not counted: idle workers usually)"
+        )
+    return locks
+
+
+def _add(
+    wait: LockWait, ms: float, comm: str, stack: list[tuple[str, str]], skip: tuple[str, ...]
+) -> None:
+    wait.count += 1
+    wait.wait_ms = round(wait.wait_ms + ms, 3)
+    if comm not in wait.waiters:
+        wait.waiters.append(comm)
+    if ms >= wait.max_ms:
+        wait.max_ms = round(ms, 3)
+        wait.stack = ";".join(frame_name(f, m) for f, m in reversed(stack))
+        wait.site = _site(stack, skip) or wait.site
+
+
+def record_argv(pid: int, output: Path, duration: float, kernel_locks: bool) -> list[str]:
+    events = ["-e", "syscalls:sys_enter_futex", "-e", "syscalls:sys_exit_futex"]
+    if kernel_locks:
+        events += ["-e", "lock:contention_begin", "-e", "lock:contention_end"]
+    return [
+        "perf", "record", "-q", "-p", str(pid), "-g", "-o", str(output), *events,
+        "--", "sleep", f"{duration:g}",
+    ]  # fmt: skip

@@ -1,0 +1,244 @@
+"""Off-CPU time from sched:sched_switch with stacks, and run-queue latency.
+
+A thread's off-CPU interval runs from its switch-out (the event fires in its own context, so the
+stack is where it blocked) to its next switch-in (fired in another task's context, hence the
+system-wide recording). The interval is charged to the switch-out stack and classed by the state
+the thread left in: R = preempted (waiting in the run queue), D = uninterruptible (mostly I/O),
+S and others = sleeping or waiting on something. Run-queue latency is wake-up (or preemption) to
+switch-in. Kprobes are not needed (no offcputime-bpf)."""
+
+from __future__ import annotations
+
+import re
+import statistics
+import subprocess
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hone.errors import HoneError
+
+HEADER = re.compile(
+    r"^(?P<comm>.+?)\s+(?:(?P<pid>-?\d+)/)?(?P<tid>-?\d+)\s+(?:\[\d+\]\s+)?"
+    r"(?P<time>\d+\.\d+):\s+(?:\d+\s+)?(?P<event>[\w-]+:[\w-]+):\s?(?P<trace>.*)$"
+)
+FRAME = re.compile(r"^\s+(?P<ip>[0-9a-f]+)\s+(?P<sym>.*?)\s+\((?P<dso>.*)\)$")
+SWITCH = re.compile(
+    r"prev_comm=(?P<prev_comm>.*) prev_pid=(?P<prev_pid>\d+) prev_prio=\d+ "
+    r"prev_state=(?P<state>\S+) ==> next_comm=(?P<next_comm>.*) next_pid=(?P<next_pid>\d+)"
+)
+RECORD_SWITCH = re.compile(
+    r"^(?P<comm>.+?)\s+(?:(?P<pid>-?\d+)/)?(?P<tid>-?\d+)\s+(?:\[\d+\]\s+)?"
+    r"(?P<time>\d+\.\d+):\s+PERF_RECORD_SWITCH(?:_CPU_WIDE)?\s+(?P<dir>IN|OUT)"
+)
+WAKEUP = re.compile(r"comm=(?P<comm>.*) pid=(?P<pid>\d+) prio=\d+")
+
+SCRIPT_FIELDS = "comm,pid,tid,time,event,trace,ip,sym,dso"
+
+
+@dataclass
+class Event:
+    comm: str
+    pid: int
+    tid: int
+    time: float
+    event: str
+    trace: str
+    stack: list[tuple[str, str]] = field(default_factory=list)  # (function, module), leaf first
+
+
+def parse_events(text: str) -> Iterator[Event]:
+    """Events of `perf script -F comm,pid,tid,time,event,trace,ip,sym,dso` output."""
+    current: Event | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if not line[0].isspace():
+            head = HEADER.match(line) or RECORD_SWITCH.match(line)
+            if head:
+                if current:
+                    yield current
+                current = Event(
+                    head["comm"].strip(),
+                    int(head["pid"] or head["tid"]),
+                    int(head["tid"]),
+                    float(head["time"]),
+                    head["event"] if "event" in head.re.groupindex else f"switch-{head['dir']}",
+                    head["trace"] if "trace" in head.re.groupindex else "",
+                )
+            continue
+        frame = FRAME.match(line)
+        if frame and current is not None:
+            current.stack.append((frame["sym"], Path(frame["dso"]).name or frame["dso"]))
+    if current:
+        yield current
+
+
+def frame_name(function: str, module: str) -> str:
+    return function if function and function != "[unknown]" else f"[{module}]"
+
+
+def fold(comm: str, stack: list[tuple[str, str]]) -> str:
+    """A folded stack, root first, the thread's name as the root frame."""
+    return ";".join([comm] + [frame_name(f, m) for f, m in reversed(stack)])
+
+
+STATE_CLASS = {"R": "runqueue", "D": "io", "S": "sleep"}
+
+
+def state_class(state: str) -> str:
+    return STATE_CLASS.get(state[:1], "sleep")
+
+
+@dataclass
+class LatencySummary:
+    count: int = 0
+    total_ms: float = 0.0
+    mean_us: float = 0.0
+    p50_us: float = 0.0
+    p99_us: float = 0.0
+    max_us: float = 0.0
+
+    @classmethod
+    def of(cls, values_us: list[float]) -> LatencySummary:
+        if not values_us:
+            return cls()
+        ordered = sorted(values_us)
+        return cls(
+            count=len(ordered),
+            total_ms=round(sum(ordered) / 1000, 3),
+            mean_us=round(statistics.fmean(ordered), 1),
+            p50_us=round(ordered[len(ordered) // 2], 1),
+            p99_us=round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 1),
+            max_us=round(ordered[-1], 1),
+        )
+
+
+@dataclass
+class OffCpu:
+    """Off-CPU microseconds by folded stack, per state class, and run-queue latency."""
+
+    window_s: float = 0.0
+    stacks: dict[str, dict[str, float]] = field(default_factory=dict)  # class -> stack -> us
+    per_thread: dict[int, dict[str, float]] = field(default_factory=dict)  # tid -> class -> us
+    modules: dict[str, str] = field(default_factory=dict)  # function -> module
+    runqueue: LatencySummary = field(default_factory=LatencySummary)
+
+    def total_us(self, kind: str | None = None) -> float:
+        kinds = [kind] if kind else list(self.stacks)
+        return sum(sum(self.stacks.get(k, {}).values()) for k in kinds)
+
+    def folded(self, kind: str | None = None) -> dict[str, int]:
+        """Folded stacks in whole microseconds (all classes, or one), for a flame graph."""
+        out: dict[str, int] = {}
+        for k, stacks in self.stacks.items():
+            if kind and k != kind:
+                continue
+            for stack, us in stacks.items():
+                out[stack] = out.get(stack, 0) + int(us)
+        return out
+
+    def top(self, kind: str, n: int = 5) -> list[tuple[str, float]]:
+        return sorted(self.stacks.get(kind, {}).items(), key=lambda kv: -kv[1])[:n]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> OffCpu:
+        per_thread = {int(k): v for k, v in data.get("per_thread", {}).items()}
+        runqueue = LatencySummary(**data.get("runqueue", {}))
+        return cls(
+            window_s=data.get("window_s", 0.0),
+            stacks=data.get("stacks", {}),
+            per_thread=per_thread,
+            modules=data.get("modules", {}),
+            runqueue=runqueue,
+        )
+
+
+def _charge(
+    result: OffCpu,
+    tid: int,
+    now: float,
+    out: tuple[float, str, str],
+    woken_at: dict[int, float],
+    latencies: list[float],
+) -> None:
+    """Charge a finished off-CPU interval to its switch-out stack; note run-queue latency."""
+    since, stack, kind = out
+    us = (now - since) * 1e6
+    stacks = result.stacks.setdefault(kind, {})
+    stacks[stack] = stacks.get(stack, 0.0) + us
+    thread = result.per_thread.setdefault(tid, {})
+    thread[kind] = thread.get(kind, 0.0) + us
+    if tid in woken_at:
+        latencies.append((now - woken_at.pop(tid)) * 1e6)
+
+
+def analyse(text: str, pid: int, tids: set[int] | None = None) -> OffCpu:
+    """Off-CPU intervals of process `pid` (plus any `tids`).
+
+    Switch-ins come from sched_switch's next_pid (a system-wide recording) or from
+    PERF_RECORD_SWITCH IN records (`--switch-events`, a recording of the process alone)."""
+    ours = set(tids or ())
+    out_at: dict[int, tuple[float, str, str]] = {}  # tid -> (time, folded stack, class)
+    woken_at: dict[int, float] = {}
+    result = OffCpu()
+    latencies: list[float] = []
+    first = last = None
+    for event in parse_events(text):
+        first = event.time if first is None else first
+        last = event.time
+        if event.event == "sched:sched_switch":
+            switch = SWITCH.search(event.trace)
+            if not switch:
+                continue
+            prev = int(switch["prev_pid"])
+            if event.pid == pid or prev in ours:
+                ours.add(prev)
+                for function, module in event.stack:
+                    result.modules.setdefault(function, module)
+                kind = state_class(switch["state"])
+                out_at[prev] = (event.time, fold(switch["prev_comm"], event.stack), kind)
+                if kind == "runqueue":
+                    woken_at[prev] = event.time
+            switched_in = int(switch["next_pid"])
+        elif event.event == "switch-IN":
+            switched_in = event.tid
+        else:
+            switched_in = -1
+        if switched_in in out_at:
+            _charge(result, switched_in, event.time, out_at.pop(switched_in), woken_at, latencies)
+        if event.event == "sched:sched_wakeup":
+            wake = WAKEUP.search(event.trace)
+            if wake and int(wake["pid"]) in out_at:
+                woken_at[int(wake["pid"])] = event.time
+    if first is not None and last is not None:
+        result.window_s = round(last - first, 6)
+    result.runqueue = LatencySummary.of(latencies)
+    return result
+
+
+def record_argv(pid: int, output: Path, duration: float) -> list[str]:
+    """The process alone: switch-outs with stacks, switch-ins from --switch-events.
+
+    (System-wide recording would see switch-ins as next_pid too, at 100x the data.)"""
+    return [
+        "perf", "record", "-q", "-p", str(pid), "-g", "--switch-events", "-o", str(output),
+        "-e", "sched:sched_switch", "-e", "sched:sched_wakeup",
+        "--", "sleep", f"{duration:g}",
+    ]  # fmt: skip
+
+
+def script(data: Path) -> str:
+    done = subprocess.run(
+        ["perf", "script", "-i", str(data), "-F", SCRIPT_FIELDS, "--show-switch-events"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise HoneError(f"perf script failed: {done.stderr.strip()[:200]}", file=data)
+    return done.stdout

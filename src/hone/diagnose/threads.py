@@ -1,0 +1,223 @@
+"""Hot threads: per-thread CPU and run-queue wait over a window (`top -Hp` done right).
+
+CPU time and run-queue wait come from /proc/PID/task/TID/schedstat (nanoseconds, exact), with
+utime+stime from .../stat as the fallback; the thread state (R, S, D) is sampled through the window
+so that time off the CPU splits into I/O wait (D) and sleep. Threads are named by language: Java
+names from jstack (nid = the thread id in hex), Python names from py-spy dump (native ids)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hone.diagnose.probe import tool_path
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class TaskSnapshot:
+    comm: str
+    state: str
+    cpu_ns: int
+    runq_ns: int
+    user_ticks: int
+    sys_ticks: int
+
+
+@dataclass
+class ThreadStat:
+    """One thread's share of the window, in percent of one CPU."""
+
+    tid: int
+    comm: str
+    cpu_pct: float
+    user_pct: float
+    sys_pct: float
+    runq_pct: float
+    io_pct: float
+    sleep_pct: float
+    name: str = ""  # the language-level name (Java, Python) when known
+    frames: list[str] = field(default_factory=list)  # its top frames from jstack or py-spy
+
+    @property
+    def label(self) -> str:
+        return self.name or self.comm
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def read_task(task: Path) -> TaskSnapshot | None:
+    """One thread's counters; None when it exited between listing and reading."""
+    try:
+        stat = (task / "stat").read_text()
+        schedstat = (
+            (task / "schedstat").read_text().split() if (task / "schedstat").exists() else []
+        )
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+    rest = stat[stat.rindex(")") + 2 :].split()
+    user, system = int(rest[11]), int(rest[12])
+    cpu_ns = int(schedstat[0]) if schedstat else (user + system) * 1_000_000_000 // TICK
+    runq_ns = int(schedstat[1]) if schedstat else 0
+    return TaskSnapshot(comm, rest[0], cpu_ns, runq_ns, user, system)
+
+
+def snapshot(pid: int) -> dict[int, TaskSnapshot]:
+    tasks: dict[int, TaskSnapshot] = {}
+    try:
+        entries = list(Path(f"/proc/{pid}/task").iterdir())
+    except FileNotFoundError:
+        return tasks
+    for task in entries:
+        snap = read_task(task)
+        if snap:
+            tasks[int(task.name)] = snap
+    return tasks
+
+
+class ThreadSampler:
+    """Samples a process's threads in the background from start() to stop()."""
+
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.first: dict[int, TaskSnapshot] = {}
+        self.last: dict[int, TaskSnapshot] = {}
+        self.states: dict[int, dict[str, int]] = {}
+        self.started = 0.0
+        self.elapsed = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> ThreadSampler:
+        self.first = snapshot(self.pid)
+        self.started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            for tid, snap in snapshot(self.pid).items():
+                self.last[tid] = snap
+                counts = self.states.setdefault(tid, {})
+                counts[snap.state] = counts.get(snap.state, 0) + 1
+
+    def stop(self) -> list[ThreadStat]:
+        self._stop.set()
+        self._thread.join()
+        self.elapsed = time.monotonic() - self.started
+        final = snapshot(self.pid)
+        self.last.update(final)
+        return self.stats()
+
+    def stats(self) -> list[ThreadStat]:
+        window_ns = max(self.elapsed, 1e-9) * 1e9
+        window_ticks = max(self.elapsed, 1e-9) * TICK
+        zero = TaskSnapshot("", "", 0, 0, 0, 0)
+        out = []
+        for tid, end in self.last.items():
+            start = self.first.get(tid, zero)  # a thread born in the window started at zero
+            cpu = min(100.0, 100 * (end.cpu_ns - start.cpu_ns) / window_ns)
+            runq = min(100.0 - cpu, 100 * (end.runq_ns - start.runq_ns) / window_ns)
+            states = self.states.get(tid, {})
+            samples = sum(states.values())
+            off = max(0.0, 100.0 - cpu - runq)
+            io_share = states.get("D", 0) / samples if samples else 0.0
+            asleep = sum(n for s, n in states.items() if s not in "RD") / samples if samples else 0
+            io = off * io_share / (io_share + asleep) if io_share + asleep else 0.0
+            out.append(
+                ThreadStat(
+                    tid=tid,
+                    comm=end.comm,
+                    cpu_pct=round(cpu, 2),
+                    user_pct=round(100 * (end.user_ticks - start.user_ticks) / window_ticks, 2),
+                    sys_pct=round(100 * (end.sys_ticks - start.sys_ticks) / window_ticks, 2),
+                    runq_pct=round(runq, 2),
+                    io_pct=round(io, 2),
+                    sleep_pct=round(off - io, 2),
+                )
+            )
+        return sorted(out, key=lambda t: (-t.cpu_pct, t.tid))
+
+
+def parse_jstack(text: str) -> dict[int, tuple[str, list[str]]]:
+    """tid -> (Java thread name, top frames) from jstack output (nid in hex, or decimal on 19+)."""
+    threads: dict[int, tuple[str, list[str]]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        head = re.match(r'^"(?P<name>.*)" .*\bnid=(?P<nid>0x[0-9a-fA-F]+|\d+)\b', line)
+        if head:
+            nid = head["nid"]
+            tid = int(nid, 16) if nid.startswith("0x") else int(nid)
+            current = []
+            threads[tid] = (head["name"], current)
+            continue
+        frame = re.match(r"^\s+at (.+)$", line)
+        if frame and current is not None and len(current) < 5:
+            current.append(frame[1])
+        elif not line.strip():
+            current = None
+    return threads
+
+
+def parse_py_spy(text: str) -> dict[int, tuple[str, list[str]]]:
+    """tid -> (Python thread name, top frames) from `py-spy dump` output."""
+    threads: dict[int, tuple[str, list[str]]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        head = re.match(r'^Thread (0x[0-9A-Fa-f]+|\d+) \([^)]*\)(?:: "(.*)")?', line)
+        if head:
+            ident = head[1]
+            tid = int(ident, 16) if ident.startswith("0x") else int(ident)
+            current = []
+            threads[tid] = (head[2] or "", current)
+            continue
+        if current is not None and line.startswith("    ") and len(current) < 5:
+            current.append(line.strip())
+    return threads
+
+
+def language_of(pid: int) -> str:
+    """java, python or native, from the executable's name."""
+    try:
+        exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return "native"
+    if exe == "java":
+        return "java"
+    if exe.startswith("python") or exe.startswith("pypy"):
+        return "python"
+    return "native"
+
+
+def language_names(pid: int, language: str) -> tuple[dict[int, tuple[str, list[str]]], str]:
+    """Thread names from the language's own tool, with a note saying what was used or missing."""
+    tool = {"java": "jstack", "python": "py-spy"}.get(language)
+    if not tool:
+        return {}, ""
+    path = tool_path(tool)
+    if not path:
+        return {}, f"{tool} not found: {language} thread names unavailable"
+    argv = [path, str(pid)] if tool == "jstack" else [path, "dump", "--pid", str(pid)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except subprocess.TimeoutExpired:
+        return {}, f"{tool} timed out"
+    parsed = parse_jstack(done.stdout) if tool == "jstack" else parse_py_spy(done.stdout)
+    if not parsed:
+        return {}, f"{tool} gave no threads (exit {done.returncode}): {done.stderr.strip()[:160]}"
+    return parsed, f"{language} thread names from {tool} ({len(parsed)} threads)"
+
+
+def name_threads(stats: list[ThreadStat], names: dict[int, tuple[str, list[str]]]) -> None:
+    for stat in stats:
+        if stat.tid in names:
+            stat.name, stat.frames = names[stat.tid][0], list(names[stat.tid][1])
