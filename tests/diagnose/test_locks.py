@@ -1,0 +1,82 @@
+"""Lock waits: two real threads contending on one mutex, named by its symbol."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from hone.diagnose import locks, offcpu
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+SCRIPT = """\
+app 10/11 50.000000: syscalls:sys_enter_futex: uaddr: 0x5000, op: 0x00000080, val: 0x00000002, \
+utime: 0x00000000, uaddr2: 0x00000000, val3: 0x00000000
+\t           8612b __GI___lll_lock_wait (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t           11d9 contend (/opt/app)
+
+app 10/12 50.001000: syscalls:sys_enter_futex: uaddr: 0x6000, op: 0x00000089, val: 0x00000000, \
+utime: 0x00000000, uaddr2: 0x00000000, val3: 0xffffffff
+\t           8a000 __futex_abstimed_wait_common (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t           8b000 pthread_cond_wait@@GLIBC_2.3.2 (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+app 10/11 50.004000:  syscalls:sys_exit_futex: 0x0
+\t           8612b __GI___lll_lock_wait (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+app 10/12 50.009000:  syscalls:sys_exit_futex: 0x0
+\t           8b000 pthread_cond_wait@@GLIBC_2.3.2 (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+app 10/11 50.010000: lock:contention_begin: 0xffff888627d2ba80 (flags=SPIN)
+\tffffffff8100 __pv_queued_spin_lock_slowpath ([kernel.kallsyms])
+\tffffffff8200 _raw_spin_lock ([kernel.kallsyms])
+\tffffffff8300 try_to_wake_up ([kernel.kallsyms])
+
+app 10/11 50.010500: lock:contention_end: 0xffff888627d2ba80 (ret=0)
+"""
+
+
+def test_futex_and_kernel_waits_from_a_script() -> None:
+    found = locks.analyse(SCRIPT)
+    mutex = next(w for w in found.user if w.kind == "mutex")
+    assert (mutex.address, mutex.count) == ("0x5000", 1)
+    assert mutex.wait_ms == pytest.approx(4.0)
+    assert mutex.site == "contend (app)"
+    condition = next(w for w in found.user if w.kind == "condition")
+    assert condition.wait_ms == pytest.approx(8.0)
+    assert [w.lock for w in found.kernel] == ["spin lock in try_to_wake_up"]
+    assert found.kernel[0].wait_ms == pytest.approx(0.5)
+    assert [w.address for w in found.contended()] == ["0x5000", "0xffff888627d2ba80"]
+    assert locks.Locks.from_dict(found.to_dict()) == found
+
+
+@pytest.mark.slow
+def test_two_threads_contending_on_one_mutex(tmp_path: Path) -> None:
+    binary = tmp_path / "lock_contend"
+    subprocess.run(
+        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(binary),
+         str(PROGRAMS / "lock_contend.c")],
+        check=True,
+    )  # fmt: skip
+    proc = subprocess.Popen([str(binary), "6"])
+    try:
+        time.sleep(0.3)
+        symbolizer = locks.Symbolizer(proc.pid)
+        data = tmp_path / "locks.data"
+        subprocess.run(
+            locks.record_argv(proc.pid, data, 1.0, kernel_locks=True),
+            check=True,
+            capture_output=True,
+        )
+        found = locks.analyse(offcpu.script(data), symbolizer)
+    finally:
+        proc.kill()
+        proc.wait()
+    top = found.contended()[0]
+    assert top.lock == "counter_lock"
+    assert top.kind == "mutex"
+    # The two threads take turns; how long each waits depends on the load on this shared machine.
+    assert top.wait_ms > 30
+    assert top.count >= 10

@@ -1,0 +1,86 @@
+"""Off-CPU time from sched_switch: a real program that sleeps and syncs writes, and the arithmetic
+on a hand-checked perf script excerpt."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from hone.diagnose import offcpu
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+# perf script -F comm,pid,tid,time,event,trace,ip,sym,dso --show-switch-events (trimmed stacks)
+SCRIPT = """\
+app  10/11   100.000000: sched:sched_switch: prev_comm=app prev_pid=11 prev_prio=120 \
+prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+\tffffffff821facd8 __schedule ([kernel.kallsyms])
+\t           10e0 wait_for_request (/opt/app)
+\t           1200 main (/opt/app)
+
+app  10/12   100.001000: sched:sched_switch: prev_comm=app prev_pid=12 prev_prio=120 \
+prev_state=R+ ==> next_comm=other next_pid=99 next_prio=120
+\tffffffff821facd8 __schedule ([kernel.kallsyms])
+\t           1300 compute (/opt/app)
+
+app  10/12   100.004000: PERF_RECORD_SWITCH IN
+app  10/11   100.010000: sched:sched_wakeup: comm=app pid=11 prio=120 target_cpu=000
+app  10/11   100.010500: PERF_RECORD_SWITCH IN
+app  10/12   100.020000: sched:sched_switch: prev_comm=app prev_pid=12 prev_prio=120 \
+prev_state=D ==> next_comm=app next_pid=11 next_prio=120
+\tffffffff821fb70f io_schedule ([kernel.kallsyms])
+\t           fece0 fdatasync (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t           1400 [unknown] (/opt/app)
+
+app  10/12   100.050000: PERF_RECORD_SWITCH IN
+"""
+
+
+def test_intervals_are_charged_to_the_switch_out_stack() -> None:
+    result = offcpu.analyse(SCRIPT, pid=10)
+    sleep = result.stacks["sleep"]
+    assert sleep == {"app;main;wait_for_request;__schedule": pytest.approx(10500)}
+    assert result.stacks["runqueue"] == {"app;compute;__schedule": pytest.approx(3000)}
+    assert result.stacks["io"] == {"app;[app];fdatasync;io_schedule": pytest.approx(30000)}
+    assert result.per_thread[12]["io"] == pytest.approx(30000)
+    # Run-queue latency: preempted 3 ms; woken at 100.010 and running at 100.0105.
+    assert result.runqueue.count == 2
+    assert result.runqueue.max_us == pytest.approx(3000)
+    assert result.runqueue.p50_us == pytest.approx(3000)
+    assert sorted(result.folded()) == sorted(
+        ["app;main;wait_for_request;__schedule", "app;compute;__schedule",
+         "app;[app];fdatasync;io_schedule"]
+    )  # fmt: skip
+    assert offcpu.OffCpu.from_dict(result.to_dict()) == result
+
+
+@pytest.mark.slow
+def test_real_program_off_cpu(tmp_path: Path) -> None:
+    binary = tmp_path / "wait_sleep"
+    subprocess.run(
+        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(binary),
+         str(PROGRAMS / "wait_sleep.c")],
+        check=True,
+    )  # fmt: skip
+    proc = subprocess.Popen([str(binary), "6", str(tmp_path / "out.bin")])
+    try:
+        time.sleep(0.3)
+        data = tmp_path / "sched.data"
+        subprocess.run(offcpu.record_argv(proc.pid, data, 1.5), check=True, capture_output=True)
+        result = offcpu.analyse(offcpu.script(data), proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    total = result.total_us() / 1e6
+    # A single thread that is almost never on the CPU: off-CPU time is most of the window.
+    assert 0.7 * result.window_s < total <= result.window_s * 1.05
+    top_sleep = result.top("sleep", 1)[0][0]
+    # Debian's libc has no frame pointers, so the caller of clock_nanosleep may be skipped.
+    assert top_sleep.startswith("wait_sleep;") and "clock_nanosleep" in top_sleep
+    assert "nap_between_requests" in top_sleep or ";main;" in top_sleep
+    waits = " ".join(result.stacks.get("io", {})) + " ".join(result.stacks.get("sleep", {}))
+    assert "fdatasync" in waits
+    assert result.per_thread and set(result.per_thread) == {proc.pid}

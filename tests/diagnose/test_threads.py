@@ -1,0 +1,66 @@
+"""Hot threads: parsing of jstack and py-spy output, and the sampler on a real process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hone.diagnose.threads import ThreadSampler, parse_jstack, parse_py_spy, snapshot
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+JSTACK = """"main" #1 prio=5 os_prio=0 cpu=40.12ms elapsed=2.03s tid=0x00007f nid=0x1a2b waiting
+   java.lang.Thread.State: TIMED_WAITING (sleeping)
+\tat java.lang.Thread.sleep(java.base@17.0.15/Native Method)
+\tat BusyWorker.main(BusyWorker.java:39)
+
+"hot-worker" #14 prio=5 os_prio=0 cpu=1990ms elapsed=2.0s tid=0x00007f nid=6700 runnable
+\tat BusyWorker.spin(BusyWorker.java:8)
+"""
+
+PY_SPY = """Process 7243: python3 t.py
+Python v3.11.7 (/usr/bin/python3.11)
+
+Thread 7243 (idle): "MainThread"
+    <module> (t.py:9)
+Thread 7285 (active+gil): "hot-spinner"
+    spin (t.py:4)
+    Thread.run (threading.py:982)
+"""
+
+
+def test_parse_jstack_hex_and_decimal_nid() -> None:
+    threads = parse_jstack(JSTACK)
+    assert threads[0x1A2B][0] == "main"
+    assert threads[0x1A2B][1][-1] == "BusyWorker.main(BusyWorker.java:39)"
+    assert threads[6700] == ("hot-worker", ["BusyWorker.spin(BusyWorker.java:8)"])
+
+
+def test_parse_py_spy() -> None:
+    threads = parse_py_spy(PY_SPY)
+    assert threads[7243][0] == "MainThread"
+    assert threads[7285] == ("hot-spinner", ["spin (t.py:4)", "Thread.run (threading.py:982)"])
+
+
+def test_sampler_finds_the_busy_thread() -> None:
+    proc = subprocess.Popen([sys.executable, str(PROGRAMS / "spin_threads.py"), "20"])
+    try:
+        time.sleep(0.5)
+        assert len(snapshot(proc.pid)) == 5
+        sampler = ThreadSampler(proc.pid).start()
+        time.sleep(1.0)
+        stats = sampler.stop()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert 0.9 < sampler.elapsed < 3
+    busiest = stats[0]
+    # Runnable the whole window: on the CPU or waiting for one (the machine is shared).
+    assert busiest.cpu_pct + busiest.runq_pct > 80
+    assert busiest.cpu_pct > 20
+    idle = [t for t in stats if t.tid != busiest.tid]
+    assert all(t.cpu_pct < 5 for t in idle)
+    for t in stats:
+        assert abs(t.cpu_pct + t.runq_pct + t.io_pct + t.sleep_pct - 100) < 0.1
