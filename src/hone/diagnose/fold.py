@@ -97,6 +97,17 @@ def parse_folded(text: str, source: str = "folded input") -> dict[str, int]:
     return folded
 
 
+def first_event(data: str | bytes) -> str | None:
+    """The event type of the first sample: what folding keeps when no event is asked for."""
+    text = data if isinstance(data, str) else data[:65536].decode("utf-8", "replace")
+    for line in text[:65536].splitlines():
+        if line.strip() and not line[0].isspace() and not line.startswith("#"):
+            event = _parse_event_line(line, FoldOptions())
+            if event is not None and event.event is not None:
+                return event.event
+    return None
+
+
 # ---- line parsers shared by both implementations -------------------------------------------
 
 # The first word after the process name that is all digits (and slashes): PID or PID/TID.
@@ -196,8 +207,10 @@ def _tidy(func: str) -> str:
         elif char in ">}])":
             depth -= 1
         elif char == "(":
-            if depth == 0 and after_dot != index and not func.startswith(
-                "(anonymous namespace)", index
+            if (
+                depth == 0
+                and after_dot != index
+                and not func.startswith("(anonymous namespace)", index)
             ):
                 return func[:index]
             depth += 1

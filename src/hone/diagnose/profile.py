@@ -1,0 +1,139 @@
+"""`Profile`: one on-CPU profile, the object the rest of diagnose (and hone serve) builds on.
+
+    from hone.diagnose.profile import Profile
+    profile = Profile.from_perf_script(text, frequency_hz=99, duration_s=30, target="pid 1234")
+    profile.total                      # samples
+    profile.stacks                     # {(thread name, (Frame(function, module), ...)): samples}
+    profile.folded()                   # {"thread;root;...;leaf": samples}, the folded format
+    profile.threads()                  # {thread name: samples}
+    profile.save("run.hone"); Profile.load("run.hone")
+
+Frames are root first; `Frame.module` is the shared object, executable or `[kernel.kallsyms]`
+that perf named for the frame. A `.hone` file is gzip-compressed JSON with a frame table, so a
+profile of 100k stacks stays a few megabytes; `format` and `version` let later versions read it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hone.diagnose.fold import Frame, Stack, first_event, parse_folded, parse_perf_script
+from hone.errors import HoneError
+
+FORMAT = "hone-profile"
+VERSION = 1
+
+
+@dataclass
+class Profile:
+    """Samples by (thread name, stack) plus how they were taken."""
+
+    stacks: dict[tuple[str, Stack], int]
+    event: str = "cpu-clock"
+    frequency_hz: float | None = None
+    duration_s: float | None = None
+    target: str = ""  # "pid 1234" or the profiled command line
+    perf_data: str | None = None  # the raw perf.data, when it was kept
+    created: float = field(default_factory=time.time)
+
+    @classmethod
+    def from_perf_script(
+        cls, data: str | bytes, *, event: str | None = None, **meta: Any
+    ) -> Profile:
+        """A profile of `perf script` text, counted in samples (events of one type)."""
+        stacks = parse_perf_script(data, count="samples", event=event)
+        return cls(stacks=stacks, event=event or first_event(data) or "cpu-clock", **meta)
+
+    @classmethod
+    def from_folded(cls, folded: dict[str, int], **meta: Any) -> Profile:
+        """A profile of folded stacks (`root;...;leaf count`); modules are unknown ("")."""
+        stacks: dict[tuple[str, Stack], int] = {}
+        for line, count in folded.items():
+            root, *names = line.split(";")
+            key = (root, tuple(Frame(name, "") for name in names))
+            stacks[key] = stacks.get(key, 0) + count
+        return cls(stacks=stacks, **meta)
+
+    @property
+    def total(self) -> int:
+        return sum(self.stacks.values())
+
+    def folded(self, threads: bool = True) -> dict[str, int]:
+        """The folded format; with `threads=False` the thread name is left out of the stacks."""
+        folded: dict[str, int] = {}
+        for (thread, frames), count in self.stacks.items():
+            names = [f.function for f in frames]
+            key = ";".join([thread, *names] if threads else names)
+            if key:
+                folded[key] = folded.get(key, 0) + count
+        return folded
+
+    def threads(self) -> dict[str, int]:
+        """Samples per thread (perf's comm of the sampled thread), busiest first."""
+        counts: dict[str, int] = {}
+        for (thread, _), count in self.stacks.items():
+            counts[thread] = counts.get(thread, 0) + count
+        return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+    def save(self, path: str | Path) -> Path:
+        """Write a `.hone` file (gzip JSON); returns its path."""
+        index: dict[Frame, int] = {}
+        samples = []
+        for (thread, frames), count in self.stacks.items():
+            ids = [index.setdefault(frame, len(index)) for frame in frames]
+            samples.append([thread, ids, count])
+        document = {
+            "format": FORMAT,
+            "version": VERSION,
+            "event": self.event,
+            "frequency_hz": self.frequency_hz,
+            "duration_s": self.duration_s,
+            "target": self.target,
+            "perf_data": self.perf_data,
+            "created": self.created,
+            "frames": [list(frame) for frame in index],
+            "samples": samples,
+        }
+        path = Path(path)
+        with gzip.open(path, "wt", encoding="utf-8", compresslevel=6) as out:
+            json.dump(document, out, separators=(",", ":"))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Profile:
+        """Read a `.hone` file (or a folded text file); bad input is one HoneError line."""
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+        except OSError as error:
+            raise HoneError(f"cannot read the profile: {error.strerror}", file=path) from None
+        if not raw.startswith(b"\x1f\x8b"):
+            try:
+                return cls.from_folded(parse_folded(raw.decode("utf-8", "replace"), str(path)))
+            except ValueError as error:
+                raise HoneError(f"not a hone profile or folded stacks ({error})") from None
+        try:
+            document = json.loads(gzip.decompress(raw))
+            if document.get("format") != FORMAT or document.get("version") != VERSION:
+                raise ValueError(f"format {document.get('format')!r} v{document.get('version')}")
+            frames = [Frame(str(f), str(m)) for f, m in document["frames"]]
+            stacks: dict[tuple[str, Stack], int] = {}
+            for thread, ids, count in document["samples"]:
+                key = (str(thread), tuple(frames[i] for i in ids))
+                stacks[key] = stacks.get(key, 0) + int(count)
+            return cls(
+                stacks=stacks,
+                event=str(document.get("event", "cpu-clock")),
+                frequency_hz=document.get("frequency_hz"),
+                duration_s=document.get("duration_s"),
+                target=str(document.get("target", "")),
+                perf_data=document.get("perf_data"),
+                created=float(document.get("created", 0.0)),
+            )
+        except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError) as error:
+            raise HoneError(f"not a readable hone profile: {error}", file=path) from None

@@ -1,0 +1,142 @@
+"""Record an on-CPU profile with the real `perf`: a running process or a command.
+
+    rec = record(pid=1234, duration_s=30)            # or record(command=["./bench", "-n", "5"])
+    rec.perf_data                                    # the raw perf.data, kept for perf report
+    profile = rec.profile()                          # hone.diagnose.profile.Profile
+
+Sampling is `perf record -F 99 -g`: 99 Hz stays off any timer tick multiple (no lockstep with
+periodic work) and costs well under 1 % of a CPU. The event is `cycles` when the machine has
+hardware counters and `cpu-clock` (a software timer) when it has none, as in most VMs.
+
+Call stacks come from frame pointers by default: the kernel walks them at sample time for a few
+hundred nanoseconds, kernel stacks included, and `perf script` stays fast. Programs built without
+frame pointers lose their callers that way (only the leaf and whatever happens to chain), so
+`call_graph="dwarf"` is offered: perf copies 8 KB of user stack per sample and unwinds it later
+with the debug info, which is exact for such programs but costs far more (a larger perf.data,
+a slower `perf script`, more overhead at high frequencies).
+
+Every command is an argv list; nothing reaches a shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from hone.collect.perf import hardware_counters_available
+from hone.diagnose.profile import Profile
+from hone.errors import HoneError
+
+CallGraph = Literal["fp", "dwarf"]
+
+
+@dataclass
+class Recording:
+    """A finished `perf record` run and its `perf script` text."""
+
+    perf_data: Path
+    script: bytes
+    event: str
+    frequency_hz: float
+    duration_s: float
+    target: str
+    call_graph: CallGraph
+
+    def profile(self) -> Profile:
+        return Profile.from_perf_script(
+            self.script,
+            event=self.event,
+            frequency_hz=self.frequency_hz,
+            duration_s=self.duration_s,
+            target=self.target,
+            perf_data=str(self.perf_data),
+        )
+
+
+def default_event() -> str:
+    """`cycles` with hardware counters, else the `cpu-clock` software timer."""
+    return "cycles" if hardware_counters_available() else "cpu-clock"
+
+
+def record(
+    *,
+    pid: int | None = None,
+    command: Sequence[str] | None = None,
+    duration_s: float | None = None,
+    frequency_hz: int = 99,
+    call_graph: CallGraph = "fp",
+    event: str | None = None,
+    output_dir: str | Path | None = None,
+    quiet_command: bool = False,
+) -> Recording:
+    """Profile `pid` for `duration_s` seconds (default 30), or run `command` under perf until
+    it exits (or until `duration_s`, when given, then stop it)."""
+    if (pid is None) == (command is None or not command):
+        raise HoneError("profile either a running process (--pid) or a command, not both")
+    perf = shutil.which("perf")
+    if perf is None:
+        raise HoneError("perf is not installed (apt-get install linux-perf)")
+    if pid is not None and not Path(f"/proc/{pid}").exists():
+        raise HoneError(f"no process with pid {pid}")
+    if frequency_hz <= 0:
+        raise HoneError(f"sampling frequency must be positive, got {frequency_hz}")
+    event = event or default_event()
+    folder = Path(output_dir or tempfile.mkdtemp(prefix="hone-diagnose-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    perf_data = folder / "perf.data"
+    argv = [perf, "record", "-F", str(frequency_hz), "-e", event, "-o", str(perf_data)]
+    argv += ["--call-graph", "dwarf"] if call_graph == "dwarf" else ["-g"]
+    if pid is not None:
+        seconds = 30.0 if duration_s is None else duration_s
+        argv += ["-p", str(pid), "--", "sleep", f"{seconds:g}"]
+        target = f"pid {pid}"
+    else:
+        argv += ["--", *command]  # type: ignore[misc]
+        target = " ".join(command)  # type: ignore[arg-type]
+    started = time.monotonic()
+    _run_perf_record(argv, duration_s if pid is None else None, quiet_command)
+    elapsed = time.monotonic() - started
+    if not perf_data.exists() or perf_data.stat().st_size == 0:
+        raise HoneError(f"perf record wrote no data for {target}")
+    script = subprocess.run(
+        [perf, "script", "-i", str(perf_data)], capture_output=True, check=False
+    )
+    if script.returncode != 0:
+        reason = script.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+        raise HoneError(f"perf script failed: {reason[0]}")
+    return Recording(perf_data, script.stdout, event, frequency_hz, elapsed, target, call_graph)
+
+
+def _run_perf_record(argv: list[str], limit_s: float | None, quiet: bool) -> None:
+    """Run perf record; with a limit, SIGINT it (perf then stops the command and writes)."""
+    output = subprocess.DEVNULL if quiet else None
+    try:
+        process = subprocess.Popen(
+            argv, stdout=output, stderr=subprocess.PIPE, start_new_session=True
+        )
+    except OSError as error:
+        raise HoneError(f"cannot run perf: {error.strerror}") from None
+    try:
+        _, stderr = process.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGINT)
+        process.communicate()
+        raise
+    text = stderr.decode(errors="replace")
+    if process.returncode not in (0, -signal.SIGINT) and "Captured and wrote" not in text:
+        lines = [line for line in text.splitlines() if line.strip()]
+        raise HoneError(f"perf record failed: {lines[-1] if lines else process.returncode}")

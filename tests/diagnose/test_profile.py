@@ -1,0 +1,126 @@
+"""Profiles of real programs recorded with the real perf, and the .hone file format."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from hone.diagnose.fold import Frame
+from hone.diagnose.profile import Profile
+from hone.diagnose.record import record
+from hone.diagnose.tables import function_table
+from hone.errors import HoneError
+
+PROGRAMS = Path(__file__).parent / "programs"
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def build(name: str, folder: Path) -> Path:
+    """Compile tests/diagnose/programs/NAME.c with frame pointers and no inlining."""
+    binary = folder / name
+    subprocess.run(
+        [
+            "gcc",
+            "-O1",
+            "-fno-omit-frame-pointer",
+            "-fno-inline",
+            "-o",
+            str(binary),
+            str(PROGRAMS / f"{name}.c"),
+        ],
+        check=True,
+    )
+    return binary
+
+
+def _shares(profile: Profile) -> dict[str, tuple[float, float]]:
+    return {row.name: (row.self_share, row.total_share) for row in function_table(profile)}
+
+
+@pytest.mark.slow
+def test_hot_function_share_of_a_real_program(tmp_path: Path) -> None:
+    binary = build("hot_split", tmp_path)
+    recording = record(command=[str(binary), "2"], output_dir=tmp_path, quiet_command=True)
+    assert recording.perf_data.exists() and recording.perf_data.stat().st_size > 0
+    profile = recording.profile()
+    # 2 s of CPU at 99 Hz: about 200 samples (fewer would make the shares meaningless).
+    assert profile.total >= 120, profile.total
+    assert profile.event == "cpu-clock"
+    assert set(profile.threads()) == {"hot_split"}
+    shares = _shares(profile)
+    # hot_work does 70 % of the loop iterations, cold_work 30 %; run_round calls both.
+    assert shares["hot_work"][0] == pytest.approx(0.70, abs=0.12)
+    assert shares["cold_work"][0] == pytest.approx(0.30, abs=0.12)
+    assert shares["run_round"][1] >= 0.85
+    assert shares["main"][1] >= 0.95
+    hot_stack = max(profile.stacks.items(), key=lambda item: item[1])[0][1]
+    assert [f.function for f in hot_stack[-3:]] == ["main", "run_round", "hot_work"]
+    assert hot_stack[-1].module == str(binary)
+
+
+@pytest.mark.slow
+def test_profile_a_running_process_by_pid(tmp_path: Path) -> None:
+    binary = build("hot_split", tmp_path)
+    process = subprocess.Popen([str(binary), "30"])
+    try:
+        time.sleep(0.2)
+        profile = record(pid=process.pid, duration_s=1.5, output_dir=tmp_path).profile()
+    finally:
+        process.kill()
+        process.wait()
+    assert profile.target == f"pid {process.pid}"
+    assert profile.total >= 50, profile.total
+    assert _shares(profile)["hot_work"][0] == pytest.approx(0.70, abs=0.17)
+
+
+def test_record_refuses_bad_targets(tmp_path: Path) -> None:
+    with pytest.raises(HoneError, match="no process"):
+        record(pid=2**22 + 7, duration_s=1)
+    with pytest.raises(HoneError, match="either"):
+        record(pid=1, command=["true"])
+    with pytest.raises(HoneError, match="either"):
+        record()
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    text = (FIXTURES / "system.perf.txt").read_bytes()
+    profile = Profile.from_perf_script(text, frequency_hz=49, duration_s=1.0, target="system")
+    assert profile.event == "cpu-clock"
+    assert profile.total == 98  # every sample of the recording
+    path = profile.save(tmp_path / "run.hone")
+    assert path.read_bytes()[:2] == b"\x1f\x8b"
+    loaded = Profile.load(path)
+    assert loaded == profile
+    assert loaded.folded() == profile.folded()
+
+
+def test_profile_views() -> None:
+    profile = Profile.from_folded({"a;main;work": 3, "a;main": 1, "b;main;work": 2})
+    assert profile.total == 6
+    assert profile.threads() == {"a": 4, "b": 2}
+    assert profile.folded(threads=False) == {"main;work": 5, "main": 1}
+    assert profile.stacks[("b", (Frame("main", ""), Frame("work", "")))] == 2
+
+
+def test_load_folded_text_and_bad_files(tmp_path: Path) -> None:
+    folded = tmp_path / "x.folded"
+    folded.write_text("p;main;f 5\np;main 2\n")
+    assert Profile.load(folded).total == 7
+    bad = tmp_path / "bad.hone"
+    bad.write_bytes(gzip.compress(b'{"format": "other"}'))
+    with pytest.raises(HoneError, match=r"bad\.hone"):
+        Profile.load(bad)
+    truncated = tmp_path / "cut.hone"
+    truncated.write_bytes(gzip.compress(b'{"format": "hone-profile", "version": 1')[:20])
+    with pytest.raises(HoneError, match=r"cut\.hone"):
+        Profile.load(truncated)
+    with pytest.raises(HoneError, match="cannot read"):
+        Profile.load(tmp_path / "missing.hone")
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_text("not folded\n")
+    with pytest.raises(HoneError, match=r"garbage\.txt:1"):
+        Profile.load(garbage)
