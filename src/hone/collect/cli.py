@@ -1,4 +1,5 @@
-"""`hone collect`: sample the machine's metrics to a CSV file or the terminal."""
+"""`hone collect`: sample the machine's metrics to a CSV file, the terminal (a line per sample or
+a live view) or a Prometheus endpoint."""
 
 from __future__ import annotations
 
@@ -43,6 +44,13 @@ def collect(
     processes: bool = typer.Option(
         True, "--processes/--no-processes", help="per-process and per-thread CPU"
     ),
+    live: bool = typer.Option(False, "--live", help="a terminal view redrawn every interval"),
+    serve: bool = typer.Option(
+        False, "--serve", help="a Prometheus endpoint (node_exporter names) at --listen"
+    ),
+    listen: str = typer.Option(
+        "127.0.0.1:9100", "--listen", help="HOST:PORT for --serve (0 as port: any free one)"
+    ),
 ) -> None:
     """Collect system metrics from /proc and /sys every INTERVAL seconds."""
     from hone.collect.collector import Collector
@@ -52,6 +60,11 @@ def collect(
         raise HoneError("--interval must be above 0")
     if duration is not None and count is not None:
         raise HoneError("give --duration or --count, not both")
+    if serve:
+        if live or output is not None:
+            raise HoneError("--serve runs alone: no --live or --output with it")
+        _serve(listen, interval, Collector(disk=disk, network=network, processes=processes))
+        return
     writer = None
     if output is not None:
         target = sys.stdout if str(output) == "-" else output
@@ -63,6 +76,10 @@ def collect(
         if writer is not None:
             snapshots = _tee(snapshots, writer)
         try:
+            if live:
+                from hone.collect.live import show
+
+                show(snapshots)
             for snapshot in snapshots:
                 if str(output) != "-":
                     typer.echo(_line(snapshot))
@@ -71,6 +88,26 @@ def collect(
         finally:
             if writer is not None:
                 writer.close()
+
+
+def _serve(listen: str, interval: float, collector) -> None:  # type: ignore[no-untyped-def]
+    from hone.collect.prometheus import Exporter
+
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise HoneError(f"--listen {listen!r}: expected HOST:PORT")
+    try:
+        exporter = Exporter(collector, interval, host.strip("[]"), int(port))
+    except OSError as exc:
+        raise HoneError(f"cannot listen on {listen}: {exc.strerror}") from None
+    address, bound = exporter.address
+    typer.echo(f"serving metrics on http://{address}:{bound}/metrics (Ctrl-C stops)", err=True)
+    try:
+        exporter.serve()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        collector.close()
 
 
 def _tee(snapshots, writer):  # type: ignore[no-untyped-def]

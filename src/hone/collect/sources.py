@@ -6,6 +6,7 @@ reading costs well under a millisecond plus the process scan."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,3 +240,19 @@ def read_context_switches(pid: int) -> tuple[int, int] | None:
         elif line.startswith("nonvoluntary_ctxt_switches"):
             involuntary = int(line.split()[1])
     return voluntary, involuntary
+
+
+def read_netstat() -> dict[str, int]:
+    """/proc/net/snmp and /proc/net/netstat as `Tcp.RetransSegs`, `TcpExt.ListenOverflows`, ..."""
+    values: dict[str, int] = {}
+    for name in ("snmp", "netstat"):
+        try:
+            lines = _read(PROC / "net" / name).splitlines()
+        except OSError:
+            continue
+        for header, numbers in zip(lines[::2], lines[1::2], strict=False):
+            prefix, *keys = header.split()
+            for key, number in zip(keys, numbers.split()[1:], strict=False):
+                with contextlib.suppress(ValueError):
+                    values[f"{prefix.rstrip(':')}.{key}"] = int(number)
+    return values
