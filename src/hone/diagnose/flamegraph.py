@@ -1,0 +1,268 @@
+"""Interactive flame graphs as one self-contained SVG file (hone's own renderer and script).
+
+    svg = flamegraph_svg(profile, title="my-benchmark")        # or render(folded_dict)
+    svg = diff_flamegraph_svg(before, after)                    # red grew, blue shrank
+    Path("flame.svg").write_text(svg)
+
+The SVG is drawn in full by Python, so it shows without scripts too (an <img>, a viewer); the
+embedded script (assets/flamegraph.js) adds hover details and a tooltip, search with highlighting
+and the matched share, click to zoom, reset, the icicle view (root on top) and the reversed view
+(stacks merged by their leaf: who calls the hot functions). The reversed view is drawn as a
+second, hidden group; the script only moves and hides elements.
+
+Frames narrower than `min_width` pixels are not drawn one by one: consecutive narrow siblings
+become one grey "N narrow frames" block (when together they are wide enough to see), so 100k
+unique stacks give a few thousand elements, fast to write and smooth in a browser.
+
+Layout: stacks are sorted, so siblings appear in name order and every frame is opened when a stack
+first differs from the previous one and closed when a later one does: one pass, no tree objects.
+In a differential graph the widths are the second profile's and the colour is the change of the
+frame's self share (red grew, blue shrank, white unchanged); the tooltip gives both total shares.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from importlib import resources
+from xml.sax.saxutils import escape, quoteattr
+
+from hone.diagnose.profile import Profile
+
+FRAME_HEIGHT = 16
+FONT_SIZE = 12
+CHAR_WIDTH = 0.59 * FONT_SIZE  # average glyph width of the sans-serif font at FONT_SIZE
+PAD = 10
+TOP = 58  # title, subtitle and buttons
+BOTTOM = 30  # the details line
+
+
+@dataclass(frozen=True)
+class Box:
+    """One drawn frame: depth (0 = the root "all"), start and width in samples."""
+
+    name: str
+    depth: int
+    x: int
+    width: int
+    self: int
+    merged: int = 0  # > 0: a block of this many narrow frames
+    path: str = ""  # the stack down to this frame (differential graphs only)
+
+
+def flamegraph_svg(profile: Profile, **options: object) -> str:
+    """The flame graph of a profile (thread names as the root frames)."""
+    options.setdefault("title", f"Flame graph: {profile.target}" if profile.target else None)
+    return render(profile.folded(), **options)  # type: ignore[arg-type]
+
+
+def diff_flamegraph_svg(before: Profile, after: Profile, **options: object) -> str:
+    """The differential flame graph of two profiles, shaped like `after`."""
+    options.setdefault("title", "Differential flame graph")
+    return render(after.folded(), before=before.folded(), **options)  # type: ignore[arg-type]
+
+
+def render(
+    folded: dict[str, int],
+    *,
+    before: dict[str, int] | None = None,
+    title: str | None = None,
+    subtitle: str = "",
+    width: int = 1200,
+    min_width: float = 0.1,
+    unit: str = "samples",
+) -> str:
+    """SVG text of a flame graph of folded stacks ({"a;b;c": count}); `before` makes it a
+    differential one."""
+    stacks = [(key.split(";"), count) for key, count in folded.items() if count > 0]
+    total = sum(count for _, count in stacks)
+    inner = width - 2 * PAD
+    min_samples = min_width * total / inner if total else 0.0
+    diff = before is not None
+    normal = _layout(stacks, min_samples, diff)
+    reverse = _layout([(frames[::-1], count) for frames, count in stacks], min_samples, diff)
+    colour = _colours(normal, reverse, folded, before) if diff else None
+    depth = max((b.depth for b in normal + reverse), default=0) + 1
+    height = TOP + depth * FRAME_HEIGHT + BOTTOM
+    config = {
+        "total": total,
+        "width": width,
+        "pad": PAD,
+        "frame": FRAME_HEIGHT,
+        "top": TOP,
+        "bottom": height - BOTTOM,
+        "char": CHAR_WIDTH,
+        "unit": unit,
+        "diff": diff,
+    }
+    out = [
+        '<?xml version="1.0" standalone="no"?>\n',
+        f'<svg version="1.1" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
+        f' xmlns="http://www.w3.org/2000/svg" class="hone-flamegraph"'
+        f" data-config={quoteattr(json.dumps(config))}>\n",
+        f"<style>{_asset('flamegraph.css')}</style>\n",
+        f'<rect class="bg" x="0" y="0" width="{width}" height="{height}"/>\n',
+        f'<text class="title" x="{width / 2}" y="22">{escape(title or "Flame graph")}</text>\n',
+        f'<text class="subtitle" x="{width / 2}" y="38">{escape(subtitle)}</text>\n',
+        _buttons(width),
+        f'<text class="details" x="{PAD}" y="{height - 10}"> </text>\n',
+    ]
+    for group, boxes, hidden in (("normal", normal, False), ("reversed", reverse, True)):
+        style = ' style="display:none"' if hidden else ""
+        out.append(f'<g class="frames {group}"{style}>\n')
+        out.extend(_box(b, total, inner, height, colour) for b in boxes)
+        out.append("</g>\n")
+    out.append(
+        '<g class="tip" style="display:none"><rect rx="3" ry="3"/><text> </text></g>\n'
+        f"<script><![CDATA[\n{_asset('flamegraph.js')}\n]]></script>\n</svg>\n"
+    )
+    return "".join(out)
+
+
+def _layout(stacks: list[tuple[list[str], int]], min_samples: float, paths: bool) -> list[Box]:
+    """Boxes of the merged stacks, root "all" first; narrow siblings merged (see docstring)."""
+    stacks = sorted(stacks)
+    boxes: list[Box] = []
+    total = sum(count for _, count in stacks)
+    # Open frames: [name, start, self, path, run start, run width, run count]
+    opened: list[list] = [["all", 0, 0, "", 0, 0, 0]]
+    previous: list[str] = []
+    x = 0
+
+    def flush(parent: list, depth: int) -> None:
+        if parent[5] >= min_samples and parent[5] > 0:
+            name = f"{parent[6]} narrow frames"
+            boxes.append(Box(name, depth, parent[4], parent[5], 0, parent[6]))
+        parent[5] = parent[6] = 0
+
+    def close() -> None:
+        name, start, own, path, *_ = frame = opened.pop()
+        depth = len(opened)
+        flush(frame, depth + 1)
+        size = x - start
+        parent = opened[-1]
+        if size >= min_samples:
+            flush(parent, depth)
+            boxes.append(Box(name, depth, start, size, own, 0, path))
+        else:
+            if parent[5] == 0:
+                parent[4] = start
+            parent[5] += size
+            parent[6] += 1
+
+    for frames, count in stacks:
+        limit = min(len(previous), len(frames))
+        common = 0
+        while common < limit and previous[common] == frames[common]:
+            common += 1
+        while len(opened) > common + 1:
+            close()
+        for name in frames[common:]:
+            path = f"{opened[-1][3]};{name}" if paths else ""
+            opened.append([name, x, 0, path, 0, 0, 0])
+        opened[-1][2] += count
+        x += count
+        previous = frames
+    while len(opened) > 1:
+        close()
+    flush(opened[0], 1)
+    boxes.append(Box("all", 0, 0, total, opened[0][2]))
+    boxes.sort(key=lambda b: (b.depth, b.x))
+    return boxes
+
+
+def _box(box: Box, total: int, inner: float, height: int, colour) -> str:
+    scale = inner / total if total else 0.0
+    left = PAD + box.x * scale
+    width = box.width * scale
+    top = height - BOTTOM - (box.depth + 1) * FRAME_HEIGHT
+    if colour is not None:
+        fill, extra = colour(box)
+    else:
+        fill, extra = _fill(box), ""
+    label = _fit(box.name, width)
+    return (
+        f'<g data-n={quoteattr(box.name)} data-x="{box.x}" data-w="{box.width}"'
+        f' data-d="{box.depth}"{extra}><rect x="{left:.2f}" y="{top}" width="{width:.2f}"'
+        f' height="{FRAME_HEIGHT - 1}" fill="{fill}"/>'
+        f'<text x="{left + 3:.2f}" y="{top + FRAME_HEIGHT - 4}">{escape(label)}</text></g>\n'
+    )
+
+
+def _fit(name: str, width: float) -> str:
+    chars = int((width - 6) / CHAR_WIDTH)
+    if chars < 3:
+        return ""
+    return name if len(name) <= chars else name[: chars - 2] + ".."
+
+
+def _fill(box: Box) -> str:
+    """Warm colours from a stable hash of the name; kernel frames orange, unknown/merged grey."""
+    if box.merged or box.name.startswith("[unknown]"):
+        return "rgb(190,190,190)"
+    value = zlib.crc32(box.name.encode())
+    if box.name.endswith("_[k]"):
+        return f"rgb({220 + value % 30},{120 + (value >> 8) % 50},{40 + (value >> 16) % 30})"
+    if box.name.endswith(("_[j]", "_[i]")):
+        return f"rgb({60 + value % 40},{170 + (value >> 8) % 50},{60 + (value >> 16) % 40})"
+    return f"rgb({205 + value % 50},{60 + (value >> 8) % 170},{(value >> 16) % 55})"
+
+
+def _colours(normal: list[Box], reverse: list[Box], after: dict[str, int], before: dict[str, int]):
+    """A colouring function for differential boxes: fill by the change of self share."""
+    after_total = sum(after.values()) or 1
+    before_total = sum(before.values()) or 1
+    before_self = {f"all;{k}": v for k, v in before.items()}
+    before_sum: dict[str, int] = {}
+    reversed_self: dict[str, int] = {}
+    reversed_sum: dict[str, int] = {}
+    for key, count in before.items():
+        frames = key.split(";")
+        for sums, order in ((before_sum, frames), (reversed_sum, frames[::-1])):
+            path = "all"
+            for name in order:
+                path += ";" + name
+                sums[path] = sums.get(path, 0) + count
+        rkey = "all;" + ";".join(frames[::-1])
+        reversed_self[rkey] = reversed_self.get(rkey, 0) + count
+    reversed_ids = {id(b) for b in reverse}
+
+    def delta(box: Box) -> float:
+        own = before_self if id(box) not in reversed_ids else reversed_self
+        path = "all" + box.path
+        return box.self / after_total - own.get(path, 0) / before_total
+
+    biggest = max((abs(delta(b)) for b in normal + reverse if not b.merged), default=0.0) or 1.0
+
+    def colour(box: Box) -> tuple[str, str]:
+        if box.merged:
+            return "rgb(210,210,210)", ""
+        sums = reversed_sum if id(box) in reversed_ids else before_sum
+        was_share = 1.0 if box.depth == 0 else sums.get("all" + box.path, 0) / before_total
+        change = delta(box)
+        fade = round(255 * (1 - min(1.0, abs(change) / biggest) * 0.7))
+        fill = f"rgb(255,{fade},{fade})" if change > 0 else f"rgb({fade},{fade},255)"
+        return fill, f' data-b="{was_share:.6f}" data-c="{change:.6f}"'
+
+    return colour
+
+
+def _asset(name: str) -> str:
+    return (resources.files("hone.diagnose") / "assets" / name).read_text(encoding="utf-8")
+
+
+def _buttons(width: int) -> str:
+    items = [
+        ("reset", "Reset zoom", PAD),
+        ("search", "Search", width - 260),
+        ("icicle", "Icicle", width - 190),
+        ("reverse", "Reversed", width - 130),
+        ("clear", "Clear", width - 60),
+    ]
+    parts = [
+        f'<text class="button {cls}" x="{x}" y="{TOP - 8}">{label}</text>\n'
+        for cls, label, x in items
+    ]
+    parts.append(f'<text class="matched" x="{width - PAD}" y="{TOP - 22}"> </text>\n')
+    return "".join(parts)
