@@ -17,15 +17,13 @@ import argparse
 import os
 import random
 import shutil
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
+from benchmarks.web import launch, start_server, stop_server
 from hone.space import Categorical, FloatRange, IntRange, SearchSpace
 from hone.space.serialize import domain_to_dict
 
@@ -39,16 +37,6 @@ SPACE = SearchSpace(
         "compress": Categorical(("none", "lz4", "zstd")),
     }
 )
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def make_study(store, project: str, trials: int, rng: random.Random) -> str:  # type: ignore[no-untyped-def]
@@ -111,31 +99,6 @@ def _sample(rng: random.Random) -> dict:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_server(home: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hone", "serve", "--port", str(port)],
-        env={**os.environ, "HONE_HOME": str(home)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            with urllib.request.urlopen(url + "/api/about", timeout=1):
-                return process, url
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise SystemExit("hone serve did not start")
-
-
 def time_list(url: str, repeats: int) -> list[float]:
     """Wall time of GET /api/studies, whole request and body read, one connection each."""
     times = []
@@ -155,12 +118,7 @@ def time_page(url: str, study: str, repeats: int) -> list[float]:
     times = []
     try:
         with sync_playwright() as playwright:
-            context = playwright.chromium.launch_persistent_context(
-                profile,
-                executable_path="/usr/bin/chromium",
-                args=CHROMIUM_ARGS,
-                viewport={"width": 1440, "height": 900},
-            )
+            context = launch(playwright, profile)
             target = f"{url}/#/study/{urllib.request.quote(study, safe='')}"
             for _ in range(repeats):
                 page = context.new_page()
@@ -204,8 +162,7 @@ def main() -> None:
         listed = time_list(url, args.repeats)
         page = time_page(url, big, args.page_repeats)
     finally:
-        process.terminate()
-        process.wait(20)
+        stop_server(process)
         shutil.rmtree(home, ignore_errors=True)
     quantiles = statistics.quantiles(listed, n=20)
     print(

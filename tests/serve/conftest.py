@@ -4,12 +4,8 @@ tiny projects (file knobs, a Python benchmark) in a private HONE_HOME."""
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
-import sys
 import textwrap
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from benchmarks import web
+from benchmarks.web import stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,12 +72,6 @@ def run_study(folder: Path, home: Path, **options: object) -> None:
         Tuner(load_project(folder), Reporter(), TuneOptions(**options)).run()  # type: ignore[arg-type]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class Server:
     url: str
@@ -117,39 +110,11 @@ class Server:
 def start_server(
     home: Path, projects: dict[str, Path], *extra: str
 ) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    command = [sys.executable, "-m", "hone", "serve", "--port", str(port), *extra]
+    """`hone serve` over `home`, allowed to run `projects`."""
+    args = list(extra)
     for folder in projects.values():
-        command += ["--project", str(folder)]
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env={**os.environ, "HONE_HOME": str(home)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"hone serve exited: {process.stdout.read()}")  # type: ignore[union-attr]
-        try:
-            with urllib.request.urlopen(url + "/api/about", timeout=2):
-                return process, url
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("hone serve did not answer in 30 s")
-
-
-def stop_server(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        args += ["--project", str(folder)]
+    return web.start_server(home, *args, cwd=ROOT)
 
 
 @pytest.fixture(scope="session")

@@ -17,17 +17,9 @@ import pytest
 from conftest import ROOT
 from playwright.sync_api import Page, expect, sync_playwright
 
+from benchmarks.web import launch
+
 ARTIFACTS = ROOT / "artifacts" / "serve"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +28,7 @@ def context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     profile = tmp_path_factory.mktemp("chromium-profile")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile),
-            executable_path="/usr/bin/chromium",
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1440, "height": 900},
-        )
+        context = launch(playwright, str(profile))
         yield context
         context.close()
 

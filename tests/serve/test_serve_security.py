@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, free_port, start_server, stop_server
+from conftest import ROOT, start_server, stop_server
+
+from benchmarks.web import free_port
 
 
 def snapshot(server: Any) -> tuple:
