@@ -213,26 +213,17 @@ def read_trials(store: StudyStore, study: StudyRecord) -> list[TrialRecord]:
             attrs[trial_id][key] = json.loads(value)
     if any("config" not in attrs[row.trial_id] for row in rows):
         return store.trials(study)  # not written by hone: Optuna's parameters are the config
-    records = []
-    for row in rows:
-        a = attrs[row.trial_id]
-        records.append(
-            TrialRecord(
-                number=row.number,
-                phase=a.get("phase", "search"),
-                config=dict(a["config"]),
-                state=getattr(row.state, "name", str(row.state)).lower(),
-                score=_stored_value(row.value, row.value_type),
-                metrics=dict(a.get("metrics", {})),
-                error=a.get("error"),
-                seconds=a.get("seconds"),
-                benchmark_seconds=a.get("benchmark_seconds"),
-                apply_seconds=a.get("apply_seconds"),
-                round=a.get("round"),
-                started=row.datetime_start.timestamp() if row.datetime_start else None,
-            )
+    return [
+        TrialRecord.from_stored(
+            row.number,
+            attrs[row.trial_id],
+            {},
+            getattr(row.state, "name", str(row.state)).lower(),
+            _stored_value(row.value, row.value_type),
+            row.datetime_start,
         )
-    return records
+        for row in rows
+    ]
 
 
 def _stored_value(value: float | None, kind: Any) -> float | None:

@@ -47,6 +47,33 @@ class TrialRecord:
     round: int | None = None
     started: float | None = None  # POSIX time
 
+    @classmethod
+    def from_stored(
+        cls,
+        number: int,
+        attrs: dict[str, Any],
+        params: Config,
+        state: str,
+        score: float | None,
+        started: dt.datetime | None,
+    ) -> TrialRecord:
+        """A trial as hone wrote it: its configuration, metrics and timings are user attributes
+        (`params` is the fallback for trials written by Optuna itself)."""
+        return cls(
+            number=number,
+            phase=attrs.get("phase", "search"),
+            config=dict(attrs.get("config", params)),
+            state=state,
+            score=score,
+            metrics=dict(attrs.get("metrics", {})),
+            error=attrs.get("error"),
+            seconds=attrs.get("seconds"),
+            benchmark_seconds=attrs.get("benchmark_seconds"),
+            apply_seconds=attrs.get("apply_seconds"),
+            round=attrs.get("round"),
+            started=started.timestamp() if started else None,
+        )
+
 
 @dataclass
 class StudyRecord:
@@ -217,26 +244,17 @@ class StudyStore:
         return count
 
     def trials(self, study: StudyRecord) -> list[TrialRecord]:
-        records = []
-        for trial in self.storage.get_all_trials(study.study_id, deepcopy=False):
-            attrs = trial.user_attrs
-            records.append(
-                TrialRecord(
-                    number=trial.number,
-                    phase=attrs.get("phase", "search"),
-                    config=dict(attrs.get("config", trial.params)),
-                    state=trial.state.name.lower(),
-                    score=trial.value,
-                    metrics=dict(attrs.get("metrics", {})),
-                    error=attrs.get("error"),
-                    seconds=attrs.get("seconds"),
-                    benchmark_seconds=attrs.get("benchmark_seconds"),
-                    apply_seconds=attrs.get("apply_seconds"),
-                    round=attrs.get("round"),
-                    started=trial.datetime_start.timestamp() if trial.datetime_start else None,
-                )
+        return [
+            TrialRecord.from_stored(
+                trial.number,
+                trial.user_attrs,
+                trial.params,
+                trial.state.name.lower(),
+                trial.value,
+                trial.datetime_start,
             )
-        return records
+            for trial in self.storage.get_all_trials(study.study_id, deepcopy=False)
+        ]
 
 
 def _engine_options(url: str) -> dict[str, Any]:
