@@ -1,0 +1,322 @@
+"""`hone diagnose`: find the bottleneck of a process or a command and say what to tune.
+
+    hone diagnose --pid 1234 --duration 30
+    hone diagnose -- ./my-benchmark args
+    hone diagnose --compare before.hone after.hone
+    hone diagnose --pid 1234 --suggest-project ./tune-it
+
+All recorders run at once over the same window: on-CPU samples (perf record -g), scheduler
+switches (off-CPU), futex and kernel lock events, per-thread /proc counters, and the top-down
+counters when the machine has them. Reports go to hone's state directory under `diagnoses/`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+
+from hone.diagnose import catalogue, locks, offcpu, suggest, threads, topdown, verdict
+from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
+from hone.diagnose.report import Diagnosis, terminal, to_html
+from hone.errors import HoneError
+from hone.paths import state_dir
+
+
+class _Job(threading.Thread):
+    """A recorder running in the background; its result or its error, afterwards."""
+
+    def __init__(self, name: str, work: Callable[[], object]) -> None:
+        super().__init__(name=name, daemon=True)
+        self.work = work
+        self.result: object = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.work()
+        except BaseException as error:  # reported as a note, the other recorders go on
+            self.error = error
+
+
+def _perf(argv: list[str]) -> Callable[[], subprocess.CompletedProcess]:
+    return lambda: subprocess.run(argv, capture_output=True, text=True, check=False)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _perf_map(pid: int, stop: threading.Event, notes: list[str]) -> None:
+    """Have the JVM write /tmp/perf-PID.map now and then, so perf names JIT-compiled frames."""
+    jcmd = tool_path("jcmd")
+    if not jcmd:
+        notes.append("jcmd not found: Java JIT frames stay unnamed in perf stacks")
+        return
+    written = False
+    while True:
+        done = subprocess.run(
+            [jcmd, str(pid), "Compiler.perfmap"], capture_output=True, text=True, check=False
+        )
+        written = written or done.returncode == 0
+        if stop.wait(2.0):
+            break
+    notes.append(
+        f"Java JIT frames named from /tmp/perf-{pid}.map (jcmd Compiler.perfmap)"
+        if written
+        else "jcmd Compiler.perfmap failed: Java JIT frames stay unnamed"
+    )
+
+
+def collect(
+    pid: int,
+    duration: float,
+    *,
+    frequency: int = 99,
+    want_offcpu: bool = True,
+    want_locks: bool = True,
+    keep: Path | None = None,
+    caps: Capabilities | None = None,
+) -> Diagnosis:
+    """Record everything about `pid` for `duration` seconds (less if it exits) and analyse it."""
+    from hone.diagnose.record import record
+
+    if not Path(f"/proc/{pid}").exists():
+        raise HoneError(f"no process with pid {pid}")
+    caps = caps or probe()
+    if not caps.has("perf"):
+        raise HoneError(caps.get("perf").detail if caps.get("perf") else "perf is missing")
+    language = threads.language_of(pid)
+    target = _describe(pid)
+    notes: list[str] = []
+    work = Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
+    stop = threading.Event()
+    jobs = {
+        "oncpu": _Job(
+            "oncpu",
+            lambda: record(
+                pid=pid, duration_s=duration, frequency_hz=frequency, output_dir=keep or work
+            ),
+        )
+    }
+    off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
+    if off_ok:
+        jobs["offcpu"] = _Job(
+            "offcpu", _perf(offcpu.record_argv(pid, work / "sched.data", duration))
+        )
+    elif want_offcpu:
+        notes.append("off-CPU: the sched:sched_switch tracepoint is not available")
+    lock_ok = want_locks and caps.has("tracepoint syscalls:sys_enter_futex")
+    symbolizer = locks.Symbolizer(pid) if lock_ok else None
+    if lock_ok:
+        kernel_locks = caps.has("tracepoint lock:contention_begin")
+        if not kernel_locks:
+            notes.append("kernel lock contention: lock:contention_begin is not available")
+        argv = locks.record_argv(pid, work / "locks.data", duration, kernel_locks)
+        jobs["locks"] = _Job("locks", _perf(argv))
+    elif want_locks:
+        notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
+    jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, duration, caps))
+    if language == "java":
+        jobs["perfmap"] = _Job("perfmap", lambda: _perf_map(pid, stop, notes))
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        if "PreserveFramePointer" not in cmdline:
+            notes.append("Java without -XX:+PreserveFramePointer: JIT stacks may be cut short")
+    sampler = threads.ThreadSampler(pid).start()
+    for job in jobs.values():
+        job.start()
+    time.sleep(min(0.5, duration / 4))
+    early_names, _ = threads.language_names(pid, language)
+    while time.monotonic() - sampler.started < duration and _alive(pid):
+        time.sleep(0.05)
+    stats = sampler.stop()  # the window ends here; the recorders end with it (or the process)
+    stop.set()
+    for job in jobs.values():
+        job.join()
+    names, note = threads.language_names(pid, language) if _alive(pid) else ({}, "")
+    threads.name_threads(stats, {**early_names, **names})
+    if note or early_names:
+        notes.append(note or f"{language} thread names taken early in the window")
+    try:
+        return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, symbolizer,
+                        work, notes)  # fmt: skip
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _analyse(
+    pid: int,
+    target: str,
+    language: str,
+    caps: Capabilities,
+    jobs: dict[str, _Job],
+    stats: list[threads.ThreadStat],
+    window: float,
+    symbolizer: locks.Symbolizer | None,
+    work: Path,
+    notes: list[str],
+) -> Diagnosis:
+    oncpu = jobs["oncpu"]
+    if oncpu.error:
+        raise oncpu.error
+    profile = oncpu.result.profile()  # type: ignore[union-attr]
+    if profile.perf_data and not Path(profile.perf_data).exists():
+        profile.perf_data = None
+    if str(work) in str(profile.perf_data or ""):
+        profile.perf_data = None  # the temporary folder goes away
+    caps.add(stack_depth_check(profile.folded()))
+    off = None
+    if "offcpu" in jobs:
+        try:
+            off = offcpu.analyse(offcpu.script(work / "sched.data"), pid)
+        except HoneError as error:
+            notes.append(f"off-CPU: {error}")
+    found = None
+    if "locks" in jobs:
+        try:
+            found = locks.analyse(offcpu.script(work / "locks.data"), symbolizer)
+        except HoneError as error:
+            notes.append(f"locks: {error}")
+    td = jobs["topdown"].result if not jobs["topdown"].error else None
+    if not isinstance(td, topdown.Topdown):
+        td = topdown.Topdown(False, evidence=f"perf stat failed: {jobs['topdown'].error}")
+    if not td.available:
+        td.software = topdown.software_split(stats)
+    cpus = os.cpu_count() or 1
+    findings = verdict.decide(profile, stats, window, cpus, off, found, td)
+    return Diagnosis(
+        profile=profile,
+        target=target,
+        pid=pid,
+        language=language,
+        window_s=round(window, 3),
+        cpus=cpus,
+        capabilities=caps,
+        threads=stats,
+        offcpu=off,
+        locks=found,
+        topdown=td,
+        findings=findings,
+        suggestions=catalogue.knobs_for([f.kind for f in findings]),
+        notes=notes,
+    )
+
+
+def _describe(pid: int) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        words = [Path(argv[0].decode()).name] + [a.decode(errors="replace") for a in argv[1:3]]
+        return f"pid {pid} ({' '.join(w for w in words if w)})"
+    except (OSError, IndexError):
+        return f"pid {pid}"
+
+
+def run_command(command: list[str], duration: float | None, **options: object) -> Diagnosis:
+    """Start the command, diagnose it until it exits (or for `duration`), then stop it."""
+    try:
+        proc = subprocess.Popen(command, start_new_session=True)
+    except OSError as error:
+        raise HoneError(f"cannot run {command[0]}: {error.strerror}") from None
+    try:
+        time.sleep(0.05)
+        result = collect(proc.pid, duration or 24 * 3600, **options)  # type: ignore[arg-type]
+        result.target = " ".join(command)
+        result.command = list(command)
+        return result
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _places(output: Path | None, target: str) -> tuple[Path, Path]:
+    """(report.html, diagnosis.hone): `-o x.html` names the report, `-o DIR` the folder."""
+    if output and output.suffix == ".html":
+        output.parent.mkdir(parents=True, exist_ok=True)
+        return output, output.with_suffix(".hone")
+    if output is None:
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", target)[:40].strip("-")
+        output = state_dir() / "diagnoses" / f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
+    output.mkdir(parents=True, exist_ok=True)
+    return output / "report.html", output / "diagnosis.hone"
+
+
+def diagnose(
+    command: list[str] = typer.Argument(None, help="a command to run and diagnose (after --)"),
+    pid: int = typer.Option(None, "--pid", "-p", help="diagnose this running process"),
+    duration: float = typer.Option(
+        None, "--duration", "-d", help="seconds (default 30 for --pid; a command: until it exits)"
+    ),
+    output: Path = typer.Option(None, "--output", "-o", help="report folder, or a .html path"),
+    compare: tuple[Path, Path] | None = typer.Option(
+        None, "--compare", help="two saved diagnoses (.hone): what moved between them"
+    ),
+    suggest_project: Path = typer.Option(
+        None, "--suggest-project", help="also write a `hone tune` project with the knobs here"
+    ),
+    load: Path = typer.Option(None, "--from", help="a saved diagnosis instead of a new run"),
+    frequency: int = typer.Option(99, "--frequency", "-F", help="on-CPU samples per second"),
+    with_offcpu: bool = typer.Option(True, "--offcpu/--no-offcpu", help="off-CPU analysis"),
+    with_locks: bool = typer.Option(True, "--locks/--no-locks", help="lock-wait analysis"),
+) -> None:
+    """Find the bottleneck (hot threads, flame graphs, off-CPU, locks, top-down), what to tune."""
+    if compare:
+        _compare(compare[0], compare[1], output)
+        return
+    sources = sum(x is not None and x != [] for x in (pid, command or None, load))
+    if sources != 1:
+        raise HoneError("give one of --pid PID, --from FILE.hone, or -- COMMAND ARGS")
+    if duration is not None and duration <= 0:
+        raise HoneError(f"--duration must be positive, got {duration:g}")
+    options = {"frequency": frequency, "want_offcpu": with_offcpu, "want_locks": with_locks}
+    if load is not None:
+        result = Diagnosis.load(load)
+    elif pid is not None:
+        result = collect(pid, duration or 30.0, **options)  # type: ignore[arg-type]
+    else:
+        result = run_command(list(command), duration, **options)  # type: ignore[arg-type]
+    if load is None or output is not None:
+        report, saved = _places(output, result.target)
+        report.write_text(to_html(result))
+        if load is None:
+            result.save(saved)
+        else:
+            saved = None  # type: ignore[assignment]
+    else:
+        report = saved = None  # type: ignore[assignment]
+    typer.echo(terminal(result, report, saved))
+    if suggest_project is not None:
+        path = suggest.write(result, suggest_project)
+        typer.echo(f"project: {path} (check it with: hone check {path.parent})")
+
+
+def _compare(before: Path, after: Path, output: Path | None) -> None:
+    from hone.diagnose.report import compare_html, compare_text
+
+    a, b = Diagnosis.load(before), Diagnosis.load(after)
+    typer.echo(compare_text(a, b))
+    report, _ = _places(output, f"compare-{before.stem}-{after.stem}")
+    report.write_text(compare_html(a, b))
+    typer.echo(f"report: {report}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="diagnose")(diagnose)

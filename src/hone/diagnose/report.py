@@ -1,0 +1,492 @@
+"""A whole diagnosis: saved as one `.hone` file, shown as a terminal summary and one HTML file.
+
+The `.hone` file is the on-CPU Profile's own file (gzip JSON, `format: hone-profile`) with one
+more key, `diagnosis`, holding the runtime view (capabilities, threads, off-CPU, locks, top-down,
+findings, knobs). So anything that reads profiles (`--compare`, the diff, the web UI) reads a
+diagnosis too, and `Diagnosis.load` reads a bare profile as a diagnosis without runtime data."""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hone.diagnose import catalogue
+from hone.diagnose.catalogue import Suggestion
+from hone.diagnose.locks import Locks
+from hone.diagnose.offcpu import OffCpu
+from hone.diagnose.probe import Capabilities
+from hone.diagnose.profile import Profile
+from hone.diagnose.tables import function_table, module_name, module_table, summary
+from hone.diagnose.threads import ThreadStat
+from hone.diagnose.topdown import Topdown
+from hone.diagnose.verdict import Finding
+from hone.errors import HoneError
+
+DIAGNOSIS_VERSION = 1
+
+
+@dataclass
+class Diagnosis:
+    profile: Profile
+    target: str = ""
+    pid: int = 0
+    language: str = "native"
+    window_s: float = 0.0
+    cpus: int = 1
+    created: float = field(default_factory=time.time)
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    threads: list[ThreadStat] = field(default_factory=list)
+    offcpu: OffCpu | None = None
+    locks: Locks | None = None
+    topdown: Topdown = field(default_factory=lambda: Topdown(False, evidence="not measured"))
+    findings: list[Finding] = field(default_factory=list)
+    suggestions: list[Suggestion] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    command: list[str] = field(default_factory=list)  # the diagnosed command, if hone started it
+
+    @property
+    def kinds(self) -> list[str]:
+        return [f.kind for f in self.findings]
+
+    def runtime(self) -> dict:
+        return {
+            "version": DIAGNOSIS_VERSION,
+            "target": self.target,
+            "pid": self.pid,
+            "language": self.language,
+            "window_s": self.window_s,
+            "cpus": self.cpus,
+            "created": self.created,
+            "capabilities": self.capabilities.to_dict(),
+            "threads": [t.to_dict() for t in self.threads],
+            "offcpu": self.offcpu.to_dict() if self.offcpu else None,
+            "locks": self.locks.to_dict() if self.locks else None,
+            "topdown": self.topdown.to_dict(),
+            "findings": [f.to_dict() for f in self.findings],
+            "suggestions": [s.to_dict() for s in self.suggestions],
+            "notes": self.notes,
+            "command": self.command,
+        }
+
+    def save(self, path: str | Path) -> Path:
+        """The profile's `.hone` file plus the `diagnosis` key."""
+        path = Path(path)
+        self.profile.save(path)
+        with gzip.open(path, "rt", encoding="utf-8") as stream:
+            document = json.load(stream)
+        document["diagnosis"] = self.runtime()
+        with gzip.open(path, "wt", encoding="utf-8", compresslevel=6) as out:
+            json.dump(document, out, separators=(",", ":"))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Diagnosis:
+        profile = Profile.load(path)
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as stream:
+                data = json.load(stream).get("diagnosis")
+        except (OSError, ValueError):
+            data = None  # folded text: a profile only
+        if not data:
+            return cls(profile=profile, target=profile.target)
+        try:
+            return cls(
+                profile=profile,
+                target=data["target"],
+                pid=int(data["pid"]),
+                language=data["language"],
+                window_s=float(data["window_s"]),
+                cpus=int(data["cpus"]),
+                created=float(data["created"]),
+                capabilities=Capabilities.from_dict(data["capabilities"]),
+                threads=[ThreadStat(**t) for t in data["threads"]],
+                offcpu=OffCpu.from_dict(data["offcpu"]) if data["offcpu"] else None,
+                locks=Locks.from_dict(data["locks"]) if data["locks"] else None,
+                topdown=Topdown.from_dict(data["topdown"]),
+                findings=[Finding(**f) for f in data["findings"]],
+                suggestions=[Suggestion(**s) for s in data["suggestions"]],
+                notes=list(data["notes"]),
+                command=list(data.get("command", [])),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise HoneError(f"damaged diagnosis section: {error}", file=path) from None
+
+
+def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None) -> str:
+    """The summary printed at the end of `hone diagnose`."""
+    lines = [f"hone diagnose: {d.target} for {d.window_s:.1f} s ({d.language}, {d.cpus} CPUs)"]
+    if d.findings:
+        lines.append(f"verdict: {d.findings[0].headline}")
+        lines += [f"  also: {f.headline}" for f in d.findings[1:4]]
+    if d.threads:
+        lines.append("hot threads (% of one CPU: on CPU / run queue / I/O / sleep):")
+        for t in d.threads[:5]:
+            lines.append(
+                f"  {t.tid:>7} {t.label[:32]:<32} {t.cpu_pct:5.1f} {t.runq_pct:5.1f} "
+                f"{t.io_pct:5.1f} {t.sleep_pct:5.1f}"
+            )
+    if d.profile.total:
+        lines.append(f"on-CPU: {summary(d.profile)}")
+    if d.topdown.available:
+        parts = ", ".join(f"{k} {v:.1f}%" for k, v in d.topdown.level1.items())
+        lines.append(f"top-down ({d.topdown.method}): {parts}")
+    else:
+        lines.append(f"top-down: unavailable ({d.topdown.evidence})")
+        if d.topdown.software:
+            parts = ", ".join(f"{k} {v:.1f}%" for k, v in d.topdown.software.items())
+            lines.append(f"  software split of thread time instead: {parts}")
+    present = [s.name for s in d.suggestions if s.present]
+    if present:
+        lines.append(f"knobs to tune: {', '.join(present)}")
+    missing = [i.name for i in d.capabilities.items if not i.available]
+    if missing:
+        lines.append(f"not available here: {', '.join(missing)}")
+    if report:
+        lines.append(f"report: {report}")
+    if saved:
+        lines.append(f"saved: {saved}")
+    return "\n".join(lines)
+
+
+CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1240px;color:#111;
+padding:0 1em}
+h1{font-size:1.4em}h2{font-size:1.15em;border-bottom:1px solid #999;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 8px;
+text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.verdict{border:2px solid #111;padding:.6em 1em;font-size:1.1em}.muted{color:#555}
+.bar{display:inline-block;height:.8em;background:#555;vertical-align:middle}
+code,pre{font:12px ui-monospace,monospace}pre{white-space:pre-wrap;background:#f4f4f4;padding:.5em}
+svg{max-width:100%;height:auto}
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _table(head: list[str], rows: list[list[object]], numeric: set[int] | None = None) -> str:
+    numeric = numeric or set()
+    out = ["<table><tr>", *(f"<th>{_e(h)}</th>" for h in head), "</tr>"]
+    for row in rows:
+        cells = [
+            f'<td class="n">{_e(v)}</td>' if i in numeric else f"<td>{_e(v)}</td>"
+            for i, v in enumerate(row)
+        ]
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _bar(pct: float) -> str:
+    return f'<span class="bar" style="width:{max(0.0, min(pct, 100)) * 1.5:.0f}px"></span>'
+
+
+def _flame(folded: dict[str, int], title: str, unit: str = "samples") -> str:
+    """The flame graph renderer's SVG, inline (its XML prolog dropped)."""
+    if not folded:
+        return '<p class="muted">No stacks recorded.</p>'
+    from hone.diagnose.flamegraph import render
+
+    svg = render(folded, title=title, unit=unit)
+    return svg[svg.index("<svg") :]
+
+
+def _section_verdict(d: Diagnosis) -> str:
+    if not d.findings:
+        return "<p>No findings.</p>"
+    top = d.findings[0]
+    out = [f'<div class="verdict"><b>Verdict:</b> {_e(top.headline)}</div><ul>']
+    out += [f"<li>{_e(x)}</li>" for x in top.details]
+    out.append("</ul>")
+    if len(d.findings) > 1:
+        out.append("<p>Also:</p><ul>")
+        out += [f"<li>{_e(f.headline)}</li>" for f in d.findings[1:]]
+        out.append("</ul>")
+    return "".join(out)
+
+
+def _section_capabilities(d: Diagnosis) -> str:
+    rows = [
+        ["yes" if i.available else "NO", i.name, i.used_for, i.detail] for i in d.capabilities.items
+    ]
+    cpu = d.capabilities
+    head = f"<p>CPU: {_e(cpu.cpu_name)} ({_e(cpu.cpu_vendor)} family {cpu.cpu_family} model "
+    head += f"{cpu.cpu_model}), {d.cpus} CPUs.</p>"
+    notes = "".join(f"<li>{_e(n)}</li>" for n in d.notes)
+    return (
+        head
+        + _table(["available", "what", "used for", "evidence"], rows)
+        + (f"<ul>{notes}</ul>" if notes else "")
+    )
+
+
+def _section_threads(d: Diagnosis) -> str:
+    rows = [
+        [
+            t.tid, t.label, t.comm, f"{t.cpu_pct:.1f}", f"{t.runq_pct:.1f}", f"{t.io_pct:.1f}",
+            f"{t.sleep_pct:.1f}", " <- ".join(t.frames[:3]),
+        ]
+        for t in d.threads[:30]
+    ]  # fmt: skip
+    head = ["tid", "thread", "comm", "CPU %", "run queue %", "I/O %", "sleep %", "running"]
+    return (
+        "<p>Percent of the window for each thread (100 = one whole CPU): on the CPU, waiting in "
+        "the run queue for a CPU, in uninterruptible sleep (I/O), asleep.</p>"
+        + _table(head, rows, {0, 3, 4, 5, 6})
+    )
+
+
+def _section_cpu(d: Diagnosis) -> str:
+    p = d.profile
+    if not p.total:
+        return "<p>No on-CPU samples.</p>"
+    out = [f"<p>{p.total} samples of {_e(p.event)}: {_e(summary(p))}</p>"]
+    out.append(_flame(p.folded(), f"On-CPU: {d.target}"))
+    top_down = [
+        [r.name, module_name(r.module), f"{100 * r.total_share:.1f}", f"{100 * r.self_share:.1f}"]
+        for r in function_table(p, "total")[:25]
+    ]
+    bottom_up = [
+        [r.name, module_name(r.module), f"{100 * r.self_share:.1f}", f"{100 * r.total_share:.1f}"]
+        for r in function_table(p, "self")[:25]
+    ]
+    modules = [
+        [r.name, f"{100 * r.total_share:.1f}", f"{100 * r.self_share:.1f}"]
+        for r in module_table(p, "self")[:15]
+    ]
+    out.append("<h3>Top-down (by total time)</h3>")
+    out.append(_table(["function", "module", "total %", "self %"], top_down, {2, 3}))
+    out.append("<h3>Bottom-up (by self time)</h3>")
+    out.append(_table(["function", "module", "self %", "total %"], bottom_up, {2, 3}))
+    out.append("<h3>By module</h3>")
+    out.append(_table(["module", "total %", "self %"], modules, {1, 2}))
+    return "".join(out)
+
+
+def _section_offcpu(d: Diagnosis) -> str:
+    off = d.offcpu
+    if off is None:
+        return '<p class="muted">Off-CPU analysis was not run (see capabilities).</p>'
+    labels = {"io": "I/O (uninterruptible)", "sleep": "sleep / wait", "runqueue": "preempted"}
+    rows = [
+        [labels.get(k, k), f"{off.total_us(k) / 1000:.1f}"] for k in ("sleep", "io", "runqueue")
+    ]
+    rq = off.runqueue
+    out = [
+        _table(["state when switched out", "off-CPU ms (all threads)"], rows, {1}),
+        f"<p>Run-queue latency (wake-up or preemption to running): {rq.count} waits, mean "
+        f"{rq.mean_us:.0f} us, p50 {rq.p50_us:.0f} us, p99 {rq.p99_us:.0f} us, max "
+        f"{rq.max_us:.0f} us.</p>",
+        _flame(off.folded(), "Off-CPU time (microseconds) by switch-out stack", "us"),
+    ]
+    for kind in ("io", "sleep", "runqueue"):
+        top = off.top(kind, 5)
+        if top:
+            out.append(f"<h3>Longest {labels[kind]} stacks</h3>")
+            out.append(
+                _table(
+                    ["ms", "stack (root first)"],
+                    [[f"{us / 1000:.1f}", s.replace(";", " > ")] for s, us in top],
+                    {0},
+                )
+            )
+    return "".join(out)
+
+
+def _section_locks(d: Diagnosis) -> str:
+    locks = d.locks
+    if locks is None:
+        return '<p class="muted">Lock analysis was not run (see capabilities).</p>'
+    rows = [
+        [w.lock, w.kind, f"{w.wait_ms:.1f}", w.count, f"{w.max_ms:.2f}", ", ".join(w.waiters[:4]),
+         w.site]
+        for w in (locks.user + locks.kernel)[:20]
+    ]  # fmt: skip
+    head = ["lock", "kind", "wait ms", "waits", "max ms", "waiters", "where"]
+    out = [
+        "<p>mutex = contended user-space lock (futex); condition = waiting for a signal (idle "
+        "workers, condition variables: not contention); kernel:* = kernel lock contention.</p>",
+        _table(head, rows, {2, 3, 4}) if rows else "<p>No lock waits recorded.</p>",
+    ]
+    out += [f'<p class="muted">{_e(n)}</p>' for n in locks.notes]
+    return "".join(out)
+
+
+def _section_topdown(d: Diagnosis) -> str:
+    td = d.topdown
+    if td.available:
+        rows = [[k, f"{v:.1f}", _bar(v)] for k, v in td.level1.items()]
+        out = [f"<p>Method: {_e(td.method)}; {_e(td.evidence)}.</p>"]
+        out.append(
+            "<table><tr><th>level 1</th><th>% of slots</th><th></th></tr>"
+            + "".join(f"<tr><td>{_e(a)}</td><td class='n'>{b}</td><td>{c}</td></tr>"
+                      for a, b, c in rows)
+            + "</table>"
+        )  # fmt: skip
+        for parent, kids in td.level2.items():
+            parts = ", ".join(f"{k} {v:.1f}%" for k, v in kids.items())
+            out.append(f"<p>{_e(parent)}: {_e(parts)}</p>")
+        return "".join(out)
+    out = [f"<p><b>TMAM unavailable</b>: {_e(td.evidence)}.</p>"]
+    if td.software:
+        out.append(
+            "<p>Software signals instead (not TMAM): where the process's thread time went.</p>"
+        )
+        out.append(
+            "<table><tr><th>state</th><th>% of thread time</th><th></th></tr>"
+            + "".join(f"<tr><td>{_e(k)}</td><td class='n'>{v:.1f}</td><td>{_bar(v)}</td></tr>"
+                      for k, v in td.software.items())
+            + "</table>"
+        )  # fmt: skip
+    return "".join(out)
+
+
+def _section_knobs(d: Diagnosis) -> str:
+    out = []
+    for kind in dict.fromkeys(d.kinds):
+        tips = catalogue.advice(kind)
+        if tips:
+            out.append(f"<h3>{_e(catalogue.title(kind))}</h3><ul>")
+            out += [f"<li>{_e(t)}</li>" for t in tips]
+            out.append("</ul>")
+    rows = [
+        [s.name, "yes" if s.present else f"no: {s.reason}", s.why, json.dumps(s.knob)]
+        for s in d.suggestions
+    ]
+    if rows:
+        out.append("<h3>Knobs</h3>")
+        out.append(_table(["knob", "on this machine", "why", "hone definition"], rows))
+        out.append(
+            "<p><code>hone diagnose --suggest-project DIR</code> writes these into a "
+            "<code>hone tune</code> project.</p>"
+        )
+    return "".join(out) or "<p>No knobs suggested.</p>"
+
+
+def to_html(d: Diagnosis) -> str:
+    """One self-contained HTML file: inline CSS, inline SVG flame graphs with their script."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d.created))
+    sections = [
+        ("Verdict", _section_verdict(d)),
+        ("Hot threads", _section_threads(d)),
+        ("On-CPU: flame graph, top-down and bottom-up", _section_cpu(d)),
+        ("Off-CPU", _section_offcpu(d)),
+        ("Locks", _section_locks(d)),
+        ("Top-down microarchitecture analysis (TMAM)", _section_topdown(d)),
+        ("What to tune", _section_knobs(d)),
+        ("Capabilities used and unavailable", _section_capabilities(d)),
+    ]
+    body = "".join(
+        f'<h2 id="s{i}">{_e(title)}</h2>{content}' for i, (title, content) in enumerate(sections)
+    )
+    nav = " | ".join(f'<a href="#s{i}">{_e(t)}</a>' for i, (t, _) in enumerate(sections))
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>hone diagnose: {_e(d.target)}</title><style>{CSS}</style></head><body>"
+        f"<h1>hone diagnose: {_e(d.target)}</h1>"
+        f'<p class="muted">{stamp}, {d.window_s:.1f} s window, {_e(d.language)} process, '
+        f"{d.cpus} CPUs</p><p>{nav}</p>{body}</body></html>\n"
+    )
+
+
+def _shares(d: Diagnosis) -> dict[str, float]:
+    """Self share (%) of each function of the on-CPU profile."""
+    return {
+        f"{r.name} ({module_name(r.module)})": 100 * r.self_share
+        for r in function_table(d.profile, "self")
+    }
+
+
+def _moves(a: Diagnosis, b: Diagnosis, limit: int = 10) -> list[tuple[str, float, float]]:
+    """Functions whose self share moved most, (name, before %, after %)."""
+    before, after = _shares(a), _shares(b)
+    names = set(before) | set(after)
+    moved = [(n, before.get(n, 0.0), after.get(n, 0.0)) for n in names]
+    moved.sort(key=lambda m: -abs(m[2] - m[1]))
+    return [m for m in moved[:limit] if abs(m[2] - m[1]) >= 0.5]
+
+
+def _thread_cpu(d: Diagnosis) -> dict[str, float]:
+    """CPU % per thread name (threads of one name, a pool, summed)."""
+    out: dict[str, float] = {}
+    for t in d.threads:
+        out[t.label] = out.get(t.label, 0.0) + t.cpu_pct
+    return out
+
+
+def _runtime_rows(a: Diagnosis, b: Diagnosis) -> list[tuple[str, str, str]]:
+    def total(d: Diagnosis, field_name: str) -> float:
+        return sum(getattr(t, field_name) for t in d.threads) / 100
+
+    rows = [
+        ("verdict", a.findings[0].headline if a.findings else "-",
+         b.findings[0].headline if b.findings else "-"),
+        ("window s", f"{a.window_s:.1f}", f"{b.window_s:.1f}"),
+        ("on-CPU samples", str(a.profile.total), str(b.profile.total)),
+    ]  # fmt: skip
+    for label, name in (("CPUs busy", "cpu_pct"), ("run-queue wait", "runq_pct"),
+                        ("I/O wait", "io_pct")):  # fmt: skip
+        rows.append((f"{label} (thread-s/s)", f"{total(a, name):.2f}", f"{total(b, name):.2f}"))
+    if a.offcpu and b.offcpu:
+        for kind in ("sleep", "io", "runqueue"):
+            rows.append(
+                (
+                    f"off-CPU {kind} ms/s",
+                    f"{a.offcpu.total_us(kind) / 1000 / max(a.window_s, 1e-9):.1f}",
+                    f"{b.offcpu.total_us(kind) / 1000 / max(b.window_s, 1e-9):.1f}",
+                )
+            )
+    if a.locks and b.locks:
+        rows.append(
+            (
+                "contended lock wait ms/s",
+                f"{sum(w.wait_ms for w in a.locks.contended()) / max(a.window_s, 1e-9):.1f}",
+                f"{sum(w.wait_ms for w in b.locks.contended()) / max(b.window_s, 1e-9):.1f}",
+            )
+        )
+    return rows
+
+
+def compare_text(a: Diagnosis, b: Diagnosis) -> str:
+    """What moved between two diagnoses, for the terminal."""
+    lines = [f"before: {a.target}", f"after:  {b.target}"]
+    lines += [f"{name}: {x} -> {y}" for name, x, y in _runtime_rows(a, b)]
+    moves = _moves(a, b)
+    if moves:
+        lines.append("functions whose self share moved most (before % -> after %):")
+        lines += [f"  {n}: {x:.1f} -> {y:.1f} ({y - x:+.1f})" for n, x, y in moves]
+    ta, tb = _thread_cpu(a), _thread_cpu(b)
+    threads_moved = sorted(set(ta) | set(tb), key=lambda n: -abs(tb.get(n, 0) - ta.get(n, 0)))
+    if threads_moved:
+        lines.append("threads whose CPU % moved most:")
+        lines += [f"  {n}: {ta.get(n, 0.0):.1f} -> {tb.get(n, 0.0):.1f}" for n in threads_moved[:5]]
+    return "\n".join(lines)
+
+
+def compare_html(a: Diagnosis, b: Diagnosis) -> str:
+    """One HTML file: the runtime comparison, function moves and a differential flame graph."""
+    from hone.diagnose.flamegraph import diff_flamegraph_svg
+
+    rows = _runtime_rows(a, b)
+    moves = [[n, f"{x:.1f}", f"{y:.1f}", f"{y - x:+.1f}"] for n, x, y in _moves(a, b, 25)]
+    svg = diff_flamegraph_svg(a.profile, b.profile) if a.profile.total and b.profile.total else ""
+    svg = svg[svg.index("<svg") :] if svg else "<p>One of the two has no on-CPU samples.</p>"
+    body = (
+        f"<h1>hone diagnose: compare</h1><p>before: {_e(a.target)}<br>after: {_e(b.target)}</p>"
+        "<h2>Runtime</h2>"
+        + _table(["", "before", "after"], [list(r) for r in rows])
+        + "<h2>Functions (self % of on-CPU samples)</h2>"
+        + _table(["function", "before %", "after %", "change"], moves, {1, 2, 3})
+        + "<h2>Differential flame graph (widths: after; red grew, blue shrank)</h2>"
+        + svg
+    )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>hone diagnose: compare</title><style>{CSS}</style></head><body>{body}"
+        "</body></html>\n"
+    )

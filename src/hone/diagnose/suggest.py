@@ -1,0 +1,88 @@
+"""`--suggest-project`: a `hone tune` project with the knobs the diagnosis points at.
+
+When hone started the diagnosed command itself, the benchmark is that command, timed (elapsed
+seconds, minimised): runnable as written. For a running process hone cannot know the workload, so
+the benchmark is a placeholder marked TODO that runs and prints a constant; `hone check` accepts
+both, and the user replaces the placeholder with the real load before `hone tune`."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from pathlib import Path
+
+import yaml
+
+from hone.diagnose.report import Diagnosis
+from hone.errors import HoneError
+
+TIMER = (
+    "python3 -c 'import subprocess, sys, time; t = time.perf_counter(); "
+    "code = subprocess.run(sys.argv[1:]).returncode; "
+    'print(f"elapsed_s: {time.perf_counter() - t:.4f}"); sys.exit(code)\''
+)
+PLACEHOLDER = (
+    "echo 'TODO: replace this command with your benchmark; it must print throughput: N'; "
+    "echo 'throughput: 0'"
+)
+
+
+def project_name(target: str) -> str:
+    """diagnose-<program>: from "pid 12 (server -c x)" or the command line "./bench -n 5"."""
+    inner = re.search(r"\((\S+)", target) if target.startswith("pid ") else None
+    program = inner[1] if inner else (target.split() or [""])[0]
+    words = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(program).name)
+    return f"diagnose-{words.strip('-.') or 'process'}"[:60]
+
+
+def build(d: Diagnosis) -> dict:
+    """The project as a mapping, in hone's format (docs/project-format.md)."""
+    knobs = {s.name: s.knob for s in d.suggestions if s.present}
+    if not knobs:
+        raise HoneError(
+            "the diagnosis suggests no knob this machine has; nothing to write "
+            f"(verdict: {d.findings[0].headline if d.findings else 'none'})"
+        )
+    if d.command:
+        benchmark = {"command": f"{TIMER} {shlex.join(d.command)}", "timeout": 600}
+        metrics = {"elapsed_s": {"pattern": r"elapsed_s: ([0-9.]+)", "direction": "minimize"}}
+    else:
+        benchmark = {"command": PLACEHOLDER, "timeout": 600}
+        metrics = {"throughput": {"pattern": r"throughput: ([0-9.]+)", "direction": "maximize"}}
+    verdict = d.findings[0].headline if d.findings else "no verdict"
+    return {
+        "name": project_name(d.target),
+        "description": f"Knobs for: {verdict}"[:200],
+        "knobs": knobs,
+        "benchmark": benchmark,
+        "metrics": metrics,
+        "tuning": {"budget": 30, "baseline": 3},
+    }
+
+
+def write(d: Diagnosis, directory: str | Path) -> Path:
+    """Write DIRECTORY/hone.yaml (never over an existing one); returns its path."""
+    folder = Path(directory)
+    path = folder / "hone.yaml"
+    if path.exists():
+        raise HoneError("already exists; choose another folder", file=path)
+    project = build(d)
+    folder.mkdir(parents=True, exist_ok=True)
+    header = [
+        f"# Written by `hone diagnose --suggest-project` on {time.strftime('%Y-%m-%d %H:%M')}",
+        f"# from the diagnosis of {d.target}.",
+        f"# Verdict: {d.findings[0].headline if d.findings else 'none'}",
+    ]
+    if not d.command:
+        header += [
+            "# TODO: the benchmark is a placeholder. Replace its command with one that loads",
+            "# the workload and prints the metric (or change `metrics`), then: hone check .",
+        ]
+    missing = [s for s in d.suggestions if not s.present]
+    if missing:
+        header.append("# Left out (not on this machine):")
+        header += [f"#   {s.name}: {s.reason}" for s in missing]
+    body = yaml.safe_dump(project, sort_keys=False, default_flow_style=None, width=100)
+    path.write_text("\n".join(header) + "\n" + body)
+    return path

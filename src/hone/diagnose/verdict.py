@@ -1,0 +1,178 @@
+"""The verdict: what holds the process back, in plain words, ranked.
+
+Every signal is put in the same unit, thread-seconds per second of the window (1.0 = one thread
+the whole time): on the CPU, waiting for a CPU (run queue), blocked in uninterruptible sleep (I/O),
+waiting on a contended lock, asleep. The largest wins, with lock waits counted double: threads
+waiting on one lock serialise, so more CPUs would not help, and the time under the lock shows as
+CPU time of the holder. Hardware top-down results, when there are counters, refine a CPU-bound
+verdict into memory-, frontend- or speculation-bound."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+from hone.diagnose.locks import Locks
+from hone.diagnose.offcpu import OffCpu
+from hone.diagnose.profile import Profile
+from hone.diagnose.tables import function_table, module_name
+from hone.diagnose.threads import ThreadStat
+from hone.diagnose.topdown import Topdown
+
+LOCK_WEIGHT = 2.0
+MIN_SCORE = 0.05
+
+
+@dataclass
+class Finding:
+    kind: str  # cpu, runqueue, lock, io, idle, memory, frontend, speculation
+    score: float  # thread-seconds per second (weighted for locks)
+    headline: str
+    details: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _busiest(threads: list[ThreadStat], key: str) -> ThreadStat | None:
+    ranked = sorted(threads, key=lambda t: -getattr(t, key))
+    return ranked[0] if ranked and getattr(ranked[0], key) > 0 else None
+
+
+def _user_frame(stack: str, modules: dict[str, str]) -> str:
+    """The innermost frame of a folded stack that is not the kernel's, with its module."""
+    frames = stack.split(";")[1:]
+    for name in reversed(frames):
+        module = modules.get(name, "")
+        if module and "kernel" not in module:
+            return f"{name} ({module})"
+    return frames[-1] if frames else stack
+
+
+def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float) -> Finding:
+    rows = function_table(profile, order="self") if profile.total else []
+    hot = _busiest(threads, "cpu_pct")
+    if rows:
+        top = rows[0]
+        headline = (
+            f"CPU-bound in function {top.name} of module {module_name(top.module)} "
+            f"({top.self_share:.0%} of on-CPU samples)"
+        )
+    else:
+        headline = "CPU-bound (no on-CPU samples to name the function)"
+    if hot:
+        headline += f", busiest thread {hot.label} at {hot.cpu_pct:.0f}% of a CPU"
+    details = [
+        f"{row.name} ({module_name(row.module)}): {row.self_share:.1%} self" for row in rows[:5]
+    ]
+    if hot and hot.frames:
+        details.insert(0, f"{hot.label} is running: " + " <- ".join(hot.frames[:3]))
+    return Finding("cpu", cpu, headline, details)
+
+
+def _runqueue(threads: list[ThreadStat], runq: float, cpu: float, cpus: int) -> Finding:
+    waiter = _busiest(threads, "runq_pct")
+    share = runq / (runq + cpu) if runq + cpu else 0.0
+    headline = (
+        f"Run queue saturated: runnable threads waited for a CPU {runq:.2f} thread-seconds per "
+        f"second ({share:.0%} of their runnable time)"
+    )
+    if waiter:
+        headline += f", most of all {waiter.label} ({waiter.runq_pct:.0f}% of the window)"
+    try:
+        load = os.getloadavg()[0]
+        details = [f"load average {load:.1f} on {cpus} CPUs"]
+    except OSError:
+        details = []
+    return Finding("runqueue", runq, headline, details)
+
+
+def _lock(locks: Locks, window: float) -> Finding | None:
+    contended = locks.contended()
+    if not contended or window <= 0:
+        return None
+    top = contended[0]
+    total = sum(w.wait_ms for w in contended) / 1000 / window
+    where = f" at {top.site}" if top.site else ""
+    headline = (
+        f"Waiting on lock {top.lock} ({top.kind}): {top.wait_ms / 1000 / window:.2f} "
+        f"thread-seconds of waiting per second, {top.count} waits, longest {top.max_ms:.1f} ms"
+        f"{where}; waiters: {', '.join(top.waiters[:4])}"
+    )
+    details = [f"{w.lock} ({w.kind}): {w.wait_ms:.1f} ms in {w.count} waits" for w in contended[:5]]
+    return Finding("lock", LOCK_WEIGHT * total, headline, details)
+
+
+def _io(offcpu: OffCpu | None, threads: list[ThreadStat], window: float) -> Finding:
+    if offcpu and window > 0 and offcpu.stacks:
+        io = offcpu.total_us("io") / 1e6 / window
+        top = offcpu.top("io", 1)
+        where = f", mostly in {_user_frame(top[0][0], offcpu.modules)}" if top else ""
+        details = [_user_frame(s, offcpu.modules) + f": {us / 1000:.1f} ms" for s, us in
+                   offcpu.top("io", 5)]  # fmt: skip
+    else:
+        io = sum(t.io_pct for t in threads) / 100
+        where, details = "", []
+    headline = f"I/O wait: {io:.2f} thread-seconds per second in uninterruptible sleep{where}"
+    return Finding("io", io, headline, details)
+
+
+def _idle(offcpu: OffCpu | None, threads: list[ThreadStat], window: float) -> Finding:
+    sleep = sum(t.sleep_pct for t in threads) / 100
+    where = ""
+    if offcpu:
+        top = offcpu.top("sleep", 1)
+        if top:
+            where = f"; the longest sleep is in {_user_frame(top[0][0], offcpu.modules)}"
+    headline = (
+        f"Mostly idle: {len(threads)} threads slept {sleep:.2f} thread-seconds per second and "
+        f"little else happened{where}"
+    )
+    return Finding("idle", 0.0, headline)
+
+
+def _topdown(topdown: Topdown, cpu_finding: Finding) -> Finding | None:
+    top = None
+    for category, share in sorted(topdown.level1.items(), key=lambda kv: -kv[1]):
+        if category != "Retiring" and share >= 30:
+            top = (category, share)
+            break
+    if not top:
+        return None
+    category, share = top
+    kind = {"Frontend Bound": "frontend", "Bad Speculation": "speculation"}.get(category, "cpu")
+    children = topdown.level2.get(category, {})
+    worst = max(children.items(), key=lambda kv: kv[1]) if children else None
+    if category == "Backend Bound":
+        kind = "memory" if worst and worst[0] == "Memory Bound" else "cpu"
+    detail = f" ({worst[0]} {worst[1]:.0f}%)" if worst else ""
+    headline = f"Top-down: {category} {share:.0f}% of pipeline slots{detail}"
+    return Finding(kind, cpu_finding.score * share / 100, headline, [f"method {topdown.method}"])
+
+
+def decide(
+    profile: Profile,
+    threads: list[ThreadStat],
+    window_s: float,
+    cpus: int,
+    offcpu: OffCpu | None = None,
+    locks: Locks | None = None,
+    topdown: Topdown | None = None,
+) -> list[Finding]:
+    """Findings, the top bottleneck first; 'mostly idle' when nothing stands out."""
+    cpu = sum(t.cpu_pct for t in threads) / 100
+    runq = sum(t.runq_pct for t in threads) / 100
+    cpu_finding = _cpu(profile, threads, cpu)
+    findings = [cpu_finding, _runqueue(threads, runq, cpu, cpus), _io(offcpu, threads, window_s)]
+    if locks:
+        lock = _lock(locks, window_s)
+        if lock:
+            findings.append(lock)
+    if topdown and topdown.available:
+        refined = _topdown(topdown, cpu_finding)
+        if refined:
+            findings.append(refined)
+    findings = sorted((f for f in findings if f.score >= MIN_SCORE), key=lambda f: -f.score)
+    if not findings or (cpu < 0.1 and findings[0].kind != "lock" and findings[0].score < 0.1):
+        findings.insert(0, _idle(offcpu, threads, window_s))
+    return findings
