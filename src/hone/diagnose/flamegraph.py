@@ -22,11 +22,15 @@ frame's self share (red grew, blue shrank, white unchanged); the tooltip gives b
 
 from __future__ import annotations
 
+import gc
 import json
+import re
 import zlib
+from bisect import bisect_right
 from dataclasses import dataclass
 from importlib import resources
-from xml.sax.saxutils import escape, quoteattr
+from operator import itemgetter
+from xml.sax.saxutils import escape
 
 from hone.diagnose.profile import Profile
 
@@ -75,6 +79,26 @@ def render(
 ) -> str:
     """SVG text of a flame graph of folded stacks ({"a;b;c": count}); `before` makes it a
     differential one."""
+    # Millions of short-lived frame strings and lists, none cyclic: the cyclic garbage
+    # collector would rescan them again and again (half the run time at 100k stacks).
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _render(folded, before, title, subtitle, width, min_width, unit)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _render(
+    folded: dict[str, int],
+    before: dict[str, int] | None,
+    title: str | None,
+    subtitle: str,
+    width: int,
+    min_width: float,
+    unit: str,
+) -> str:
     stacks = [(key.split(";"), count) for key, count in folded.items() if count > 0]
     total = sum(count for _, count in stacks)
     inner = width - 2 * PAD
@@ -100,11 +124,11 @@ def render(
         '<?xml version="1.0" standalone="no"?>\n',
         f'<svg version="1.1" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
         f' xmlns="http://www.w3.org/2000/svg" class="hone-flamegraph"'
-        f" data-config={quoteattr(json.dumps(config))}>\n",
+        f' data-config="{_xml(json.dumps(config))}">\n',
         f"<style>{_asset('flamegraph.css')}</style>\n",
         f'<rect class="bg" x="0" y="0" width="{width}" height="{height}"/>\n',
-        f'<text class="title" x="{width / 2}" y="22">{escape(title or "Flame graph")}</text>\n',
-        f'<text class="subtitle" x="{width / 2}" y="38">{escape(subtitle)}</text>\n',
+        f'<text class="title" x="{width / 2}" y="22">{_xml(title or "Flame graph")}</text>\n',
+        f'<text class="subtitle" x="{width / 2}" y="38">{_xml(subtitle)}</text>\n',
         _buttons(width),
         f'<text class="details" x="{PAD}" y="{height - 10}"> </text>\n',
     ]
@@ -122,52 +146,57 @@ def render(
 
 def _layout(stacks: list[tuple[list[str], int]], min_samples: float, paths: bool) -> list[Box]:
     """Boxes of the merged stacks, root "all" first; narrow siblings merged (see docstring)."""
-    stacks = sorted(stacks)
+    # Sorting by the text with NUL between frames orders like lists of frames, only faster.
+    stacks = sorted(stacks, key=lambda item: "\0".join(item[0]))
+    frames = [item[0] for item in stacks]
+    cumulative = [0]
+    for _, count in stacks:
+        cumulative.append(cumulative[-1] + count)
     boxes: list[Box] = []
-    total = sum(count for _, count in stacks)
-    # Open frames: [name, start, self, path, run start, run width, run count]
-    opened: list[list] = [["all", 0, 0, "", 0, 0, 0]]
-    previous: list[str] = []
-    x = 0
 
-    def flush(parent: list, depth: int) -> None:
-        if parent[5] >= min_samples and parent[5] > 0:
-            name = f"{parent[6]} narrow frames"
-            boxes.append(Box(name, depth, parent[4], parent[5], 0, parent[6]))
-        parent[5] = parent[6] = 0
+    def visit(lo: int, hi: int, depth: int, path: str) -> int:
+        """Children (at `depth`) of the frame whose stacks are frames[lo:hi]; returns the
+        frame's self samples."""
+        own = 0
+        if lo < hi and len(frames[lo]) == depth:  # the stack that ends at this frame
+            own = cumulative[lo + 1] - cumulative[lo]
+            lo += 1
+        run_start = run_width = run_count = 0
+        key = itemgetter(depth)
+        while lo < hi:
+            name = frames[lo][depth]
+            end = bisect_right(frames, name, lo, hi, key=key)
+            width = cumulative[end] - cumulative[lo]
+            if width < min_samples:
+                if not run_width:
+                    run_start = cumulative[lo]
+                run_width += width
+                run_count += 1
+            else:
+                if run_width >= min_samples:
+                    boxes.append(
+                        Box(
+                            f"{run_count} narrow frames",
+                            depth + 1,
+                            run_start,
+                            run_width,
+                            0,
+                            run_count,
+                        )
+                    )
+                run_width = run_count = 0
+                child = f"{path};{name}" if paths else ""
+                child_own = visit(lo, end, depth + 1, child)
+                boxes.append(Box(name, depth + 1, cumulative[lo], width, child_own, 0, child))
+            lo = end
+        if run_width >= min_samples and run_width:
+            boxes.append(
+                Box(f"{run_count} narrow frames", depth + 1, run_start, run_width, 0, run_count)
+            )
+        return own
 
-    def close() -> None:
-        name, start, own, path, *_ = frame = opened.pop()
-        depth = len(opened)
-        flush(frame, depth + 1)
-        size = x - start
-        parent = opened[-1]
-        if size >= min_samples:
-            flush(parent, depth)
-            boxes.append(Box(name, depth, start, size, own, 0, path))
-        else:
-            if parent[5] == 0:
-                parent[4] = start
-            parent[5] += size
-            parent[6] += 1
-
-    for frames, count in stacks:
-        limit = min(len(previous), len(frames))
-        common = 0
-        while common < limit and previous[common] == frames[common]:
-            common += 1
-        while len(opened) > common + 1:
-            close()
-        for name in frames[common:]:
-            path = f"{opened[-1][3]};{name}" if paths else ""
-            opened.append([name, x, 0, path, 0, 0, 0])
-        opened[-1][2] += count
-        x += count
-        previous = frames
-    while len(opened) > 1:
-        close()
-    flush(opened[0], 1)
-    boxes.append(Box("all", 0, 0, total, opened[0][2]))
+    root_own = visit(0, len(frames), 0, "")
+    boxes.append(Box("all", 0, 0, cumulative[-1], root_own))
     boxes.sort(key=lambda b: (b.depth, b.x))
     return boxes
 
@@ -181,13 +210,25 @@ def _box(box: Box, total: int, inner: float, height: int, colour) -> str:
         fill, extra = colour(box)
     else:
         fill, extra = _fill(box), ""
-    label = _fit(box.name, width)
+    name = _xml(box.name)
+    label = _xml(_fit(box.name, width))
     return (
-        f'<g data-n={quoteattr(box.name)} data-x="{box.x}" data-w="{box.width}"'
+        f'<g data-n="{name}" data-x="{box.x}" data-w="{box.width}"'
         f' data-d="{box.depth}"{extra}><rect x="{left:.2f}" y="{top}" width="{width:.2f}"'
         f' height="{FRAME_HEIGHT - 1}" fill="{fill}"/>'
-        f'<text x="{left + 3:.2f}" y="{top + FRAME_HEIGHT - 4}">{escape(label)}</text></g>\n'
+        f'<text x="{left + 3:.2f}" y="{top + FRAME_HEIGHT - 4}">{label}</text></g>\n'
     )
+
+
+_SPECIAL = re.compile(r'[&<>"\x00-\x08\x0b\x0c\x0e-\x1f]')
+
+
+def _xml(text: str) -> str:
+    """Text safe in XML content and double-quoted attributes (control characters dropped)."""
+    if _SPECIAL.search(text) is None:
+        return text
+    text = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", "", text)
+    return escape(text, {'"': "&quot;"})
 
 
 def _fit(name: str, width: float) -> str:
@@ -255,10 +296,10 @@ def _asset(name: str) -> str:
 def _buttons(width: int) -> str:
     items = [
         ("reset", "Reset zoom", PAD),
-        ("search", "Search", width - 260),
-        ("icicle", "Icicle", width - 190),
-        ("reverse", "Reversed", width - 130),
-        ("clear", "Clear", width - 60),
+        ("search", "Search", width - 290),
+        ("icicle", "Icicle", width - 225),
+        ("reverse", "Reversed", width - 160),
+        ("clear", "Clear", width - 70),
     ]
     parts = [
         f'<text class="button {cls}" x="{x}" y="{TOP - 8}">{label}</text>\n'

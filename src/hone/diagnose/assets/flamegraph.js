@@ -56,6 +56,18 @@
 
   // Place every frame of the current view for the zoom and orientation.
   function draw() {
+    layout();
+    buttons();
+    highlight();
+  }
+
+  function buttons() {
+    $(".button.reset").classList.toggle("off", state.zoom === null);
+    $(".button.icicle").textContent = state.icicle ? "Flame" : "Icicle";
+    $(".button.reverse").textContent = state.view === "reversed" ? "Normal" : "Reversed";
+  }
+
+  function layout() {
     const zoom = state.zoom;
     const start = zoom ? zoom.x : 0;
     const span = zoom ? zoom.w : cfg.total || 1;
@@ -81,10 +93,6 @@
       f.text.setAttribute("y", top + cfg.frame - 4);
       f.text.textContent = label(f.name, width);
     }
-    $(".button.reset").classList.toggle("off", zoom === null);
-    $(".button.icicle").textContent = state.icicle ? "Flame" : "Icicle";
-    $(".button.reverse").textContent = state.view === "reversed" ? "Callers first" : "Reversed";
-    highlight();
   }
 
   // Mark frames whose name matches; the matched share counts each sample once.
@@ -226,5 +234,7 @@
     },
     state: state,
   };
-  draw();
+  // The SVG arrives laid out for this state: only the buttons need it.
+  buttons();
+  highlight();
 })();

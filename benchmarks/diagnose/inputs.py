@@ -1,0 +1,81 @@
+"""Inputs for the diagnose benchmarks: a real `perf script` recording of a C program with a wide
+call tree, and synthetic folded stacks with a chosen number of unique stacks."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = ROOT / "tests" / "diagnose" / "programs"
+CACHE = Path(tempfile.gettempdir()) / "hone-bench-diagnose"
+
+
+def build(name: str, folder: Path = CACHE) -> Path:
+    """Compile tests/diagnose/programs/NAME.c (frame pointers, no inlining) into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    binary = folder / name
+    source = PROGRAMS / f"{name}.c"
+    if not binary.exists() or binary.stat().st_mtime < source.stat().st_mtime:
+        subprocess.run(
+            ["gcc", "-O1", "-fno-omit-frame-pointer", "-fno-inline", "-o", str(binary), str(source)],
+            check=True,
+        )
+    return binary
+
+
+def perf_script_input(cpu_seconds: float = 6.0, frequency: int = 4999) -> Path:
+    """`perf script` text of hot_tree (32 functions, 8 levels, system calls) sampled at
+    `frequency` Hz for `cpu_seconds` of its CPU time; recorded once and kept in CACHE.
+    The program is run from a deep folder so module paths are as long as a distribution's."""
+    text = CACHE / f"hot_tree-{cpu_seconds:g}s-{frequency}hz.perf.txt"
+    if text.exists():
+        return text
+    deep = CACHE / "usr" / "lib" / "x86_64-linux-gnu" / "hone-benchmark"
+    binary = build("hot_tree", deep)
+    data = CACHE / "hot_tree.perf.data"
+    subprocess.run(
+        ["perf", "record", "-q", "-F", str(frequency), "-e", "cpu-clock", "-g", "-o", str(data),
+         "--", str(binary), f"{cpu_seconds:g}"],
+        check=True,
+    )
+    partial = text.with_suffix(".part")
+    with partial.open("wb") as out:
+        subprocess.run(["perf", "script", "-i", str(data)], stdout=out, check=True)
+    partial.rename(text)
+    return text
+
+
+def synthetic_folded(unique: int, seed: int = 1) -> dict[str, int]:
+    """`unique` distinct stacks drawn from a random call tree (depth 4-40, C++-like names),
+    counts from a heavy-tailed distribution, as in a large server profile."""
+    rng = random.Random(seed)
+    names = [
+        f"{rng.choice(['net', 'db', 'http', 'log', 'rpc', 'std', 'core'])}::"
+        f"{rng.choice(['Handler', 'Buffer', 'Queue', 'Pool', 'Codec'])}{i}::"
+        f"{rng.choice(['run', 'read', 'write', 'flush', 'encode', 'poll'])}"
+        for i in range(4000)
+    ]
+    folded: dict[str, int] = {}
+    while len(folded) < unique:
+        depth = rng.randint(4, 40)
+        stack = ["server", "main"]
+        node = 0
+        for _ in range(depth):
+            node = (node * 7 + rng.randint(0, 5)) % len(names)
+            stack.append(names[node])
+        key = ";".join(stack)
+        folded[key] = folded.get(key, 0) + int(rng.paretovariate(1.2))
+    return folded
+
+
+def which(tool: str) -> str | None:
+    """A peer tool on PATH or in ~/.cargo/bin (where `cargo install inferno` puts it)."""
+    found = shutil.which(tool)
+    if found:
+        return found
+    cargo = Path.home() / ".cargo" / "bin" / tool
+    return str(cargo) if cargo.exists() else None
