@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from hone.diagnose import catalogue
 from hone.diagnose.report import Diagnosis
 from hone.errors import HoneError
 
@@ -37,7 +38,11 @@ def project_name(target: str) -> str:
 
 
 def build(d: Diagnosis) -> dict:
-    """The project as a mapping, in hone's format (docs/project-format.md)."""
+    """The project as a mapping, in hone's format (docs/project-format.md).
+
+    The knobs are looked up again here: what exists is a property of this machine, which may not
+    be the one the diagnosis was recorded on."""
+    d.suggestions = catalogue.knobs_for(d.kinds)
     knobs = {s.name: s.knob for s in d.suggestions if s.present}
     if not knobs:
         raise HoneError(

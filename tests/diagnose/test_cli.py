@@ -1,0 +1,111 @@
+"""`hone diagnose` end to end: a real command with two threads on one mutex, --suggest-project
+accepted by `hone check`, --compare, and bad input as one line."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hone.diagnose.profile import Profile
+from hone.diagnose.report import Diagnosis
+from hone.diagnose.threads import ThreadStat
+from hone.diagnose.verdict import decide
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+def make(share: int) -> Diagnosis:
+    """A saved-diagnosis stand-in: a CPU-bound process with hash_block at `share` %."""
+    profile = Profile.from_folded({"app;main;hash_block": share, "app;main;read": 100 - share})
+    threads = [ThreadStat(7, "app", 95, 90, 5, 5, 0, 0)]
+    findings = decide(profile, threads, 5, 2)
+    return Diagnosis(profile, target="pid 7 (app)", pid=7, window_s=5, threads=threads,
+                     findings=findings)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def lock_contend(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    binary = tmp_path_factory.mktemp("bin") / "lock_contend"
+    subprocess.run(
+        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(binary),
+         str(PROGRAMS / "lock_contend.c")],
+        check=True,
+    )  # fmt: skip
+    return binary
+
+
+@pytest.mark.slow
+def test_command_mode_report_and_project(hone_cli, lock_contend: Path, tmp_path: Path) -> None:
+    done = hone_cli(
+        "diagnose", "-o", str(tmp_path / "rep"), "--suggest-project", str(tmp_path / "proj"),
+        "--", str(lock_contend), "2",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "verdict: " in done.stdout
+    assert "hot threads" in done.stdout
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "counter_lock" in page and "work_under_lock" in page
+    d = Diagnosis.load(tmp_path / "rep" / "diagnosis.hone")
+    assert d.command == [str(lock_contend), "2"]
+    assert d.locks and d.locks.contended()[0].lock == "counter_lock"
+    assert 1.0 < d.window_s < 4  # until the command exited
+    assert {t.comm for t in d.threads} == {"lock_contend"} and len(d.threads) == 3
+    assert any(f.kind == "lock" for f in d.findings) or d.findings[0].kind in ("cpu", "runqueue")
+    assert d.capabilities.get("frame-pointer stacks") is not None
+    # The project: hone check accepts it, and its benchmark (the timed command) runs.
+    project = tmp_path / "proj" / "hone.yaml"
+    check = hone_cli("check", str(project.parent))
+    assert check.returncode == 0, check.stderr
+    data = yaml.safe_load(project.read_text())
+    assert data["knobs"] and data["metrics"]["elapsed_s"]["direction"] == "minimize"
+    bench = subprocess.run(
+        ["sh", "-c", data["benchmark"]["command"]], capture_output=True, text=True, timeout=60
+    )
+    assert bench.returncode == 0 and "elapsed_s: " in bench.stdout
+
+
+def test_compare_cli(hone_cli, tmp_path: Path) -> None:
+    make(80).save(tmp_path / "before.hone")
+    make(30).save(tmp_path / "after.hone")
+    done = hone_cli(
+        "diagnose", "--compare", str(tmp_path / "before.hone"), str(tmp_path / "after.hone"),
+        "-o", str(tmp_path / "cmp.html"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "hash_block (?): 80.0 -> 30.0" in done.stdout
+    assert "Differential flame graph" in (tmp_path / "cmp.html").read_text()
+
+
+def test_from_a_saved_diagnosis_writes_a_placeholder_project(hone_cli, tmp_path: Path) -> None:
+    make(80).save(tmp_path / "run.hone")
+    done = hone_cli(
+        "diagnose", "--from", str(tmp_path / "run.hone"), "--suggest-project", str(tmp_path / "p")
+    )
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "p" / "hone.yaml").read_text()
+    assert "TODO" in text
+    assert hone_cli("check", str(tmp_path / "p")).returncode == 0
+    again = hone_cli(
+        "diagnose", "--from", str(tmp_path / "run.hone"), "--suggest-project", str(tmp_path / "p")
+    )
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give one of --pid"),
+        (("--pid", "999999999"), "no process with pid 999999999"),
+        (("--from", "/nonexistent.hone"), "cannot read"),
+        (("--pid", "1", "--duration", "0"), "--duration must be positive"),
+    ],
+)
+def test_bad_input_is_one_line(hone_cli, args: tuple[str, ...], message: str) -> None:
+    done = hone_cli("diagnose", *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,91 @@
+"""A diagnosis saved as a .hone file (a profile plus a diagnosis section) and its HTML report."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hone.diagnose import catalogue
+from hone.diagnose.locks import Locks, LockWait
+from hone.diagnose.offcpu import LatencySummary, OffCpu
+from hone.diagnose.probe import Capabilities, Capability
+from hone.diagnose.profile import Profile
+from hone.diagnose.report import Diagnosis, compare_html, compare_text, terminal, to_html
+from hone.diagnose.threads import ThreadStat
+from hone.diagnose.topdown import Topdown
+from hone.diagnose.verdict import decide
+
+
+def make(cpu_share: int = 80) -> Diagnosis:
+    profile = Profile.from_folded(
+        {"app;main;hash_block": cpu_share, "app;main;read_input": 100 - cpu_share},
+        target="pid 42 (app)",
+    )
+    threads = [
+        ThreadStat(42, "app", 90, 85, 5, 5, 0, 5, "main-loop", ["hash_block"]),
+        ThreadStat(43, "app", 1, 1, 0, 0, 0, 99),
+    ]
+    off = OffCpu(
+        window_s=5,
+        stacks={"sleep": {"app;main;wait_for_input;__schedule": 4.9e6}},
+        per_thread={43: {"sleep": 4.9e6}},
+        modules={"wait_for_input": "app"},
+        runqueue=LatencySummary.of([10.0, 20.0, 300.0]),
+    )
+    locks = Locks(5, user=[LockWait("table_lock", "0x10", "mutex", 12.5, 4, 6.0, ["app"], "put")])
+    caps = Capabilities("intel", 6, 167, "Xeon")
+    caps.add(Capability("hardware counters", False, "<not supported> cycles", "TMAM"))
+    caps.add(Capability("perf", True, "perf version 6.1", "sampling"))
+    td = Topdown(False, evidence="<not supported> cycles; TMAM needs counters")
+    td.software = {"on CPU": 45.5, "run queue": 2.5, "I/O wait": 0.0, "sleep": 52.0}
+    findings = decide(profile, threads, 5, 2, off, locks, td)
+    return Diagnosis(
+        profile=profile, target="pid 42 (app)", pid=42, window_s=5, cpus=2, capabilities=caps,
+        threads=threads, offcpu=off, locks=locks, topdown=td, findings=findings,
+        suggestions=catalogue.knobs_for([f.kind for f in findings]), notes=["a note"],
+    )  # fmt: skip
+
+
+def test_round_trip_and_readable_as_a_profile(tmp_path: Path) -> None:
+    d = make()
+    path = d.save(tmp_path / "run.hone")
+    again = Diagnosis.load(path)
+    assert again.runtime() == d.runtime()
+    assert again.profile.folded() == d.profile.folded()
+    # Anything that reads profiles reads a diagnosis.
+    assert Profile.load(path).folded() == d.profile.folded()
+
+
+def test_a_bare_profile_loads_as_a_diagnosis(tmp_path: Path) -> None:
+    path = Profile.from_folded({"a;b": 3}).save(tmp_path / "p.hone")
+    d = Diagnosis.load(path)
+    assert d.profile.total == 3 and d.threads == [] and d.offcpu is None
+
+
+def test_html_is_self_contained_and_has_every_section() -> None:
+    page = to_html(make())
+    for title in ("Verdict", "Hot threads", "top-down and bottom-up", "Off-CPU", "Locks",
+                  "TMAM", "What to tune", "Capabilities used and unavailable"):  # fmt: skip
+        assert title in page
+    assert "hash_block" in page and "main-loop" in page and "table_lock" in page
+    assert "TMAM unavailable" in page and "not supported" in page
+    assert page.count("<svg") == 2  # on-CPU and off-CPU flame graphs, inline
+    # Self-contained: nothing fetched from elsewhere.
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "<link" not in page
+    # Readable without colour: availability and states are words, not colours.
+    assert ">NO<" in page and ">yes<" in page
+
+
+def test_terminal_summary() -> None:
+    text = terminal(make(), Path("/r/report.html"))
+    assert text.splitlines()[1].startswith("verdict: CPU-bound in function hash_block")
+    assert "main-loop" in text and "software split" in text and "report: /r/report.html" in text
+
+
+def test_compare() -> None:
+    before, after = make(80), make(30)
+    text = compare_text(before, after)
+    assert "hash_block (?): 80.0 -> 30.0 (-50.0)" in text
+    page = compare_html(before, after)
+    assert "Differential flame graph" in page and "<svg" in page

@@ -1,0 +1,78 @@
+"""The verdict ranks signals in one unit (thread-seconds per second) and names names."""
+
+from __future__ import annotations
+
+from hone.diagnose.locks import Locks, LockWait
+from hone.diagnose.offcpu import OffCpu
+from hone.diagnose.profile import Profile
+from hone.diagnose.threads import ThreadStat
+from hone.diagnose.topdown import Topdown
+from hone.diagnose.verdict import decide
+
+PROFILE = Profile.from_folded({"srv;main;handle;parse_json": 80, "srv;main;handle;write": 20})
+
+
+def thread(tid: int, name: str, cpu: float, runq: float = 0.0, io: float = 0.0) -> ThreadStat:
+    return ThreadStat(tid, name[:15], cpu, cpu, 0.0, runq, io, 100 - cpu - runq - io, name)
+
+
+def test_cpu_bound_names_function_and_thread() -> None:
+    findings = decide(PROFILE, [thread(1, "worker-1", 95), thread(2, "idle", 0)], 10, 4)
+    top = findings[0]
+    assert top.kind == "cpu"
+    assert "parse_json" in top.headline and "worker-1" in top.headline
+    assert "80%" in top.headline
+
+
+def test_run_queue_saturation_wins_over_cpu_when_waiting_dominates() -> None:
+    threads = [thread(i, f"w{i}", 30, runq=65) for i in range(8)]
+    findings = decide(PROFILE, threads, 10, 2)
+    assert findings[0].kind == "runqueue"
+    assert "5.20 thread-seconds" in findings[0].headline
+
+
+def test_contended_lock_beats_the_cpu_time_spent_under_it() -> None:
+    locks = Locks(
+        window_s=10,
+        user=[
+            LockWait("counter_lock", "0x1", "mutex", wait_ms=7000, count=900, max_ms=20,
+                     waiters=["worker"], site="contend (app)"),
+            LockWait("0x2", "0x2", "condition", wait_ms=9000, count=3),
+        ],
+    )  # fmt: skip
+    threads = [thread(1, "worker", 90), thread(2, "worker", 20)]
+    findings = decide(PROFILE, threads, 10, 2, locks=locks)
+    assert findings[0].kind == "lock"
+    assert "counter_lock" in findings[0].headline and "contend (app)" in findings[0].headline
+    # Condition waits (idle workers) are not contention.
+    assert "0x2" not in " ".join(f.headline for f in findings)
+
+
+def test_io_wait_from_off_cpu_stacks() -> None:
+    off = OffCpu(
+        window_s=10,
+        stacks={"io": {"db;main;flush;fdatasync;io_schedule": 6e6}, "sleep": {}},
+        modules={"flush": "db", "fdatasync": "libc.so.6", "io_schedule": "[kernel.kallsyms]"},
+    )
+    findings = decide(PROFILE, [thread(1, "db", 5, io=60)], 10, 2, offcpu=off)
+    assert findings[0].kind == "io"
+    assert "fdatasync (libc.so.6)" in findings[0].headline
+
+
+def test_idle_process() -> None:
+    findings = decide(Profile.from_folded({}), [thread(1, "daemon", 0.5)], 10, 2)
+    assert findings[0].kind == "idle"
+
+
+def test_topdown_refines_cpu_bound() -> None:
+    td = Topdown(
+        True,
+        "intel-perf-metrics",
+        level1={"Frontend Bound": 10, "Bad Speculation": 5, "Backend Bound": 60, "Retiring": 25},
+        level2={"Backend Bound": {"Memory Bound": 45, "Core Bound": 15}},
+    )
+    findings = decide(PROFILE, [thread(1, "worker", 100)], 10, 2, topdown=td)
+    kinds = [f.kind for f in findings]
+    assert kinds[0] == "cpu" and "memory" in kinds
+    memory = findings[kinds.index("memory")]
+    assert "Backend Bound 60%" in memory.headline and "Memory Bound 45%" in memory.headline
