@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,10 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
             "capabilities": sorted(app.state.capabilities),
         }
 
+    if "diagnoses" in app.state.capabilities:
+        # The flame graph's script and style, the same files `hone diagnose` embeds in its SVG.
+        flame = Path(str(resources.files("hone.diagnose") / "assets"))
+        app.mount("/static/flame", StaticFiles(directory=flame), name="flame")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/", include_in_schema=False)

@@ -43,6 +43,13 @@ export async function get(path) {
   return check(await fetch(path, { headers: headers() }));
 }
 
+// A text body (an SVG drawing), with the token like every other read.
+export async function getText(path) {
+  const response = await fetch(path, { headers: headers({ Accept: "*/*" }) });
+  if (!response.ok) await check(response);
+  return response.text();
+}
+
 export async function post(path, body = {}) {
   const response = await fetch(path, {
     method: "POST",

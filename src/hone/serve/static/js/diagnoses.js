@@ -1,0 +1,230 @@
+// Diagnoses: the list of saved `hone diagnose` runs and one diagnosis: the verdict, suggested
+// knobs, hot threads, the flame graph (on-CPU, off-CPU, differential against another run),
+// top-down and bottom-up tables by function and module, locks, top-down (TMAM) or its fallback.
+import { get, getText } from "./api.js";
+import { DataTable } from "./table.js";
+import { clear, h, message, num, when } from "./util.js";
+
+const path = (name, tail = "") => `/api/diagnoses/${encodeURIComponent(name)}${tail}`;
+const share = (x) => (x === null || x === undefined ? "" : `${(100 * x).toFixed(1)} %`);
+
+export async function page(main) {
+  clear(main);
+  main.append(
+    h("h1", {}, "Diagnoses"),
+    h("p", { class: "hint" }, "Saved runs of ", h("code", {}, "hone diagnose --pid PID"), " or ", h("code", {}, "hone diagnose -- COMMAND"), ", newest first."),
+  );
+  const box = h("div", { id: "diagnoses" });
+  main.append(box);
+  const rows = await get("/api/diagnoses");
+  if (!rows.length) {
+    message(box, "No diagnoses yet: run hone diagnose on this machine.");
+    document.body.dataset.ready = "diagnoses";
+    return;
+  }
+  const table = new DataTable(box, [
+    { key: "name", label: "diagnosis", value: (r) => r.name },
+    { key: "target", label: "target", value: (r) => r.target ?? "" },
+    { key: "created", label: "when", value: (r) => r.created ?? 0, text: (r) => when(r.created) },
+    { key: "window", label: "window s", value: (r) => r.window_s, text: (r) => num(r.window_s, 3), numeric: true },
+    { key: "samples", label: "on-CPU samples", value: (r) => r.samples, numeric: true },
+    { key: "finding", label: "verdict", value: (r) => r.finding?.headline ?? r.error ?? "" },
+  ], { caption: "Click a diagnosis to open it" });
+  const baseRender = table.render.bind(table);
+  table.render = () => {
+    baseRender();
+    const visible = table.visibleRows();
+    [...table.body.rows].forEach((tr, i) => {
+      tr.cells[0].replaceChildren(h("a", { href: `#/diagnosis/${encodeURIComponent(visible[i].name)}` }, visible[i].name));
+    });
+  };
+  table.setRows(rows);
+  document.body.dataset.ready = "diagnoses";
+}
+
+async function diagnosisPage(main, name) {
+  clear(main);
+  const d = await get(path(name));
+  const others = (await get("/api/diagnoses")).filter((x) => x.name !== name && !x.error);
+  const top = d.findings[0];
+  main.append(
+    h("p", { class: "crumbs" }, h("a", { href: "#/diagnoses" }, "Diagnoses"), " / ", name),
+    h("h1", {}, `Diagnosis of ${d.target || name}`),
+    h("p", { class: "hint" }, `${when(d.created)} · ${num(d.window_s, 3)} s window · ${d.samples} on-CPU samples (${d.event}${d.frequency_hz ? ` at ${d.frequency_hz} Hz` : ""}) · ${d.language} · ${d.cpus} CPUs · `, h("a", { href: path(name, "/report"), target: "_blank", rel: "noopener" }, "HTML report")),
+    h("section", { class: "card", id: "verdict" },
+      h("h2", {}, "Verdict"),
+      top ? h("p", { class: "verdict" }, h("strong", {}, top.headline)) : h("p", {}, "No finding."),
+      top && top.details.length ? h("ul", {}, top.details.map((x) => h("li", {}, x))) : null,
+      d.findings.length > 1 ? h("p", { class: "hint" }, "Also:") : null,
+      d.findings.length > 1 ? h("ul", {}, d.findings.slice(1).map((f) => h("li", {}, f.headline))) : null,
+      h("p", {}, h("strong", {}, "On-CPU: "), d.summary),
+    ),
+    h("div", { class: "grid two" },
+      h("section", { class: "card", id: "knobs" }, h("h2", {}, "What to tune"), knobList(d.suggestions)),
+      h("section", { class: "card", id: "topdown" }, h("h2", {}, "Top-down"), topdownView(d.topdown)),
+    ),
+  );
+  const threadBox = h("div", { id: "threads" });
+  main.append(h("section", { class: "card" }, h("h2", {}, "Hot threads (% of one CPU over the window)"), threadBox));
+  new DataTable(threadBox, [
+    { key: "tid", label: "tid", value: (t) => t.tid, numeric: true },
+    { key: "name", label: "thread", value: (t) => t.name || t.comm },
+    { key: "cpu", label: "on CPU", value: (t) => t.cpu_pct, text: (t) => num(t.cpu_pct, 3), numeric: true },
+    { key: "user", label: "user", value: (t) => t.user_pct, text: (t) => num(t.user_pct, 3), numeric: true },
+    { key: "sys", label: "system", value: (t) => t.sys_pct, text: (t) => num(t.sys_pct, 3), numeric: true },
+    { key: "runq", label: "run queue", value: (t) => t.runq_pct, text: (t) => num(t.runq_pct, 3), numeric: true },
+    { key: "io", label: "I/O wait", value: (t) => t.io_pct, text: (t) => num(t.io_pct, 3), numeric: true },
+    { key: "sleep", label: "sleeping", value: (t) => t.sleep_pct, text: (t) => num(t.sleep_pct, 3), numeric: true },
+    { key: "frames", label: "top frames", value: (t) => (t.frames || []).slice(0, 3).join(" ← ") },
+  ]).setRows(d.threads);
+
+  main.append(flameCard(name, d, others));
+  main.append(h("div", { class: "grid two" }, tableCard("Functions", d.functions), tableCard("Modules", d.modules)));
+  main.append(h("div", { class: "grid two" }, offcpuCard(d.offcpu), locksCard(d.locks)));
+  main.append(h("section", { class: "card", id: "capabilities" }, h("h2", {}, "What this machine offered"), capabilityList(d.capabilities)));
+  if (d.notes.length) main.append(h("section", { class: "card" }, h("h2", {}, "Notes"), h("ul", {}, d.notes.map((n) => h("li", {}, n)))));
+}
+
+function knobList(suggestions) {
+  if (!suggestions.length) return h("p", { class: "hint" }, "No knob suggested for this bottleneck.");
+  return h("ul", { class: "knobs" }, suggestions.map((s) =>
+    h("li", {}, h("strong", {}, s.name), ` — ${s.why}`, s.present ? "" : h("span", { class: "hint" }, ` · not here: ${s.reason}`))));
+}
+
+function topdownView(t) {
+  if (t.available) {
+    const rows = Object.entries(t.level1).map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", { class: "num" }, `${v.toFixed(1)} %`)));
+    return h("div", {}, h("p", { class: "hint" }, `TMAM level 1 (${t.method})`), h("table", { class: "kv" }, rows));
+  }
+  const split = Object.entries(t.software || {}).map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", { class: "num" }, `${v.toFixed(1)} %`)));
+  return h("div", {},
+    h("p", {}, h("strong", {}, "TMAM unavailable: "), t.evidence),
+    split.length ? h("p", { class: "hint" }, "Software signals instead (share of the threads' time):") : null,
+    split.length ? h("table", { class: "kv" }, split) : null);
+}
+
+function tableCard(title, tables) {
+  const box = h("div");
+  const order = h("select", { "aria-label": `${title} order` },
+    h("option", { value: "total" }, "top-down (total %)"),
+    h("option", { value: "self" }, "bottom-up (self %)"));
+  const table = new DataTable(box, [
+    { key: "name", label: title === "Functions" ? "function" : "module", value: (r) => r.name },
+    ...(title === "Functions" ? [{ key: "module", label: "module", value: (r) => r.module.split("/").pop() }] : []),
+    { key: "self", label: "self %", value: (r) => r.self, text: (r) => share(r.self), numeric: true },
+    { key: "total", label: "total %", value: (r) => r.total, text: (r) => share(r.total), numeric: true },
+  ]);
+  order.addEventListener("change", () => table.setRows(tables[order.value]));
+  table.setRows(tables.total);
+  return h("section", { class: "card", id: `table-${title.toLowerCase()}` }, h("h2", {}, title), h("div", { class: "controls" }, order), box);
+}
+
+function offcpuCard(offcpu) {
+  const totals = Object.entries(offcpu.totals_us || {});
+  const rq = offcpu.runqueue;
+  return h("section", { class: "card", id: "offcpu" }, h("h2", {}, "Off-CPU"),
+    totals.length ? h("table", { class: "kv" }, totals.map(([k, us]) => h("tr", {}, h("th", {}, k), h("td", { class: "num" }, `${(us / 1000).toFixed(1)} ms`)))) : h("p", { class: "hint" }, "not recorded"),
+    rq && rq.count ? h("p", {}, `Run-queue latency: ${rq.count} waits, median ${num(rq.p50_us, 3)} µs, p99 ${num(rq.p99_us, 3)} µs, max ${num(rq.max_us, 3)} µs`) : null);
+}
+
+function locksCard(locks) {
+  const card = h("section", { class: "card", id: "locks" }, h("h2", {}, "Lock waits"));
+  if (!locks) return card.append(h("p", { class: "hint" }, "not recorded")), card;
+  const waits = [...locks.user, ...locks.kernel].sort((a, b) => b.wait_ms - a.wait_ms);
+  const box = h("div");
+  card.append(box);
+  new DataTable(box, [
+    { key: "lock", label: "lock", value: (w) => w.lock },
+    { key: "kind", label: "kind", value: (w) => w.kind },
+    { key: "wait", label: "wait ms", value: (w) => w.wait_ms, text: (w) => num(w.wait_ms, 3), numeric: true },
+    { key: "count", label: "waits", value: (w) => w.count, numeric: true },
+    { key: "site", label: "where", value: (w) => w.site },
+    { key: "waiters", label: "threads", value: (w) => w.waiters.join(", ") },
+  ]).setRows(waits);
+  for (const note of locks.notes) card.append(h("p", { class: "hint" }, note));
+  return card;
+}
+
+function capabilityList(caps) {
+  return h("ul", { class: "capabilities" }, caps.items.map((c) =>
+    h("li", {}, h("span", { class: c.available ? "yes" : "no" }, c.available ? "✔ " : "✖ "), h("strong", {}, c.name), ` — ${c.used_for}: `, h("span", { class: "hint" }, c.detail))));
+}
+
+// The flame graph is hone's own SVG (the one `hone diagnose` writes), fetched with the token and
+// placed in the page; its script comes from the server's static files (the page's CSP allows
+// no inline script), and its inline <style> is replaced by the same rules from a static file.
+function flameCard(name, d, others) {
+  const box = h("div", { id: "flame", class: "flame" });
+  const status = h("span", { class: "hint", role: "status" });
+  const view = h("select", { "aria-label": "flame graph view" },
+    h("option", { value: "cpu" }, "on-CPU"),
+    d.offcpu && Object.keys(d.offcpu.totals_us || {}).length ? h("option", { value: "offcpu" }, "off-CPU") : null);
+  const base = h("select", { "aria-label": "compare with" },
+    h("option", { value: "" }, "— no comparison —"),
+    others.map((o) => h("option", { value: o.name }, `${o.name} (${o.target})`)));
+  const moves = h("div", { id: "moves" });
+  async function draw() {
+    status.textContent = "drawing…";
+    const width = Math.max(600, Math.floor(box.getBoundingClientRect().width || 1200));
+    const query = new URLSearchParams({ view: view.value, width: String(width) });
+    if (base.value) query.set("base", base.value);
+    try {
+      placeSvg(box, await getText(path(name, `/flame.svg?${query}`)));
+      status.textContent = base.value ? `differential: widths of this run, red grew since ${base.value}, blue shrank` : "click a frame to zoom, Search to highlight";
+      box.dataset.view = view.value;
+      box.dataset.base = base.value;
+      moves.replaceChildren();
+      if (base.value) moves.append(await movesTable(name, base.value));
+      document.body.dataset.ready = "diagnosis";
+    } catch (error) {
+      status.textContent = `cannot draw: ${error.message}`;
+    }
+  }
+  view.addEventListener("change", draw);
+  base.addEventListener("change", draw);
+  queueMicrotask(draw);
+  return h("section", { class: "card", id: "flame-card" },
+    h("h2", {}, "Flame graph"),
+    h("div", { class: "controls" }, h("label", {}, "view ", view), h("label", {}, "compare with ", base), status),
+    box, moves);
+}
+
+async function movesTable(name, base) {
+  const c = await get(path(name, `/compare?base=${encodeURIComponent(base)}`));
+  const box = h("div", { id: "moves-table" });
+  const rows = [
+    ...c.functions.map((r) => ({ ...r, what: "function" })),
+    ...c.modules.map((r) => ({ ...r, what: "module" })),
+  ];
+  new DataTable(box, [
+    { key: "what", label: "kind", value: (r) => r.what },
+    { key: "name", label: "name", value: (r) => r.name },
+    { key: "before", label: `${base} %`, value: (r) => r.before, text: (r) => share(r.before), numeric: true },
+    { key: "after", label: "this run %", value: (r) => r.after, text: (r) => share(r.after), numeric: true },
+    { key: "change", label: "change (points)", value: (r) => r.after - r.before, text: (r) => `${r.after >= r.before ? "▲ +" : "▼ −"}${Math.abs(100 * (r.after - r.before)).toFixed(1)}`, numeric: true },
+  ], { caption: "What gained or lost share of the on-CPU samples" }).setRows(rows);
+  return h("div", {}, h("h3", {}, "What moved"), box);
+}
+
+function placeSvg(box, text) {
+  // Inline style would be refused by the page's policy: hidden groups are marked, then hidden
+  // through the DOM instead; the rules of the <style> element come from the static file.
+  const cleaned = text
+    .replace(/<style>[\s\S]*?<\/style>/g, "")
+    .replace(/<script>[\s\S]*?<\/script>/g, "")
+    .replace(/ style="display:\s*none;?"/g, " data-hidden=\"\"")
+    .replace(/ style="[^"]*"/g, "");
+  const root = new DOMParser().parseFromString(cleaned, "image/svg+xml").documentElement;
+  if (root.nodeName !== "svg") throw new Error("the server sent no SVG");
+  const svgEl = document.importNode(root, true);
+  svgEl.removeAttribute("width");
+  svgEl.removeAttribute("height");
+  for (const el of svgEl.querySelectorAll("[data-hidden]")) el.style.display = "none";
+  clear(box).append(svgEl);
+  if (!document.querySelector("link[data-flame]")) {
+    document.head.append(h("link", { rel: "stylesheet", href: "/static/flame/flamegraph.css", "data-flame": "" }));
+  }
+  box.append(h("script", { src: "/static/flame/flamegraph.js" }));
+}
+
+export const subpages = { diagnosis: (main, arg) => diagnosisPage(main, arg) };

@@ -1,0 +1,169 @@
+"""The diagnosis API and pages over real `hone diagnose` runs of two C programs with known
+profiles: hot_split (hot_work ~70 % of the CPU, cold_work ~30 %) and hot_tree (a wide tree)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, Server
+from playwright.sync_api import expect, sync_playwright
+
+from benchmarks.web import launch, start_server, stop_server
+
+PROGRAMS = ROOT / "tests" / "diagnose" / "programs"
+ARTIFACTS = ROOT / "artifacts" / "serve"
+
+
+def build(source: Path, folder: Path) -> Path:
+    binary = folder / source.stem
+    subprocess.run(
+        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", str(binary),
+         str(source)],
+        check=True,
+    )  # fmt: skip
+    return binary
+
+
+def diagnose(home: Path, *command: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "hone", "diagnose", "--no-locks", "--", *command],
+        env={**os.environ, "HONE_HOME": str(home)},
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def diagnoses(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, list[str]]]:
+    """A server over two real diagnoses: [hot_tree (newest), hot_split]."""
+    home = tmp_path_factory.mktemp("diagnose-home")
+    folder = tmp_path_factory.mktemp("diagnose-bin")
+    diagnose(home, str(build(PROGRAMS / "hot_split.c", folder)), "1.5")
+    diagnose(home, str(build(PROGRAMS / "hot_tree.c", folder)), "1.5")
+    names = sorted((p.name for p in (home / "diagnoses").iterdir()), reverse=True)
+    assert len(names) == 2, names
+    process, url = start_server(home, cwd=ROOT)
+    try:
+        yield Server(url, "", home, {}, process), names
+    finally:
+        stop_server(process)
+
+
+def by_name(rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return next(r for r in rows if r["name"] == name)
+
+
+@pytest.mark.slow
+def test_list_detail_and_tables_of_real_diagnoses(diagnoses: tuple[Server, list[str]]) -> None:
+    server, (tree, split) = diagnoses
+    listed = server.get("/api/diagnoses")
+    assert [d["name"] for d in listed] == [tree, split]
+    assert all(d["samples"] > 50 and d["finding"]["headline"] for d in listed)
+
+    detail = server.get(f"/api/diagnoses/{split}")
+    hot = by_name(detail["functions"]["self"], "hot_work")
+    cold = by_name(detail["functions"]["self"], "cold_work")
+    assert 0.55 < hot["self"] < 0.85 and 0.15 < cold["self"] < 0.45
+    assert hot["module"].endswith("hot_split")
+    assert detail["functions"]["self"][0]["name"] == "hot_work"  # bottom-up: biggest self first
+    assert by_name(detail["functions"]["total"], "main")["total"] > 0.95  # top-down: main holds all
+    assert detail["modules"]["total"][0]["name"] == "hot_split"
+    assert "hot_work" in detail["summary"]
+    assert any(t["comm"] == "hot_split" for t in detail["threads"])
+    assert detail["topdown"]["available"] is False and detail["topdown"]["evidence"]
+    assert any(not c["available"] for c in detail["capabilities"]["items"])  # kprobes, PMU
+    assert detail["offcpu"]["runqueue"] is not None
+
+    flame = server.get(f"/api/diagnoses/{split}/flame")
+    assert sum(flame["folded"].values()) == detail["samples"]
+    assert any(stack.endswith(";hot_work") for stack in flame["folded"])
+
+
+@pytest.mark.slow
+def test_flame_svg_compare_and_report(diagnoses: tuple[Server, list[str]]) -> None:
+    server, (tree, split) = diagnoses
+    for query in ("", "?view=offcpu", f"?base={split}"):
+        with urllib.request.urlopen(f"{server.url}/api/diagnoses/{tree}/flame.svg{query}") as r:
+            assert r.headers["Content-Type"].startswith("image/svg+xml")
+            assert r.headers["Content-Security-Policy"].startswith("sandbox")
+            drawing = r.read().decode()
+            assert drawing.count("<g ") > 10 and "hot_tree" in drawing, query
+    moved = server.get(f"/api/diagnoses/{tree}/compare?base={split}")
+    hot = by_name(moved["functions"], "hot_work")
+    assert hot["before"] > 0.5 and hot["after"] == 0.0  # hot_tree has no hot_work
+    assert moved["modules"][0]["name"] in {"hot_split", "hot_tree"}
+    with urllib.request.urlopen(f"{server.url}/api/diagnoses/{split}/report") as response:
+        policy = response.headers["Content-Security-Policy"]
+        assert policy.startswith("sandbox allow-scripts")  # its script runs in an opaque origin
+        assert "hot_work" in response.read().decode()
+
+
+@pytest.mark.parametrize(
+    "name", ["..", "...", "../../etc/passwd", ".hidden", "nope", "a/../../b", "%2e%2e"]
+)
+def test_names_never_leave_the_diagnoses_folder(
+    diagnoses: tuple[Server, list[str]], name: str
+) -> None:
+    server, _ = diagnoses
+    quoted = urllib.parse.quote(name, safe="")
+    for tail in ("", "/flame", "/flame.svg", "/report"):
+        status, _ = server.request("GET", f"/api/diagnoses/{quoted}{tail}")
+        assert status == 404, (name, tail, status)
+
+
+@pytest.mark.slow
+def test_diagnosis_page_flame_graph_zoom_search_and_diff(
+    diagnoses: tuple[Server, list[str]], tmp_path: Path
+) -> None:
+    server, (tree, split) = diagnoses
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        context = launch(playwright, str(tmp_path / "chromium"))
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(f"{server.url}/#/diagnoses")
+        page.wait_for_selector("body[data-ready=diagnoses]")
+        expect(page.locator("#diagnoses tbody tr")).to_have_count(2)
+        page.locator(f"#diagnoses a[href$='{split}']").click()
+        page.wait_for_selector("body[data-ready=diagnosis]", timeout=30_000)
+        expect(page.locator("#verdict strong").first).not_to_be_empty()
+        expect(page.locator("#threads tbody tr").first).to_contain_text("hot_split")
+        page.screenshot(path=str(ARTIFACTS / "diagnosis.png"), full_page=True)
+
+        frames = page.locator("#flame svg .frames.normal > g")
+        hot = page.locator("#flame svg .frames.normal > g[data-n=hot_work]")
+        expect(hot).to_have_count(1)
+        full = float(
+            page.locator("#flame svg .frames.normal > g[data-n=all] rect").get_attribute("width")
+        )
+        before = float(hot.locator("rect").get_attribute("width"))
+        assert 0.5 * full < before < 0.9 * full
+        hot.click()  # zoom: hot_work now spans the whole width
+        after = float(hot.locator("rect").get_attribute("width"))
+        assert after == pytest.approx(full, rel=0.01), (before, after, full)
+        assert frames.count() > 5
+        page.screenshot(path=str(ARTIFACTS / "diagnosis-zoomed.png"))
+
+        page.once("dialog", lambda dialog: dialog.accept("cold_work"))
+        page.locator("#flame svg .button.search").click()
+        expect(page.locator("#flame svg .matched")).to_contain_text("%")
+        expect(page.locator("#flame svg g.hit[data-n=cold_work]")).to_have_count(1)
+
+        page.select_option("select[aria-label='compare with']", tree)
+        expect(page.locator("#flame")).to_have_attribute("data-base", tree)
+        expect(page.locator("#moves-table tbody tr").first).to_be_visible()
+        expect(page.locator("#moves-table")).to_contain_text("hot_work")
+        page.screenshot(path=str(ARTIFACTS / "diagnosis-diff.png"), full_page=True)
+        context.close()
+    assert not errors, errors
