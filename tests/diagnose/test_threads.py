@@ -64,3 +64,26 @@ def test_sampler_finds_the_busy_thread() -> None:
     assert all(t.cpu_pct < 5 for t in idle)
     for t in stats:
         assert abs(t.cpu_pct + t.runq_pct + t.io_pct + t.sleep_pct - 100) < 0.1
+
+
+def test_a_thread_born_mid_window_is_not_counted_asleep_before_it_existed() -> None:
+    code = (
+        "import threading, time\n"
+        "time.sleep(0.6)\n"
+        "threading.Thread(target=time.sleep, args=(30,), name='late').start()\n"
+        "time.sleep(30)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(0.1)
+        sampler = ThreadSampler(proc.pid).start()
+        time.sleep(1.2)
+        stats = sampler.stop()
+    finally:
+        proc.kill()
+        proc.wait()
+    late = [t for t in stats if t.tid != proc.pid]
+    assert len(late) == 1
+    total = late[0].cpu_pct + late[0].runq_pct + late[0].io_pct + late[0].sleep_pct
+    # Born about half-way through the 1.2 s window.
+    assert 25 < total < 80

@@ -225,20 +225,29 @@ def _section_capabilities(d: Diagnosis) -> str:
     )
 
 
-def _section_threads(d: Diagnosis) -> str:
-    rows = [
-        [
-            t.tid, t.label, t.comm, f"{t.cpu_pct:.1f}", f"{t.runq_pct:.1f}", f"{t.io_pct:.1f}",
-            f"{t.sleep_pct:.1f}", " <- ".join(t.frames[:3]),
-        ]
-        for t in d.threads[:30]
+def _thread_row(t: ThreadStat) -> list[object]:
+    return [
+        t.tid, t.label, t.comm, f"{t.cpu_pct:.1f}", f"{t.runq_pct:.1f}", f"{t.io_pct:.1f}",
+        f"{t.sleep_pct:.1f}", f"{t.runq_wait_us:.0f}", " <- ".join(t.frames[:3]),
     ]  # fmt: skip
-    head = ["tid", "thread", "comm", "CPU %", "run queue %", "I/O %", "sleep %", "running"]
-    return (
+
+
+def _section_threads(d: Diagnosis) -> str:
+    head = ["tid", "thread", "comm", "CPU %", "run queue %", "I/O %", "sleep %",
+            "mean run-queue wait us", "running"]  # fmt: skip
+    numeric = {0, 3, 4, 5, 6, 7}
+    active = [t for t in d.threads if t.cpu_pct + t.runq_pct + t.io_pct >= 0.5][:40]
+    rest = [t for t in d.threads if t not in active]
+    out = [
         "<p>Percent of the window for each thread (100 = one whole CPU): on the CPU, waiting in "
-        "the run queue for a CPU, in uninterruptible sleep (I/O), asleep.</p>"
-        + _table(head, rows, {0, 3, 4, 5, 6})
-    )
+        "the run queue for a CPU, in uninterruptible sleep (I/O), asleep; and the mean wait in the "
+        "run queue each time the thread was scheduled in (from schedstat).</p>",
+        _table(head, [_thread_row(t) for t in active], numeric),
+    ]
+    if rest:
+        out.append(f"<details><summary>{len(rest)} threads idle through the window</summary>")
+        out.append(_table(head, [_thread_row(t) for t in rest], numeric) + "</details>")
+    return "".join(out)
 
 
 def _section_cpu(d: Diagnosis) -> str:
@@ -279,7 +288,8 @@ def _section_offcpu(d: Diagnosis) -> str:
     rq = off.runqueue
     out = [
         _table(["state when switched out", "off-CPU ms (all threads)"], rows, {1}),
-        f"<p>Run-queue latency (wake-up or preemption to running): {rq.count} waits, mean "
+        "<p>Run-queue latency seen in the sched events (preempted to running, and woken by the "
+        f"process's own threads to running): {rq.count} waits, mean "
         f"{rq.mean_us:.0f} us, p50 {rq.p50_us:.0f} us, p99 {rq.p99_us:.0f} us, max "
         f"{rq.max_us:.0f} us.</p>",
         _flame(off.folded(), "Off-CPU time (microseconds) by switch-out stack", "us"),

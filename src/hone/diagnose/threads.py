@@ -28,11 +28,13 @@ class TaskSnapshot:
     runq_ns: int
     user_ticks: int
     sys_ticks: int
+    slices: int = 0  # times it was scheduled in (schedstat's third field)
 
 
 @dataclass
 class ThreadStat:
-    """One thread's share of the window, in percent of one CPU."""
+    """One thread's share of the window, in percent of one CPU (a thread that lived through only
+    part of the window has shares that sum to less than 100)."""
 
     tid: int
     comm: str
@@ -44,6 +46,7 @@ class ThreadStat:
     sleep_pct: float
     name: str = ""  # the language-level name (Java, Python) when known
     frames: list[str] = field(default_factory=list)  # its top frames from jstack or py-spy
+    runq_wait_us: float = 0.0  # mean wait in the run queue each time it was scheduled in
 
     @property
     def label(self) -> str:
@@ -67,7 +70,8 @@ def read_task(task: Path) -> TaskSnapshot | None:
     user, system = int(rest[11]), int(rest[12])
     cpu_ns = int(schedstat[0]) if schedstat else (user + system) * 1_000_000_000 // TICK
     runq_ns = int(schedstat[1]) if schedstat else 0
-    return TaskSnapshot(comm, rest[0], cpu_ns, runq_ns, user, system)
+    slices = int(schedstat[2]) if len(schedstat) > 2 else 0
+    return TaskSnapshot(comm, rest[0], cpu_ns, runq_ns, user, system, slices)
 
 
 def snapshot(pid: int) -> dict[int, TaskSnapshot]:
@@ -92,6 +96,7 @@ class ThreadSampler:
         self.first: dict[int, TaskSnapshot] = {}
         self.last: dict[int, TaskSnapshot] = {}
         self.states: dict[int, dict[str, int]] = {}
+        self.seen: dict[int, tuple[float, float]] = {}  # tid -> (first, last) time seen
         self.started = 0.0
         self.elapsed = 0.0
         self._stop = threading.Event()
@@ -100,22 +105,29 @@ class ThreadSampler:
     def start(self) -> ThreadSampler:
         self.first = snapshot(self.pid)
         self.started = time.monotonic()
+        self.seen = {tid: (self.started, self.started) for tid in self.first}
         self._thread.start()
         return self
 
+    def _note(self, tasks: dict[int, TaskSnapshot], now: float) -> None:
+        for tid, snap in tasks.items():
+            self.last[tid] = snap
+            self.seen[tid] = (self.seen.get(tid, (now, now))[0], now)
+
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            for tid, snap in snapshot(self.pid).items():
-                self.last[tid] = snap
+            tasks = snapshot(self.pid)
+            self._note(tasks, time.monotonic())
+            for tid, snap in tasks.items():
                 counts = self.states.setdefault(tid, {})
                 counts[snap.state] = counts.get(snap.state, 0) + 1
 
     def stop(self) -> list[ThreadStat]:
         self._stop.set()
         self._thread.join()
-        self.elapsed = time.monotonic() - self.started
-        final = snapshot(self.pid)
-        self.last.update(final)
+        now = time.monotonic()
+        self.elapsed = now - self.started
+        self._note(snapshot(self.pid), now)
         return self.stats()
 
     def stats(self) -> list[ThreadStat]:
@@ -129,7 +141,10 @@ class ThreadSampler:
             runq = min(100.0 - cpu, 100 * (end.runq_ns - start.runq_ns) / window_ns)
             states = self.states.get(tid, {})
             samples = sum(states.values())
-            off = max(0.0, 100.0 - cpu - runq)
+            # A thread born or gone within the window was off the CPU only while it existed.
+            first, last = self.seen.get(tid, (self.started, self.started + self.elapsed))
+            lived = 100.0 * min(1.0, (last - first + 2 * self.interval) / max(self.elapsed, 1e-9))
+            off = max(0.0, lived - cpu - runq)
             io_share = states.get("D", 0) / samples if samples else 0.0
             asleep = sum(n for s, n in states.items() if s not in "RD") / samples if samples else 0
             io = off * io_share / (io_share + asleep) if io_share + asleep else 0.0
@@ -143,6 +158,9 @@ class ThreadSampler:
                     runq_pct=round(runq, 2),
                     io_pct=round(io, 2),
                     sleep_pct=round(off - io, 2),
+                    runq_wait_us=round((end.runq_ns - start.runq_ns) / 1000 / slices, 1)
+                    if (slices := end.slices - start.slices) > 0
+                    else 0.0,
                 )
             )
         return sorted(out, key=lambda t: (-t.cpu_pct, t.tid))
