@@ -210,6 +210,7 @@
     draw();
   });
   window.addEventListener("keydown", (event) => {
+    if (!svg.isConnected) return; // a page replaced this graph with another one
     if ((event.ctrlKey || event.metaKey) && event.key === "f") {
       event.preventDefault();
       search(window.prompt("Search frames (regular expression)", ""));
