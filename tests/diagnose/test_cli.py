@@ -48,6 +48,10 @@ def test_command_mode_report_and_project(hone_cli, lock_contend: Path, tmp_path:
     assert "hot threads" in done.stdout
     page = (tmp_path / "rep" / "report.html").read_text()
     assert "counter_lock" in page and "work_under_lock" in page
+    for name in ("perf.data", "oncpu.folded", "oncpu.svg", "oncpu.speedscope.json",
+                 "oncpu.pb.gz", "offcpu.folded", "offcpu.svg"):  # fmt: skip
+        assert (tmp_path / "rep" / name).stat().st_size > 0, name
+    assert "work_under_lock" in (tmp_path / "rep" / "oncpu.folded").read_text()
     d = Diagnosis.load(tmp_path / "rep" / "diagnosis.hone")
     assert d.command == [str(lock_contend), "2"]
     assert d.locks and d.locks.contended()[0].lock == "counter_lock"

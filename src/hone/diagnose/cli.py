@@ -289,23 +289,55 @@ def diagnose(
     options = {"frequency": frequency, "want_offcpu": with_offcpu, "want_locks": with_locks}
     if load is not None:
         result = Diagnosis.load(load)
-    elif pid is not None:
-        result = collect(pid, duration or 30.0, **options)  # type: ignore[arg-type]
+        report = _places(output, result.target)[0] if output is not None else None
+        if report:
+            report.write_text(to_html(result))
+        typer.echo(terminal(result, report))
     else:
-        result = run_command(list(command), duration, **options)  # type: ignore[arg-type]
-    if load is None or output is not None:
-        report, saved = _places(output, result.target)
-        report.write_text(to_html(result))
-        if load is None:
-            result.save(saved)
+        if pid is not None and not Path(f"/proc/{pid}").exists():
+            raise HoneError(f"no process with pid {pid}")
+        target = _describe(pid) if pid is not None else " ".join(command)
+        report, saved = _places(output, target)
+        files = _side_folder(report)
+        if pid is not None:
+            result = collect(pid, duration or 30.0, keep=files, **options)  # type: ignore[arg-type]
         else:
-            saved = None  # type: ignore[assignment]
-    else:
-        report = saved = None  # type: ignore[assignment]
-    typer.echo(terminal(result, report, saved))
+            result = run_command(list(command), duration, keep=files, **options)  # type: ignore[arg-type]
+        result.save(saved)
+        report.write_text(to_html(result))
+        _write_side_files(result, files)
+        typer.echo(terminal(result, report, saved))
     if suggest_project is not None:
         path = suggest.write(result, suggest_project)
         typer.echo(f"project: {path} (check it with: hone check {path.parent})")
+
+
+def _side_folder(report: Path) -> Path:
+    """Where perf.data and the exports go: the report's folder, or NAME_files beside NAME.html."""
+    folder = (
+        report.parent if report.name == "report.html" else report.with_name(report.stem + "_files")
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _write_side_files(d: Diagnosis, folder: Path) -> None:
+    """Folded stacks, standalone flame graphs, speedscope and pprof files of the diagnosis."""
+    from hone.diagnose.flamegraph import render
+    from hone.diagnose.fold import format_folded
+    from hone.diagnose.pprof import to_pprof
+    from hone.diagnose.speedscope import speedscope_json
+
+    oncpu = d.profile.folded()
+    (folder / "oncpu.folded").write_text(format_folded(oncpu))
+    (folder / "oncpu.svg").write_text(render(oncpu, title=f"On-CPU: {d.target}"))
+    (folder / "oncpu.speedscope.json").write_text(speedscope_json(d.profile, d.target))
+    (folder / "oncpu.pb.gz").write_bytes(to_pprof(d.profile))
+    if d.offcpu:
+        offcpu_folded = d.offcpu.folded()
+        (folder / "offcpu.folded").write_text(format_folded(offcpu_folded))
+        title = f"Off-CPU (microseconds): {d.target}"
+        (folder / "offcpu.svg").write_text(render(offcpu_folded, title=title, unit="us"))
 
 
 def _compare(before: Path, after: Path, output: Path | None) -> None:
