@@ -85,3 +85,32 @@ def test_software_split_sums_to_100() -> None:
     split = software_split(threads)
     assert sum(split.values()) == pytest.approx(100.0, abs=0.05)
     assert split["on CPU"] == 25.0 and split["run queue"] == 15.5
+
+
+def split_events(text: str) -> list[str]:
+    """perf's -e list: commas inside cpu/.../ belong to the event."""
+    names, current, inside = [], "", False
+    for char in text:
+        if char == "/":
+            inside = not inside
+        if char == "," and not inside:
+            names.append(current)
+            current = ""
+        else:
+            current += char
+    return [*names, current]
+
+
+def test_candidate_event_sets() -> None:
+    from hone.diagnose.probe import Capabilities
+    from hone.diagnose.topdown import candidates
+
+    amd = candidates(Capabilities(cpu_vendor="amd", cpu_family=25))
+    assert "ex_ret_ops" in amd[0] and "cmask=0x6" in amd[0] and "cmask" not in amd[1]
+    # Every set, parsed back, holds a complete level 1: compute() would accept its counts.
+    for caps in (Capabilities(cpu_vendor="amd", cpu_family=25), Capabilities(cpu_vendor="intel")):
+        for events in candidates(caps):
+            names = split_events(events.strip("{}"))
+            counts = dict.fromkeys(names, 1.0)
+            counts[names[0]] = 10.0  # cycles or slots larger than the parts
+            assert compute(counts, caps.cpu_family).available, events

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import subprocess
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from hone.diagnose.probe import Capabilities, perf_stat_counts
 
@@ -195,23 +196,35 @@ def compute(counts: dict[str, float | None], cpu_family: int = 0) -> Topdown:
     return result
 
 
-def events_for(caps: Capabilities) -> list[str]:
-    """The events to ask perf for on this CPU."""
+def candidates(caps: Capabilities) -> list[str]:
+    """`perf stat -e` arguments to try on this CPU, fullest first (level 2, then level 1 only).
+
+    Intel's topdown-* events count only in a group led by `slots`; the level-2 ones exist from
+    Sapphire Rapids on, so a group with them fails on Ice Lake and the level-1 group is next."""
     if caps.cpu_vendor == "amd":
-        return AMD_ZEN
+        return [",".join(AMD_ZEN), ",".join(AMD_ZEN[:6])]
     if caps.cpu_vendor == "intel" and _has_perf_metrics():
-        return INTEL_METRICS
-    return INTEL_LEGACY
+        return ["{" + ",".join(INTEL_METRICS) + "}", "{" + ",".join(INTEL_METRICS[:5]) + "}"]
+    return [",".join(INTEL_LEGACY), ",".join(INTEL_LEGACY[:5])]
 
 
 def _has_perf_metrics() -> bool:
-    from pathlib import Path
-
     return Path("/sys/bus/event_source/devices/cpu/events/topdown-retiring").exists()
 
 
+def _stat(events: str, tail: list[str], timeout: float) -> tuple[dict[str, float | None], str]:
+    done = subprocess.run(
+        ["perf", "stat", "-x,", "-e", events, *tail],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+    return perf_stat_counts(done.stderr), done.stderr
+
+
 def measure(pid: int, duration: float, caps: Capabilities) -> Topdown:
-    """Count the events on the process for `duration` seconds, or say why not."""
+    """Count the events on the process for `duration` seconds, or say why not.
+
+    Each candidate event set is tried on `true` first (a tenth of a second): perf's exit code
+    says little, so a set is usable when perf printed a count for every level-1 event."""
     counters = caps.get("hardware counters")
     if not counters or not counters.available:
         return Topdown(
@@ -219,17 +232,19 @@ def measure(pid: int, duration: float, caps: Capabilities) -> Topdown:
             evidence=(counters.detail if counters else "perf is not available")
             + "; TMAM needs the CPU's performance counters",
         )
-    results: dict[str, float | None] = dict.fromkeys(events_for(caps))
-    done = subprocess.run(
-        ["perf", "stat", "-x,", "-p", str(pid), "-e", ",".join(events_for(caps)),
-         "--", "sleep", f"{duration:g}"],
-        capture_output=True, text=True, timeout=duration + 60, check=False,
-    )  # fmt: skip
-    results.update(perf_stat_counts(done.stderr))
-    result = compute(results, caps.cpu_family)
-    if not result.available and done.returncode != 0:
-        result.evidence += f"; perf stat: {done.stderr.strip().splitlines()[-1][:160]}"
-    return result
+    tried = []
+    for events in candidates(caps):
+        trial, text = _stat(events, ["--", "true"], 30)
+        if compute(trial, caps.cpu_family).available:
+            counts, text = _stat(events, ["-p", str(pid), "--", "sleep", f"{duration:g}"],
+                                 duration + 60)  # fmt: skip
+            result = compute(counts, caps.cpu_family)
+            if not result.available:
+                result.evidence += f" during the window (perf stat: {text.strip()[-160:]})"
+            return result
+        last = text.strip().splitlines()[-1:] or ["no output"]
+        tried.append(f"{events[:60]}...: {last[0][:100]}")
+    return Topdown(False, evidence="no top-down event set counts here: " + "; ".join(tried))
 
 
 def software_split(threads: list) -> dict[str, float]:
