@@ -161,9 +161,10 @@ def test_schema_driven_fuzz_finds_no_server_error(
                 "--header",
                 f"Authorization: Bearer {token}",
                 "--exclude-path-regex",
-                # endless event streams; samples that take up to 10 s each; applying a
-                # profile changes this machine's kernel settings (tested on its own)
-                "/events$|/stream$|/machine/sample$|/apply$",
+                # endless event streams; samples and analyses that take up to 10 s and
+                # 120 s each; applying a profile changes this machine's kernel settings
+                # (each tested on its own)
+                "/events$|/stream$|/machine/sample$|/api/analysis$|/apply$",
                 "--max-examples",
                 "10",
                 "--request-timeout",

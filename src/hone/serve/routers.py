@@ -7,6 +7,7 @@ from typing import Any
 
 #: capability -> (library module it needs, router module here)
 OPTIONAL = {
+    "analysis": ("hone.analyze", "hone.serve.analysis"),
     "diagnoses": ("hone.diagnose", "hone.serve.diagnoses"),
     "machine": ("hone.collect", "hone.serve.machine"),
     "profiles": ("hone.profiles", "hone.serve.profiles"),

@@ -101,8 +101,55 @@ export async function page(main, _arg, { onLeave }) {
   onLeave(stop);
 }
 
-// Cards beside the gauges: the active profile (and, when hone has it, the analysis).
-export const machineExtras = [profileCard];
+// Cards beside the gauges: the recognised workload and the active profile.
+export const machineExtras = [analysisCard, profileCard];
+
+// The workload class and the USE bottleneck, from `hone.analyze` sampling the machine.
+function analysisCard(container) {
+  const card = h("section", { class: "card", id: "analysis" }, h("h2", {}, "Workload"));
+  container.append(card);
+  const out = h("div", { id: "analysis-result" });
+  const status = h("span", { class: "hint", role: "status" });
+  const seconds = h("select", { "aria-label": "analysis duration" }, [5, 10, 30, 60].map((s) => h("option", { value: s, selected: s === 10 }, `${s} s`)));
+  const run = h("button", { type: "button", id: "analyze-button", onclick: async () => {
+    run.disabled = true;
+    status.textContent = `sampling for ${seconds.value} s…`;
+    try {
+      showAnalysis(out, await get(`/api/analysis?duration=${seconds.value}`));
+      status.textContent = `analysed ${new Date().toLocaleTimeString()}`;
+    } catch (error) {
+      status.textContent = `analysis failed: ${error.detail || error.message}`;
+    }
+    run.disabled = false;
+  } }, "Analyze");
+  card.append(h("p", { class: "hint" }, "Samples the machine, names the workload class (hone's classifier, trained on A-Tune's data and runs on real servers) and the bottleneck in USE terms."), h("div", { class: "controls" }, run, seconds, status), out);
+}
+
+function showAnalysis(out, a) {
+  const second = Object.entries(a.probabilities)[1];
+  const use = h("div");
+  new DataTable(use, [
+    { key: "name", label: "resource", value: (r) => r.name },
+    { key: "verdict", label: "verdict", value: (r) => ({ saturated: "✖ saturated", busy: "! busy", ok: "✔ ok" })[r.verdict] || r.verdict },
+    { key: "utilisation", label: "utilisation", value: (r) => r.utilisation, text: (r) => r.utilisation_text },
+    { key: "saturation", label: "saturation", value: (r) => r.saturation, text: (r) => r.saturation_text },
+    { key: "errors", label: "errors", value: (r) => r.errors },
+  ]).setRows(a.resources);
+  out.replaceChildren(
+    h("p", {}, "class: ", h("strong", { id: "workload-class" }, a.class), ` (${(100 * a.confidence).toFixed(0)} % confidence` + (second ? `; next: ${second[0]} ${(100 * second[1]).toFixed(0)} %)` : ")")),
+    h("p", {}, "bottleneck: ", h("strong", { id: "workload-bottleneck" }, a.bottleneck || "none: nothing is saturated")),
+    h("p", { class: "hint" }, "what points to it: ", a.features.map((f) => `${f.name} ${num(f.value, 3)} (typical ${num(f.typical, 3)})`).join("; ")),
+    use,
+    a.profile ? h("p", {}, `profile for ${a.class}: `, h("strong", {}, a.profile), " ", h("button", { type: "button", onclick: async (e) => {
+      try {
+        const result = await post(`/api/profiles/${encodeURIComponent(a.profile)}/apply`);
+        e.target.replaceWith(`applied, ${result.changed} item(s) changed (roll back from the Profile card)`);
+      } catch (error) {
+        e.target.replaceWith(`not applied: ${error.detail || error.message}`);
+      }
+    } }, "Apply it")) : null,
+  );
+}
 
 const STATUS = { matches: "✔ matches", differs: "✖ differs", set: "✔ set", staged: "… staged", unchanged: "= unchanged", skipped: "– skipped", advice: "ℹ advice", unknown: "? unknown" };
 
