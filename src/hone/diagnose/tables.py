@@ -6,10 +6,11 @@
 - `call_tree` (top-down: callers to callees) and `caller_tree` (bottom-up: each leaf, then who
   called it), merged across threads.
 - `summary`: "log_write 23 %, rpc_call 17.8 %, schedule 11.3 %": the components the time splits
-  into. Starting from the outermost frames it walks down through wrappers (a frame that holds at
-  least half the time and passes nearly all of it to one callee, like main) and splits frames
-  whose time divides among several callees, and stops at frames that do the work themselves or
-  pass it down a single chain (log_write -> fwrite -> write: the component is log_write).
+  into. Starting from the outermost frames it walks down through frames that hold at least half
+  the time without doing it themselves: wrappers that pass it to one callee (main) are skipped,
+  dispatchers whose callees share it (an event loop) are split. It stops at frames under half
+  the time or doing the work themselves, which keeps a chain together (log_write -> fwrite ->
+  write is log_write) and a mid-sized component whole (rpc_call, not its encode and send).
 """
 
 from __future__ import annotations
@@ -165,15 +166,15 @@ def components(profile: Profile, limit: int = 6, min_share: float = 0.02) -> lis
         frontier.sort(key=lambda n: -n.total)
         node = frontier.pop(0)
         kids = [c for c in node.sorted_children() if c.total >= floor]
-        room = limit - len(settled) - len(frontier)
         # Unsymbolised frames ([unknown]: code without frame pointers or symbols) name nothing.
         opaque = node.frame == ROOT or node.frame.function == "[unknown]"
         if (opaque and kids) or (
             node.self < node.total / 2
+            and node.total >= grand / 2
             and kids
             and (
-                (len(kids) == 1 and node.total >= grand / 2 and kids[0].total >= 0.9 * node.total)
-                or (len(kids) >= 2 and len(kids) <= room)
+                (len(kids) == 1 and kids[0].total >= 0.9 * node.total)
+                or len(kids) >= 2
             )
         ):
             frontier.extend(kids)

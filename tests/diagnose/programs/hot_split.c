@@ -1,6 +1,7 @@
 /* A CPU-bound program with a known profile: hot_work does 70 % of the loop iterations and
- * cold_work 30 %, both called from main through run_round. Runs until it has used argv[1]
- * seconds of CPU time (default 2), so a busy machine delays it but does not thin its profile.
+ * cold_work 30 % (argv[2] sets hot_work's percentage), both called from main through run_round.
+ * Runs until it has used argv[1] seconds of CPU time (default 2), so a busy machine delays it
+ * but does not thin its profile.
  * Built with -O1 -fno-omit-frame-pointer -fno-inline so each function keeps its own frame. */
 #include <stdlib.h>
 #include <time.h>
@@ -34,9 +35,11 @@ unsigned long cold_work(unsigned long n) {
     return acc;
 }
 
+static unsigned long hot_percent = 70;
+
 void run_round(void) {
-    hot_work(70000);
-    cold_work(30000);
+    hot_work(hot_percent * 1000);
+    cold_work((100 - hot_percent) * 1000);
 }
 
 static double now(void) {
@@ -47,6 +50,7 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 2.0;
+    if (argc > 2) hot_percent = strtoul(argv[2], NULL, 10) % 101;
     double end = now() + seconds;
     while (now() < end) {
         for (int i = 0; i < 100; i++) run_round();
