@@ -172,10 +172,7 @@ def components(profile: Profile, limit: int = 6, min_share: float = 0.02) -> lis
             node.self < node.total / 2
             and node.total >= grand / 2
             and kids
-            and (
-                (len(kids) == 1 and kids[0].total >= 0.9 * node.total)
-                or len(kids) >= 2
-            )
+            and ((len(kids) == 1 and kids[0].total >= 0.9 * node.total) or len(kids) >= 2)
         ):
             frontier.extend(kids)
         elif node.total >= floor:
