@@ -35,6 +35,11 @@ prev_state=D ==> next_comm=app next_pid=11 next_prio=120
 \t           fece0 fdatasync (/usr/lib/x86_64-linux-gnu/libc.so.6)
 \t           1400 [unknown] (/opt/app)
 
+app  10/13   100.040000: sched:sched_switch: prev_comm=reader prev_pid=13 prev_prio=120 \
+prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120
+\tffffffff821fb70f io_schedule ([kernel.kallsyms])
+\t           2000 read_block (/opt/app)
+
 app  10/12   100.050000: PERF_RECORD_SWITCH IN
 """
 
@@ -44,7 +49,11 @@ def test_intervals_are_charged_to_the_switch_out_stack() -> None:
     sleep = result.stacks["sleep"]
     assert sleep == {"app;main;wait_for_request;__schedule": pytest.approx(10500)}
     assert result.stacks["runqueue"] == {"app;compute;__schedule": pytest.approx(3000)}
-    assert result.stacks["io"] == {"app;[app];fdatasync;io_schedule": pytest.approx(30000)}
+    assert result.stacks["io"] == {
+        "app;[app];fdatasync;io_schedule": pytest.approx(30000),
+        # Still blocked when the recording ended: charged up to the last event.
+        "reader;read_block;io_schedule": pytest.approx(10000),
+    }
     assert result.per_thread[12]["io"] == pytest.approx(30000)
     # Run-queue latency: preempted 3 ms; woken at 100.010 and running at 100.0105.
     assert result.runqueue.count == 2
@@ -52,7 +61,7 @@ def test_intervals_are_charged_to_the_switch_out_stack() -> None:
     assert result.runqueue.p50_us == pytest.approx(3000)
     assert sorted(result.folded()) == sorted(
         ["app;main;wait_for_request;__schedule", "app;compute;__schedule",
-         "app;[app];fdatasync;io_schedule"]
+         "app;[app];fdatasync;io_schedule", "reader;read_block;io_schedule"]
     )  # fmt: skip
     assert offcpu.OffCpu.from_dict(result.to_dict()) == result
 

@@ -4,8 +4,9 @@ A thread's off-CPU interval runs from its switch-out (the event fires in its own
 stack is where it blocked) to its next switch-in (fired in another task's context, hence the
 system-wide recording). The interval is charged to the switch-out stack and classed by the state
 the thread left in: R = preempted (waiting in the run queue), D = uninterruptible (mostly I/O),
-S and others = sleeping or waiting on something. Run-queue latency is wake-up (or preemption) to
-switch-in. Kprobes are not needed (no offcputime-bpf)."""
+S and others = sleeping or waiting on something; a thread still off the CPU when the recording
+ends is charged up to its end. Run-queue latency is wake-up (or preemption) to switch-in.
+Kprobes are not needed (no offcputime-bpf)."""
 
 from __future__ import annotations
 
@@ -216,6 +217,8 @@ def analyse(text: str, pid: int, tids: set[int] | None = None) -> OffCpu:
                 woken_at[int(wake["pid"])] = event.time
     if first is not None and last is not None:
         result.window_s = round(last - first, 6)
+        for tid, out in list(out_at.items()):  # still off the CPU when recording ended
+            _charge(result, tid, last, out, {}, latencies)
     result.runqueue = LatencySummary.of(latencies)
     return result
 
