@@ -184,6 +184,8 @@ def test_remote_cli_lists_and_shows_studies(server: Any, hone_cli: Any) -> None:
     assert result.returncode == 2 and "401" in result.stderr  # no token given
     result = hone_cli("remote", "--server", server.url + "/?token=x", "studies")
     assert result.returncode == 2 and "must not carry credentials" in result.stderr
+    result = hone_cli("--server", server.url, "studies")  # the global form
+    assert result.returncode == 0 and "alpha#1" in result.stdout, result.stderr
 
 
 def test_machine_info_and_one_sample(server: Any) -> None:

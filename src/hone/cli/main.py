@@ -56,10 +56,18 @@ def version() -> None:
 _register_capabilities()
 
 
+def _remote_form(argv: list[str]) -> list[str]:
+    """`hone --server URL studies` is `hone remote --server URL studies`: a global --server
+    sends the command to a remote `hone serve`."""
+    if argv and (argv[0] == "--server" or argv[0].startswith("--server=")):
+        return ["remote", *argv]
+    return argv
+
+
 def run() -> None:
     """Entry point: run the app, turning user errors into one clear line."""
     try:
-        app()
+        app(args=_remote_form(sys.argv[1:]))
     except HoneError as exc:
         print(f"hone: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
