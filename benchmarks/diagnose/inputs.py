@@ -21,7 +21,15 @@ def build(name: str, folder: Path = CACHE) -> Path:
     source = PROGRAMS / f"{name}.c"
     if not binary.exists() or binary.stat().st_mtime < source.stat().st_mtime:
         subprocess.run(
-            ["gcc", "-O1", "-fno-omit-frame-pointer", "-fno-inline", "-o", str(binary), str(source)],
+            [
+                "gcc",
+                "-O1",
+                "-fno-omit-frame-pointer",
+                "-fno-inline",
+                "-o",
+                str(binary),
+                str(source),
+            ],
             check=True,
         )
     return binary
@@ -38,8 +46,21 @@ def perf_script_input(cpu_seconds: float = 6.0, frequency: int = 4999) -> Path:
     binary = build("hot_tree", deep)
     data = CACHE / "hot_tree.perf.data"
     subprocess.run(
-        ["perf", "record", "-q", "-F", str(frequency), "-e", "cpu-clock", "-g", "-o", str(data),
-         "--", str(binary), f"{cpu_seconds:g}"],
+        [
+            "perf",
+            "record",
+            "-q",
+            "-F",
+            str(frequency),
+            "-e",
+            "cpu-clock",
+            "-g",
+            "-o",
+            str(data),
+            "--",
+            str(binary),
+            f"{cpu_seconds:g}",
+        ],
         check=True,
     )
     partial = text.with_suffix(".part")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, NamedTuple
 
 Count = Literal["period", "samples"]
@@ -401,3 +402,21 @@ class _BlockResolver:
         if not text:
             return None if line else []
         return _parse_stack_line(text, self.java, self.opts) or []
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m hone.diagnose.fold [PERF_SCRIPT_FILE]`: folded stacks on stdout (the input
+    from the file or stdin), like stackcollapse-perf; `--kernel`, `--pid`, `--tid`."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    flags = {"--kernel": "annotate_kernel", "--jit": "annotate_jit", "--pid": "include_pid"}
+    flags |= {"--tid": "include_tid", "--addrs": "include_addrs"}
+    options = {flags[a]: True for a in args if a in flags}
+    paths = [a for a in args if a not in flags]
+    data = Path(paths[0]).read_bytes() if paths else sys.stdin.buffer.read()
+    sys.stdout.write(format_folded(fold_perf_script(data, **options)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,11 @@
 /* A CPU-bound program with a wide call tree, for realistic profiles: 32 distinct functions call
  * each other 8 levels deep, each picking one of two children from a pseudo-random seed, each
- * doing some work of its own, and some leaves make a system call (kernel frames). About a
- * thousand distinct stacks. Runs until it has used argv[1] seconds of CPU time (default 2).
+ * doing some work of its own, and some leaves make a system call (kernel frames). Thousands of
+ * distinct stacks. Runs until it has used argv[1] seconds of CPU time (default 2), or, with
+ * argv[2] = ROUNDS, exactly that much work; then argv[3], when given, is a file that gets the
+ * run's own wall time in seconds (for measuring a profiler's overhead on it).
  * Built with -O1 -fno-omit-frame-pointer -fno-inline. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,10 +47,18 @@ NODE(8) NODE(9) NODE(10) NODE(11) NODE(12) NODE(13) NODE(14) NODE(15)
 NODE(16) NODE(17) NODE(18) NODE(19) NODE(20) NODE(21) NODE(22) NODE(23)
 NODE(24) NODE(25) NODE(26) NODE(27) NODE(28) NODE(29) NODE(30) NODE(31)
 
-static double cpu_seconds(void) {
+static double seconds_of(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    clock_gettime(clock, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static unsigned long round_of_calls(unsigned long seed) {
+    for (int i = 0; i < 200; i++) {
+        seed = seed * 6364136223846793005UL + 1442695040888963407UL;
+        nodes[(seed >> 35) % WIDTH](DEPTH, seed);
+    }
+    return seed;
 }
 
 int main(int argc, char **argv) {
@@ -60,11 +71,18 @@ int main(int argc, char **argv) {
     for (int i = 0; i < WIDTH; i++) nodes[i] = all[i];
     double seconds = argc > 1 ? atof(argv[1]) : 2.0;
     unsigned long seed = 12345;
-    while (cpu_seconds() < seconds) {
-        for (int i = 0; i < 200; i++) {
-            seed = seed * 6364136223846793005UL + 1442695040888963407UL;
-            nodes[(seed >> 35) % WIDTH](DEPTH, seed);
+    if (argc > 2) {
+        long rounds = atol(argv[2]);
+        double start = seconds_of(CLOCK_MONOTONIC);
+        for (long r = 0; r < rounds; r++) seed = round_of_calls(seed);
+        double elapsed = seconds_of(CLOCK_MONOTONIC) - start;
+        FILE *out = argc > 3 ? fopen(argv[3], "w") : NULL;
+        if (out) {
+            fprintf(out, "%.6f\n", elapsed);
+            fclose(out);
         }
+        return 0;
     }
+    while (seconds_of(CLOCK_PROCESS_CPUTIME_ID) < seconds) seed = round_of_calls(seed);
     return 0;
 }
