@@ -48,8 +48,19 @@ class _Job(threading.Thread):
             self.error = error
 
 
-def _perf(argv: list[str]) -> Callable[[], subprocess.CompletedProcess]:
-    return lambda: subprocess.run(argv, capture_output=True, text=True, check=False)
+def _recorder(
+    argv: list[str], data: Path, analyse: Callable[[str], object]
+) -> Callable[[], object]:
+    """perf record, perf script and the analysis, as one background job."""
+
+    def work() -> object:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if not data.exists() or data.stat().st_size == 0:
+            lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
+            raise HoneError(f"perf record failed: {lines[-1]}")
+        return analyse(offcpu.script(data))
+
+    return work
 
 
 def _alive(pid: int) -> bool:
@@ -114,9 +125,9 @@ def collect(
     }
     off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
     if off_ok:
-        jobs["offcpu"] = _Job(
-            "offcpu", _perf(offcpu.record_argv(pid, work / "sched.data", duration))
-        )
+        data = work / "sched.data"
+        argv = offcpu.record_argv(pid, data, duration)
+        jobs["offcpu"] = _Job("offcpu", _recorder(argv, data, lambda t: offcpu.analyse(t, pid)))
     elif want_offcpu:
         notes.append("off-CPU: the sched:sched_switch tracepoint is not available")
     lock_ok = want_locks and caps.has("tracepoint syscalls:sys_enter_futex")
@@ -125,8 +136,9 @@ def collect(
         kernel_locks = caps.has("tracepoint lock:contention_begin")
         if not kernel_locks:
             notes.append("kernel lock contention: lock:contention_begin is not available")
-        argv = locks.record_argv(pid, work / "locks.data", duration, kernel_locks)
-        jobs["locks"] = _Job("locks", _perf(argv))
+        data = work / "locks.data"
+        argv = locks.record_argv(pid, data, duration, kernel_locks)
+        jobs["locks"] = _Job("locks", _recorder(argv, data, lambda t: locks.analyse(t, symbolizer)))
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
     jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, duration, caps))
@@ -151,8 +163,7 @@ def collect(
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
     try:
-        return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, symbolizer,
-                        work, notes)  # fmt: skip
+        return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -165,7 +176,6 @@ def _analyse(
     jobs: dict[str, _Job],
     stats: list[threads.ThreadStat],
     window: float,
-    symbolizer: locks.Symbolizer | None,
     work: Path,
     notes: list[str],
 ) -> Diagnosis:
@@ -178,18 +188,11 @@ def _analyse(
     if str(work) in str(profile.perf_data or ""):
         profile.perf_data = None  # the temporary folder goes away
     caps.add(stack_depth_check(profile.folded()))
-    off = None
-    if "offcpu" in jobs:
-        try:
-            off = offcpu.analyse(offcpu.script(work / "sched.data"), pid)
-        except HoneError as error:
-            notes.append(f"off-CPU: {error}")
-    found = None
-    if "locks" in jobs:
-        try:
-            found = locks.analyse(offcpu.script(work / "locks.data"), symbolizer)
-        except HoneError as error:
-            notes.append(f"locks: {error}")
+    for name, job in jobs.items():
+        if job.error and name != "oncpu":
+            notes.append(f"{name}: {job.error}")
+    off = jobs["offcpu"].result if "offcpu" in jobs else None
+    found = jobs["locks"].result if "locks" in jobs else None
     td = jobs["topdown"].result if not jobs["topdown"].error else None
     if not isinstance(td, topdown.Topdown):
         td = topdown.Topdown(False, evidence=f"perf stat failed: {jobs['topdown'].error}")
