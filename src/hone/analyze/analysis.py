@@ -1,0 +1,91 @@
+"""One analysis: sample the machine for a while, name the workload class with its confidence
+and the features behind it, and the bottleneck in USE terms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hone.analyze import use
+from hone.analyze.features import row_features, window_features
+from hone.analyze.model import Model, default_model
+from hone.collect import Collector, Snapshot
+from hone.errors import HoneError
+
+
+@dataclass
+class Analysis:
+    cls: str
+    confidence: float
+    probabilities: dict[str, float]  # every class, highest first
+    features: list[tuple[str, float, float]]  # (feature, this sample, typical), most telling first
+    resources: list[use.Resource]
+    bottleneck: use.Resource | None
+    profile: str | None  # the profile mapped to the class
+    samples: int
+    busiest: list[tuple[str, int, float]] = field(default_factory=list)  # (name, pid, % CPU)
+
+
+def classify(model: Model, snapshots: list[Snapshot]) -> tuple[str, dict[str, float], np.ndarray]:
+    """The class of a run of snapshots (their window features) and every class's probability."""
+    from hone.collect import ATUNE_METRICS
+
+    values = np.array(
+        [[s.metrics.get(name, np.nan) for name in ATUNE_METRICS] for s in snapshots], dtype=float
+    )
+    x = window_features(row_features(values, model.hardware))
+    probabilities = model.probabilities(x)[0]
+    ranked = sorted(zip(model.classes, probabilities, strict=True), key=lambda p: -p[1])
+    return ranked[0][0], {c: float(p) for c, p in ranked}, x
+
+
+def analyze(
+    duration: float = 15.0,
+    interval: float = 1.0,
+    *,
+    model: Model | None = None,
+    collector: Collector | None = None,
+) -> Analysis:
+    """Sample for `duration` seconds every `interval` and analyse what was seen."""
+    if duration < 2 * interval:
+        raise HoneError("--duration must cover at least two intervals")
+    model = model or default_model()
+    own = collector is None
+    collector = collector or Collector(top=5)
+    try:
+        before = use.counters()
+        snapshots = list(collector.stream(interval, duration=duration))
+        after = use.counters()
+    finally:
+        if own:
+            collector.close()
+    return explain(model, snapshots, before, after)
+
+
+def explain(
+    model: Model, snapshots: list[Snapshot], before: dict[str, int], after: dict[str, int]
+) -> Analysis:
+    cls, probabilities, x = classify(model, snapshots)
+    at = {name: i for i, name in enumerate(model.row_names)}
+    features = [
+        (name, float(x[at[name]]), float(model.medians[at[name]]))
+        for name, _ in model.explain(x, cls)
+    ]
+    table = use.resources(snapshots, before, after)
+    cpu: dict[tuple[str, int], float] = {}
+    for snapshot in snapshots:
+        for p in snapshot.processes:
+            cpu[(p.name, p.pid)] = cpu.get((p.name, p.pid), 0.0) + p.cpu / len(snapshots)
+    busiest = sorted(((k[0], k[1], v) for k, v in cpu.items()), key=lambda t: -t[2])[:5]
+    return Analysis(
+        cls,
+        probabilities[cls],
+        probabilities,
+        features,
+        table,
+        use.bottleneck(table),
+        model.profiles.get(cls),
+        len(snapshots),
+        busiest,
+    )

@@ -1,0 +1,139 @@
+"""`hone analyze` (recognise the workload, name the bottleneck, optionally apply the profile)
+and `hone train` (a model of your own from collected CSV files)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import typer
+
+from hone.errors import HoneError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("analyze")(analyze_command)
+    app.command("train")(train_command)
+
+
+def _models_dir() -> Path:
+    from hone.paths import state_dir
+
+    return state_dir() / "analyze" / "models"
+
+
+def _model(name: str | None):  # type: ignore[no-untyped-def]
+    from hone.analyze.model import default_model, load
+
+    if name is None:
+        return default_model()
+    path = Path(name)
+    if not path.suffix:
+        path = _models_dir() / f"{name}.pkl"
+        if not path.exists():
+            raise HoneError(f"no model named {name!r}: train one with `hone train`")
+    return load(path)
+
+
+def analyze_command(
+    duration: float = typer.Option(15.0, "--duration", "-d", help="seconds to sample"),
+    interval: float = typer.Option(1.0, "--interval", "-i", help="seconds between samples"),
+    apply: bool = typer.Option(False, "--apply", help="apply the profile mapped to the class"),
+    model: str = typer.Option(
+        None, "--model", "-m", help="a model from `hone train` (name or file); default: hone's"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="the analysis as JSON"),
+) -> None:
+    """Sample the machine, name the workload class and its bottleneck (USE)."""
+    from hone.analyze import analysis as analysis_module
+
+    if interval <= 0:
+        raise HoneError("--interval must be above 0")
+    chosen = _model(model)
+    result = analysis_module.analyze(duration, interval, model=chosen)
+    if as_json:
+        data = asdict(result)
+        for row, resource in zip(data["resources"], result.resources, strict=True):
+            row["verdict"] = resource.verdict
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        _print(result)
+    if apply:
+        from hone.analyze import apply as apply_profile
+        from hone.profiles.cli import print_apply
+
+        print_apply(apply_profile(result))
+
+
+def _print(result) -> None:  # type: ignore[no-untyped-def]
+    others = ", ".join(
+        f"{c} {p:.0%}" for c, p in list(result.probabilities.items())[1:4] if p >= 0.01
+    )
+    typer.echo(
+        f"workload: {result.cls} ({result.confidence:.0%} confident"
+        + (f"; then {others}" if others else "")
+        + f") over {result.samples} samples"
+    )
+    if result.features:
+        typer.echo("because (this sample vs. typical):")
+        for name, value, typical in result.features:
+            typer.echo(f"  {name:26s} {value:10.3g}  vs {typical:.3g}")
+    if result.busiest:
+        typer.echo(
+            "busiest: " + ", ".join(f"{n}[{pid}] {cpu:.0f}%" for n, pid, cpu in result.busiest)
+        )
+    typer.echo(f"{'resource':12s} {'verdict':9s} {'utilisation':44s} {'saturation':50s} errors")
+    for r in result.resources:
+        typer.echo(
+            f"{r.name:12s} {r.verdict:9s} {r.utilisation_text:44s} {r.saturation_text:50s} "
+            f"{r.errors}"
+        )
+    b = result.bottleneck
+    typer.echo(f"bottleneck: {b.name} ({b.saturation_text})" if b else "bottleneck: none saturated")
+    typer.echo(f"profile: {result.profile or '-'}" + ("" if not result.profile else
+               f"  (hone analyze --apply, or hone profile apply {result.profile})"))  # fmt: skip
+
+
+def train_command(
+    paths: list[Path] = typer.Argument(..., help="CSV files or folders (hone collect -o, A-Tune)"),
+    name: str = typer.Option("custom", "--name", "-n", help="the model's name"),
+    output: Path = typer.Option(None, "--output", "-o", help="model file (default: by name)"),
+    interval: float = typer.Option(
+        1.0, "--interval", "-i", help="seconds between the CSV rows (A-Tune's collector: 5)"
+    ),
+    builtin: bool = typer.Option(
+        False, "--builtin/--no-builtin", help="also train on hone's own data (and A-Tune's)"
+    ),
+    profile: list[str] = typer.Option(
+        [], "--profile", "-p", help="CLASS=PROFILE: the profile --apply uses for a class"
+    ),
+) -> None:
+    """Train a workload classifier from labelled CSV files (workload.type / workload.appname)."""
+    from hone import profiles as profiles_module
+    from hone.analyze.dataset import builtin_runs, csv_files, load_runs
+    from hone.analyze.model import fit, save
+
+    if "/" in name or not name or name.startswith("."):
+        raise HoneError(f"model name {name!r} must not be empty or contain '/'")
+    mapping: dict[str, str] = {}
+    for pair in profile:
+        cls, sep, profile_name = pair.partition("=")
+        if not sep or not cls or not profile_name:
+            raise HoneError(f"--profile {pair!r}: expected CLASS=PROFILE")
+        profiles_module.load(profile_name)  # a missing profile is an error now, not at --apply
+        mapping[cls] = profile_name
+    runs = [r for p in csv_files(paths) for r in load_runs(p, interval)]
+    if builtin:
+        runs += builtin_runs()
+    unknown = set(mapping) - {r.cls for r in runs}
+    if unknown:
+        raise HoneError(f"--profile names classes not in the data: {', '.join(sorted(unknown))}")
+    model = fit(runs, mapping)
+    target = output or _models_dir() / f"{name}.pkl"
+    save(model, target)
+    for cls in model.classes:
+        typer.echo(
+            f"{cls:20s} {model.runs.get(cls, 0):3d} runs  profile {model.profiles.get(cls, '-')}"
+        )
+    typer.echo(f"saved {target}  (hone analyze --model {output or name})")

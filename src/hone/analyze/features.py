@@ -1,0 +1,140 @@
+"""Features that carry from one machine to another.
+
+A-Tune's data comes from 100-core servers sampled every 5 s; hone's from whatever it runs on,
+every second. Raw rates (interrupts/s, kB/s) mostly tell machines apart, so each row becomes
+scale-free values: CPU shares in percent, ratios between metrics (sys share of busy time,
+bytes per packet, kB per disk request), and log1p of rates, which turns a factor between
+machines into a shift. Hardware counters and memory bandwidth are left out of the default
+model: most machines (every VM) cannot measure them, and a model that leans on them fails where
+they are missing; a model made with `hardware=True` adds them, for machines that count them.
+
+A window of rows (about 15 s) becomes the mean and the standard deviation of every row
+feature: `hone analyze` samples for a while, and how much a metric varies is part of a
+workload's signature (a compile's fork bursts, a database's checkpoints)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hone.collect import ATUNE_METRICS
+from hone.collect.perf import PERF_METRICS
+
+WINDOW_SECONDS = 15.0
+_AT = {name: i for i, name in enumerate(ATUNE_METRICS)}
+
+
+def _log(x: np.ndarray) -> np.ndarray:
+    return np.log1p(np.maximum(x, 0.0))
+
+
+def _ratio(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), 0.0)
+
+
+def _row_features(col) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
+    busy = col("CPU.STAT.util")
+    packets = col("NET.STAT.rxpcks") + col("NET.STAT.txpcks")
+    net_kb = col("NET.STAT.rxkBs") + col("NET.STAT.txkBs")
+    requests = col("STORAGE.STAT.rs") + col("STORAGE.STAT.ws")
+    disk_mb = col("STORAGE.STAT.rMBs") + col("STORAGE.STAT.wMBs")
+    switches = col("SYS.TASKS.cswchs")
+    features = {
+        f"cpu {k} %": col(f"CPU.STAT.{k}")
+        for k in ("usr", "sys", "iowait", "irq", "soft", "steal", "guest", "util", "cutil")
+    }
+    features.update(
+        {
+            "sys share of busy": _ratio(col("CPU.STAT.sys"), busy),
+            "softirq share of busy": _ratio(col("CPU.STAT.soft"), busy),
+            "log disk requests/s": _log(requests),
+            "log disk MB/s": _log(disk_mb),
+            "disk read share": _ratio(col("STORAGE.STAT.rs"), requests),
+            "log disk kB/request": _log(_ratio(disk_mb * 1024, requests)),
+            "log disk await ms": _log(
+                np.maximum(col("STORAGE.STAT.r_await"), col("STORAGE.STAT.w_await"))
+            ),
+            "disk util %": col("STORAGE.STAT.util"),
+            "log disk queue": _log(col("STORAGE.STAT.aqu-sz")),
+            "disk write merge %": col("STORAGE.STAT.wrqm"),
+            "log net kB/s": _log(net_kb),
+            "log net packets/s": _log(packets),
+            "net bytes/packet": _ratio(net_kb * 1024, packets),
+            "net tx share": _ratio(col("NET.STAT.txkBs"), net_kb),
+            "log net tx/rx": np.log(_ratio(col("NET.STAT.txkBs") + 1, col("NET.STAT.rxkBs") + 1)),
+            "log net rx kB/s": _log(col("NET.STAT.rxkBs")),
+            "log net tx kB/s": _log(col("NET.STAT.txkBs")),
+            "log context switches/s": _log(switches),
+            "log interrupts/s": _log(col("MEM.VMSTAT.system.in")),
+            "log forks/s": _log(col("SYS.TASKS.procs")),
+            "log switches per packet": _log(_ratio(switches, packets)),
+            "log blocked tasks": _log(col("MEM.VMSTAT.procs.b")),
+            "log pages out/s": _log(col("MEM.VMSTAT.io.bo")),
+            "log run queue": _log(col("SYS.LDAVG.runq-sz")),
+            "run queue per load": _ratio(col("SYS.LDAVG.runq-sz"), col("SYS.LDAVG.ldavg-1")),
+        }
+    )
+    return features
+
+
+#: Names of the row features, in column order.
+ROW_FEATURES = tuple(_row_features(lambda name: np.zeros(1)))
+#: Hardware counters (and memory bandwidth): features only for a model of machines that have
+#: them (a model made with `hardware=True` is used only where perf counts them).
+HARDWARE_METRICS = (*PERF_METRICS, "MEM.BANDWIDTH.Total_Util")
+HARDWARE_FEATURES = tuple(f"log {name}" for name in HARDWARE_METRICS)
+
+
+def row_names(hardware: bool = False) -> tuple[str, ...]:
+    return ROW_FEATURES + (HARDWARE_FEATURES if hardware else ())
+
+
+def feature_names(hardware: bool = False) -> tuple[str, ...]:
+    """The window features: the mean, then the standard deviation, of each row feature."""
+    rows = row_names(hardware)
+    return tuple(f"{n} mean" for n in rows) + tuple(f"{n} sd" for n in rows)
+
+
+FEATURES = feature_names()
+
+
+def row_features(values: np.ndarray, hardware: bool = False) -> np.ndarray:
+    """rows x ATUNE_METRICS -> rows x row_names() (NaN, an unavailable metric, counts as 0)."""
+    raw = np.atleast_2d(values)
+    values = np.nan_to_num(raw, nan=0.0)
+    features = _row_features(lambda name: values[:, _AT[name]])
+    columns = [features[name] for name in ROW_FEATURES]
+    if hardware:
+        columns += [_log(values[:, _AT[name]]) for name in HARDWARE_METRICS]
+    return np.column_stack(columns)
+
+
+def window_rows(interval: float) -> int:
+    return max(2, round(WINDOW_SECONDS / interval))
+
+
+def window_features(rows: np.ndarray) -> np.ndarray:
+    """One window's rows of row features -> its mean and standard deviation per feature."""
+    return np.concatenate([rows.mean(axis=0), rows.std(axis=0)])
+
+
+def window_starts(rows: int, interval: float, limit: int | None = None) -> np.ndarray:
+    """First row of every window of a run (stride: half a window), at most `limit` of them,
+    evenly spread."""
+    size = window_rows(interval)
+    starts = np.arange(0, max(rows - size + 1, 0), max(1, size // 2))
+    if limit is not None and len(starts) > limit:
+        starts = starts[np.linspace(0, len(starts) - 1, limit).round().astype(int)]
+    return starts
+
+
+def windows(
+    values: np.ndarray, interval: float, *, limit: int | None = None, hardware: bool = False
+) -> np.ndarray:
+    """The window features of a run's windows (see window_starts)."""
+    rows = row_features(values, hardware)
+    size = window_rows(interval)
+    starts = window_starts(len(rows), interval, limit)
+    if not len(starts):
+        return np.empty((0, len(feature_names(hardware))))
+    return np.array([window_features(rows[s : s + size]) for s in starts])

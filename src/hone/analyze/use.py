@@ -1,0 +1,121 @@
+"""The bottleneck in USE terms (Brendan Gregg's method): for CPU, memory, disk and network,
+how busy it is (utilisation), how much work waits for it (saturation) and what fails (errors).
+
+Saturation is what names a bottleneck: a resource at 100 % with nothing queued is merely well
+used. The signals are the kernel's own: run queue per core and CPU pressure (PSI); memory
+pressure, swapping and major faults; the disk's queue and I/O pressure; dropped packets,
+TCP retransmits and listen-queue overflows. Errors: OOM kills, interface errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hone.collect import Snapshot
+
+#: Counters read before and after sampling (deltas become error and saturation figures).
+COUNTERS = (
+    "vmstat.oom_kill", "Tcp.RetransSegs", "Tcp.OutSegs", "TcpExt.ListenOverflows",
+    "TcpExt.ListenDrops",
+)  # fmt: skip
+
+
+@dataclass
+class Resource:
+    name: str
+    utilisation: float  # percent
+    utilisation_text: str
+    saturation: float  # 0 = nothing waits, >= 1 = saturated (the worst of the signals)
+    saturation_text: str
+    errors: str
+
+    @property
+    def verdict(self) -> str:
+        if self.saturation >= 1.0:
+            return "saturated"
+        if self.saturation >= 0.5 or self.utilisation >= 80:
+            return "busy"
+        return "ok"
+
+
+def counters() -> dict[str, int]:
+    from hone.collect import sources
+
+    values = {f"vmstat.{k}": v for k, v in sources.read_vmstat().items() if k == "oom_kill"}
+    values.update(sources.read_netstat())
+    return {k: values.get(k, 0) for k in COUNTERS}
+
+
+def _mean(snapshots: list[Snapshot], name: str) -> float:
+    values = [s.metrics[name] for s in snapshots if name in s.metrics]
+    return float(np.mean(values)) if values else 0.0
+
+
+def resources(
+    snapshots: list[Snapshot], before: dict[str, int], after: dict[str, int]
+) -> list[Resource]:
+    """USE figures over the sampled interval (means of the snapshots, deltas of counters)."""
+
+    def m(name: str) -> float:
+        return _mean(snapshots, name)
+
+    seconds = sum(s.interval for s in snapshots) or 1.0
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in COUNTERS}
+    cores = m("CPU.STAT.cores") or 1.0
+    # procs.r counts the running tasks too: more than one per core is a queue
+    runq = m("MEM.VMSTAT.procs.r") / cores
+    psi_cpu, psi_mem, psi_io = m("PSI.CPU.some"), m("PSI.MEMORY.some"), m("PSI.IO.some")
+    cpu = Resource(
+        "CPU",
+        m("CPU.STAT.util"),
+        f"{m('CPU.STAT.util'):.0f}% (usr {m('CPU.STAT.usr'):.0f}, sys {m('CPU.STAT.sys'):.0f}, "
+        f"steal {m('CPU.STAT.steal'):.0f})",
+        max(runq / 1.5, psi_cpu / 50),
+        f"run queue {runq:.1f}/core, PSI some {psi_cpu:.0f}%",
+        "-",
+    )
+    total = m("MEM.MEMINFO.MemTotal")
+    used = 100 * (1 - m("MEM.MEMINFO.MemAvailable") / total) if total else 0.0
+    swapping = m("MEM.VMSTAT.swap.si") + m("MEM.VMSTAT.swap.so")
+    memory = Resource(
+        "memory",
+        used,
+        f"{used:.0f}% used",
+        max(psi_mem / 10, swapping / 1024, m("MEM.VMSTAT.pgmajfault") / 100),
+        f"PSI some {psi_mem:.1f}%, swap {swapping:.0f} kB/s, "
+        f"major faults {m('MEM.VMSTAT.pgmajfault'):.0f}/s",
+        f"{delta['vmstat.oom_kill']} OOM kills",
+    )
+    queue = m("STORAGE.STAT.aqu-sz")
+    disk_name = snapshots[-1].disk if snapshots else ""
+    disk = Resource(
+        f"disk {disk_name}".strip(),
+        m("STORAGE.STAT.util"),
+        f"{m('STORAGE.STAT.util'):.0f}% busy, {m('STORAGE.STAT.rs') + m('STORAGE.STAT.ws'):.0f}"
+        f" IOPS, {m('STORAGE.STAT.rMBs') + m('STORAGE.STAT.wMBs'):.1f} MB/s",
+        max(queue / 4, psi_io / 30),
+        f"queue {queue:.1f}, PSI some {psi_io:.0f}%, await "
+        f"{max(m('STORAGE.STAT.r_await'), m('STORAGE.STAT.w_await')):.1f} ms",
+        "-",
+    )
+    segments = max(delta["Tcp.OutSegs"], 1)
+    retrans = delta["Tcp.RetransSegs"] / segments * 100
+    overflows = delta["TcpExt.ListenOverflows"] + delta["TcpExt.ListenDrops"]
+    drops = m("NET.ESTAT.util")
+    network = Resource(
+        "network",
+        m("NET.STAT.ifutil"),
+        f"{m('NET.STAT.rxkBs') / 1024:.1f} MB/s in, {m('NET.STAT.txkBs') / 1024:.1f} MB/s out"
+        + (f", busiest link {m('NET.STAT.ifutil'):.0f}%" if m("NET.STAT.ifutil") else ""),
+        max(retrans / 2, overflows / seconds / 10, drops / 100),
+        f"retransmits {retrans:.2f}%, listen overflows {overflows}, drops {drops:.0f}/s",
+        f"{m('NET.ESTAT.errs') * seconds:.0f} interface errors",
+    )
+    return [cpu, memory, disk, network]
+
+
+def bottleneck(table: list[Resource]) -> Resource | None:
+    """The most saturated resource, if any is saturated or busy with work queued."""
+    worst = max(table, key=lambda r: (r.saturation, r.utilisation))
+    return worst if worst.verdict != "ok" else None
