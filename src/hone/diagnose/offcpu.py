@@ -51,6 +51,7 @@ class Event:
 def parse_events(text: str) -> Iterator[Event]:
     """Events of `perf script -F comm,pid,tid,time,event,trace,ip,sym,dso` output."""
     current: Event | None = None
+    modules: dict[str, str] = {}  # path -> file name, computed once per module
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -68,11 +69,27 @@ def parse_events(text: str) -> Iterator[Event]:
                     head["trace"] if "trace" in head.re.groupindex else "",
                 )
             continue
-        frame = FRAME.match(line)
-        if frame and current is not None:
-            current.stack.append((frame["sym"], Path(frame["dso"]).name or frame["dso"]))
+        if current is not None:
+            frame = _frame(line, modules)
+            if frame:
+                current.stack.append(frame)
     if current:
         yield current
+
+
+def _frame(line: str, modules: dict[str, str]) -> tuple[str, str] | None:
+    """`\t ffffffff8100 __schedule ([kernel.kallsyms])` -> (function, module file name)."""
+    body = line.strip()
+    ip, _, rest = body.partition(" ")
+    function, _, dso = rest.rpartition(" (")
+    if not dso.endswith(")") or not ip:
+        frame = FRAME.match(line)  # an unusual layout: the careful way
+        return (frame["sym"], Path(frame["dso"]).name or frame["dso"]) if frame else None
+    dso = dso[:-1]
+    module = modules.get(dso)
+    if module is None:
+        module = modules[dso] = dso.rsplit("/", 1)[-1] or dso
+    return function.strip(), module
 
 
 def frame_name(function: str, module: str) -> str:
