@@ -16,6 +16,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
+from hone.diagnose.diff import Change, diff, diff_summary
 from hone.diagnose.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis, to_html
@@ -182,31 +183,31 @@ def flame_svg(
     )
 
 
-def _moved(before: list[Any], after: list[Any], limit: int) -> list[dict[str, Any]]:
-    """Rows whose self share changed most between two tables (by 0.1 point or more), biggest
-    change first."""
-    was = {(r.name, r.module): r.self_share for r in before}
-    now = {(r.name, r.module): r.self_share for r in after}
-    keys = [k for k in was.keys() | now.keys() if abs(now.get(k, 0.0) - was.get(k, 0.0)) >= 1e-3]
-    keys.sort(key=lambda k: -abs(now.get(k, 0.0) - was.get(k, 0.0)))
+def _moves(changes: list[Change], limit: int) -> list[dict[str, Any]]:
+    """The largest moves (0.1 point or more), largest first."""
     return [
-        {"name": name, "module": module, "before": was.get((name, module), 0.0),
-         "after": now.get((name, module), 0.0)}
-        for name, module in keys[:limit]
-    ]  # fmt: skip
+        {"name": c.name, "module": c.module, "before": c.before, "after": c.after}
+        for c in changes[:limit]
+        if abs(c.delta) >= 1e-3
+    ]
 
 
 @router.get("/{name}/compare")
 def compare(
-    name: str, base: str = Query(..., description="the earlier diagnosis"), rows: int = 25
+    name: str,
+    base: str = Query(..., description="the earlier diagnosis"),
+    measure: Literal["self", "total"] = "self",
+    rows: int = Query(25, ge=1, le=1000),
 ) -> dict[str, Any]:
-    """Which functions and modules gained or lost share of the on-CPU samples since `base`."""
+    """Which functions and modules gained or lost share of the on-CPU samples since `base`,
+    and the one-line summary of the moves."""
     now, was = load(name).profile, load(base).profile
     return {
         "name": name,
         "base": base,
-        "functions": _moved(function_table(was, "self"), function_table(now, "self"), rows),
-        "modules": _moved(module_table(was, "self"), module_table(now, "self"), rows),
+        "summary": diff_summary(was, now),
+        "functions": _moves(diff(was, now, "function", measure), rows),
+        "modules": _moves(diff(was, now, "module", measure), rows),
     }
 
 

@@ -203,7 +203,7 @@ async function movesTable(name, base) {
     { key: "after", label: "this run %", value: (r) => r.after, text: (r) => share(r.after), numeric: true },
     { key: "change", label: "change (points)", value: (r) => r.after - r.before, text: (r) => `${r.after >= r.before ? "▲ +" : "▼ −"}${Math.abs(100 * (r.after - r.before)).toFixed(1)}`, numeric: true },
   ], { caption: "What gained or lost share of the on-CPU samples" }).setRows(rows);
-  return h("div", {}, h("h3", {}, "What moved"), box);
+  return h("div", {}, h("h3", {}, "What moved"), h("p", { id: "moves-summary" }, c.summary), box);
 }
 
 function placeSvg(box, text) {
