@@ -77,14 +77,15 @@ def test_measure_on_this_machine() -> None:
         assert "not supported" in result.evidence and "TMAM" in result.evidence
 
 
-def test_software_split_sums_to_100() -> None:
+def test_software_split_of_the_working_threads() -> None:
     threads = [
         ThreadStat(1, "a", 50, 45, 5, 30, 0, 20),
         ThreadStat(2, "b", 0, 0, 0, 1, 9, 90),
+        ThreadStat(3, "idle", 0, 0, 0, 0, 0, 100),  # asleep throughout: left out
     ]
     split = software_split(threads)
     assert sum(split.values()) == pytest.approx(100.0, abs=0.05)
-    assert split["on CPU"] == 25.0 and split["run queue"] == 15.5
+    assert split["on CPU"] == 25.0 and split["run queue"] == 15.5 and split["sleep"] == 55.0
 
 
 def split_events(text: str) -> list[str]:

@@ -138,7 +138,7 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
         lines.append(f"top-down: unavailable ({d.topdown.evidence})")
         if d.topdown.software:
             parts = ", ".join(f"{k} {v:.1f}%" for k, v in d.topdown.software.items())
-            lines.append(f"  software split of thread time instead: {parts}")
+            lines.append(f"  software split of the working threads' time instead: {parts}")
     present = [s.name for s in d.suggestions if s.present]
     if present:
         lines.append(f"knobs to tune: {', '.join(present)}")
@@ -345,7 +345,8 @@ def _section_topdown(d: Diagnosis) -> str:
     out = [f"<p><b>TMAM unavailable</b>: {_e(td.evidence)}.</p>"]
     if td.software:
         out.append(
-            "<p>Software signals instead (not TMAM): where the process's thread time went.</p>"
+            "<p>Software signals instead (not TMAM): where the time of the threads that worked "
+            "(on a CPU, in the run queue or in I/O for 1 % of the window or more) went.</p>"
         )
         out.append(
             "<table><tr><th>state</th><th>% of thread time</th><th></th></tr>"

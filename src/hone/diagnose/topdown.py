@@ -248,9 +248,13 @@ def measure(pid: int, duration: float, caps: Capabilities) -> Topdown:
 
 
 def software_split(threads: list) -> dict[str, float]:
-    """Where the process's thread time went (software signals, not TMAM): % of all thread time."""
+    """Where the working threads' time went (software signals, not TMAM): % of their time.
+
+    Working threads are those on a CPU, in the run queue or in I/O for at least 1 % of the
+    window; threads asleep throughout (idle pools) would otherwise drown the picture."""
+    working = [t for t in threads if t.cpu_pct + t.runq_pct + t.io_pct >= 1.0] or threads
     totals = {"on CPU": 0.0, "run queue": 0.0, "I/O wait": 0.0, "sleep": 0.0}
-    for t in threads:
+    for t in working:
         totals["on CPU"] += t.cpu_pct
         totals["run queue"] += t.runq_pct
         totals["I/O wait"] += t.io_pct
