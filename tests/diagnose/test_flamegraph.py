@@ -170,3 +170,16 @@ def test_hover_search_zoom_and_views(page: Page) -> None:
     leaf = rect(page, "kernel_loop", "reversed")
     assert leaf["w"] == pytest.approx(1180 * 0.6, abs=1)
     assert leaf["label"] == "kernel_loop"
+
+
+@pytest.mark.slow
+def test_zoom_labels_a_frame_drawn_without_one(context: Any, tmp_path: Path) -> None:
+    path = tmp_path / "narrow.svg"
+    path.write_text(render({"app;main;big": 990, "app;main;small;leaf": 1}))
+    assert "small</text>" not in path.read_text()  # 1.2 px wide: no label, no <text>
+    page = context.new_page()
+    page.goto(path.as_uri())
+    page.evaluate("document.documentElement.honeFlamegraph.zoom('small')")
+    assert rect(page, "small")["label"] == "small"
+    assert rect(page, "leaf")["w"] == pytest.approx(1180, abs=1)
+    page.close()

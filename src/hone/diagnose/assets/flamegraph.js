@@ -1,6 +1,7 @@
 // hone flame graph: hover details and tooltip, search, click to zoom, icicle and reversed views.
 // The SVG arrives fully drawn; this script only moves, relabels, hides and highlights frames.
-// Each frame is <g data-n=name data-x=start data-w=width data-d=depth><rect/><text/></g>,
+// Each frame is <g data-n=name data-x=start data-w=width data-d=depth><rect/><text/></g>
+// (no <text> when too narrow for a label),
 // start and width in samples; the svg's data-config holds the layout constants.
 (function () {
   "use strict";
@@ -28,7 +29,7 @@
         const f = {
           g: g,
           rect: g.firstElementChild,
-          text: g.lastElementChild,
+          text: g.querySelector("text"),
           name: g.getAttribute("data-n"),
           x: +g.getAttribute("data-x"),
           w: +g.getAttribute("data-w"),
@@ -89,9 +90,16 @@
       f.rect.setAttribute("x", left.toFixed(2));
       f.rect.setAttribute("width", width.toFixed(2));
       f.rect.setAttribute("y", top);
-      f.text.setAttribute("x", (left + 3).toFixed(2));
-      f.text.setAttribute("y", top + cfg.frame - 4);
-      f.text.textContent = label(f.name, width);
+      const text = label(f.name, width);
+      if (text && !f.text) {
+        f.text = document.createElementNS("http://www.w3.org/2000/svg", "text");
+        f.g.appendChild(f.text);
+      }
+      if (f.text) {
+        f.text.setAttribute("x", (left + 3).toFixed(2));
+        f.text.setAttribute("y", top + cfg.frame - 4);
+        f.text.textContent = text;
+      }
     }
   }
 
