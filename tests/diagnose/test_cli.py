@@ -79,7 +79,7 @@ def test_compare_cli(hone_cli, tmp_path: Path) -> None:
         "-o", str(tmp_path / "cmp.html"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "hash_block (?): 80.0 -> 30.0" in done.stdout
+    assert "hash_block -50 points (80 % -> 30 %)" in done.stdout
     assert "Differential flame graph" in (tmp_path / "cmp.html").read_text()
 
 

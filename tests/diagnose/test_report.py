@@ -86,6 +86,6 @@ def test_terminal_summary() -> None:
 def test_compare() -> None:
     before, after = make(80), make(30)
     text = compare_text(before, after)
-    assert "hash_block (?): 80.0 -> 30.0 (-50.0)" in text
+    assert "hash_block -50 points (80 % -> 30 %)" in text
     page = compare_html(before, after)
     assert "Differential flame graph" in page and "<svg" in page

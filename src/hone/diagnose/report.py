@@ -16,6 +16,7 @@ from pathlib import Path
 
 from hone.diagnose import catalogue
 from hone.diagnose.catalogue import Suggestion
+from hone.diagnose.diff import diff, diff_summary, format_diff
 from hone.diagnose.locks import Locks
 from hone.diagnose.offcpu import OffCpu
 from hone.diagnose.probe import Capabilities
@@ -405,23 +406,6 @@ def to_html(d: Diagnosis) -> str:
     )
 
 
-def _shares(d: Diagnosis) -> dict[str, float]:
-    """Self share (%) of each function of the on-CPU profile."""
-    return {
-        f"{r.name} ({module_name(r.module)})": 100 * r.self_share
-        for r in function_table(d.profile, "self")
-    }
-
-
-def _moves(a: Diagnosis, b: Diagnosis, limit: int = 10) -> list[tuple[str, float, float]]:
-    """Functions whose self share moved most, (name, before %, after %)."""
-    before, after = _shares(a), _shares(b)
-    names = set(before) | set(after)
-    moved = [(n, before.get(n, 0.0), after.get(n, 0.0)) for n in names]
-    moved.sort(key=lambda m: -abs(m[2] - m[1]))
-    return [m for m in moved[:limit] if abs(m[2] - m[1]) >= 0.5]
-
-
 def _thread_cpu(d: Diagnosis) -> dict[str, float]:
     """CPU % per thread name (threads of one name, a pool, summed)."""
     out: dict[str, float] = {}
@@ -467,10 +451,11 @@ def compare_text(a: Diagnosis, b: Diagnosis) -> str:
     """What moved between two diagnoses, for the terminal."""
     lines = [f"before: {a.target}", f"after:  {b.target}"]
     lines += [f"{name}: {x} -> {y}" for name, x, y in _runtime_rows(a, b)]
-    moves = _moves(a, b)
-    if moves:
-        lines.append("functions whose self share moved most (before % -> after %):")
-        lines += [f"  {n}: {x:.1f} -> {y:.1f} ({y - x:+.1f})" for n, x, y in moves]
+    if a.profile.total and b.profile.total:
+        lines.append(f"on-CPU moves: {diff_summary(a.profile, b.profile)}")
+        lines.append("self share by function (points of all on-CPU samples):")
+        changes = [c for c in diff(a.profile, b.profile, measure="self") if abs(c.delta) >= 0.005]
+        lines += ["  " + row for row in format_diff(changes, limit=10).splitlines()]
     ta, tb = _thread_cpu(a), _thread_cpu(b)
     threads_moved = sorted(set(ta) | set(tb), key=lambda n: -abs(tb.get(n, 0) - ta.get(n, 0)))
     if threads_moved:
@@ -484,7 +469,11 @@ def compare_html(a: Diagnosis, b: Diagnosis) -> str:
     from hone.diagnose.flamegraph import diff_flamegraph_svg
 
     rows = _runtime_rows(a, b)
-    moves = [[n, f"{x:.1f}", f"{y:.1f}", f"{y - x:+.1f}"] for n, x, y in _moves(a, b, 25)]
+    moves = [
+        [c.name, c.module, f"{100 * c.before:.1f}", f"{100 * c.after:.1f}", f"{100 * c.delta:+.1f}"]
+        for c in diff(a.profile, b.profile, measure="self")[:25]
+        if abs(c.delta) >= 0.005
+    ]
     svg = diff_flamegraph_svg(a.profile, b.profile) if a.profile.total and b.profile.total else ""
     svg = svg[svg.index("<svg") :] if svg else "<p>One of the two has no on-CPU samples.</p>"
     body = (
@@ -492,7 +481,8 @@ def compare_html(a: Diagnosis, b: Diagnosis) -> str:
         "<h2>Runtime</h2>"
         + _table(["", "before", "after"], [list(r) for r in rows])
         + "<h2>Functions (self % of on-CPU samples)</h2>"
-        + _table(["function", "before %", "after %", "change"], moves, {1, 2, 3})
+        + f"<p>{_e(diff_summary(a.profile, b.profile))}</p>"
+        + _table(["function", "module", "before %", "after %", "change"], moves, {2, 3, 4})
         + "<h2>Differential flame graph (widths: after; red grew, blue shrank)</h2>"
         + svg
     )

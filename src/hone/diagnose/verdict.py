@@ -54,8 +54,10 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float) -> Finding:
     hot = _busiest(threads, "cpu_pct")
     if rows:
         top = rows[0]
+        module = module_name(top.module)
+        of_module = f" of module {module}" if module != "?" else ""
         headline = (
-            f"CPU-bound in function {top.name} of module {module_name(top.module)} "
+            f"CPU-bound in function {top.name}{of_module} "
             f"({top.self_share:.0%} of on-CPU samples)"
         )
     else:
