@@ -34,5 +34,15 @@ def test_report_names_the_busy_python_thread(hone_cli, tmp_path: Path) -> None:
     assert busiest.frames and busiest.frames[0].startswith("spin (")
     assert {t.name for t in d.threads} >= {"MainThread", "idle-0", "idle-1", "idle-2"}
     assert d.locks is None
+    # Python-level stacks from py-spy name the Python function, not the interpreter loop.
+    assert d.language_profile is not None and d.language_profile.total > 0
+    threads_sampled = d.language_profile.threads()
+    assert next(iter(threads_sampled)) == "hot-spinner"
+    functions = {
+        (f.function, f.module) for (_, frames) in d.language_profile.stacks for f in frames
+    }
+    assert ("spin", "spin_threads.py") in functions
+    cpu = next(f for f in d.findings if f.kind == "cpu")
+    assert "function spin of module spin_threads.py" in cpu.headline
     assert "hot-spinner" in (tmp_path / "r" / "report.html").read_text()
     assert "hot-spinner" in done.stdout

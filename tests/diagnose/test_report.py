@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from hone.diagnose import catalogue
+from hone.diagnose.fold import Frame
 from hone.diagnose.locks import Locks, LockWait
 from hone.diagnose.offcpu import LatencySummary, OffCpu
 from hone.diagnose.probe import Capabilities, Capability
@@ -48,10 +49,15 @@ def make(cpu_share: int = 80) -> Diagnosis:
 
 def test_round_trip_and_readable_as_a_profile(tmp_path: Path) -> None:
     d = make()
+    d.language_profile = Profile(
+        stacks={("hot", (Frame("run", "threading.py"), Frame("spin", "app.py"))): 7}, event="py-spy"
+    )
     path = d.save(tmp_path / "run.hone")
     again = Diagnosis.load(path)
     assert again.runtime() == d.runtime()
     assert again.profile.folded() == d.profile.folded()
+    assert again.language_profile is not None
+    assert again.language_profile.stacks == d.language_profile.stacks
     # Anything that reads profiles reads a diagnosis.
     assert Profile.load(path).folded() == d.profile.folded()
 

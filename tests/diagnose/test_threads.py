@@ -87,3 +87,18 @@ def test_a_thread_born_mid_window_is_not_counted_asleep_before_it_existed() -> N
     total = late[0].cpu_pct + late[0].runq_pct + late[0].io_pct + late[0].sleep_pct
     # Born about half-way through the 1.2 s window.
     assert 25 < total < 80
+
+
+def test_parse_py_spy_raw_drops_line_numbers() -> None:
+    from hone.diagnose.threads import parse_py_spy_raw
+
+    text = (
+        "thread (15324): hot-spinner;Thread.run (threading.py:982);spin (spin_threads.py:12) 3\n"
+        "thread (15324): hot-spinner;Thread.run (threading.py:982);spin (spin_threads.py:13) 194\n"
+        "thread (15300): MainThread;<module> (app.py:9) 1\n"
+    )
+    stacks = parse_py_spy_raw(text)
+    assert stacks == {
+        ("hot-spinner", (("Thread.run", "threading.py"), ("spin", "spin_threads.py"))): 197,
+        ("MainThread", (("<module>", "app.py"),)): 1,
+    }

@@ -26,7 +26,9 @@ from pathlib import Path
 import typer
 
 from hone.diagnose import catalogue, locks, offcpu, suggest, threads, topdown, verdict
+from hone.diagnose.fold import Frame
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
+from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis, terminal, to_html
 from hone.errors import HoneError
 from hone.paths import state_dir
@@ -59,6 +61,23 @@ def _recorder(
             lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
             raise HoneError(f"perf record failed: {lines[-1]}")
         return analyse(offcpu.script(data))
+
+    return work
+
+
+def _py_spy(argv: list[str], data: Path) -> Callable[[], Profile]:
+    def work() -> Profile:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if not data.exists():
+            lines = (done.stderr.strip() or done.stdout.strip()).splitlines() or ["no output"]
+            raise HoneError(f"py-spy record failed: {lines[-1]}")
+        stacks = threads.parse_py_spy_raw(data.read_text())
+        return Profile(
+            stacks={
+                (t, tuple(Frame(f, m) for f, m in frames)): n for (t, frames), n in stacks.items()
+            },
+            event="py-spy",
+        )
 
     return work
 
@@ -142,6 +161,13 @@ def collect(
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
     jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, duration, caps))
+    if language == "python":
+        data = work / "py-spy.txt"
+        argv = threads.py_spy_record_argv(pid, data, duration, frequency)
+        if argv:
+            jobs["py-spy"] = _Job("py-spy", _py_spy(argv, data))
+        else:
+            notes.append("py-spy not found: no Python-level stacks")
     if language == "java":
         jobs["perfmap"] = _Job("perfmap", lambda: _perf_map(pid, stop, notes))
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
@@ -199,7 +225,10 @@ def _analyse(
     if not td.available:
         td.software = topdown.software_split(stats)
     cpus = os.cpu_count() or 1
-    findings = verdict.decide(profile, stats, window, cpus, off, found, td)
+    language_profile = jobs["py-spy"].result if "py-spy" in jobs else None
+    # Name the hot function in the program's own language when its stacks are there.
+    named = language_profile if language_profile and language_profile.total else profile
+    findings = verdict.decide(named, stats, window, cpus, off, found, td)
     return Diagnosis(
         profile=profile,
         target=target,
@@ -215,6 +244,7 @@ def _analyse(
         findings=findings,
         suggestions=catalogue.knobs_for([f.kind for f in findings]),
         notes=notes,
+        language_profile=language_profile,
     )
 
 

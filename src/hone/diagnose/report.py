@@ -17,6 +17,7 @@ from pathlib import Path
 from hone.diagnose import catalogue
 from hone.diagnose.catalogue import Suggestion
 from hone.diagnose.diff import diff, diff_summary, format_diff
+from hone.diagnose.fold import Frame
 from hone.diagnose.locks import Locks
 from hone.diagnose.offcpu import OffCpu
 from hone.diagnose.probe import Capabilities
@@ -48,6 +49,7 @@ class Diagnosis:
     suggestions: list[Suggestion] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     command: list[str] = field(default_factory=list)  # the diagnosed command, if hone started it
+    language_profile: Profile | None = None  # language-level stacks (Python: py-spy)
 
     @property
     def kinds(self) -> list[str]:
@@ -71,6 +73,7 @@ class Diagnosis:
             "suggestions": [s.to_dict() for s in self.suggestions],
             "notes": self.notes,
             "command": self.command,
+            "language_profile": _profile_rows(self.language_profile),
         }
 
     def save(self, path: str | Path) -> Path:
@@ -112,9 +115,28 @@ class Diagnosis:
                 suggestions=[Suggestion(**s) for s in data["suggestions"]],
                 notes=list(data["notes"]),
                 command=list(data.get("command", [])),
+                language_profile=_profile_of_rows(data.get("language_profile")),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise HoneError(f"damaged diagnosis section: {error}", file=path) from None
+
+
+def _profile_rows(profile: Profile | None) -> dict | None:
+    """A small profile inside the diagnosis section: [thread, [[function, module]...], n]."""
+    if profile is None:
+        return None
+    rows = [[t, [list(f) for f in frames], n] for (t, frames), n in profile.stacks.items()]
+    return {"event": profile.event, "target": profile.target, "samples": rows}
+
+
+def _profile_of_rows(data: dict | None) -> Profile | None:
+    if not data:
+        return None
+    stacks = {
+        (str(t), tuple(Frame(str(f), str(m)) for f, m in frames)): int(n)
+        for t, frames, n in data["samples"]
+    }
+    return Profile(stacks=stacks, event=data["event"], target=data["target"])
 
 
 def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None) -> str:
@@ -132,6 +154,9 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
             )
     if d.profile.total:
         lines.append(f"on-CPU: {summary(d.profile)}")
+    if d.language_profile is not None and d.language_profile.total:
+        lines.append(f"{d.language} stacks ({d.language_profile.event}): "
+                     f"{summary(d.language_profile)}")  # fmt: skip
     if d.topdown.available:
         parts = ", ".join(f"{k} {v:.1f}%" for k, v in d.topdown.level1.items())
         lines.append(f"top-down ({d.topdown.method}): {parts}")
@@ -269,6 +294,16 @@ def _section_cpu(d: Diagnosis) -> str:
         [r.name, f"{100 * r.total_share:.1f}", f"{100 * r.self_share:.1f}"]
         for r in module_table(p, "self")[:15]
     ]
+    lp = d.language_profile
+    if lp is not None and lp.total:
+        out.append(f"<h3>{_e(d.language.title())} stacks ({_e(lp.event)})</h3>")
+        out.append(f"<p>{lp.total} samples of the busy threads: {_e(summary(lp))}</p>")
+        out.append(_flame(lp.folded(), f"{d.language.title()} on-CPU: {d.target}"))
+        rows = [
+            [r.name, r.module, f"{100 * r.self_share:.1f}", f"{100 * r.total_share:.1f}"]
+            for r in function_table(lp, "self")[:15]
+        ]
+        out.append(_table(["function", "file", "self %", "total %"], rows, {2, 3}))
     out.append("<h3>Top-down (by total time)</h3>")
     out.append(_table(["function", "module", "total %", "self %"], top_down, {2, 3}))
     out.append("<h3>Bottom-up (by self time)</h3>")

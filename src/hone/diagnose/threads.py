@@ -239,3 +239,37 @@ def name_threads(stats: list[ThreadStat], names: dict[int, tuple[str, list[str]]
     for stat in stats:
         if stat.tid in names:
             stat.name, stat.frames = names[stat.tid][0], list(names[stat.tid][1])
+
+
+def py_spy_record_argv(pid: int, output: Path, duration: float, rate: int) -> list[str] | None:
+    """py-spy sampling the Python stacks of the busy threads (idle ones are left out)."""
+    path = tool_path("py-spy")
+    if not path:
+        return None
+    return [
+        path, "record", "--pid", str(pid), "--duration", str(max(1, round(duration))),
+        "--rate", str(rate), "--format", "raw", "--output", str(output), "--threads",
+        "--nonblocking",
+    ]  # fmt: skip
+
+
+PY_FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^()]*?)(?::\d+)?\)$")
+
+
+def parse_py_spy_raw(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], int]:
+    """`py-spy record --format raw --threads` lines -> {(thread name, ((function, file), ...)):
+    samples}, root first, line numbers dropped so that a function is one frame."""
+    stacks: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+    for line in text.splitlines():
+        body, _, count = line.rpartition(" ")
+        if not body or not count.isdigit():
+            continue
+        root, *frames = body.split(";")
+        thread = root.split(": ", 1)[1] if ": " in root else root
+        parsed = []
+        for frame in frames:
+            match = PY_FRAME.match(frame)
+            parsed.append((match["function"], match["file"]) if match else (frame, ""))
+        key = (thread, tuple(parsed))
+        stacks[key] = stacks.get(key, 0) + int(count)
+    return stacks
