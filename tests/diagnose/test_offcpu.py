@@ -93,3 +93,29 @@ def test_real_program_off_cpu(tmp_path: Path) -> None:
     waits = " ".join(result.stacks.get("io", {})) + " ".join(result.stacks.get("sleep", {}))
     assert "fdatasync" in waits
     assert result.per_thread and set(result.per_thread) == {proc.pid}
+
+
+@pytest.mark.slow
+def test_hone_diagnose_of_a_waiting_program(hone_cli, tmp_path: Path) -> None:
+    binary = tmp_path / "wait_sleep"
+    subprocess.run(
+        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(binary),
+         str(PROGRAMS / "wait_sleep.c")],
+        check=True,
+    )  # fmt: skip
+    done = hone_cli(
+        "diagnose", "-o", str(tmp_path / "rep"), "--no-locks", "--",
+        str(binary), "2", str(tmp_path / "out.bin"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    from hone.diagnose.report import Diagnosis
+
+    d = Diagnosis.load(tmp_path / "rep" / "diagnosis.hone")
+    assert d.offcpu is not None
+    # The thread is off the CPU nearly all the time: sleeping in nanosleep, syncing in fdatasync.
+    assert d.offcpu.total_us() / 1e6 > 0.7 * d.window_s
+    assert any("fdatasync" in s for s in d.offcpu.stacks.get("io", {}))
+    assert d.findings[0].kind in ("idle", "io", "runqueue")
+    assert d.threads[0].cpu_pct < 20
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "Off-CPU time (microseconds)" in page and "fdatasync" in page
