@@ -5,7 +5,8 @@ src/hone/analyze/data/<class>--<app>-<run>.csv.gz (A-Tune's CSV layout plus hone
 
 Each run starts the workload fresh (benchmarks/analyze/workloads.py), samples every second with
 hone's collector while it runs, and stops it. Runs of one workload are separate files so that
-accuracy can be measured with whole runs held out."""
+accuracy can be measured with whole runs held out. An idle run is collected only when the
+machine is quiet (others' work would be labelled idle)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,19 @@ import argparse
 from pathlib import Path
 
 from benchmarks.analyze.workloads import WORKLOADS, running
-from hone.collect import Collector, CsvWriter
+from hone.collect import Collector, CsvWriter, sample
 
 DATA = Path(__file__).resolve().parents[2] / "src" / "hone" / "analyze" / "data"
 
 
-def collect(name: str, run: int, seconds: int) -> Path:
+def machine_is_quiet() -> bool:
+    """An idle run is only idle if nobody else is working (the machine is shared)."""
+    return sample(3.0, processes=False).metrics["CPU.STAT.util"] < 10
+
+
+def collect(name: str, run: int, seconds: int) -> Path | None:
+    if name == "idle" and not machine_is_quiet():
+        return None
     with running(name) as workload:
         target = DATA / f"{workload.cls}--{name}-{run}.csv.gz"
         partial = target.with_name("." + target.name)  # readers skip dot files
@@ -42,7 +50,8 @@ def main() -> None:
     DATA.mkdir(parents=True, exist_ok=True)
     for run in range(args.first_run, args.first_run + args.runs):
         for name in args.workloads:
-            print(f"{name} run {run}: {collect(name, run, args.seconds)}", flush=True)
+            path = collect(name, run, args.seconds)
+            print(f"{name} run {run}: {path or 'skipped, the machine is not idle'}", flush=True)
 
 
 if __name__ == "__main__":
