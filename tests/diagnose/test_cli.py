@@ -83,6 +83,7 @@ def test_compare_cli(hone_cli, tmp_path: Path) -> None:
     assert "Differential flame graph" in (tmp_path / "cmp.html").read_text()
 
 
+@pytest.mark.slow
 def test_from_a_saved_diagnosis_writes_a_placeholder_project(hone_cli, tmp_path: Path) -> None:
     make(80).save(tmp_path / "run.hone")
     done = hone_cli(
