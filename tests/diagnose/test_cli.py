@@ -59,6 +59,10 @@ def test_command_mode_report_and_project(hone_cli, lock_contend: Path, tmp_path:
     assert {t.comm for t in d.threads} == {"lock_contend"} and len(d.threads) == 3
     assert any(f.kind == "lock" for f in d.findings) or d.findings[0].kind in ("cpu", "runqueue")
     assert d.capabilities.get("frame-pointer stacks") is not None
+    used = {i.name for i in d.capabilities.items if i.used}
+    assert {"perf", "tracepoint sched:sched_switch", "tracepoint syscalls:sys_enter_futex"} <= used
+    assert "kprobes" not in used and "jstack" not in used
+    assert "used: perf" in done.stdout
     # The project: hone check accepts it, and its benchmark (the timed command) runs.
     project = tmp_path / "proj" / "hone.yaml"
     check = hone_cli("check", str(project.parent))

@@ -217,13 +217,23 @@ def _analyse(
     for name, job in jobs.items():
         if job.error and name != "oncpu":
             notes.append(f"{name}: {job.error}")
+    used = ["perf", "schedstat", "frame-pointer stacks", "software events"]
+    if "offcpu" in jobs and not jobs["offcpu"].error:
+        used += ["tracepoint sched:sched_switch", "tracepoint sched:sched_wakeup"]
+    if "locks" in jobs and not jobs["locks"].error:
+        used += ["tracepoint syscalls:sys_enter_futex", "tracepoint syscalls:sys_exit_futex",
+                 "tracepoint lock:contention_begin"]  # fmt: skip
+    used += {"java": ["jstack", "jcmd"], "python": ["py-spy"]}.get(language, [])
     off = jobs["offcpu"].result if "offcpu" in jobs else None
     found = jobs["locks"].result if "locks" in jobs else None
     td = jobs["topdown"].result if not jobs["topdown"].error else None
     if not isinstance(td, topdown.Topdown):
         td = topdown.Topdown(False, evidence=f"perf stat failed: {jobs['topdown'].error}")
-    if not td.available:
+    if td.available:
+        used += ["hardware counters"]
+    else:
         td.software = topdown.software_split(stats)
+    caps.mark_used(*used)
     cpus = os.cpu_count() or 1
     language_profile = jobs["py-spy"].result if "py-spy" in jobs else None
     # Name the hot function in the program's own language when its stacks are there.

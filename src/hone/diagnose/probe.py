@@ -32,6 +32,7 @@ class Capability:
     available: bool
     detail: str
     used_for: str = ""
+    used: bool = False  # whether this run used it
 
 
 @dataclass
@@ -47,6 +48,11 @@ class Capabilities:
 
     def get(self, name: str) -> Capability | None:
         return next((item for item in self.items if item.name == name), None)
+
+    def mark_used(self, *names: str) -> None:
+        for item in self.items:
+            if item.name in names and item.available:
+                item.used = True
 
     def add(self, item: Capability) -> None:
         self.items = [i for i in self.items if i.name != item.name] + [item]

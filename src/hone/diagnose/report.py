@@ -168,6 +168,9 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
     present = [s.name for s in d.suggestions if s.present]
     if present:
         lines.append(f"knobs to tune: {', '.join(present)}")
+    used = [i.name for i in d.capabilities.items if i.used]
+    if used:
+        lines.append(f"used: {', '.join(used)}")
     missing = [i.name for i in d.capabilities.items if not i.available]
     if missing:
         lines.append(f"not available here: {', '.join(missing)}")
@@ -238,7 +241,8 @@ def _section_verdict(d: Diagnosis) -> str:
 
 def _section_capabilities(d: Diagnosis) -> str:
     rows = [
-        ["yes" if i.available else "NO", i.name, i.used_for, i.detail] for i in d.capabilities.items
+        ["yes" if i.available else "NO", "used" if i.used else "-", i.name, i.used_for, i.detail]
+        for i in d.capabilities.items
     ]
     cpu = d.capabilities
     head = f"<p>CPU: {_e(cpu.cpu_name)} ({_e(cpu.cpu_vendor)} family {cpu.cpu_family} model "
