@@ -77,6 +77,31 @@ def test_profile_a_running_process_by_pid(tmp_path: Path) -> None:
     assert _shares(profile)["hot_work"][0] == pytest.approx(0.70, abs=0.17)
 
 
+@pytest.mark.slow
+def test_dwarf_call_graphs_find_callers_without_frame_pointers(tmp_path: Path) -> None:
+    binary = tmp_path / "hot_split_nofp"
+    subprocess.run(
+        [
+            "gcc",
+            "-O1",
+            "-g",
+            "-fomit-frame-pointer",
+            "-fno-inline",
+            "-o",
+            str(binary),
+            str(PROGRAMS / "hot_split.c"),
+        ],
+        check=True,
+    )
+    command = [str(binary), "1"]
+    frame_pointers = record(command=command, output_dir=tmp_path / "fp").profile()
+    dwarf = record(command=command, call_graph="dwarf", output_dir=tmp_path / "dwarf").profile()
+    # Without frame pointers the walk loses the callers; perf's DWARF unwinding finds them.
+    assert _shares(frame_pointers).get("run_round", (0, 0))[1] < 0.5
+    assert _shares(dwarf)["run_round"][1] >= 0.85
+    assert _shares(dwarf)["hot_work"][0] == pytest.approx(0.70, abs=0.17)
+
+
 def test_record_refuses_bad_targets(tmp_path: Path) -> None:
     with pytest.raises(HoneError, match="no process"):
         record(pid=2**22 + 7, duration_s=1)

@@ -112,7 +112,7 @@ def first_event(data: str | bytes) -> str | None:
 # ---- line parsers shared by both implementations -------------------------------------------
 
 # The first word after the process name that is all digits (and slashes): PID or PID/TID.
-_EVENT_LINE = re.compile(r"(.*?) +([\d/]+) ")
+_EVENT_LINE = re.compile(r"(.*?) +([0-9/]+) ")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
@@ -300,7 +300,7 @@ def _lines(raw: bytes) -> Iterable[str]:
 
 # ---- the fast path: one dictionary update per event -----------------------------------------
 
-_EVENT_HEAD = re.compile(rb"(.*?) +([\d/]+) ")
+_EVENT_HEAD = re.compile(rb"(.*?) +([0-9/]+) ")
 
 
 def _fold_blocks(raw: bytes, opts: FoldOptions) -> Stacks | None:
