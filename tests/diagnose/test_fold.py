@@ -61,10 +61,13 @@ def test_edge_cases_by_hand() -> None:
         "native_queued_spin_lock_slowpath"
     ) in folded
     # Java: the leading L of class names dropped, a->b inlining split and marked.
-    assert folded[
-        "java;JavaMain;org/example/Loop:.run;org/example/Loop:.step_[i];Interpreter;"
-        "org/example/Server:.handle"
-    ] == 1000
+    assert (
+        folded[
+            "java;JavaMain;org/example/Loop:.run;org/example/Loop:.step_[i];Interpreter;"
+            "org/example/Server:.handle"
+        ]
+        == 1000
+    )
     # "(skipped)" frames dropped; the page-faults event is filtered out (cpu-clock came first);
     # a line that is no stack line is ignored.
     assert folded["server;_start;main"] == 1000
