@@ -183,3 +183,29 @@ def test_zoom_labels_a_frame_drawn_without_one(context: Any, tmp_path: Path) -> 
     assert rect(page, "small")["label"] == "small"
     assert rect(page, "leaf")["w"] == pytest.approx(1180, abs=1)
     page.close()
+
+
+@pytest.mark.slow
+def test_two_graphs_inline_in_one_html_page(context: Any, tmp_path: Path) -> None:
+    """As the diagnose report embeds them: each script drives its own graph."""
+    first = render({"a;one": 3, "a;two": 1}, title="first")
+    second = render({"b;three": 1, "b;four": 1}, title="second")
+    body = "".join(svg[svg.index("<svg") :] for svg in (first, second))
+    page_file = tmp_path / "report.html"
+    page_file.write_text(f"<!doctype html><html><body>{body}</body></html>")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(page_file.as_uri())
+    graphs = page.locator("svg.hone-flamegraph")
+    assert graphs.count() == 2
+    four = graphs.nth(1).locator(".frames.normal g[data-n='four'] rect")
+    four.hover()
+    assert graphs.nth(1).locator(".details").text_content() == "four (1 samples, 50 %)"
+    assert graphs.nth(0).locator(".details").text_content() == " "
+    four.click()  # zoom in the second graph only
+    assert float(four.get_attribute("width")) == pytest.approx(1180, abs=1)
+    one = graphs.nth(0).locator(".frames.normal g[data-n='one'] rect")
+    assert float(one.get_attribute("width")) == pytest.approx(1180 * 0.75, abs=1)
+    page.close()
+    assert not errors, errors

@@ -217,8 +217,16 @@
     state.zoom = null;
     draw();
   });
+  // Keys go to the graph the mouse was last over (a page may hold several).
+  if (!window.honeFlamegraphActive || !window.honeFlamegraphActive.isConnected) {
+    window.honeFlamegraphActive = svg;
+  }
+  svg.addEventListener("mouseenter", () => {
+    window.honeFlamegraphActive = svg;
+  });
   window.addEventListener("keydown", (event) => {
     if (!svg.isConnected) return; // a page replaced this graph with another one
+    if (window.honeFlamegraphActive !== svg) return;
     if ((event.ctrlKey || event.metaKey) && event.key === "f") {
       event.preventDefault();
       search(window.prompt("Search frames (regular expression)", ""));
