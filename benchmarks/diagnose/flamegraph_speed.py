@@ -10,7 +10,7 @@ process (`python -m hone.diagnose.flamegraph FILE`, which reads and parses the f
 first). Then headless Chromium (Debian's, via Playwright) opens hone's SVG and times, in the
 page, a zoom, a search and switching to the reversed view.
 
-Set-up: `cargo install inferno` (the peer; not a dependency of hone).
+The peer is installed on first use with `cargo install inferno` (benchmarks only).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.diagnose.inputs import CACHE, synthetic_folded, which
+from benchmarks.diagnose.inputs import CACHE, peer, synthetic_folded
 from hone.diagnose.flamegraph import render
 from hone.diagnose.fold import format_folded
 
@@ -77,9 +77,7 @@ def main() -> None:
     parser.add_argument("--stacks", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    inferno = which("inferno-flamegraph")
-    if inferno is None:
-        sys.exit("inferno-flamegraph not found: cargo install inferno")
+    inferno = peer("inferno-flamegraph")
     CACHE.mkdir(parents=True, exist_ok=True)
     folded = synthetic_folded(args.stacks)
     source = CACHE / f"synthetic-{args.stacks}.folded"
@@ -88,14 +86,14 @@ def main() -> None:
     peer_svg = CACHE / "inferno-flamegraph.svg"
     hone_cmd = [sys.executable, "-m", "hone.diagnose.flamegraph", str(source)]
     peer_cmd = [inferno, str(source)]
-    in_process, cpu, whole, peer = [], [], [], []
+    in_process, cpu, whole, theirs = [], [], [], []
     for _ in range(args.runs):
         start, start_cpu = time.perf_counter(), time.process_time()
         svg = render(folded)
         in_process.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
         whole.append(timed(hone_cmd, hone_svg))
-        peer.append(timed(peer_cmd, peer_svg))
+        theirs.append(timed(peer_cmd, peer_svg))
     frames = svg.count("<g data-n=")
     print(
         f"input: {len(folded):,} unique stacks, {sum(folded.values()):,} samples, "
@@ -111,13 +109,13 @@ def main() -> None:
         ("hone render() in process, wall", in_process),
         ("hone render() in process, CPU", cpu),
         ("hone whole process (parse + render + write)", whole),
-        ("inferno-flamegraph whole process", peer),
+        ("inferno-flamegraph whole process", theirs),
     ):
         print(
             f"| {name} | {statistics.median(times):.2f} s | {min(times):.2f} s "
             f"| {max(times):.2f} s |"
         )
-    ratios = [h / p for h, p in zip(whole, peer, strict=True)]
+    ratios = [h / p for h, p in zip(whole, theirs, strict=True)]
     print(f"hone / inferno (whole processes), median of pairs: {statistics.median(ratios):.2f}x")
     figures = browser(hone_svg)
     print("Chromium, hone's SVG: " + ", ".join(f"{k} {v:.0f} ms" for k, v in figures.items()))

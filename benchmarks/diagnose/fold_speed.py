@@ -11,7 +11,7 @@ is on no package registry, so it is not run here; shared/spec/reference-figures.
 at 8-14x inferno's time on a similar input, so the target "3x faster than stackcollapse-perf"
 is a hone/inferno ratio of about 3 or less.
 
-Set-up: `cargo install inferno` (the peer; not a dependency of hone).
+The peer is installed on first use with `cargo install inferno` (benchmarks only).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.diagnose.inputs import perf_script_input, which
+from benchmarks.diagnose.inputs import peer, perf_script_input
 from hone.diagnose.fold import fold_perf_script, format_folded
 
 
@@ -40,9 +40,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=6.0, help="CPU seconds recorded")
     parser.add_argument("--hz", type=int, default=4999, help="sampling frequency")
     args = parser.parse_args()
-    inferno = which("inferno-collapse-perf")
-    if inferno is None:
-        sys.exit("inferno-collapse-perf not found: cargo install inferno")
+    inferno = peer("inferno-collapse-perf")
     source = perf_script_input(args.seconds, args.hz)
     data = source.read_bytes()
     lines = data.count(b"\n")

@@ -93,10 +93,16 @@ def synthetic_folded(unique: int, seed: int = 1) -> dict[str, int]:
     return folded
 
 
-def which(tool: str) -> str | None:
-    """A peer tool on PATH or in ~/.cargo/bin (where `cargo install inferno` puts it)."""
-    found = shutil.which(tool)
-    if found:
-        return found
-    cargo = Path.home() / ".cargo" / "bin" / tool
-    return str(cargo) if cargo.exists() else None
+def peer(tool: str) -> str:
+    """A tool of inferno, the peer (FlameGraph's Rust port): on PATH, in ~/.cargo/bin, or
+    installed there now with `cargo install inferno` (about 1.5 min; benchmarks only)."""
+    cargo_bin = Path.home() / ".cargo" / "bin"
+    for found in (shutil.which(tool), cargo_bin / tool):
+        if found and Path(found).exists():
+            return str(found)
+    cargo = shutil.which("cargo") or str(cargo_bin / "cargo")
+    if not Path(cargo).exists():
+        raise SystemExit(f"{tool} is missing and there is no cargo to install inferno with")
+    print(f"installing the peer: {cargo} install inferno", flush=True)
+    subprocess.run([cargo, "install", "--quiet", "inferno"], check=True)
+    return str(cargo_bin / tool)
