@@ -50,6 +50,8 @@ def analyze_command(
 
     if interval <= 0:
         raise HoneError("--interval must be above 0")
+    if duration < 2 * interval:
+        raise HoneError("--duration must cover at least two intervals")
     chosen = _model(model)
     result = analysis_module.analyze(duration, interval, model=chosen)
     if as_json:

@@ -1,0 +1,58 @@
+"""`hone analyze` on fresh instances of real workloads (servers on 127.0.0.1, started for the
+test) names the class they belong to, names the loaded resource, and `--apply` applies the
+mapped profile as a transaction that `hone profile rollback` undoes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.analyze.workloads import running
+from hone.analyze import analyze, default_model
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def model():
+    return default_model()  # trained once, cached under ~/.cache/hone
+
+
+@pytest.mark.parametrize("workload", ["sysbench-cpu", "fio", "redis", "nginx"])
+def test_fresh_instance_is_named_right(workload: str, model) -> None:
+    with running(workload) as started:
+        result = analyze(12, model=model)
+    assert result.cls == started.cls, result.probabilities
+    assert result.profile == f"hone-{started.cls}"
+    assert result.features, "no feature behind the answer"
+
+
+def test_use_table_shows_the_disk_under_fio(model) -> None:
+    with running("fio"):
+        result = analyze(5, model=model)
+    disk = next(r for r in result.resources if r.name.startswith("disk"))
+    assert disk.utilisation > 5, disk
+    assert "IOPS" in disk.utilisation_text and disk.saturation > 0
+
+
+def sysctl(name: str) -> str:
+    return Path("/proc/sys", *name.split(".")).read_text().strip()
+
+
+def test_apply_the_mapped_profile_then_roll_back(hone_cli) -> None:
+    before = sysctl("kernel.sched_autogroup_enabled"), sysctl("vm.swappiness")
+    with running("sysbench-cpu"):
+        result = hone_cli("analyze", "--duration", "8", "--apply", "--json")
+    try:
+        assert result.returncode == 0, result.stderr
+        analysis = json.loads(result.stdout[: result.stdout.rindex("}") + 1])
+        assert analysis["cls"] == "compute"
+        assert "applied hone-compute" in result.stdout
+        assert sysctl("kernel.sched_autogroup_enabled") == "0"
+        assert sysctl("vm.swappiness") == "10"
+    finally:
+        rolled = hone_cli("profile", "rollback")
+    assert rolled.returncode == 0, rolled.stderr
+    assert (sysctl("kernel.sched_autogroup_enabled"), sysctl("vm.swappiness")) == before

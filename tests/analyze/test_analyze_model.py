@@ -1,0 +1,135 @@
+"""The classifier on real data: A-Tune's dataset and the runs hone collected here load into
+labelled runs; features are scale-free; a run held out of training is named right; `hone
+train` makes a model that `hone analyze --model` uses; bad input gets one line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hone.analyze import CLASSES, class_of, fit, load_runs
+from hone.analyze.dataset import BUILTIN_DATA, CLASS_PROFILES, csv_files
+from hone.analyze.features import ROW_FEATURES, row_features, windows
+from hone.collect import ATUNE_METRICS
+
+DATASET = Path(__file__).resolve().parents[3] / "shared" / "atune-corpus" / "dataset"
+
+
+def hone_runs():
+    return [r for p in csv_files([BUILTIN_DATA]) for r in load_runs(p, 1.0)]
+
+
+def test_every_atune_file_is_one_run_of_a_known_class() -> None:
+    files = csv_files([DATASET])
+    assert len(files) >= 27
+    classes = Counter()
+    for path in files:
+        runs = load_runs(path, 5.0)
+        assert len(runs) == 1, path.name  # one label per file: a file is one run
+        assert runs[0].cls in (*CLASSES, *CLASS_PROFILES), (path.name, runs[0].app)
+        assert runs[0].values.shape[1] == len(ATUNE_METRICS)
+        classes[runs[0].cls] += 1
+    assert classes["web"] == 6 and classes["database"] >= 5 and classes["compute"] >= 7
+
+
+def test_labels_map_to_classes() -> None:
+    assert class_of("throughput_performance", "redis") == "in-memory-database"
+    assert class_of("default", "nginx_https_short") == "web"
+    assert class_of("default", "encryption_AES") == "compute"
+    assert class_of("storage", "fio") == "storage"  # hone's files carry the class
+    assert class_of("batch", "myapp") == "batch"  # a custom class keeps its name
+    assert class_of("default", "myapp") == "myapp"  # A-Tune's tuned-style type: the app
+
+
+def test_features_are_scale_free() -> None:
+    """Ten times the traffic on a bigger machine shifts log features by log(10) and leaves
+    ratios alone."""
+    values = load_runs(BUILTIN_DATA / "web--nginx-1.csv.gz", 1.0)[0].values[:5]
+    scaled = values.copy()
+    for name in ("NET.STAT.rxkBs", "NET.STAT.txkBs", "NET.STAT.rxpcks", "NET.STAT.txpcks"):
+        scaled[:, ATUNE_METRICS.index(name)] *= 10
+    a, b = row_features(values), row_features(scaled)
+    at = {name: i for i, name in enumerate(ROW_FEATURES)}
+    assert np.allclose(b[:, at["net bytes/packet"]], a[:, at["net bytes/packet"]])
+    assert np.allclose(b[:, at["net tx share"]], a[:, at["net tx share"]])
+    assert np.allclose(b[:, at["log net kB/s"]] - a[:, at["log net kB/s"]], np.log(10), atol=0.01)
+
+
+def test_unavailable_metrics_do_not_break_features() -> None:
+    values = np.full((20, len(ATUNE_METRICS)), np.nan)
+    x = windows(values, 1.0)
+    assert x.shape[0] >= 1 and np.isfinite(x).all()
+
+
+@pytest.mark.parametrize("held", ["storage--fio-2", "web--nginx-1", "in-memory-database--redis-2",
+                                  "database--postgresql-1", "compute--sysbench-cpu-1"])  # fmt: skip
+def test_a_run_held_out_is_named_right(held: str) -> None:
+    """Train on every other run collected here, classify the held-out run's windows."""
+    runs = hone_runs()
+    test = next(r for r in runs if r.source == f"{held}.csv.gz")
+    model = fit([r for r in runs if r is not test])
+    x = windows(test.values, test.interval)
+    named = np.array(model.classes)[model.probabilities(x).argmax(axis=1)]
+    assert np.mean(named == test.cls) >= 0.75, Counter(named)
+
+
+def test_explain_names_features_that_carry_the_prediction() -> None:
+    runs = hone_runs()
+    model = fit(runs)
+    fio = next(r for r in runs if r.source == "storage--fio-1.csv.gz")
+    x = windows(fio.values, fio.interval)[0]
+    reasons = model.explain(x, "storage")
+    assert reasons and all(drop > 0 for _, drop in reasons)
+    assert any("disk" in name for name, _ in reasons[:3]), reasons
+
+
+def test_train_then_analyze_with_the_model(hone_cli, hone_home: Path, tmp_path: Path) -> None:
+    result = hone_cli("train", str(BUILTIN_DATA), "--name", "mine", "--profile",
+                      "web=hone-web", "--profile", "compute=hone-compute")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (hone_home / "analyze" / "models" / "mine.pkl").is_file()
+    assert "storage" in result.stdout and "hone-web" in result.stdout
+    result = hone_cli("analyze", "--model", "mine", "--duration", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    analysis = json.loads(result.stdout)
+    assert analysis["cls"] in {"compute", "database", "in-memory-database", "storage", "web"}
+    assert abs(sum(analysis["probabilities"].values()) - 1) < 1e-6
+    assert analysis["samples"] == 3
+    assert [r["name"].split()[0] for r in analysis["resources"]] == [
+        "CPU", "memory", "disk", "network",
+    ]  # fmt: skip
+    assert all(r["verdict"] in ("ok", "busy", "saturated") for r in analysis["resources"])
+    assert analysis["profile"] == f"hone-{analysis['cls']}"
+
+
+def test_bad_input_gets_one_line(hone_cli, tmp_path: Path) -> None:
+    unlabelled = tmp_path / "plain.csv"
+    unlabelled.write_text("CPU.STAT.util\n12\n")
+    broken = tmp_path / "broken.csv.gz"
+    broken.write_bytes(gzip.compress(b"CPU.STAT.util,workload.type,workload.appname\n1,a,b\n")[:30])
+    one_class = tmp_path / "one.csv"
+    one_class.write_text("CPU.STAT.util,workload.type,workload.appname\n" + "5,a,b\n" * 40)
+    bad_model = tmp_path / "model.pkl"
+    bad_model.write_bytes(b"not a pickle")
+    cases = [
+        (("train", str(tmp_path / "missing.csv")), "no such file"),
+        (("train", str(unlabelled)), "no workload.type"),
+        (("train", str(broken)), "cannot read CSV"),
+        (("train", str(one_class)), "one class only"),
+        (("train", str(BUILTIN_DATA), "--profile", "web"), "expected CLASS=PROFILE"),
+        (("train", str(BUILTIN_DATA), "--profile", "web=no-such-profile"), "no-such-profile"),
+        (("train", str(BUILTIN_DATA), "--profile", "batch=hone-web"), "not in the data"),
+        (("analyze", "--model", "nothing"), "no model named"),
+        (("analyze", "--model", str(bad_model)), "not a hone model"),
+        (("analyze", "--duration", "1"), "at least two intervals"),
+    ]
+    for args, message in cases:
+        result = hone_cli(*args)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert message in result.stderr, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -1,0 +1,84 @@
+"""`hone collect --serve` answers Prometheus scrapes with node_exporter's names and hone's
+interval metrics, counters that move between scrapes; `--live` draws the terminal view."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_]+="(?:[^"\\]|\\.)*",?)*\})? (\S+)$')
+
+
+def scrape(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = response.read().decode()
+    series: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            assert re.match(r"^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* \S", line), line
+            continue
+        found = LINE.match(line)
+        assert found, f"not in the exposition format: {line!r}"
+        series[found.group(1) + (found.group(2) or "")] = float(found.group(3))
+    return series
+
+
+@pytest.fixture
+def exporter(hone_home):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hone", "collect", "--serve", "--listen", "127.0.0.1:0",
+         "--interval", "0.5"],
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "HONE_HOME": str(hone_home)},
+    )  # fmt: skip
+    try:
+        line = proc.stderr.readline()
+        found = re.search(r"(http://\S+/metrics)", line)
+        assert found, line
+        yield found.group(1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+
+
+def test_serve_speaks_node_exporter_and_hone(exporter: str) -> None:
+    time.sleep(1.2)  # let the collector finish an interval
+    first = scrape(exporter)
+    ctxt = first["node_context_switches_total"]
+    assert first['node_cpu_seconds_total{cpu="0",mode="idle"}'] > 0
+    assert first["node_memory_MemTotal_bytes"] > 100 * 2**20
+    assert any(k.startswith("node_disk_written_bytes_total{device=") for k in first)
+    assert 'node_network_receive_bytes_total{device="lo"}' in first
+    assert "node_pressure_cpu_waiting_seconds_total" in first
+    assert 0 <= first['hone_metric{name="CPU.STAT.util"}'] <= 100
+    assert any(k.startswith('hone_metric{name="STORAGE.STAT.util",device=') for k in first)
+    assert first['hone_metric_unavailable{name="MEM.BANDWIDTH.Total_Util"}'] == 1
+    assert any(k.startswith("hone_process_cpu_percent{") for k in first)
+    time.sleep(0.6)
+    assert scrape(exporter)["node_context_switches_total"] > ctxt
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(exporter.replace("/metrics", "/other"), timeout=10)
+    assert missing.value.code == 404
+
+
+def test_serve_refuses_a_bad_address(hone_cli) -> None:
+    result = hone_cli("collect", "--serve", "--listen", "nowhere")
+    assert result.returncode == 2 and "expected HOST:PORT" in result.stderr
+    result = hone_cli("collect", "--serve", "--live")
+    assert result.returncode == 2 and "--serve runs alone" in result.stderr
+
+
+def test_live_view_draws_every_section(hone_cli) -> None:
+    result = hone_cli("collect", "--live", "--count", "2", "--interval", "0.5")
+    assert result.returncode == 0, result.stderr
+    for title in ("system", "CPUs", "disks", "network", "busiest processes"):
+        assert title in result.stdout
+    assert re.search(r"\blo\b", result.stdout) and "cpu0" in result.stdout
