@@ -209,3 +209,25 @@ def test_two_graphs_inline_in_one_html_page(context: Any, tmp_path: Path) -> Non
     assert float(one.get_attribute("width")) == pytest.approx(1180 * 0.75, abs=1)
     page.close()
     assert not errors, errors
+
+
+def test_command_line_renders_folded_text(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    source = tmp_path / "in.folded"
+    source.write_text("".join(f"{k} {v}\n" for k, v in FOLDED.items()))
+    result = subprocess.run(
+        [sys.executable, "-m", "hone.diagnose.flamegraph", str(source)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert frames(result.stdout)["main"][0]["samples"] == 100
+    bad = tmp_path / "bad.folded"
+    bad.write_text("a;b x\n")
+    failed = subprocess.run(
+        [sys.executable, "-m", "hone.diagnose.flamegraph", str(bad)], capture_output=True, text=True
+    )
+    assert failed.returncode != 0 and "bad.folded:1" in failed.stderr
+    assert "Traceback" not in failed.stderr

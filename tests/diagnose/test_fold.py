@@ -139,3 +139,17 @@ def test_parse_folded_round_trip_and_errors() -> None:
     assert parse_folded(format_folded(folded)) == folded
     with pytest.raises(ValueError, match=r"x\.folded:2"):
         parse_folded("a;b 1\na;b\n", "x.folded")
+
+
+def test_command_line_folds_like_the_library(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    source = FIXTURES / "edge.perf.txt"
+    result = subprocess.run(
+        [sys.executable, "-m", "hone.diagnose.fold", "--tid", "--kernel", "--jit", str(source)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout == (FIXTURES / "edge.tid-kernel-jit.folded").read_text()

@@ -149,3 +149,21 @@ def test_load_folded_text_and_bad_files(tmp_path: Path) -> None:
     garbage.write_text("not folded\n")
     with pytest.raises(HoneError, match=r"garbage\.txt:1"):
         Profile.load(garbage)
+
+
+def test_inlined_frames_take_their_neighbours_module() -> None:
+    text = (
+        "nofp 20757  1908.361153:    3344481 cpu-clock:pppH: \n"
+        "\t            11b6 hot_work+0x1e (/tmp/dg/nofp)\n"
+        "\t           27249 __libc_start_call_main+0x79 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"
+        "\t           27304 __libc_start_main_impl+0x84 (inlined)\n"
+        "\t            1090 _start+0x20 (/tmp/dg/nofp)\n"
+    )
+    ((_, frames),) = Profile.from_perf_script(text).stacks
+    assert [f.module for f in frames] == [
+        "/tmp/dg/nofp",
+        "/usr/lib/x86_64-linux-gnu/libc.so.6",
+        "/usr/lib/x86_64-linux-gnu/libc.so.6",
+        "/tmp/dg/nofp",
+    ]
+    assert frames[1].function == "__libc_start_main_impl"

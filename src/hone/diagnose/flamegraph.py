@@ -321,8 +321,12 @@ def main(argv: list[str] | None = None) -> None:
 
     args = sys.argv[1:] if argv is None else argv
     source = args[0] if args else "stdin"
-    text = Path(args[0]).read_text(errors="replace") if args else sys.stdin.read()
-    sys.stdout.write(render(parse_folded(text, source), title=f"Flame graph: {source}"))
+    try:
+        text = Path(args[0]).read_text(errors="replace") if args else sys.stdin.read()
+        folded = parse_folded(text, source)
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"hone: {error}") from None
+    sys.stdout.write(render(folded, title=f"Flame graph: {source}"))
 
 
 if __name__ == "__main__":

@@ -414,7 +414,10 @@ def main(argv: list[str] | None = None) -> None:
     flags |= {"--tid": "include_tid", "--addrs": "include_addrs"}
     options = {flags[a]: True for a in args if a in flags}
     paths = [a for a in args if a not in flags]
-    data = Path(paths[0]).read_bytes() if paths else sys.stdin.buffer.read()
+    try:
+        data = Path(paths[0]).read_bytes() if paths else sys.stdin.buffer.read()
+    except OSError as error:
+        raise SystemExit(f"hone: {paths[0]}: {error.strerror}") from None
     sys.stdout.write(format_folded(fold_perf_script(data, **options)))
 
 

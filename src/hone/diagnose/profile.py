@@ -46,7 +46,12 @@ class Profile:
         cls, data: str | bytes, *, event: str | None = None, **meta: Any
     ) -> Profile:
         """A profile of `perf script` text, counted in samples (events of one type)."""
-        stacks = parse_perf_script(data, count="samples", event=event)
+        stacks: dict[tuple[str, Stack], int] = {}
+        for (thread, frames), count in parse_perf_script(
+            data, count="samples", event=event
+        ).items():
+            key = (thread, _inlined_in_place(frames))
+            stacks[key] = stacks.get(key, 0) + count
         return cls(stacks=stacks, event=event or first_event(data) or "cpu-clock", **meta)
 
     @classmethod
@@ -137,3 +142,18 @@ class Profile:
             )
         except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError) as error:
             raise HoneError(f"not a readable hone profile: {error}", file=path) from None
+
+
+def _inlined_in_place(frames: Stack) -> Stack:
+    """perf names the module of an inlined frame "inlined" (with DWARF call graphs); it lives in
+    the module of the frame it was inlined next to, toward the leaf."""
+    if not any(frame.module == "inlined" for frame in frames):
+        return frames
+    fixed = list(frames)
+    module = ""
+    for index in range(len(fixed) - 1, -1, -1):
+        if fixed[index].module == "inlined":
+            fixed[index] = Frame(fixed[index].function, module or "inlined")
+        else:
+            module = fixed[index].module
+    return tuple(fixed)
