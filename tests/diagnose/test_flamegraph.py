@@ -231,3 +231,20 @@ def test_command_line_renders_folded_text(tmp_path: Path) -> None:
     )
     assert failed.returncode != 0 and "bad.folded:1" in failed.stderr
     assert "Traceback" not in failed.stderr
+
+
+def test_profile_graph_names_modules_and_marks_the_kernel() -> None:
+    fixtures = Path(__file__).parent / "fixtures"
+    profile = Profile.from_perf_script((fixtures / "system.perf.txt").read_bytes())
+    root = ET.fromstring(flamegraph_svg(profile).encode())
+    kernel = user = 0
+    for g in root.findall("s:g[@class='frames normal']/s:g", NS):
+        fill = g.find("s:rect", NS).get("fill")
+        red, green, blue = (int(v) for v in fill[4:-1].split(","))
+        if g.get("data-m") == "[kernel.kallsyms]":
+            kernel += 1
+            assert red >= 220 and 120 <= green < 170 and 40 <= blue < 70, fill
+        elif g.get("data-m") == "libpython3.11.so.1.0":
+            user += 1
+            assert red >= 205 and blue < 55, fill
+    assert kernel >= 5 and user >= 1

@@ -35,6 +35,7 @@ from operator import itemgetter
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from hone.diagnose.fold import is_kernel
 from hone.diagnose.profile import Profile
 
 FRAME_HEIGHT = 16
@@ -61,13 +62,27 @@ class Box:
 def flamegraph_svg(profile: Profile, **options: object) -> str:
     """The flame graph of a profile (thread names as the root frames)."""
     options.setdefault("title", f"Flame graph: {profile.target}" if profile.target else None)
+    options.setdefault("modules", modules_of(profile))
     return render(profile.folded(), **options)  # type: ignore[arg-type]
 
 
 def diff_flamegraph_svg(before: Profile, after: Profile, **options: object) -> str:
     """The differential flame graph of two profiles, shaped like `after`."""
     options.setdefault("title", "Differential flame graph")
+    options.setdefault("modules", modules_of(after))
     return render(after.folded(), before=before.folded(), **options)  # type: ignore[arg-type]
+
+
+def modules_of(profile: Profile) -> dict[str, str]:
+    """Function name -> its module's file name (the first one seen, when names repeat)."""
+    modules: dict[str, str] = {}
+    for _, frames in profile.stacks:
+        for frame in frames:
+            if frame.module and frame.function not in modules:
+                modules[frame.function] = frame.module
+    for thread, _ in profile.stacks:
+        modules.setdefault(thread, "[thread]")
+    return modules
 
 
 def render(
@@ -79,15 +94,17 @@ def render(
     width: int = 1200,
     min_width: float = 0.25,
     unit: str = "samples",
+    modules: dict[str, str] | None = None,
 ) -> str:
     """SVG text of a flame graph of folded stacks ({"a;b;c": count}); `before` makes it a
-    differential one."""
+    differential one; `modules` (function -> module path) adds the module to each frame's
+    details and colours kernel frames orange."""
     # Millions of short-lived frame strings and lists, none cyclic: the cyclic garbage
     # collector would rescan them again and again (half the run time at 100k stacks).
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _render(folded, before, title, subtitle, width, min_width, unit)
+        return _render(folded, before, title, subtitle, width, min_width, unit, modules or {})
     finally:
         if paused:
             gc.enable()
@@ -101,6 +118,7 @@ def _render(
     width: int,
     min_width: float,
     unit: str,
+    modules: dict[str, str],
 ) -> str:
     stacks = [(key.split(";"), count) for key, count in folded.items() if count > 0]
     total = sum(count for _, count in stacks)
@@ -138,7 +156,7 @@ def _render(
     for group, boxes, hidden in (("normal", normal, False), ("reversed", reverse, True)):
         style = ' style="display:none"' if hidden else ""
         out.append(f'<g class="frames {group}"{style}>\n')
-        out.extend(_box(b, total, inner, height, colour) for b in boxes)
+        out.extend(_box(b, total, inner, height, colour, modules) for b in boxes)
         out.append("</g>\n")
     out.append(
         '<g class="tip" style="display:none"><rect rx="3" ry="3"/><text> </text></g>\n'
@@ -204,15 +222,18 @@ def _layout(stacks: list[tuple[list[str], int]], min_samples: float, paths: bool
     return boxes
 
 
-def _box(box: Box, total: int, inner: float, height: int, colour) -> str:
+def _box(box: Box, total: int, inner: float, height: int, colour, modules: dict[str, str]) -> str:
     scale = inner / total if total else 0.0
     left = PAD + box.x * scale
     width = box.width * scale
     top = height - BOTTOM - (box.depth + 1) * FRAME_HEIGHT
+    module = modules.get(box.name, "")
     if colour is not None:
         fill, extra = colour(box)
     else:
-        fill, extra = _fill(box), ""
+        fill, extra = _fill(box, module), ""
+    if module:
+        extra += f' data-m="{_xml(module.rsplit("/", 1)[-1])}"'
     label = _fit(box.name, width)
     # Most frames are too narrow for a label: no <text> then (the script adds one on zoom).
     text = f'<text x="{left + 3:.2f}" y="{top + FRAME_HEIGHT - 4}">{_xml(label)}</text>'
@@ -241,12 +262,13 @@ def _fit(name: str, width: float) -> str:
     return name if len(name) <= chars else name[: chars - 2] + ".."
 
 
-def _fill(box: Box) -> str:
-    """Warm colours from a stable hash of the name; kernel frames orange, unknown/merged grey."""
+def _fill(box: Box, module: str = "") -> str:
+    """Warm colours from a stable hash of the name; kernel frames orange, JIT and inlined green,
+    unknown and merged grey."""
     if box.merged or box.name.startswith("[unknown]"):
         return "rgb(190,190,190)"
     value = zlib.crc32(box.name.encode())
-    if box.name.endswith("_[k]"):
+    if box.name.endswith("_[k]") or (module and is_kernel(module)):
         return f"rgb({220 + value % 30},{120 + (value >> 8) % 50},{40 + (value >> 16) % 30})"
     if box.name.endswith(("_[j]", "_[i]")):
         return f"rgb({60 + value % 40},{170 + (value >> 8) % 50},{60 + (value >> 16) % 40})"

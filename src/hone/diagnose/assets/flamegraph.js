@@ -34,6 +34,7 @@
           x: +g.getAttribute("data-x"),
           w: +g.getAttribute("data-w"),
           d: +g.getAttribute("data-d"),
+          module: g.getAttribute("data-m"),
           before: g.hasAttribute("data-b") ? +g.getAttribute("data-b") : null,
           change: g.hasAttribute("data-c") ? +g.getAttribute("data-c") : null,
         };
@@ -130,7 +131,9 @@
 
   function describe(f) {
     const share = f.w / (cfg.total || 1);
-    let text = f.name + " (" + f.w.toLocaleString() + " " + cfg.unit + ", " + percent(share) + ")";
+    const where = f.module && f.module !== "[thread]" ? " [" + f.module + "]" : "";
+    let text = f.name + where + " (" + f.w.toLocaleString() + " " + cfg.unit + ", " +
+      percent(share) + ")";
     if (f.before !== null) {
       const sign = f.change >= 0 ? "+" : "";
       text += ", was " + percent(f.before) + ", self " + sign + (100 * f.change).toFixed(2) +
