@@ -31,6 +31,7 @@ import zlib
 from bisect import bisect_right
 from dataclasses import dataclass
 from importlib import resources
+from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -120,13 +121,17 @@ def _render(
     unit: str,
     modules: dict[str, str],
 ) -> str:
-    stacks = [(key.split(";"), count) for key, count in folded.items() if count > 0]
-    total = sum(count for _, count in stacks)
+    keys = [key for key, count in folded.items() if count > 0]
+    counts = [folded[key] for key in keys]
+    stacks = [key.split(";") for key in keys]
+    total = sum(counts)
     inner = width - 2 * PAD
     min_samples = min_width * total / inner if total else 0.0
     diff = before is not None
-    normal = _layout(stacks, min_samples, diff)
-    reverse = _layout([(frames[::-1], count) for frames, count in stacks], min_samples, diff)
+    # Sort keys: the text with NUL between frames orders exactly like the lists of frames.
+    normal = _layout(stacks, counts, [key.replace(";", "\0") for key in keys], min_samples, diff)
+    stacks = [frames[::-1] for frames in stacks]
+    reverse = _layout(stacks, counts, ["\0".join(f) for f in stacks], min_samples, diff)
     colour = _colours(normal, reverse, folded, before) if diff else None
     depth = max((b.depth for b in normal + reverse), default=0) + 1
     height = TOP + depth * FRAME_HEIGHT + BOTTOM
@@ -165,14 +170,14 @@ def _render(
     return "".join(out)
 
 
-def _layout(stacks: list[tuple[list[str], int]], min_samples: float, paths: bool) -> list[Box]:
-    """Boxes of the merged stacks, root "all" first; narrow siblings merged (see docstring)."""
-    # Sorting by the text with NUL between frames orders like lists of frames, only faster.
-    stacks = sorted(stacks, key=lambda item: "\0".join(item[0]))
-    frames = [item[0] for item in stacks]
-    cumulative = [0]
-    for _, count in stacks:
-        cumulative.append(cumulative[-1] + count)
+def _layout(
+    stacks: list[list[str]], counts: list[int], keys: list[str], min_samples: float, paths: bool
+) -> list[Box]:
+    """Boxes of the merged stacks (in the order of their sort `keys`), root "all" first;
+    narrow siblings merged (see the module docstring)."""
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    frames = [stacks[i] for i in order]
+    cumulative = [0, *accumulate(counts[i] for i in order)]
     boxes: list[Box] = []
 
     def visit(lo: int, hi: int, depth: int, path: str) -> int:
