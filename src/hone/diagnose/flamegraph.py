@@ -132,7 +132,6 @@ def _render(
     normal = _layout(stacks, counts, [key.replace(";", "\0") for key in keys], min_samples, diff)
     stacks = [frames[::-1] for frames in stacks]
     reverse = _layout(stacks, counts, ["\0".join(f) for f in stacks], min_samples, diff)
-    colour = _colours(normal, reverse, folded, before) if diff else None
     depth = max((b.depth for b in normal + reverse), default=0) + 1
     height = TOP + depth * FRAME_HEIGHT + BOTTOM
     config = {
@@ -158,8 +157,9 @@ def _render(
         _buttons(width),
         f'<text class="details" x="{PAD}" y="{height - 10}"> </text>\n',
     ]
-    for group, boxes, hidden in (("normal", normal, False), ("reversed", reverse, True)):
-        style = ' style="display:none"' if hidden else ""
+    for group, boxes, reversed_view in (("normal", normal, False), ("reversed", reverse, True)):
+        style = ' style="display:none"' if reversed_view else ""
+        colour = _diff_colours(boxes, total, before, reversed_view) if before is not None else None
         out.append(f'<g class="frames {group}"{style}>\n')
         out.extend(_box(b, total, inner, height, colour, modules) for b in boxes)
         out.append("</g>\n")
@@ -280,41 +280,35 @@ def _fill(box: Box, module: str = "") -> str:
     return f"rgb({205 + value % 50},{60 + (value >> 8) % 170},{(value >> 16) % 55})"
 
 
-def _colours(normal: list[Box], reverse: list[Box], after: dict[str, int], before: dict[str, int]):
-    """A colouring function for differential boxes: fill by the change of self share."""
-    after_total = sum(after.values()) or 1
+def _diff_colours(boxes: list[Box], total: int, before: dict[str, int], reversed_view: bool):
+    """Fill and details of differential boxes: red to blue by the change of the frame's self
+    share (the strongest change in the view is the deepest colour); the tooltip also gets the
+    frame's total share in `before`."""
     before_total = sum(before.values()) or 1
-    before_self = {f"all;{k}": v for k, v in before.items()}
-    before_sum: dict[str, int] = {}
-    reversed_self: dict[str, int] = {}
-    reversed_sum: dict[str, int] = {}
+    own: dict[str, int] = {}  # "all;a;b" -> samples ending there, in `before`
+    through: dict[str, int] = {}  # "all;a;b" -> samples through it, in `before`
     for key, count in before.items():
         frames = key.split(";")
-        for sums, order in ((before_sum, frames), (reversed_sum, frames[::-1])):
-            path = "all"
-            for name in order:
-                path += ";" + name
-                sums[path] = sums.get(path, 0) + count
-        rkey = "all;" + ";".join(frames[::-1])
-        reversed_self[rkey] = reversed_self.get(rkey, 0) + count
-    reversed_ids = {id(b) for b in reverse}
-
-    def delta(box: Box) -> float:
-        own = before_self if id(box) not in reversed_ids else reversed_self
-        path = "all" + box.path
-        return box.self / after_total - own.get(path, 0) / before_total
-
-    biggest = max((abs(delta(b)) for b in normal + reverse if not b.merged), default=0.0) or 1.0
+        path = "all"
+        for name in reversed(frames) if reversed_view else frames:
+            path += ";" + name
+            through[path] = through.get(path, 0) + count
+        own[path] = own.get(path, 0) + count
+    changes = {
+        id(box): box.self / (total or 1) - own.get("all" + box.path, 0) / before_total
+        for box in boxes
+        if not box.merged
+    }
+    strongest = max(map(abs, changes.values()), default=0.0) or 1.0
 
     def colour(box: Box) -> tuple[str, str]:
         if box.merged:
             return "rgb(210,210,210)", ""
-        sums = reversed_sum if id(box) in reversed_ids else before_sum
-        was_share = 1.0 if box.depth == 0 else sums.get("all" + box.path, 0) / before_total
-        change = delta(box)
-        fade = round(255 * (1 - min(1.0, abs(change) / biggest) * 0.7))
+        was = 1.0 if box.depth == 0 else through.get("all" + box.path, 0) / before_total
+        change = changes[id(box)]
+        fade = round(255 * (1 - min(1.0, abs(change) / strongest) * 0.7))
         fill = f"rgb(255,{fade},{fade})" if change > 0 else f"rgb({fade},{fade},255)"
-        return fill, f' data-b="{was_share:.6f}" data-c="{change:.6f}"'
+        return fill, f' data-b="{was:.6f}" data-c="{change:.6f}"'
 
     return colour
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -101,7 +102,7 @@ def record(
         target = f"pid {pid}"
     else:
         argv += ["--", *command]  # type: ignore[misc]
-        target = " ".join(command)  # type: ignore[arg-type]
+        target = shlex.join(command)  # type: ignore[arg-type]
     started = time.monotonic()
     _run_perf_record(argv, duration_s if pid is None else None, quiet_command)
     elapsed = time.monotonic() - started

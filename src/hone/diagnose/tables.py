@@ -62,16 +62,10 @@ def _table(profile: Profile, key_of, order: Order) -> list[Row]:
         leaf = key_of(frames[-1])
         self_counts[leaf] = self_counts.get(leaf, 0) + count
     grand = profile.total or 1
-    rows = [
-        Row(name, module, self_counts.get((name, module), 0), total, 0.0, total / grand)
-        for (name, module), total in total_counts.items()
-    ]
-    rows = [
-        Row(
-            r.name, r.module, r.self_samples, r.total_samples, r.self_samples / grand, r.total_share
-        )
-        for r in rows
-    ]
+    rows = []
+    for (name, module), total in total_counts.items():
+        own = self_counts.get((name, module), 0)
+        rows.append(Row(name, module, own, total, own / grand, total / grand))
     if order == "self":
         rows.sort(key=lambda r: (-r.self_samples, -r.total_samples, r.name))
     else:
