@@ -54,18 +54,33 @@ def analyze_command(
         raise HoneError("--duration must cover at least two intervals")
     chosen = _model(model)
     result = analysis_module.analyze(duration, interval, model=chosen)
+    if not as_json:
+        _print(result)
+    applied = None
+    if apply:
+        from hone.analyze import apply as apply_profile
+
+        applied = apply_profile(result)
+        if not as_json:
+            from hone.profiles.cli import print_apply
+
+            print_apply(applied)
     if as_json:
         data = asdict(result)
         for row, resource in zip(data["resources"], result.resources, strict=True):
             row["verdict"] = resource.verdict
+        if applied is not None:
+            data["applied"] = {
+                "profile": applied.profile,
+                "changed": applied.changed,
+                "previous": applied.previous,
+                "items": [
+                    {"section": o.item.section, "key": o.item.key, "value": o.item.value,
+                     "status": o.status, "detail": o.detail}
+                    for o in applied.outcomes
+                ],
+            }  # fmt: skip
         typer.echo(json.dumps(data, indent=2))
-    else:
-        _print(result)
-    if apply:
-        from hone.analyze import apply as apply_profile
-        from hone.profiles.cli import print_apply
-
-        print_apply(apply_profile(result))
 
 
 def _print(result) -> None:  # type: ignore[no-untyped-def]
