@@ -97,6 +97,11 @@ def test_differential_colours() -> None:
     assert shrank.endswith(",255)") and not shrank.startswith("rgb(255,")
     assert float(was_a) == pytest.approx(0.5) and float(change_a) == pytest.approx(0.3)
     assert float(change_b) == pytest.approx(-0.3)
+    # The reversed view: a and b are leaves at depth 1, coloured the same way.
+    for g in root.findall("s:g[@class='frames reversed']/s:g", NS):
+        if g.get("data-n") in ("a", "b") and g.get("data-d") == "1":
+            assert float(g.get("data-c")) == pytest.approx(0.3 if g.get("data-n") == "a" else -0.3)
+            assert float(g.get("data-b")) == pytest.approx(0.5)
 
 
 # ---- in a browser --------------------------------------------------------------------------

@@ -19,7 +19,9 @@ and zooming smooth in a browser. Frames too narrow for a label get no <text> ele
 Layout: stacks are sorted, so siblings appear in name order and every frame is opened when a stack
 first differs from the previous one and closed when a later one does: one pass, no tree objects.
 In a differential graph the widths are the second profile's and the colour is the change of the
-frame's self share (red grew, blue shrank, white unchanged); the tooltip gives both total shares.
+frame's self share (red grew, blue shrank, white unchanged; in the reversed view the change of
+its width, which is self time there); the tooltip gives both total shares. Frames only the first
+profile has do not show (they have no width): the diff tables list them.
 """
 
 from __future__ import annotations
@@ -283,7 +285,7 @@ def _fill(box: Box, module: str = "") -> str:
 def _diff_colours(boxes: list[Box], total: int, before: dict[str, int], reversed_view: bool):
     """Fill and details of differential boxes: red to blue by the change of the frame's self
     share (the strongest change in the view is the deepest colour); the tooltip also gets the
-    frame's total share in `before`."""
+    frame's total share in `before`. The root "all" stays white."""
     before_total = sum(before.values()) or 1
     own: dict[str, int] = {}  # "all;a;b" -> samples ending there, in `before`
     through: dict[str, int] = {}  # "all;a;b" -> samples through it, in `before`
@@ -294,10 +296,13 @@ def _diff_colours(boxes: list[Box], total: int, before: dict[str, int], reversed
             path += ";" + name
             through[path] = through.get(path, 0) + count
         own[path] = own.get(path, 0) + count
+    # In the reversed view a frame's width is already self time (of its leaf, through these
+    # callers), so the change of the width is the one to show; in the normal view, of self.
     changes = {
-        id(box): box.self / (total or 1) - own.get("all" + box.path, 0) / before_total
+        id(box): (box.width if reversed_view else box.self) / (total or 1)
+        - (through if reversed_view else own).get("all" + box.path, 0) / before_total
         for box in boxes
-        if not box.merged
+        if not box.merged and box.depth > 0
     }
     strongest = max(map(abs, changes.values()), default=0.0) or 1.0
 
@@ -305,7 +310,7 @@ def _diff_colours(boxes: list[Box], total: int, before: dict[str, int], reversed
         if box.merged:
             return "rgb(210,210,210)", ""
         was = 1.0 if box.depth == 0 else through.get("all" + box.path, 0) / before_total
-        change = changes[id(box)]
+        change = changes.get(id(box), 0.0)
         fade = round(255 * (1 - min(1.0, abs(change) / strongest) * 0.7))
         fill = f"rgb(255,{fade},{fade})" if change > 0 else f"rgb({fade},{fade},255)"
         return fill, f' data-b="{was:.6f}" data-c="{change:.6f}"'
