@@ -88,6 +88,7 @@ def test_explain_names_features_that_carry_the_prediction() -> None:
     assert any("disk" in name for name, _ in reasons[:3]), reasons
 
 
+@pytest.mark.slow
 def test_train_then_analyze_with_the_model(hone_cli, hone_home: Path, tmp_path: Path) -> None:
     result = hone_cli("train", str(BUILTIN_DATA), "--name", "mine", "--profile",
                       "web=hone-web", "--profile", "compute=hone-compute")  # fmt: skip
@@ -107,6 +108,7 @@ def test_train_then_analyze_with_the_model(hone_cli, hone_home: Path, tmp_path: 
     assert analysis["profile"] == f"hone-{analysis['cls']}"
 
 
+@pytest.mark.slow
 def test_bad_input_gets_one_line(hone_cli, tmp_path: Path) -> None:
     unlabelled = tmp_path / "plain.csv"
     unlabelled.write_text("CPU.STAT.util\n12\n")
