@@ -15,7 +15,9 @@ void keep(unsigned long value) {
     sink = value;
 }
 
-unsigned long hot_work(unsigned long n) {
+/* Both workers start on a 64-byte boundary, so their identical loops sit the same way in the
+ * instruction cache and cost the same per iteration (unaligned, hot_work measured ~74 %). */
+__attribute__((aligned(64))) unsigned long hot_work(unsigned long n) {
     unsigned long acc = 0;
     for (unsigned long i = 0; i < n; i++) {
         acc += i * 2654435761UL;
@@ -25,7 +27,7 @@ unsigned long hot_work(unsigned long n) {
     return acc;
 }
 
-unsigned long cold_work(unsigned long n) {
+__attribute__((aligned(64))) unsigned long cold_work(unsigned long n) {
     unsigned long acc = 0;
     for (unsigned long i = 0; i < n; i++) {
         acc += i * 2654435761UL;
