@@ -119,3 +119,12 @@ def test_hone_diagnose_of_a_waiting_program(hone_cli, tmp_path: Path) -> None:
     assert d.threads[0].cpu_pct < 20
     page = (tmp_path / "rep" / "report.html").read_text()
     assert "Off-CPU time (microseconds)" in page and "fdatasync" in page
+
+
+def test_wakeups_from_other_processes_give_run_queue_latency() -> None:
+    # Thread 12 went to sleep at 100.020, an interrupt woke it at 100.030, it ran at 100.050.
+    result = offcpu.analyse(SCRIPT, pid=10, wakeups={12: [99.0, 100.030]})
+    assert result.runqueue.count == 3
+    assert result.runqueue.max_us == pytest.approx(20000)
+    text = " 100.030000: comm=app pid=12 prio=120 target_cpu=001\n 99.5: comm=x pid=3 prio=1\n"
+    assert offcpu.parse_wakeups(text) == {12: [100.03], 3: [99.5]}

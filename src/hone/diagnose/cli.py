@@ -50,13 +50,43 @@ class _Job(threading.Thread):
             self.error = error
 
 
+class _Processes:
+    """The recorders' processes, so that the window's end can stop them all (SIGINT: perf then
+    writes its data and ends its `sleep`). System-wide recorders and `perf stat -p` do not end
+    when the diagnosed process does."""
+
+    def __init__(self) -> None:
+        self.running: list[subprocess.Popen] = []
+        self.lock = threading.Lock()
+        self.stopped = False
+
+    def run(self, argv: list[str], **_: object) -> subprocess.CompletedProcess:
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with self.lock:
+            self.running.append(process)
+            if self.stopped:
+                process.send_signal(signal.SIGINT)
+        out, err = process.communicate()
+        return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            for process in self.running:
+                if process.poll() is None:
+                    process.send_signal(signal.SIGINT)
+
+
 def _recorder(
-    argv: list[str], data: Path, analyse: Callable[[str], object]
+    run: Callable[..., subprocess.CompletedProcess],
+    argv: list[str],
+    data: Path,
+    analyse: Callable[[str], object],
 ) -> Callable[[], object]:
     """perf record, perf script and the analysis, as one background job."""
 
     def work() -> object:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        done = run(argv)
         if not data.exists() or data.stat().st_size == 0:
             lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
             raise HoneError(f"perf record failed: {lines[-1]}")
@@ -65,9 +95,32 @@ def _recorder(
     return work
 
 
-def _py_spy(argv: list[str], data: Path) -> Callable[[], Profile]:
+def _wakeups(
+    run: Callable[..., subprocess.CompletedProcess], argv: list[str], data: Path
+) -> Callable[[], dict[int, list[float]]]:
+    def work() -> dict[int, list[float]]:
+        done = run(argv)
+        if not data.exists():
+            lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
+            raise HoneError(f"perf record failed: {lines[-1]}")
+        return offcpu.script_wakeups(data)
+
+    return work
+
+
+def _wait(job: _Job | None) -> dict[int, list[float]] | None:
+    """The wake-up times when that recorder worked (off-CPU analysis goes on without them)."""
+    if job is None:
+        return None
+    job.join()
+    return job.result if isinstance(job.result, dict) else None
+
+
+def _py_spy(
+    run: Callable[..., subprocess.CompletedProcess], argv: list[str], data: Path
+) -> Callable[[], Profile]:
     def work() -> Profile:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        done = run(argv)
         if not data.exists():
             lines = (done.stderr.strip() or done.stdout.strip()).splitlines() or ["no output"]
             raise HoneError(f"py-spy record failed: {lines[-1]}")
@@ -134,6 +187,7 @@ def collect(
     notes: list[str] = []
     work = Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
     stop = threading.Event()
+    procs = _Processes()
     jobs = {
         "oncpu": _Job(
             "oncpu",
@@ -144,9 +198,19 @@ def collect(
     }
     off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
     if off_ok:
+        wake_data = work / "wakeups.data"
+        wake_argv = offcpu.record_wakeups_argv(sorted(threads.snapshot(pid)), wake_data, duration)
+        wakes = _Job("wakeups", _wakeups(procs.run, wake_argv, wake_data)) if wake_argv else None
+        if wakes:
+            jobs["wakeups"] = wakes
         data = work / "sched.data"
         argv = offcpu.record_argv(pid, data, duration)
-        jobs["offcpu"] = _Job("offcpu", _recorder(argv, data, lambda t: offcpu.analyse(t, pid)))
+        jobs["offcpu"] = _Job(
+            "offcpu",
+            _recorder(
+                procs.run, argv, data, lambda t: offcpu.analyse(t, pid, wakeups=_wait(wakes))
+            ),
+        )
     elif want_offcpu:
         notes.append("off-CPU: the sched:sched_switch tracepoint is not available")
     lock_ok = want_locks and caps.has("tracepoint syscalls:sys_enter_futex")
@@ -157,15 +221,17 @@ def collect(
             notes.append("kernel lock contention: lock:contention_begin is not available")
         data = work / "locks.data"
         argv = locks.record_argv(pid, data, duration, kernel_locks)
-        jobs["locks"] = _Job("locks", _recorder(argv, data, lambda t: locks.analyse(t, symbolizer)))
+        jobs["locks"] = _Job(
+            "locks", _recorder(procs.run, argv, data, lambda t: locks.analyse(t, symbolizer))
+        )
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
-    jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, duration, caps))
+    jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, duration, caps, procs.run))
     if language == "python":
         data = work / "py-spy.txt"
         argv = threads.py_spy_record_argv(pid, data, duration, frequency)
         if argv:
-            jobs["py-spy"] = _Job("py-spy", _py_spy(argv, data))
+            jobs["py-spy"] = _Job("py-spy", _py_spy(procs.run, argv, data))
         else:
             notes.append("py-spy not found: no Python-level stacks")
     if language == "java":
@@ -181,6 +247,7 @@ def collect(
     while time.monotonic() - sampler.started < duration and _alive(pid):
         time.sleep(0.05)
     stats = sampler.stop()  # the window ends here; the recorders end with it (or the process)
+    procs.stop()
     stop.set()
     for job in jobs.values():
         job.join()

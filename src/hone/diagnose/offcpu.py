@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import statistics
 import subprocess
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -194,11 +195,18 @@ def _charge(
         latencies.append((now - woken_at.pop(tid)) * 1e6)
 
 
-def analyse(text: str, pid: int, tids: set[int] | None = None) -> OffCpu:
+def analyse(
+    text: str,
+    pid: int,
+    tids: set[int] | None = None,
+    wakeups: dict[int, list[float]] | None = None,
+) -> OffCpu:
     """Off-CPU intervals of process `pid` (plus any `tids`).
 
     Switch-ins come from sched_switch's next_pid (a system-wide recording) or from
-    PERF_RECORD_SWITCH IN records (`--switch-events`, a recording of the process alone)."""
+    PERF_RECORD_SWITCH IN records (`--switch-events`, a recording of the process alone).
+    `wakeups` (tid -> sorted times, from `record_wakeups_argv`) adds the wake-ups that other
+    processes and interrupts issued, which a recording of the process alone cannot see."""
     ours = set(tids or ())
     out_at: dict[int, tuple[float, str, str]] = {}  # tid -> (time, folded stack, class)
     woken_at: dict[int, float] = {}
@@ -227,6 +235,11 @@ def analyse(text: str, pid: int, tids: set[int] | None = None) -> OffCpu:
         else:
             switched_in = -1
         if switched_in in out_at:
+            if switched_in not in woken_at and wakeups and switched_in in wakeups:
+                times = wakeups[switched_in]
+                i = bisect_right(times, event.time) - 1
+                if i >= 0 and times[i] >= out_at[switched_in][0]:
+                    woken_at[switched_in] = times[i]
             _charge(result, switched_in, event.time, out_at.pop(switched_in), woken_at, latencies)
         if event.event == "sched:sched_wakeup":
             wake = WAKEUP.search(event.trace)
@@ -262,3 +275,37 @@ def script(data: Path) -> str:
     if done.returncode != 0:
         raise HoneError(f"perf script failed: {done.stderr.strip()[:200]}", file=data)
     return done.stdout
+
+
+def record_wakeups_argv(tids: list[int], output: Path, duration: float) -> list[str] | None:
+    """Wake-ups of these threads from anywhere (system-wide, filtered in the kernel on the wakee),
+    for run-queue latency; None when there are too many threads for one filter."""
+    if not tids or len(tids) > 200:
+        return None
+    condition = " || ".join(f"pid == {tid}" for tid in tids)
+    return [
+        "perf", "record", "-q", "-a", "-e", "sched:sched_wakeup", "--filter", condition,
+        "-o", str(output), "--", "sleep", f"{duration:g}",
+    ]  # fmt: skip
+
+
+def parse_wakeups(text: str) -> dict[int, list[float]]:
+    """`perf script -F time,trace` of sched_wakeup events -> wakee tid -> sorted times."""
+    found: dict[int, list[float]] = {}
+    for line in text.splitlines():
+        match = re.match(r"\s*(\d+\.\d+):\s.*?\bpid=(\d+)\b", line)
+        if match:
+            found.setdefault(int(match[2]), []).append(float(match[1]))
+    for times in found.values():
+        times.sort()
+    return found
+
+
+def script_wakeups(data: Path) -> dict[int, list[float]]:
+    done = subprocess.run(
+        ["perf", "script", "-i", str(data), "-F", "time,trace"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise HoneError(f"perf script failed: {done.stderr.strip()[:200]}", file=data)
+    return parse_wakeups(done.stdout)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -212,19 +213,22 @@ def _has_perf_metrics() -> bool:
     return Path("/sys/bus/event_source/devices/cpu/events/topdown-retiring").exists()
 
 
-def _stat(events: str, tail: list[str], timeout: float) -> tuple[dict[str, float | None], str]:
-    done = subprocess.run(
-        ["perf", "stat", "-x,", "-e", events, *tail],
-        capture_output=True, text=True, timeout=timeout, check=False,
-    )  # fmt: skip
+def _stat(events: str, tail: list[str], run: Callable[..., subprocess.CompletedProcess]):
+    done = run(["perf", "stat", "-x,", "-e", events, *tail], capture_output=True, text=True)
     return perf_stat_counts(done.stderr), done.stderr
 
 
-def measure(pid: int, duration: float, caps: Capabilities) -> Topdown:
+def measure(
+    pid: int,
+    duration: float,
+    caps: Capabilities,
+    run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+) -> Topdown:
     """Count the events on the process for `duration` seconds, or say why not.
 
     Each candidate event set is tried on `true` first (a tenth of a second): perf's exit code
-    says little, so a set is usable when perf printed a count for every level-1 event."""
+    says little, so a set is usable when perf printed a count for every level-1 event. `run`
+    starts the window's `perf stat` (the caller's, to be able to stop it early)."""
     counters = caps.get("hardware counters")
     if not counters or not counters.available:
         return Topdown(
@@ -234,10 +238,9 @@ def measure(pid: int, duration: float, caps: Capabilities) -> Topdown:
         )
     tried = []
     for events in candidates(caps):
-        trial, text = _stat(events, ["--", "true"], 30)
+        trial, text = _stat(events, ["--", "true"], subprocess.run)
         if compute(trial, caps.cpu_family).available:
-            counts, text = _stat(events, ["-p", str(pid), "--", "sleep", f"{duration:g}"],
-                                 duration + 60)  # fmt: skip
+            counts, text = _stat(events, ["-p", str(pid), "--", "sleep", f"{duration:g}"], run)
             result = compute(counts, caps.cpu_family)
             if not result.available:
                 result.evidence += f" during the window (perf stat: {text.strip()[-160:]})"
