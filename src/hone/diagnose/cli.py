@@ -242,15 +242,17 @@ def collect(
     sampler = threads.ThreadSampler(pid).start()
     for job in jobs.values():
         job.start()
-    time.sleep(min(0.5, duration / 4))
-    early_names, _ = threads.language_names(pid, language)
-    while time.monotonic() - sampler.started < duration and _alive(pid):
-        time.sleep(0.05)
-    stats = sampler.stop()  # the window ends here; the recorders end with it (or the process)
-    procs.stop()
-    stop.set()
-    for job in jobs.values():
-        job.join()
+    try:
+        time.sleep(min(0.5, duration / 4))
+        early_names, _ = threads.language_names(pid, language)
+        while time.monotonic() - sampler.started < duration and _alive(pid):
+            time.sleep(0.05)
+        stats = sampler.stop()  # the window ends here; the recorders end with it
+    finally:  # also on Ctrl-C: no recorder is left running
+        procs.stop()
+        stop.set()
+        for job in jobs.values():
+            job.join()
     names, note = threads.language_names(pid, language) if _alive(pid) else ({}, "")
     threads.name_threads(stats, {**early_names, **names})
     if note or early_names:
