@@ -57,15 +57,16 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float) -> Finding:
         module = module_name(top.module)
         of_module = f" of module {module}" if module != "?" else ""
         headline = (
-            f"CPU-bound in function {top.name}{of_module} "
-            f"({top.self_share:.0%} of on-CPU samples)"
+            f"CPU-bound in function {top.name}{of_module} ({top.self_share:.0%} of on-CPU samples)"
         )
     else:
         headline = "CPU-bound (no on-CPU samples to name the function)"
     if hot:
         headline += f", busiest thread {hot.label} at {hot.cpu_pct:.0f}% of a CPU"
     details = [
-        f"{row.name} ({module_name(row.module)}): {row.self_share:.1%} self" for row in rows[:5]
+        f"{row.name} ({module_name(row.module)}): {row.self_share:.1%} self"
+        for row in rows[:5]
+        if row.self_share >= 0.01
     ]
     if hot and hot.frames:
         details.insert(0, f"{hot.label} is running: " + " <- ".join(hot.frames[:3]))
