@@ -10,7 +10,7 @@ import numpy as np
 from hone.analyze import use
 from hone.analyze.features import row_features, window_features
 from hone.analyze.model import Model, default_model
-from hone.collect import Collector, Snapshot
+from hone.collect import ATUNE_METRICS, Collector, Snapshot
 from hone.errors import HoneError
 
 
@@ -29,8 +29,6 @@ class Analysis:
 
 def classify(model: Model, snapshots: list[Snapshot]) -> tuple[str, dict[str, float], np.ndarray]:
     """The class of a run of snapshots (their window features) and every class's probability."""
-    from hone.collect import ATUNE_METRICS
-
     values = np.array(
         [[s.metrics.get(name, np.nan) for name in ATUNE_METRICS] for s in snapshots], dtype=float
     )
@@ -54,6 +52,8 @@ def analyze(
     own = collector is None
     collector = collector or Collector(top=5)
     try:
+        if model.hardware and "PERF.STAT.IPC" in collector.unavailable:
+            raise HoneError("this model uses hardware counters, which this machine does not have")
         before = use.counters()
         snapshots = list(collector.stream(interval, duration=duration))
         after = use.counters()
