@@ -135,3 +135,18 @@ def test_bad_input_gets_one_line(hone_cli, tmp_path: Path) -> None:
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert message in result.stderr, (args, result.stderr)
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.slow
+def test_a_hardware_counter_model_needs_counters(hone_cli, tmp_path: Path) -> None:
+    """Trained on A-Tune's runs (which have counters); this VM counts none, so analyze refuses."""
+    files = [str(DATASET / n) for n in (
+        "encryption_AES.csv.gz", "encryption_MD5.csv.gz",
+        "web-nginx-http-short-connection-20200721-164642.csv.gz",
+    )]  # fmt: skip
+    model = tmp_path / "hw.pkl"
+    result = hone_cli("train", *files, "--interval", "5", "--hardware", "-o", str(model))
+    assert result.returncode == 0, result.stderr
+    result = hone_cli("analyze", "--model", str(model), "--duration", "2")
+    assert result.returncode == 2
+    assert "hardware counters" in result.stderr

@@ -125,6 +125,9 @@ def train_command(
     profile: list[str] = typer.Option(
         [], "--profile", "-p", help="CLASS=PROFILE: the profile --apply uses for a class"
     ),
+    hardware: bool = typer.Option(
+        False, "--hardware", help="also use hardware counters (only runs that have them)"
+    ),
 ) -> None:
     """Train a workload classifier from labelled CSV files (workload.type / workload.appname)."""
     from hone import profiles as profiles_module
@@ -146,7 +149,7 @@ def train_command(
     unknown = set(mapping) - {r.cls for r in runs}
     if unknown:
         raise HoneError(f"--profile names classes not in the data: {', '.join(sorted(unknown))}")
-    model = fit(runs, mapping)
+    model = fit(runs, mapping, hardware=hardware)
     target = output or _models_dir() / f"{name}.pkl"
     save(model, target)
     for cls in model.classes:
