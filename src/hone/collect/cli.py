@@ -63,8 +63,10 @@ def collect(
     if serve:
         if live or output is not None:
             raise HoneError("--serve runs alone: no --live or --output with it")
-        _serve(listen, interval, Collector(disk=disk, network=network, processes=processes))
+        _serve(listen, interval, lambda: Collector(disk=disk, network=network, processes=processes))
         return
+    if live and str(output) == "-":
+        raise HoneError("--live draws on the terminal: write the CSV to a file, not -")
     writer = None
     if output is not None:
         target = sys.stdout if str(output) == "-" else output
@@ -90,15 +92,17 @@ def collect(
                 writer.close()
 
 
-def _serve(listen: str, interval: float, collector) -> None:  # type: ignore[no-untyped-def]
+def _serve(listen: str, interval: float, make_collector) -> None:  # type: ignore[no-untyped-def]
     from hone.collect.prometheus import Exporter
 
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit() or not host:
         raise HoneError(f"--listen {listen!r}: expected HOST:PORT")
+    collector = make_collector()
     try:
-        exporter = Exporter(collector, interval, host.strip("[]"), int(port))
+        exporter = Exporter(collector, interval, host, int(port))
     except OSError as exc:
+        collector.close()
         raise HoneError(f"cannot listen on {listen}: {exc.strerror}") from None
     address, bound = exporter.address
     typer.echo(f"serving metrics on http://{address}:{bound}/metrics (Ctrl-C stops)", err=True)
