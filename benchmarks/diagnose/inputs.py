@@ -14,24 +14,19 @@ PROGRAMS = ROOT / "tests" / "diagnose" / "programs"
 CACHE = Path(tempfile.gettempdir()) / "hone-bench-diagnose"
 
 
-def build(name: str, folder: Path = CACHE) -> Path:
-    """Compile tests/diagnose/programs/NAME.c (frame pointers, no inlining) into `folder`."""
+#: Frame pointers and no inlining, so each function keeps its own frame in the stacks.
+FLAGS = ("-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-pthread")
+
+
+def build(name: str, folder: Path = CACHE, *extra: str, output: str | None = None) -> Path:
+    """Compile tests/diagnose/programs/NAME.c into `folder` (again only when the source is
+    newer); `extra` flags come after the defaults, so they win (`-fomit-frame-pointer`)."""
     folder.mkdir(parents=True, exist_ok=True)
-    binary = folder / name
+    binary = folder / (output or name)
     source = PROGRAMS / f"{name}.c"
     if not binary.exists() or binary.stat().st_mtime < source.stat().st_mtime:
-        subprocess.run(
-            [
-                "gcc",
-                "-O1",
-                "-fno-omit-frame-pointer",
-                "-fno-inline",
-                "-o",
-                str(binary),
-                str(source),
-            ],
-            check=True,
-        )
+        command = ["gcc", *FLAGS, *extra, "-o", str(binary), str(source)]
+        subprocess.run(command, check=True)
     return binary
 
 

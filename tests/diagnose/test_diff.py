@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.diagnose.inputs import build
 from hone.diagnose.diff import diff, diff_summary, format_diff, points
 from hone.diagnose.flamegraph import diff_flamegraph_svg
 from hone.diagnose.profile import Profile
 from hone.diagnose.record import record
-
-PROGRAMS = Path(__file__).parent / "programs"
 
 BEFORE = Profile.from_folded(
     {"srv;main;handle;work": 50, "srv;main;handle;wait;futex": 10, "srv;main;log": 40}
@@ -53,21 +52,7 @@ def test_by_module_and_table() -> None:
 
 @pytest.mark.slow
 def test_two_real_runs(tmp_path: Path) -> None:
-    import subprocess
-
-    binary = tmp_path / "hot_split"
-    subprocess.run(
-        [
-            "gcc",
-            "-O1",
-            "-fno-omit-frame-pointer",
-            "-fno-inline",
-            "-o",
-            str(binary),
-            str(PROGRAMS / "hot_split.c"),
-        ],
-        check=True,
-    )
+    binary = build("hot_split", tmp_path)
     runs = []
     for hot in ("70", "30"):
         rec = record(command=[str(binary), "1", hot], frequency_hz=499, output_dir=tmp_path / hot)

@@ -9,32 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.diagnose.inputs import build
 from hone.diagnose.fold import Frame
 from hone.diagnose.profile import Profile
 from hone.diagnose.record import record
 from hone.diagnose.tables import function_table
 from hone.errors import HoneError
 
-PROGRAMS = Path(__file__).parent / "programs"
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def build(name: str, folder: Path) -> Path:
-    """Compile tests/diagnose/programs/NAME.c with frame pointers and no inlining."""
-    binary = folder / name
-    subprocess.run(
-        [
-            "gcc",
-            "-O1",
-            "-fno-omit-frame-pointer",
-            "-fno-inline",
-            "-o",
-            str(binary),
-            str(PROGRAMS / f"{name}.c"),
-        ],
-        check=True,
-    )
-    return binary
 
 
 def _shares(profile: Profile) -> dict[str, tuple[float, float]]:
@@ -79,20 +61,7 @@ def test_profile_a_running_process_by_pid(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_dwarf_call_graphs_find_callers_without_frame_pointers(tmp_path: Path) -> None:
-    binary = tmp_path / "hot_split_nofp"
-    subprocess.run(
-        [
-            "gcc",
-            "-O1",
-            "-g",
-            "-fomit-frame-pointer",
-            "-fno-inline",
-            "-o",
-            str(binary),
-            str(PROGRAMS / "hot_split.c"),
-        ],
-        check=True,
-    )
+    binary = build("hot_split", tmp_path, "-fomit-frame-pointer", output="hot_split_nofp")
     command = [str(binary), "1"]
     frame_pointers = record(command=command, output_dir=tmp_path / "fp").profile()
     dwarf = record(command=command, call_graph="dwarf", output_dir=tmp_path / "dwarf").profile()

@@ -16,20 +16,10 @@ import pytest
 from conftest import ROOT, Server
 from playwright.sync_api import expect, sync_playwright
 
+from benchmarks.diagnose.inputs import build
 from benchmarks.web import launch, start_server, stop_server
 
-PROGRAMS = ROOT / "tests" / "diagnose" / "programs"
 ARTIFACTS = ROOT / "artifacts" / "serve"
-
-
-def build(source: Path, folder: Path) -> Path:
-    binary = folder / source.stem
-    subprocess.run(
-        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", str(binary),
-         str(source)],
-        check=True,
-    )  # fmt: skip
-    return binary
 
 
 def diagnose(home: Path, *command: str) -> None:
@@ -47,8 +37,8 @@ def diagnoses(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server
     """A server over two real diagnoses: [hot_tree (newest), hot_split]."""
     home = tmp_path_factory.mktemp("diagnose-home")
     folder = tmp_path_factory.mktemp("diagnose-bin")
-    diagnose(home, str(build(PROGRAMS / "hot_split.c", folder)), "1.5")
-    diagnose(home, str(build(PROGRAMS / "hot_tree.c", folder)), "1.5")
+    diagnose(home, str(build("hot_split", folder)), "1.5")
+    diagnose(home, str(build("hot_tree", folder)), "1.5")
     names = sorted((p.name for p in (home / "diagnoses").iterdir()), reverse=True)
     assert len(names) == 2, names
     process, url = start_server(home, cwd=ROOT)
