@@ -17,22 +17,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.diagnose.inputs import CACHE, peer, synthetic_folded
+from benchmarks.diagnose.inputs import CACHE, peer, synthetic_folded, timed
 from hone.diagnose.flamegraph import render
 from hone.diagnose.fold import format_folded
-
-
-def timed(argv: list[str], output: Path) -> float:
-    with output.open("wb") as out:
-        start = time.perf_counter()
-        subprocess.run(argv, stdout=out, check=True)
-        return time.perf_counter() - start
 
 
 def browser(svg: Path) -> dict[str, float]:

@@ -18,20 +18,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-from benchmarks.diagnose.inputs import peer, perf_script_input
+from benchmarks.diagnose.inputs import peer, perf_script_input, timed
 from hone.diagnose.fold import fold_perf_script, format_folded
-
-
-def timed(argv: list[str], output: Path) -> float:
-    with output.open("wb") as out:
-        start = time.perf_counter()
-        subprocess.run(argv, stdout=out, check=True)
-        return time.perf_counter() - start
 
 
 def main() -> None:

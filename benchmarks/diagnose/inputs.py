@@ -7,11 +7,20 @@ import random
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ROOT / "tests" / "diagnose" / "programs"
 CACHE = Path(tempfile.gettempdir()) / "hone-bench-diagnose"
+
+
+def timed(argv: list[str], output: Path) -> float:
+    """Wall seconds of one run of `argv`, its standard output written to `output`."""
+    with output.open("wb") as out:
+        start = time.perf_counter()
+        subprocess.run(argv, stdout=out, check=True)
+        return time.perf_counter() - start
 
 
 #: Frame pointers and no inlining, so each function keeps its own frame in the stacks.
