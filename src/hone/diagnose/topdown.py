@@ -52,11 +52,6 @@ class Topdown:
     evidence: str = ""
     software: dict[str, float] = field(default_factory=dict)  # the fallback split, % of time
 
-    def top(self) -> tuple[str, float] | None:
-        if not self.level1:
-            return None
-        return max(self.level1.items(), key=lambda kv: kv[1])
-
     def to_dict(self) -> dict:
         return asdict(self)
 
