@@ -29,6 +29,10 @@ def test_run_queue_saturation_wins_over_cpu_when_waiting_dominates() -> None:
     findings = decide(PROFILE, threads, 10, 2)
     assert findings[0].kind == "runqueue"
     assert "5.20 thread-seconds" in findings[0].headline
+    assert "its own runnable threads (7.6) fill the 2 CPUs" in findings[0].headline
+    # One thread that gets a third of a CPU: the other work on the machine is the cause.
+    crowded = decide(PROFILE, [thread(1, "w", 30, runq=65)], 10, 4)
+    assert crowded[0].kind == "runqueue" and "other work on the machine" in crowded[0].headline
 
 
 def test_contended_lock_beats_the_cpu_time_spent_under_it() -> None:

@@ -82,12 +82,16 @@ def _runqueue(threads: list[ThreadStat], runq: float, cpu: float, cpus: int) -> 
     )
     if waiter:
         headline += f", most of all {waiter.label} ({waiter.runq_pct:.0f}% of the window)"
-    try:
-        load = os.getloadavg()[0]
-        details = [f"load average {load:.1f} on {cpus} CPUs"]
-    except OSError:
-        details = []
-    return Finding("runqueue", runq, headline, details)
+    # Whose fault: the process wants more CPUs than there are, or others take them.
+    demand = cpu + runq
+    if demand >= 0.9 * cpus:
+        headline += f"; its own runnable threads ({demand:.1f}) fill the {cpus} CPUs"
+    else:
+        headline += (
+            f"; it wants only {demand:.1f} of {cpus} CPUs, so other work on the machine takes them"
+        )
+    load = os.getloadavg()[0]
+    return Finding("runqueue", runq, headline, [f"load average {load:.1f} on {cpus} CPUs"])
 
 
 def _lock(locks: Locks, window: float) -> Finding | None:
