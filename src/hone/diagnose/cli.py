@@ -344,7 +344,15 @@ def run_command(command: list[str], duration: float | None, **options: object) -
         raise HoneError(f"cannot run {command[0]}: {error.strerror}") from None
     try:
         time.sleep(0.05)
-        result = collect(proc.pid, duration or 24 * 3600, **options)  # type: ignore[arg-type]
+        try:
+            result = collect(proc.pid, duration or 24 * 3600, **options)  # type: ignore[arg-type]
+        except HoneError:
+            if proc.poll() is None:
+                raise
+            raise HoneError(
+                f"{command[0]} ended (exit code {proc.returncode}) before perf could attach; "
+                "diagnose a run that lasts a second or more"
+            ) from None
         result.target = " ".join(command)
         result.command = list(command)
         return result
