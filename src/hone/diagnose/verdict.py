@@ -132,8 +132,8 @@ def _idle(offcpu: OffCpu | None, threads: list[ThreadStat], window: float) -> Fi
         if top:
             where = f"; the longest sleep is in {_user_frame(top[0][0], offcpu.modules)}"
     headline = (
-        f"Mostly idle: {len(threads)} threads slept {sleep:.2f} thread-seconds per second and "
-        f"little else happened{where}"
+        f"Mostly idle: {len(threads)} thread{'s' if len(threads) != 1 else ''} slept "
+        f"{sleep:.2f} thread-seconds per second and little else happened{where}"
     )
     return Finding("idle", 0.0, headline)
 
