@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from hone.diagnose.probe import (
@@ -75,3 +78,22 @@ def test_stack_depth_check() -> None:
     assert stack_depth_check({"a;b;c;d": 90, "a": 10}).available
     shallow = stack_depth_check({"a;b": 80, "a;b;c": 20})
     assert not shallow.available and "frame-pointer" in shallow.detail
+
+
+def test_probe_as_an_ordinary_user_explains_instead_of_failing() -> None:
+    """tracefs is root-only: the probe says so (and still finds perf's software events)."""
+    assert os.geteuid() == 0, "hone's tests run as root"
+    code = (
+        "import json; from hone.diagnose.probe import probe; "
+        "print(json.dumps({i.name: [i.available, i.detail] for i in probe().items}))"
+    )
+    done = subprocess.run(
+        ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+         sys.executable, "-c", code],
+        capture_output=True, text=True, cwd="/tmp", timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    items = json.loads(done.stdout)
+    available, detail = items["tracepoint sched:sched_switch"]
+    assert not available and "permission" in detail
+    assert items["software events"][0] and "uid 65534" in items["perf"][1]

@@ -90,7 +90,8 @@ def cpu_identity(cpuinfo: str) -> tuple[str, int, int, str]:
 
 
 def perf_stat_counts(text: str) -> dict[str, float | None]:
-    """Counts from `perf stat -x,` output: event -> value, None when perf could not count it."""
+    """Counts from `perf stat -x,` output: event -> value, None when perf could not count it.
+    Event modifiers (`:u`, which perf adds for users other than root) are dropped."""
     counts: dict[str, float | None] = {}
     for line in text.splitlines():
         parts = line.split(",")
@@ -100,6 +101,7 @@ def perf_stat_counts(text: str) -> dict[str, float | None]:
         if event.startswith("cpu/") and not event.endswith("/"):  # cpu/event,cmask=0x6/
             end = next((i for i in range(3, len(parts)) if parts[i].endswith("/")), 2)
             event = ",".join(parts[2 : end + 1]).strip()
+        event = re.sub(r":[ukhpPGH]+$", "", event)  # task-clock:u (not root) is task-clock
         if not event:
             continue
         try:
@@ -180,27 +182,31 @@ def _probe_metric_groups(caps: Capabilities) -> None:
     caps.add(Capability("perf metric groups", bool(real), detail, "TMAM from perf's own tables"))
 
 
-def tracefs_events() -> Path | None:
+def tracefs_events() -> tuple[Path | None, str]:
+    """The tracefs events folder, or why it cannot be read (not root: tracefs is 0700)."""
     for root in TRACEFS:
-        if (root / "events").is_dir():
-            return root / "events"
-    return None
+        try:
+            if (root / "events").is_dir():
+                return root / "events", ""
+        except PermissionError:
+            return None, f"no permission to read {root}/events (run as root)"
+    return None, ""
 
 
 def _probe_tracepoints(caps: Capabilities) -> None:
-    events = tracefs_events()
-    listed = "" if events else _run(["perf", "list", "tracepoint"], timeout=60).stdout
+    events, denied = tracefs_events()
+    listed = "" if events or denied else _run(["perf", "list", "tracepoint"], timeout=60).stdout
     for name, purpose in TRACEPOINTS.items():
         system, event = name.split(":")
-        if events:
+        if denied:
+            ok, detail = False, denied
+        elif events:
             ok = (events / system / event).is_dir()
-            where = f"{events}/{system}/{event}"
+            detail = f"{events}/{system}/{event} {'exists' if ok else 'absent'}"
         else:
             ok = f"{name} " in listed
-            where = "perf list tracepoint"
-        caps.add(
-            Capability(f"tracepoint {name}", ok, f"{where} {'exists' if ok else 'absent'}", purpose)
-        )
+            detail = f"perf list tracepoint: {'listed' if ok else 'not listed'}"
+        caps.add(Capability(f"tracepoint {name}", ok, detail, purpose))
 
 
 def _probe_kernel(caps: Capabilities) -> None:
@@ -211,7 +217,7 @@ def _probe_kernel(caps: Capabilities) -> None:
         )
     )
     kprobe_pmu = Path("/sys/bus/event_source/devices/kprobe")
-    events = tracefs_events()
+    events, _ = tracefs_events()
     kprobe_events = events.parent / "kprobe_events" if events else None
     ok = kprobe_pmu.exists() and bool(kprobe_events and kprobe_events.exists())
     caps.add(

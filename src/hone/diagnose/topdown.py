@@ -16,7 +16,6 @@ and a clearly labelled software split (on CPU, run queue, I/O, sleep) stands in 
 
 from __future__ import annotations
 
-import re
 import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -61,14 +60,8 @@ class Topdown:
 
 
 def normalise(counts: dict[str, float | None]) -> dict[str, float | None]:
-    """Event names as perf's tables spell them: lower case, no `:u`-style modifiers."""
-    out: dict[str, float | None] = {}
-    for name, value in counts.items():
-        key = name.lower()
-        if not key.startswith("cpu/"):
-            key = re.sub(r":[ukhpPG]+$", "", key)
-        out[key] = value
-    return out
+    """Event names as perf's tables spell them (lower case)."""
+    return {name.lower(): value for name, value in counts.items()}
 
 
 def _pct(part: float, whole: float) -> float:
