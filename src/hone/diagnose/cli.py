@@ -164,36 +164,27 @@ def _perf_map(pid: int, stop: threading.Event, notes: list[str]) -> None:
     )
 
 
-def collect(
+def _plan(
     pid: int,
     duration: float,
-    *,
-    frequency: int = 99,
-    want_offcpu: bool = True,
-    want_locks: bool = True,
-    keep: Path | None = None,
-    caps: Capabilities | None = None,
-) -> Diagnosis:
-    """Record everything about `pid` for `duration` seconds (less if it exits) and analyse it."""
+    language: str,
+    caps: Capabilities,
+    work: Path,
+    keep: Path,
+    procs: _Processes,
+    stop: threading.Event,
+    notes: list[str],
+    frequency: int,
+    want_offcpu: bool,
+    want_locks: bool,
+) -> dict[str, _Job]:
+    """The recorders this machine and this process allow, not yet started."""
     from hone.diagnose.record import record
 
-    if not Path(f"/proc/{pid}").exists():
-        raise HoneError(f"no process with pid {pid}")
-    caps = caps or probe()
-    if not caps.has("perf"):
-        raise HoneError(caps.get("perf").detail if caps.get("perf") else "perf is missing")
-    language = threads.language_of(pid)
-    target = _describe(pid)
-    notes: list[str] = []
-    work = Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
-    stop = threading.Event()
-    procs = _Processes()
     jobs = {
         "oncpu": _Job(
             "oncpu",
-            lambda: record(
-                pid=pid, duration_s=duration, frequency_hz=frequency, output_dir=keep or work
-            ),
+            lambda: record(pid=pid, duration_s=duration, frequency_hz=frequency, output_dir=keep),
         )
     }
     off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
@@ -239,6 +230,33 @@ def collect(
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         if "PreserveFramePointer" not in cmdline:
             notes.append("Java without -XX:+PreserveFramePointer: JIT stacks may be cut short")
+    return jobs
+
+
+def collect(
+    pid: int,
+    duration: float,
+    *,
+    frequency: int = 99,
+    want_offcpu: bool = True,
+    want_locks: bool = True,
+    keep: Path | None = None,
+    caps: Capabilities | None = None,
+) -> Diagnosis:
+    """Record everything about `pid` for `duration` seconds (less if it exits) and analyse it."""
+    if not Path(f"/proc/{pid}").exists():
+        raise HoneError(f"no process with pid {pid}")
+    caps = caps or probe()
+    if not caps.has("perf"):
+        raise HoneError(caps.get("perf").detail if caps.get("perf") else "perf is missing")
+    language = threads.language_of(pid)
+    target = _describe(pid)
+    notes: list[str] = []
+    work = Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
+    stop = threading.Event()
+    procs = _Processes()
+    jobs = _plan(pid, duration, language, caps, work, keep or work, procs, stop, notes, frequency,
+                 want_offcpu, want_locks)  # fmt: skip
     sampler = threads.ThreadSampler(pid).start()
     for job in jobs.values():
         job.start()
