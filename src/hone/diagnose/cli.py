@@ -266,11 +266,11 @@ def collect(
         while time.monotonic() - sampler.started < duration and _alive(pid):
             time.sleep(0.05)
         stats = sampler.stop()  # the window ends here; the recorders end with it
-    finally:  # also on Ctrl-C: no recorder is left running
+    finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
         stop.set()
-        for job in jobs.values():
-            job.join()
+    for job in jobs.values():
+        job.join()
     names, note = threads.language_names(pid, language) if _alive(pid) else ({}, "")
     threads.name_threads(stats, {**early_names, **names})
     if note or early_names:
