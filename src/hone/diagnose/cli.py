@@ -251,11 +251,31 @@ def collect(
         raise HoneError(caps.get("perf").detail if caps.get("perf") else "perf is missing")
     language = threads.language_of(pid)
     target = _describe(pid)
-    notes: list[str] = []
     work = Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
+    try:
+        return _record(pid, duration, language, target, caps, work, keep or work, frequency,
+                       want_offcpu, want_locks)  # fmt: skip
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _record(
+    pid: int,
+    duration: float,
+    language: str,
+    target: str,
+    caps: Capabilities,
+    work: Path,
+    keep: Path,
+    frequency: int,
+    want_offcpu: bool,
+    want_locks: bool,
+) -> Diagnosis:
+    """One window: start the recorders, sample the threads, stop everything, analyse."""
+    notes: list[str] = []
     stop = threading.Event()
     procs = _Processes()
-    jobs = _plan(pid, duration, language, caps, work, keep or work, procs, stop, notes, frequency,
+    jobs = _plan(pid, duration, language, caps, work, keep, procs, stop, notes, frequency,
                  want_offcpu, want_locks)  # fmt: skip
     sampler = threads.ThreadSampler(pid).start()
     for job in jobs.values():
@@ -275,10 +295,7 @@ def collect(
     threads.name_threads(stats, {**early_names, **names})
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
-    try:
-        return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes)
 
 
 def _analyse(
