@@ -118,3 +118,41 @@ def test_bad_input_is_one_line(hone_cli, args: tuple[str, ...], message: str) ->
     assert message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_recorder_and_the_command(hone_home: Path, tmp_path: Path) -> None:
+    import os
+    import signal
+    import sys
+    import time
+
+    target: list[str] = []  # the pid of `sleep 61.5`, once it runs
+
+    def ours() -> list[str]:
+        """The diagnosed command and the perf processes recording it."""
+        listing = subprocess.run(["pgrep", "-af", "perf record|sleep 61.5"], capture_output=True,
+                                 text=True).stdout.splitlines()  # fmt: skip
+        for line in listing:
+            if line.split(maxsplit=1)[1] == "sleep 61.5":
+                target[:] = [line.split()[0]]
+        if not target:
+            return []
+        marks = (f"-p {target[0]} ", f"pid == {target[0]} ")
+        return [p for p in listing if p.startswith(f"{target[0]} ") or any(m in p for m in marks)]
+
+    hone = subprocess.Popen(
+        [sys.executable, "-m", "hone", "diagnose", "-o", str(tmp_path / "rep"), "--",
+         "sleep", "61.5"],
+        env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len([p for p in ours() if "perf record" in p]) < 4 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert len([p for p in ours() if "perf record" in p]) == 4, "the recorders never started"
+    hone.send_signal(signal.SIGINT)
+    hone.communicate(timeout=30)
+    assert hone.returncode == 130
+    time.sleep(1)
+    assert ours() == []
