@@ -317,7 +317,8 @@ def _analyse(
         profile.perf_data = None
     if str(work) in str(profile.perf_data or ""):
         profile.perf_data = None  # the temporary folder goes away
-    caps.add(stack_depth_check(profile.folded()))
+    if profile.total:  # no samples, nothing to judge the stacks by
+        caps.add(stack_depth_check(profile.folded()))
     for name, job in jobs.items():
         if job.error and name != "oncpu":
             notes.append(f"{name}: {job.error}")
