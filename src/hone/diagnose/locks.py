@@ -140,11 +140,17 @@ def _is_shared_object(path: str) -> bool:
     return header[:4] == b"\x7fELF" and header[16] == 3
 
 
+#: Thread entry points: never where a lock is taken (seen when libc's frames hide the caller).
+ENTRY_FRAMES = {"start_thread", "clone", "clone3", "__libc_start_call_main", "__libc_start_main",
+                "_start"}  # fmt: skip
+
+
 def _site(stack: list[tuple[str, str]], skip: tuple[str, ...]) -> str:
-    """The first frame (leaf first) that is not locking code."""
+    """The first frame (leaf first) that is neither locking code nor a thread entry point."""
     for function, module in stack:
-        if not any(s in function for s in skip) and "futex" not in function:
-            return f"{frame_name(function, module)} ({module})"
+        if function in ENTRY_FRAMES or "futex" in function or any(s in function for s in skip):
+            continue
+        return f"{frame_name(function, module)} ({module})"
     return ""
 
 
