@@ -147,12 +147,17 @@ def test_ctrl_c_stops_every_recorder_and_the_command(hone_home: Path, tmp_path: 
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while len([p for p in ours() if "perf record" in p]) < 4 and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert len([p for p in ours() if "perf record" in p]) == 4, "the recorders never started"
-    hone.send_signal(signal.SIGINT)
-    hone.communicate(timeout=30)
+    try:
+        deadline = time.monotonic() + 120
+        # Four recorders (perf's workload child shows as `perf record` until it execs: >= 4).
+        while len([p for p in ours() if "perf record" in p]) < 4 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len([p for p in ours() if "perf record" in p]) >= 4, "the recorders never started"
+        hone.send_signal(signal.SIGINT)
+        hone.communicate(timeout=30)
+    finally:
+        hone.kill()
+        hone.wait()
     assert hone.returncode == 130
     time.sleep(1)
     assert ours() == []

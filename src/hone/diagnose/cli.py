@@ -178,9 +178,13 @@ def _plan(
     want_offcpu: bool,
     want_locks: bool,
 ) -> dict[str, _Job]:
-    """The recorders this machine and this process allow, not yet started."""
+    """The recorders this machine and this process allow, not yet started.
+
+    Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
+    itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
     from hone.diagnose.record import record
 
+    bound = duration + 60
     jobs = {
         "oncpu": _Job(
             "oncpu",
@@ -190,12 +194,12 @@ def _plan(
     off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
     if off_ok:
         wake_data = work / "wakeups.data"
-        wake_argv = offcpu.record_wakeups_argv(sorted(threads.snapshot(pid)), wake_data, duration)
+        wake_argv = offcpu.record_wakeups_argv(sorted(threads.snapshot(pid)), wake_data, bound)
         wakes = _Job("wakeups", _wakeups(procs.run, wake_argv, wake_data)) if wake_argv else None
         if wakes:
             jobs["wakeups"] = wakes
         data = work / "sched.data"
-        argv = offcpu.record_argv(pid, data, duration)
+        argv = offcpu.record_argv(pid, data, bound)
         jobs["offcpu"] = _Job(
             "offcpu",
             _recorder(
@@ -211,16 +215,16 @@ def _plan(
         if not kernel_locks:
             notes.append("kernel lock contention: lock:contention_begin is not available")
         data = work / "locks.data"
-        argv = locks.record_argv(pid, data, duration, kernel_locks)
+        argv = locks.record_argv(pid, data, bound, kernel_locks)
         jobs["locks"] = _Job(
             "locks", _recorder(procs.run, argv, data, lambda t: locks.analyse(t, symbolizer))
         )
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
-    jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, duration, caps, procs.run))
+    jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, bound, caps, procs.run))
     if language == "python":
         data = work / "py-spy.txt"
-        argv = threads.py_spy_record_argv(pid, data, duration, frequency)
+        argv = threads.py_spy_record_argv(pid, data, bound, frequency)
         if argv:
             jobs["py-spy"] = _Job("py-spy", _py_spy(procs.run, argv, data))
         else:
@@ -277,10 +281,14 @@ def _record(
     procs = _Processes()
     jobs = _plan(pid, duration, language, caps, work, keep, procs, stop, notes, frequency,
                  want_offcpu, want_locks)  # fmt: skip
-    sampler = threads.ThreadSampler(pid).start()
+    started = time.time()
     for job in jobs.values():
         job.start()
+    outputs = {"oncpu": keep / "perf.data", "offcpu": work / "sched.data",
+               "wakeups": work / "wakeups.data", "locks": work / "locks.data"}  # fmt: skip
     try:
+        _await_start({n: outputs[n] for n in jobs if n in outputs}, jobs, started)
+        sampler = threads.ThreadSampler(pid).start()
         time.sleep(min(0.5, duration / 4))
         early_names, _ = threads.language_names(pid, language)
         while time.monotonic() - sampler.started < duration and _alive(pid):
@@ -296,6 +304,20 @@ def _record(
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes)
+
+
+def _await_start(outputs: dict[str, Path], jobs: dict[str, _Job], since: float) -> None:
+    """Wait (up to 15 s) until each perf recorder has written its file's header: perf takes a
+    while to start on a busy machine, and the window (and the thread sampling) starts after."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        waiting = [
+            name for name, path in outputs.items()
+            if jobs[name].is_alive() and not (path.exists() and path.stat().st_mtime >= since - 1)
+        ]  # fmt: skip
+        if not waiting:
+            return
+        time.sleep(0.05)
 
 
 def _analyse(
