@@ -77,9 +77,10 @@ def test_command_mode_report_and_project(hone_cli, lock_contend: Path, tmp_path:
 
 def test_compare_cli(hone_cli, tmp_path: Path) -> None:
     make(80).save(tmp_path / "before.hone")
-    make(30).save(tmp_path / "after.hone")
+    (tmp_path / "after").mkdir()
+    make(30).save(tmp_path / "after" / "diagnosis.hone")  # a report folder does too
     done = hone_cli(
-        "diagnose", "--compare", str(tmp_path / "before.hone"), str(tmp_path / "after.hone"),
+        "diagnose", "--compare", str(tmp_path / "before.hone"), str(tmp_path / "after"),
         "-o", str(tmp_path / "cmp.html"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

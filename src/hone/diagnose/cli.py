@@ -445,7 +445,7 @@ def diagnose(
     ),
     output: Path = typer.Option(None, "--output", "-o", help="report folder, or a .html path"),
     compare: tuple[Path, Path] | None = typer.Option(
-        None, "--compare", help="two saved diagnoses (.hone): what moved between them"
+        None, "--compare", help="two saved diagnoses (.hone files or report folders)"
     ),
     suggest_project: Path = typer.Option(
         None, "--suggest-project", help="also write a `hone tune` project with the knobs here"
@@ -466,7 +466,7 @@ def diagnose(
         raise HoneError(f"--duration must be positive, got {duration:g}")
     options = {"frequency": frequency, "want_offcpu": with_offcpu, "want_locks": with_locks}
     if load is not None:
-        result = Diagnosis.load(load)
+        result = Diagnosis.load(_saved(load))
         report = _places(output, result.target)[0] if output is not None else None
         if report:
             report.write_text(to_html(result))
@@ -518,10 +518,15 @@ def _write_side_files(d: Diagnosis, folder: Path) -> None:
         (folder / "offcpu.svg").write_text(render(offcpu_folded, title=title, unit="us"))
 
 
+def _saved(path: Path) -> Path:
+    """A .hone file, or a report folder holding diagnosis.hone."""
+    return path / "diagnosis.hone" if path.is_dir() else path
+
+
 def _compare(before: Path, after: Path, output: Path | None) -> None:
     from hone.diagnose.report import compare_html, compare_text
 
-    a, b = Diagnosis.load(before), Diagnosis.load(after)
+    a, b = Diagnosis.load(_saved(before)), Diagnosis.load(_saved(after))
     typer.echo(compare_text(a, b))
     report, _ = _places(output, f"compare-{before.stem}-{after.stem}")
     report.write_text(compare_html(a, b))
