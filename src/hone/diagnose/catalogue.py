@@ -11,8 +11,6 @@ from pathlib import Path
 
 import yaml
 
-from hone.project.devices import detect_disk
-
 CATALOGUE = Path(__file__).with_name("catalogue.yaml")
 
 
@@ -63,6 +61,10 @@ def knobs_for(kinds: list[str]) -> list[Suggestion]:
 def _resolve(name: str, entry: dict) -> Suggestion:
     knob = dict(entry["knob"])
     if "sysfs" in knob and "{disk}" in knob["sysfs"]:
+        # Here, not at the top: importing hone.project loads numpy, which `hone` would
+        # otherwise pay for at every start.
+        from hone.project.devices import detect_disk
+
         knob["sysfs"] = knob["sysfs"].replace("{disk}", detect_disk() or "sda")
     path = _path_of(knob)
     if not path.exists():
