@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from benchmarks.diagnose.inputs import build
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis
 from hone.diagnose.threads import ThreadStat
 from hone.diagnose.verdict import decide
-
-PROGRAMS = Path(__file__).parent / "programs"
 
 
 def make(share: int) -> Diagnosis:
@@ -28,13 +27,7 @@ def make(share: int) -> Diagnosis:
 
 @pytest.fixture(scope="module")
 def lock_contend(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    binary = tmp_path_factory.mktemp("bin") / "lock_contend"
-    subprocess.run(
-        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(binary),
-         str(PROGRAMS / "lock_contend.c")],
-        check=True,
-    )  # fmt: skip
-    return binary
+    return build("lock_contend", tmp_path_factory.mktemp("bin"))
 
 
 @pytest.mark.slow

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.diagnose.inputs import build
 from hone.diagnose import locks, offcpu
-
-PROGRAMS = Path(__file__).parent / "programs"
 
 SCRIPT = """\
 app 10/11 50.000000: syscalls:sys_enter_futex: uaddr: 0x5000, op: 0x00000080, val: 0x00000002, \
@@ -54,12 +53,7 @@ def test_futex_and_kernel_waits_from_a_script() -> None:
 
 @pytest.mark.slow
 def test_two_threads_contending_on_one_mutex(tmp_path: Path) -> None:
-    binary = tmp_path / "lock_contend"
-    subprocess.run(
-        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(binary),
-         str(PROGRAMS / "lock_contend.c")],
-        check=True,
-    )  # fmt: skip
+    binary = build("lock_contend", tmp_path)
     proc = subprocess.Popen([str(binary), "6"])
     try:
         time.sleep(0.3)

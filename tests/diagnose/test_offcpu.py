@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.diagnose.inputs import build
 from hone.diagnose import offcpu
-
-PROGRAMS = Path(__file__).parent / "programs"
 
 # perf script -F comm,pid,tid,time,event,trace,ip,sym,dso --show-switch-events (trimmed stacks)
 SCRIPT = """\
@@ -68,12 +67,7 @@ def test_intervals_are_charged_to_the_switch_out_stack() -> None:
 
 @pytest.mark.slow
 def test_real_program_off_cpu(tmp_path: Path) -> None:
-    binary = tmp_path / "wait_sleep"
-    subprocess.run(
-        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(binary),
-         str(PROGRAMS / "wait_sleep.c")],
-        check=True,
-    )  # fmt: skip
+    binary = build("wait_sleep", tmp_path)
     proc = subprocess.Popen([str(binary), "6", str(tmp_path / "out.bin")])
     try:
         time.sleep(0.3)
@@ -97,12 +91,7 @@ def test_real_program_off_cpu(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_hone_diagnose_of_a_waiting_program(hone_cli, tmp_path: Path) -> None:
-    binary = tmp_path / "wait_sleep"
-    subprocess.run(
-        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(binary),
-         str(PROGRAMS / "wait_sleep.c")],
-        check=True,
-    )  # fmt: skip
+    binary = build("wait_sleep", tmp_path)
     done = hone_cli(
         "diagnose", "-o", str(tmp_path / "rep"), "--no-locks", "--",
         str(binary), "2", str(tmp_path / "out.bin"),
