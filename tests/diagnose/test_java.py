@@ -5,34 +5,21 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-
-from hone.diagnose.report import Diagnosis
 
 PROGRAMS = Path(__file__).parent / "programs"
 
 
 @pytest.mark.slow
-def test_report_names_the_busy_java_thread(hone_cli, tmp_path: Path) -> None:
+def test_report_names_the_busy_java_thread(diagnose_running, tmp_path: Path) -> None:
     assert shutil.which("javac"), "JDK 17 comes from deps/apt-diagnose.txt"
     shutil.copy(PROGRAMS / "BusyWorker.java", tmp_path)
     subprocess.run(["javac", "BusyWorker.java"], cwd=tmp_path, check=True)
-    java = subprocess.Popen(
-        ["java", "-XX:+PreserveFramePointer", "-cp", str(tmp_path), "BusyWorker", "60"]
-    )
-    try:
-        time.sleep(2.0)  # the JVM starts and compiles the hot loop
-        done = hone_cli(
-            "diagnose", "--pid", str(java.pid), "--duration", "2", "-o", str(tmp_path / "rep")
-        )
-    finally:
-        java.kill()
-        java.wait()
-    assert done.returncode == 0, done.stderr
-    d = Diagnosis.load(tmp_path / "rep" / "diagnosis.hone")
+    argv = ["java", "-XX:+PreserveFramePointer", "-cp", str(tmp_path), "BusyWorker", "60"]
+    # Two seconds first: the JVM starts and compiles the hot loop.
+    done, d, folder = diagnose_running(argv, 2.0, "--duration", "2")
     assert d.language == "java"
     busiest = d.threads[0]
     assert busiest.name == "hot-worker"
@@ -41,7 +28,7 @@ def test_report_names_the_busy_java_thread(hone_cli, tmp_path: Path) -> None:
     assert len(idle) == 4 and all(t.cpu_pct < 2 for t in idle)
     assert "hot-worker" in d.findings[0].headline or "hot-worker" in d.findings[1].headline
     assert "hot-worker" in done.stdout
-    page = (tmp_path / "rep" / "report.html").read_text()
+    page = (folder / "report.html").read_text()
     assert "hot-worker" in page
     # JIT frames named through jcmd Compiler.perfmap.
     functions = {frame.function for (_, stack) in d.profile.stacks for frame in stack}

@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-
-from hone.diagnose.report import Diagnosis
 
 PROGRAMS = Path(__file__).parent / "programs"
 
 
 @pytest.mark.slow
-def test_report_names_the_busy_python_thread(hone_cli, tmp_path: Path) -> None:
-    program = subprocess.Popen([sys.executable, str(PROGRAMS / "spin_threads.py"), "60"])
-    try:
-        time.sleep(0.5)
-        done = hone_cli(
-            "diagnose", "--pid", str(program.pid), "--duration", "1.5", "-o", str(tmp_path / "r"),
-            "--no-locks",
-        )  # fmt: skip
-    finally:
-        program.kill()
-        program.wait()
-    assert done.returncode == 0, done.stderr
-    d = Diagnosis.load(tmp_path / "r" / "diagnosis.hone")
+def test_report_names_the_busy_python_thread(diagnose_running) -> None:
+    argv = [sys.executable, str(PROGRAMS / "spin_threads.py"), "60"]
+    done, d, folder = diagnose_running(argv, 0.5, "--duration", "1.5", "--no-locks")
     assert d.language == "python"
     busiest = d.threads[0]
     assert busiest.name == "hot-spinner"
@@ -44,5 +30,5 @@ def test_report_names_the_busy_python_thread(hone_cli, tmp_path: Path) -> None:
     assert ("spin", "spin_threads.py") in functions
     cpu = next(f for f in d.findings if f.kind == "cpu")
     assert "function spin of module spin_threads.py" in cpu.headline
-    assert "hot-spinner" in (tmp_path / "r" / "report.html").read_text()
+    assert "hot-spinner" in (folder / "report.html").read_text()
     assert "hot-spinner" in done.stdout
