@@ -16,7 +16,7 @@ from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hone.diagnose.offcpu import frame_name, parse_events
+from hone.diagnose.offcpu import Span, frame_name
 
 FUTEX_ENTER = re.compile(r"uaddr: (0x[0-9a-f]+), op: (0x[0-9a-f]+), val: (0x[0-9a-f]+)")
 CONTENTION = re.compile(r"(0x[0-9a-f]+) \(flags=([^)]*)\)")
@@ -172,10 +172,8 @@ def analyse(text: str, symbolizer: Symbolizer | None = None) -> Locks:
     open_kernel: dict[int, tuple[float, str, str, list[tuple[str, str]], str]] = {}
     user: dict[str, LockWait] = {}
     kernel: dict[str, LockWait] = {}
-    first = last = None
-    for event in parse_events(text):
-        first = event.time if first is None else first
-        last = event.time
+    span = Span()
+    for event in span.events(text):
         if event.event == "syscalls:sys_enter_futex":
             match = FUTEX_ENTER.search(event.trace)
             if not match:
@@ -207,7 +205,7 @@ def analyse(text: str, symbolizer: Symbolizer | None = None) -> Locks:
             )
             _add(wait, (event.time - since) * 1000, comm, stack, KERNEL_LOCK_FRAMES)
     locks = Locks(
-        window_s=round(last - first, 6) if first is not None and last is not None else 0.0,
+        window_s=span.seconds,
         user=sorted(user.values(), key=lambda w: -w.wait_ms),
         kernel=sorted(kernel.values(), key=lambda w: -w.wait_ms),
     )

@@ -78,6 +78,28 @@ def parse_events(text: str) -> Iterator[Event]:
         yield current
 
 
+class Span:
+    """The times of the first and last event read through it: the window a recording covers."""
+
+    def __init__(self) -> None:
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def events(self, text: str) -> Iterator[Event]:
+        """`parse_events(text)`, noting the times."""
+        for event in parse_events(text):
+            if self.first is None:
+                self.first = event.time
+            self.last = event.time
+            yield event
+
+    @property
+    def seconds(self) -> float:
+        if self.first is None or self.last is None:
+            return 0.0
+        return round(self.last - self.first, 6)
+
+
 def _frame(line: str, modules: dict[str, str]) -> tuple[str, str] | None:
     """`\t ffffffff8100 __schedule ([kernel.kallsyms])` -> (function, module file name)."""
     body = line.strip()
@@ -212,10 +234,8 @@ def analyse(
     woken_at: dict[int, float] = {}
     result = OffCpu()
     latencies: list[float] = []
-    first = last = None
-    for event in parse_events(text):
-        first = event.time if first is None else first
-        last = event.time
+    span = Span()
+    for event in span.events(text):
         if event.event == "sched:sched_switch":
             switch = SWITCH.search(event.trace)
             if not switch:
@@ -245,10 +265,10 @@ def analyse(
             wake = WAKEUP.search(event.trace)
             if wake and int(wake["pid"]) in out_at:
                 woken_at[int(wake["pid"])] = event.time
-    if first is not None and last is not None:
-        result.window_s = round(last - first, 6)
+    if span.last is not None:
+        result.window_s = span.seconds
         for tid, out in list(out_at.items()):  # still off the CPU when recording ended
-            _charge(result, tid, last, out, {}, latencies)
+            _charge(result, tid, span.last, out, {}, latencies)
     result.runqueue = LatencySummary.of(latencies)
     return result
 
