@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from hone.diagnose.threads import ThreadSampler, parse_jstack, parse_py_spy, snapshot
+from hone.diagnose.threads import ThreadSampler, parse_jstack, parse_py_spy
 
 PROGRAMS = Path(__file__).parent / "programs"
 
@@ -44,17 +44,25 @@ def test_parse_py_spy() -> None:
     assert threads[7285] == ("hot-spinner", ["spin (t.py:4)", "Thread.run (threading.py:982)"])
 
 
-def test_sampler_finds_the_busy_thread() -> None:
-    proc = subprocess.Popen([sys.executable, str(PROGRAMS / "spin_threads.py"), "20"])
+def sample(argv: list[str], settle: float, window: float) -> tuple[int, ThreadSampler]:
+    """The threads of a program started for the test, sampled for `window` seconds from `settle`
+    seconds after its start; its pid and the stopped sampler."""
+    proc = subprocess.Popen(argv)
     try:
-        time.sleep(0.5)
-        assert len(snapshot(proc.pid)) == 5
+        time.sleep(settle)
         sampler = ThreadSampler(proc.pid).start()
-        time.sleep(1.0)
-        stats = sampler.stop()
+        time.sleep(window)
+        sampler.stop()
+        return proc.pid, sampler
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_sampler_finds_the_busy_thread() -> None:
+    _, sampler = sample([sys.executable, str(PROGRAMS / "spin_threads.py"), "20"], 0.5, 1.0)
+    assert len(sampler.first) == 5  # the threads when sampling started
+    stats = sampler.stats()
     assert 0.9 < sampler.elapsed < 3
     busiest = stats[0]
     # Runnable the whole window: on the CPU or waiting for one (the machine is shared).
@@ -73,16 +81,8 @@ def test_a_thread_born_mid_window_is_not_counted_asleep_before_it_existed() -> N
         "threading.Thread(target=time.sleep, args=(30,), name='late').start()\n"
         "time.sleep(30)\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code])
-    try:
-        time.sleep(0.1)
-        sampler = ThreadSampler(proc.pid).start()
-        time.sleep(1.2)
-        stats = sampler.stop()
-    finally:
-        proc.kill()
-        proc.wait()
-    late = [t for t in stats if t.tid != proc.pid]
+    pid, sampler = sample([sys.executable, "-c", code], 0.1, 1.2)
+    late = [t for t in sampler.stats() if t.tid != pid]
     assert len(late) == 1
     total = late[0].cpu_pct + late[0].runq_pct + late[0].io_pct + late[0].sleep_pct
     # Born about half-way through the 1.2 s window.
