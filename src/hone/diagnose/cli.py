@@ -81,29 +81,16 @@ def _recorder(
     run: Callable[..., subprocess.CompletedProcess],
     argv: list[str],
     data: Path,
-    analyse: Callable[[str], object],
+    analyse: Callable[[Path], object],
 ) -> Callable[[], object]:
-    """perf record, perf script and the analysis, as one background job."""
+    """perf record, then the analysis of its data (perf script and more), as one background job."""
 
     def work() -> object:
         done = run(argv)
         if not data.exists() or data.stat().st_size == 0:
             lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
             raise HoneError(f"perf record failed: {lines[-1]}")
-        return analyse(offcpu.script(data))
-
-    return work
-
-
-def _wakeups(
-    run: Callable[..., subprocess.CompletedProcess], argv: list[str], data: Path
-) -> Callable[[], dict[int, list[float]]]:
-    def work() -> dict[int, list[float]]:
-        done = run(argv)
-        if not data.exists():
-            lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
-            raise HoneError(f"perf record failed: {lines[-1]}")
-        return offcpu.script_wakeups(data)
+        return analyse(data)
 
     return work
 
@@ -195,7 +182,11 @@ def _plan(
     if off_ok:
         wake_data = work / "wakeups.data"
         wake_argv = offcpu.record_wakeups_argv(sorted(threads.snapshot(pid)), wake_data, bound)
-        wakes = _Job("wakeups", _wakeups(procs.run, wake_argv, wake_data)) if wake_argv else None
+        wakes = (
+            _Job("wakeups", _recorder(procs.run, wake_argv, wake_data, offcpu.script_wakeups))
+            if wake_argv
+            else None
+        )
         if wakes:
             jobs["wakeups"] = wakes
         data = work / "sched.data"
@@ -203,7 +194,10 @@ def _plan(
         jobs["offcpu"] = _Job(
             "offcpu",
             _recorder(
-                procs.run, argv, data, lambda t: offcpu.analyse(t, pid, wakeups=_wait(wakes))
+                procs.run,
+                argv,
+                data,
+                lambda d: offcpu.analyse(offcpu.script(d), pid, wakeups=_wait(wakes)),
             ),
         )
     elif want_offcpu:
@@ -217,7 +211,8 @@ def _plan(
         data = work / "locks.data"
         argv = locks.record_argv(pid, data, bound, kernel_locks)
         jobs["locks"] = _Job(
-            "locks", _recorder(procs.run, argv, data, lambda t: locks.analyse(t, symbolizer))
+            "locks",
+            _recorder(procs.run, argv, data, lambda d: locks.analyse(offcpu.script(d), symbolizer)),
         )
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
