@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,19 +16,30 @@ Diagnosed = tuple[subprocess.CompletedProcess, Diagnosis, Path]
 
 
 @pytest.fixture
-def diagnose_running(hone_cli, tmp_path: Path) -> Callable[..., Diagnosed]:
-    """`hone diagnose --pid` of a program started for it: `settle` seconds after its start (a
-    JVM compiles, threads start), with the given options; the program is stopped afterwards."""
+def start() -> Iterator[Callable[..., subprocess.Popen]]:
+    """Start a program for the test and give it `settle` seconds (threads start, a JVM
+    compiles); every program started is killed when the test ends."""
+    started: list[subprocess.Popen] = []
+
+    def run(argv: list[str], settle: float) -> subprocess.Popen:
+        started.append(subprocess.Popen(argv))
+        time.sleep(settle)
+        return started[-1]
+
+    yield run
+    for program in started:
+        program.kill()
+        program.wait()
+
+
+@pytest.fixture
+def diagnose_running(hone_cli, start, tmp_path: Path) -> Callable[..., Diagnosed]:
+    """`hone diagnose --pid` of a program started for it (see `start`), with the given options."""
 
     def run(argv: list[str], settle: float, *options: str) -> Diagnosed:
-        program = subprocess.Popen(argv)
-        try:
-            time.sleep(settle)
-            folder = tmp_path / "rep"
-            done = hone_cli("diagnose", "--pid", str(program.pid), "-o", str(folder), *options)
-        finally:
-            program.kill()
-            program.wait()
+        program = start(argv, settle)
+        folder = tmp_path / "rep"
+        done = hone_cli("diagnose", "--pid", str(program.pid), "-o", str(folder), *options)
         assert done.returncode == 0, done.stderr
         return done, Diagnosis.load(folder / "diagnosis.hone"), folder
 

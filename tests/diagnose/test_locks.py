@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -52,22 +51,13 @@ def test_futex_and_kernel_waits_from_a_script() -> None:
 
 
 @pytest.mark.slow
-def test_two_threads_contending_on_one_mutex(tmp_path: Path) -> None:
-    binary = build("lock_contend", tmp_path)
-    proc = subprocess.Popen([str(binary), "6"])
-    try:
-        time.sleep(0.3)
-        symbolizer = locks.Symbolizer(proc.pid)
-        data = tmp_path / "locks.data"
-        subprocess.run(
-            locks.record_argv(proc.pid, data, 1.0, kernel_locks=True),
-            check=True,
-            capture_output=True,
-        )
-        found = locks.analyse(offcpu.script(data), symbolizer)
-    finally:
-        proc.kill()
-        proc.wait()
+def test_two_threads_contending_on_one_mutex(start, tmp_path: Path) -> None:
+    proc = start([str(build("lock_contend", tmp_path)), "6"], 0.3)
+    symbolizer = locks.Symbolizer(proc.pid)
+    data = tmp_path / "locks.data"
+    argv = locks.record_argv(proc.pid, data, 1.0, kernel_locks=True)
+    subprocess.run(argv, check=True, capture_output=True)
+    found = locks.analyse(offcpu.script(data), symbolizer)
     top = found.contended()[0]
     assert top.lock == "counter_lock"
     assert top.kind == "mutex"

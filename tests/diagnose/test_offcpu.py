@@ -4,7 +4,6 @@ on a hand-checked perf script excerpt."""
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -66,17 +65,11 @@ def test_intervals_are_charged_to_the_switch_out_stack() -> None:
 
 
 @pytest.mark.slow
-def test_real_program_off_cpu(tmp_path: Path) -> None:
-    binary = build("wait_sleep", tmp_path)
-    proc = subprocess.Popen([str(binary), "6", str(tmp_path / "out.bin")])
-    try:
-        time.sleep(0.3)
-        data = tmp_path / "sched.data"
-        subprocess.run(offcpu.record_argv(proc.pid, data, 1.5), check=True, capture_output=True)
-        result = offcpu.analyse(offcpu.script(data), proc.pid)
-    finally:
-        proc.kill()
-        proc.wait()
+def test_real_program_off_cpu(start, tmp_path: Path) -> None:
+    proc = start([str(build("wait_sleep", tmp_path)), "6", str(tmp_path / "out.bin")], 0.3)
+    data = tmp_path / "sched.data"
+    subprocess.run(offcpu.record_argv(proc.pid, data, 1.5), check=True, capture_output=True)
+    result = offcpu.analyse(offcpu.script(data), proc.pid)
     total = result.total_us() / 1e6
     # A single thread that is almost never on the CPU: off-CPU time is most of the window.
     assert 0.7 * result.window_s < total <= result.window_s * 1.05

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -45,15 +43,9 @@ def test_hot_function_share_of_a_real_program(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_profile_a_running_process_by_pid(tmp_path: Path) -> None:
-    binary = build("hot_split", tmp_path)
-    process = subprocess.Popen([str(binary), "30"])
-    try:
-        time.sleep(0.2)
-        profile = record(pid=process.pid, duration_s=1.5, output_dir=tmp_path).profile()
-    finally:
-        process.kill()
-        process.wait()
+def test_profile_a_running_process_by_pid(start, tmp_path: Path) -> None:
+    process = start([str(build("hot_split", tmp_path)), "30"], 0.2)
+    profile = record(pid=process.pid, duration_s=1.5, output_dir=tmp_path).profile()
     assert profile.target == f"pid {process.pid}"
     assert profile.total >= 50, profile.total
     assert _shares(profile)["hot_work"][0] == pytest.approx(0.70, abs=0.17)
