@@ -1,12 +1,13 @@
 """Off-CPU time from sched:sched_switch with stacks, and run-queue latency.
 
 A thread's off-CPU interval runs from its switch-out (the event fires in its own context, so the
-stack is where it blocked) to its next switch-in (fired in another task's context, hence the
-system-wide recording). The interval is charged to the switch-out stack and classed by the state
-the thread left in: R = preempted (waiting in the run queue), D = uninterruptible (mostly I/O),
-S and others = sleeping or waiting on something; a thread still off the CPU when the recording
-ends is charged up to its end. Run-queue latency is wake-up (or preemption) to switch-in.
-Kprobes are not needed (no offcputime-bpf)."""
+stack is where it blocked) to its next switch-in (sched_switch fires that in another task's
+context, which a recording of the process alone does not see: `--switch-events` gives it as a
+PERF_RECORD_SWITCH IN record instead). The interval is charged to the switch-out stack and
+classed by the state the thread left in: R = preempted (waiting in the run queue), D =
+uninterruptible (mostly I/O), S and others = sleeping or waiting on something; a thread still off
+the CPU when the recording ends is charged up to its end. Run-queue latency is wake-up (or
+preemption) to switch-in. Kprobes are not needed (no offcputime-bpf)."""
 
 from __future__ import annotations
 
