@@ -90,6 +90,7 @@ def active(run: Run, limit: int) -> np.ndarray:
 
 def _score(scores: dict[str, list[float]], right: np.ndarray, busy: np.ndarray) -> None:
     scores["window"].append(float(np.mean(right)))
+    scores["file"].append(float(np.mean(right) > 0.5))
     if busy.any():
         scores["active"].append(float(np.mean(right[busy])))
 
@@ -154,12 +155,13 @@ def main() -> None:
     results = evaluate(runs, args.limit)
     held = sum(1 for c in Counter(r.cls for r in runs).values() if c > 1)
     print(f"\nheld out in turn: the files of the {held} classes with two or more files")
-    print("| method | all windows | active windows | rows | s per fold |")
-    print("|---|---|---|---|---|")
+    print("| method | all windows | active windows | files (most windows right) | rows "
+          "| s per fold |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
     for name, result in results.items():
         row = f"{result['row']:.3f}" if "row" in result else "-"
-        print(f"| {name} | {result['window']:.3f} | {result['active']:.3f} | {row} "
-              f"| {result['seconds']:.1f} |")  # fmt: skip
+        print(f"| {name} | {result['window']:.3f} | {result['active']:.3f} "
+              f"| {result['file']:.3f} | {row} | {result['seconds']:.1f} |")  # fmt: skip
 
 
 if __name__ == "__main__":
