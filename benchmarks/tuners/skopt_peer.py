@@ -52,7 +52,10 @@ class SkoptAtune:
         point = []
         for (name, _), dimension in zip(self.space, self.dimensions, strict=True):
             value = config[name]
-            point.append(str(value) if hasattr(dimension, "categories") else value)
+            if hasattr(dimension, "categories"):
+                point.append(str(value))
+            else:  # a log-scale float can round-trip a hair outside its bounds
+                point.append(type(value)(np.clip(value, dimension.low, dimension.high)))
         return point
 
     def ask(self) -> Config:

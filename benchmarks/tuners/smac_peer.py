@@ -73,7 +73,13 @@ class SmacHpo:
         return Configuration(self.smac.scenario.configspace, values=values)
 
     def ask(self) -> Config:
-        info = self.smac.ask()
+        from smac.main.exceptions import ConfigurationSpaceExhaustedException
+
+        try:
+            info = self.smac.ask()
+        except ConfigurationSpaceExhaustedException:  # a small grid, all of it seen
+            incumbent = self.recommend()  # nothing new left: measure the incumbent again
+            return incumbent if incumbent is not None else self.space.defaults
         config = self._decode(info.config)
         self._pending.setdefault(self.space.key(config), []).append(info)
         return config

@@ -1,43 +1,70 @@
 """hone's default optimiser, made for expensive, noisy system benchmarks.
 
 - It starts from the default configuration (the tuning loop measures it several times, which
-  tells the noise) and a small Latin hypercube.
-- A Gaussian process (Matern 5/2 + white noise) models the objective on the unit-encoded space:
-  numeric knobs by position, so order is kept; categories one-hot. Its white-noise term is the
-  noise model.
+  tells the noise) and two space-filling points; the model takes over from there.
+- A Gaussian process whose kernel adds one smooth curve per knob to a Matern term for the
+  interactions (`additive_gp.py`): server knobs mostly act on their own, and a model made for
+  that learns from a few dozen trials where a full Matern kernel in 16 or 30 knobs cannot.
+  Numeric knobs are encoded by position, so order is kept; categories one-hot. Its white-noise
+  term is the noise model.
 - Failures are not imputed as fake values: a tree classifier learns where configurations fail,
   and the acquisition is multiplied by the probability of success.
-- Candidates mix global random samples with neighbours of the best configurations, in a region
-  that narrows as the study goes on (a trust region, as in TuRBO).
+- Candidates are every one-knob change of the incumbent (the sweeps that find most gains on
+  servers), neighbours of the best configurations in a region that narrows as the study goes
+  on (a trust region, as in TuRBO) and global samples; the best few are then improved one knob
+  at a time under the acquisition, which finds moves of several knobs at once.
 - When the uncertainty about the incumbent is larger than what a new configuration is expected
   to gain, it re-measures the incumbent instead: a noisy winner is worth confirming.
-- It recommends the configuration with the best posterior mean, never the luckiest reading.
+- It recommends the measured configuration with the best posterior mean plus one standard
+  deviation: never the luckiest reading, and a configuration measured once must be clearly
+  better than the thrice-measured default to replace it.
 - Suggestions stay cheap: the model is trained on a capped window (the best and the most recent
-  points) and its hyperparameters are refitted only every few trials.
+  points), its hyperparameters are refitted only every few trials, and its small matrices run
+  on one BLAS thread (threads only contend on a busy machine).
 - `ask_batch` proposes diverse configurations for several machines (constant liar)."""
 
 from __future__ import annotations
 
-import warnings
 from collections import Counter
+from collections.abc import Callable
+from functools import wraps
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.spatial.distance import cdist
 from sklearn.ensemble import ExtraTreesClassifier
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.gaussian_process import GaussianProcessRegressor
-from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+from threadpoolctl import ThreadpoolController
 
+from hone.optimizers.additive_gp import AdditiveGP
 from hone.optimizers.base import Observation, Optimizer, register
 from hone.optimizers.designs import latin_hypercube
-from hone.optimizers.encoding import Encoder, first_feasible, fresh_candidates, neighbours
+from hone.optimizers.encoding import (
+    Encoder,
+    coordinate_moves,
+    first_feasible,
+    fresh_candidates,
+    neighbours,
+)
 from hone.optimizers.surrogate import expected_improvement
 from hone.space import Config, SearchSpace
 
-WINDOW = 160  # points the model is trained on, at most
+WINDOW = 128  # points the model is trained on, at most
 REFIT_EVERY = 8  # trials between hyperparameter fits
-MAX_REPEATS = 4  # measurements of one configuration before it is never re-measured
+STARTS = 2  # space-filling points after the default
+GLOBAL = 256  # global random candidates per suggestion
+CLIMBS, CLIMB_STEPS = 3, 4  # candidates improved knob by knob, and steps each
+CLIMB_MOVES = 256  # one-knob moves looked at per step, at most
+CAUTION = 1.0  # standard deviations a recommendation's mean is penalised by
+MAX_REPEATS = 2  # measurements of one configuration before it is never re-measured
+_BLAS = ThreadpoolController()
+
+
+def _one_blas_thread(method: Callable) -> Callable:
+    @wraps(method)
+    def wrapper(*args, **kwargs):
+        with _BLAS.limit(limits=1, user_api="blas"):
+            return method(*args, **kwargs)
+
+    return wrapper
 
 
 @register
@@ -47,17 +74,14 @@ class Auto(Optimizer):
     def __init__(self, space: SearchSpace, **options) -> None:
         super().__init__(space, **options)
         self.encoder = Encoder(space)
-        starts = self.random_starts or max(3, min(8, self.encoder.width // 2 + 2))
-        if self.budget:
-            starts = min(starts, max(2, self.budget // 4))
-        self.design = latin_hypercube(space, starts, self.rng)
-        self.kernel = None
+        self.design = latin_hypercube(space, self.random_starts or STARTS, self.rng)
         self.fitted_at = -REFIT_EVERY
-        self.model: _Posterior | None = None
+        self.model = AdditiveGP(self.encoder)
         self.measured: Counter[tuple] = Counter()
 
     # -- proposals -------------------------------------------------------------------------
 
+    @_one_blas_thread
     def ask(self) -> Config:
         first = self.first_config()
         if first is not None:
@@ -72,22 +96,54 @@ class Auto(Optimizer):
         pool = self._candidates(done, incumbent)
         if not len(pool):
             return dict(incumbent)
-        mean, std = self._latent(self.encoder.features(pool))
-        success = self._success(pool)
-        # Where failure is more likely than not, do not go at all; elsewhere weigh by it.
-        gain = expected_improvement(mean, std, incumbent_mean) * np.where(
-            success < 0.6, 0.0, success**2
-        )
+        success = self._success_model()
+
+        def score(units: np.ndarray) -> np.ndarray:
+            # Where failure is more likely than not, do not go at all; elsewhere weigh by it.
+            mean, std = self._latent(units)
+            odds = success(units)
+            return expected_improvement(mean, std, incumbent_mean) * np.where(
+                odds < 0.6, 0.0, odds**2
+            )
+
+        gain = score(pool)
+        pool, gain = self._climb(pool, gain, score)
         order = np.argsort(-gain)
         repeats = self.measured[self.space.key(incumbent)]
         if incumbent_std > 2 * gain[order[0]] and repeats < MAX_REPEATS:
             return dict(incumbent)
         return first_feasible(self.encoder, pool, order) or dict(incumbent)
 
+    def _climb(self, pool: np.ndarray, gain: np.ndarray, score) -> tuple[np.ndarray, np.ndarray]:
+        """Improve the best few candidates one knob at a time under the acquisition, so that
+        moves of several knobs at once (which random neighbours rarely hit in 30 knobs) are
+        found too; returns the pool with the climbed rows added. With many knobs each step
+        looks at a random subset of the one-knob moves, to stay cheap."""
+        seen = self.encoder.units([o.config for o in self.history])
+        found, gains = [pool], [gain]
+        for start in np.argsort(-gain)[:CLIMBS]:
+            row, value = pool[start], gain[start]
+            for _ in range(CLIMB_STEPS):
+                moves = coordinate_moves(self.encoder, row)
+                if len(moves) > CLIMB_MOVES:
+                    moves = moves[self.rng.choice(len(moves), CLIMB_MOVES, replace=False)]
+                moves = fresh_candidates(self.encoder, moves, seen)
+                if not len(moves):
+                    break
+                scores = score(moves)
+                best = int(np.argmax(scores))
+                if scores[best] <= value * 1.0001:
+                    break
+                row, value = moves[best], float(scores[best])
+                found.append(row[None, :])
+                gains.append(np.array([value]))
+        return np.vstack(found), np.concatenate(gains)
+
     def tell(self, config: Config, value: float | None) -> None:
         super().tell(config, value)
         self.measured[self.space.key(config)] += 1
 
+    @_one_blas_thread
     def ask_batch(self, n: int) -> list[Config]:
         """Constant liar: each pending proposal is assumed to score the current best mean."""
         proposals: list[Config] = []
@@ -97,16 +153,16 @@ class Auto(Optimizer):
             config = self.ask()
             proposals.append(config)
             self.history.append(Observation(dict(config), liar))
-            self.fitted_at = -REFIT_EVERY if self.kernel is None else self.fitted_at
         self.history = saved
         return proposals
 
+    @_one_blas_thread
     def recommend(self) -> Config | None:
         done = [o for o in self.history if o.value is not None]
         if len(done) < 3:
             return super().recommend()
         self._fit(done)
-        return dict(self._incumbent(done)[0])
+        return dict(self._incumbent(done, CAUTION)[0])
 
     # -- the model -------------------------------------------------------------------------
 
@@ -118,90 +174,70 @@ class Auto(Optimizer):
         return best + recent
 
     def _fit(self, done: list[Observation]) -> None:
-        """Condition the GP on the window; refit its hyperparameters only now and then (every
-        REFIT_EVERY trials early on, every tenth of the history later), which is what costs."""
+        """Condition the model on the window; refit its hyperparameters only now and then
+        (every REFIT_EVERY trials early on, every tenth of the history later), which is what
+        costs."""
         window = self._window(done)
-        x = self.encoder.encode([o.config for o in window])
+        units = self.encoder.units([o.config for o in window])
         y = np.array([o.value for o in window], dtype=float)
-        since = len(self.history) - self.fitted_at
-        if self.kernel is None or since >= max(REFIT_EVERY, len(self.history) // 10):
-            ard = self.encoder.width <= 20
-            scales = np.full(self.encoder.width, 0.3) if ard else 0.3
-            kernel = ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
-                scales, (0.08, 20.0), nu=2.5
-            ) + WhiteKernel(1e-2, (1e-6, 1.0))
-            model = GaussianProcessRegressor(kernel, normalize_y=True, random_state=self.seed)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                model.fit(x, y)
-            self.kernel, self.fitted_at = model.kernel_, len(self.history)
-        self.model = _Posterior(self.kernel, x, y)
+        if len(self.history) - self.fitted_at >= max(REFIT_EVERY, len(self.history) // 10):
+            self.model.fit(units, y)
+            self.fitted_at = len(self.history)
+        self.model.condition(units, y)
 
-    def _latent(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _latent(self, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and the spread of the true value (measurement noise taken out)."""
-        assert self.model is not None
-        return self.model.predict(x)
+        return self.model.predict(units)
 
-    def _incumbent(self, done: list[Observation]) -> tuple[Config, float, float]:
-        """The measured configuration with the best posterior mean."""
+    def _incumbent(
+        self, done: list[Observation], caution: float = 0.0
+    ) -> tuple[Config, float, float]:
+        """The measured configuration with the best posterior mean, or with `caution`, the
+        best mean plus that many standard deviations (a configuration measured once has to be
+        clearly better to win)."""
         unique = {self.space.key(o.config): o.config for o in done}
         configs = list(unique.values())
-        mean, std = self._latent(self.encoder.encode(configs))
-        best = int(np.argmin(mean))
+        mean, std = self._latent(self.encoder.units(configs))
+        best = int(np.argmin(mean + caution * std))
         return configs[best], float(mean[best]), float(std[best])
 
-    def _success(self, pool: np.ndarray) -> np.ndarray:
+    def _success_model(self):
         """Probability that each candidate runs at all, learned from failed trials: a tree
         classifier for the shape of the failure region, averaged with nearness (a candidate
         closer to a failure than to any success is probably a failure too)."""
         labels = np.array([o.value is not None for o in self.history])
         if labels.all() or not labels.any():
-            return np.ones(len(pool))
+            return lambda units: np.ones(len(units))
         seen = self.encoder.encode([o.config for o in self.history])
-        x = self.encoder.features(pool)
         classifier = ExtraTreesClassifier(
             n_estimators=40, min_samples_leaf=2, random_state=self.seed
         )
         classifier.fit(seen, labels)
         column = list(classifier.classes_).index(True)
-        trees = classifier.predict_proba(x)[:, column]
-        distance = cdist(x, seen)
-        to_success = distance[:, labels].min(axis=1)
-        to_failure = distance[:, ~labels].min(axis=1)
-        nearness = to_failure / np.maximum(to_failure + to_success, 1e-12)
-        return (trees + nearness) / 2
+
+        def success(units: np.ndarray) -> np.ndarray:
+            x = self.encoder.features(units)
+            trees = classifier.predict_proba(x)[:, column]
+            distance = cdist(x, seen)
+            to_success = distance[:, labels].min(axis=1)
+            to_failure = distance[:, ~labels].min(axis=1)
+            nearness = to_failure / np.maximum(to_failure + to_success, 1e-12)
+            return (trees + nearness) / 2
+
+        return success
 
     def _candidates(self, done: list[Observation], incumbent: Config) -> np.ndarray:
-        """Unit rows to score: global samples and a narrowing region around the best."""
+        """Unit rows to score: every one-knob change of the incumbent, neighbours of the best
+        in a region that narrows as the budget is spent, and a few global samples."""
         progress = len(done) / max(self.budget or 50, 1)
         scale = float(np.clip(0.25 * (1 - progress), 0.04, 0.25))
         dims = self.encoder.dims
         best = sorted(done, key=lambda o: o.value)[:2]
         centres = self.encoder.units([incumbent] + [o.config for o in best])
-        parts = [self.encoder.snap(self.rng.random((384, dims)))]
-        parts.append(neighbours(self.encoder, centres[0], self.rng, 512, scale))
+        parts = [self.encoder.snap(self.rng.random((GLOBAL, dims)))]
+        parts.append(coordinate_moves(self.encoder, centres[0]))
+        parts.append(neighbours(self.encoder, centres[0], self.rng, 384, scale))
         for row in centres[1:]:
-            parts.append(neighbours(self.encoder, row, self.rng, 128, scale))
+            parts.append(neighbours(self.encoder, row, self.rng, 96, scale))
         seen = self.encoder.units([o.config for o in self.history])
         return fresh_candidates(self.encoder, np.vstack(parts), seen)
-
-
-class _Posterior:
-    """A GP conditioned on data with fixed hyperparameters: one Cholesky factorisation, then
-    mean and latent spread for many candidates (what scikit-learn's fit and predict do, minus
-    the work hone does not need)."""
-
-    def __init__(self, kernel, x: np.ndarray, y: np.ndarray) -> None:
-        self.kernel, self.x = kernel, x
-        self.mean_y, self.std_y = float(y.mean()), float(y.std()) or 1.0
-        gram = kernel(x)  # the white-noise term adds the measurement noise on the diagonal
-        gram[np.diag_indices_from(gram)] += 1e-10
-        self.factor = cho_factor(gram, lower=True)
-        self.alpha = cho_solve(self.factor, (y - self.mean_y) / self.std_y)
-
-    def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        cross = self.kernel.k1(x, self.x)  # no noise between distinct points
-        mean = cross @ self.alpha * self.std_y + self.mean_y
-        v = solve_triangular(self.factor[0], cross.T, lower=True)
-        variance = self.kernel.k1.diag(x) - np.einsum("ij,ij->j", v, v)
-        return mean, np.sqrt(np.maximum(variance, 1e-12)) * self.std_y

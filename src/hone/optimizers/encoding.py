@@ -156,3 +156,20 @@ def first_feasible(encoder: Encoder, pool: np.ndarray, order: np.ndarray) -> Con
         if encoder.space.feasible(config):
             return config
     return None
+
+
+def coordinate_moves(encoder: Encoder, centre: np.ndarray, levels: int = 17) -> np.ndarray:
+    """Unit rows that change one knob of `centre` to each of its values (at most `levels` of
+    them, evenly spread): the one-knob-at-a-time sweeps that find most gains on servers, here
+    as candidates for the model to rank."""
+    parts = []
+    for i, axis in enumerate(encoder.axes):
+        positions = axis.positions if axis.positions is not None else np.linspace(0, 1, levels)
+        if len(positions) > levels:
+            positions = positions[
+                np.unique(np.linspace(0, len(positions) - 1, levels).round()).astype(int)
+            ]
+        rows = np.repeat(centre[None, :], len(positions), axis=0)
+        rows[:, i] = positions
+        parts.append(rows)
+    return np.vstack(parts)
