@@ -129,6 +129,7 @@ def test_bad_input_gets_one_line(hone_cli, tmp_path: Path) -> None:
         (("analyze", "--model", "nothing"), "no model named"),
         (("analyze", "--model", str(bad_model)), "not a hone model"),
         (("analyze", "--duration", "1"), "at least two intervals"),
+        (("analyze", "--apply", "--min-confidence", "50"), "between 0 and 1"),
     ]
     for args, message in cases:
         result = hone_cli(*args)

@@ -40,6 +40,9 @@ def analyze_command(
     duration: float = typer.Option(15.0, "--duration", "-d", help="seconds to sample"),
     interval: float = typer.Option(1.0, "--interval", "-i", help="seconds between samples"),
     apply: bool = typer.Option(False, "--apply", help="apply the profile mapped to the class"),
+    min_confidence: float = typer.Option(
+        0.5, "--min-confidence", help="--apply only when the class is at least this likely"
+    ),
     model: str = typer.Option(
         None, "--model", "-m", help="a model from `hone train` (name or file); default: hone's"
     ),
@@ -52,6 +55,8 @@ def analyze_command(
         raise HoneError("--interval must be above 0")
     if duration < 2 * interval:
         raise HoneError("--duration must cover at least two intervals")
+    if not 0 <= min_confidence <= 1:
+        raise HoneError("--min-confidence must be between 0 and 1")
     chosen = _model(model)
     result = analysis_module.analyze(duration, interval, model=chosen)
     if not as_json:
@@ -60,6 +65,11 @@ def analyze_command(
     if apply:
         from hone.analyze import apply as apply_profile
 
+        if result.confidence < min_confidence:
+            raise HoneError(
+                f"{result.cls} at {result.confidence:.0%} is below --min-confidence "
+                f"{min_confidence:.0%}: no profile applied"
+            )
         applied = apply_profile(result)
         if not as_json:
             from hone.profiles.cli import print_apply
