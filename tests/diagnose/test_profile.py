@@ -32,9 +32,10 @@ def test_hot_function_share_of_a_real_program(tmp_path: Path) -> None:
     assert profile.event == "cpu-clock"
     assert set(profile.threads()) == {"hot_split"}
     shares = _shares(profile)
-    # hot_work does 70 % of the loop iterations, cold_work 30 %; run_round calls both.
-    assert shares["hot_work"][0] == pytest.approx(0.70, abs=0.12)
-    assert shares["cold_work"][0] == pytest.approx(0.30, abs=0.12)
+    # hot_work does 70 % of the loop iterations, cold_work 30 %; run_round calls both. Total
+    # shares: on a busy machine the timer interrupt and preemption put kernel frames on top.
+    assert shares["hot_work"][1] == pytest.approx(0.70, abs=0.12)
+    assert shares["cold_work"][1] == pytest.approx(0.30, abs=0.12)
     assert shares["run_round"][1] >= 0.85
     assert shares["main"][1] >= 0.95
     hot_stack = max(profile.stacks.items(), key=lambda item: item[1])[0][1]
