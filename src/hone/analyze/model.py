@@ -4,7 +4,7 @@ Trees need no scaling, so the training and the query see the same numbers by con
 (A-Tune trains its SVM on unscaled data and queries it with scaled data). Every run weighs the
 same and every class weighs the same, whatever their lengths: a 3-hour run must not drown a
 5-minute one. The default model is trained at first use from hone's shipped runs plus A-Tune's
-dataset when it is found, and cached under ~/.cache/hone (a minute at most, once per version)."""
+dataset when it is found (a few seconds), and cached under ~/.cache/hone."""
 
 from __future__ import annotations
 
