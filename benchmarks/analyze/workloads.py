@@ -60,6 +60,15 @@ def _wait_for(check: list[str], timeout: float = 20.0) -> None:
     raise RuntimeError(f"not ready after {timeout:.0f} s: {' '.join(check)}")
 
 
+def _wait_for_port(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout:.0f} s")
+
+
 def _loop(argv: list[str]) -> list[str]:
     """Run a finite benchmark command again and again (argv passed as positional parameters)."""
     return ["sh", "-c", 'while :; do "$@" >/dev/null 2>&1; done', "loop", *argv]
@@ -159,6 +168,65 @@ def _postgresql(tmp: Path, procs: list[subprocess.Popen]) -> None:
                    "-T", str(LONG), "postgres"])  # fmt: skip
 
 
+KAFKA = "3.9.1"
+KAFKA_POM = f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>hone</groupId><artifactId>kafka-libs</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId>
+      <version>{KAFKA}</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId>
+      <version>{KAFKA}</version></dependency>
+    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId>
+      <version>1.7.36</version></dependency>
+  </dependencies>
+</project>
+"""
+
+
+def kafka_libs() -> Path:
+    """Kafka's jars from Maven Central, fetched once into ~/.cache/hone (56 MB, seconds)."""
+    libs = Path.home() / ".cache" / "hone" / f"kafka-{KAFKA}"
+    if not (libs / ".complete").exists():
+        with tempfile.TemporaryDirectory() as build:
+            (Path(build) / "pom.xml").write_text(KAFKA_POM)
+            subprocess.run(["mvn", "-q", "-B", "dependency:copy-dependencies",
+                            f"-DoutputDirectory={libs}"], cwd=build, check=True)  # fmt: skip
+        (libs / ".complete").touch()
+    return libs
+
+
+def _kafka(tmp: Path, procs: list[subprocess.Popen]) -> None:
+    """A single-node KRaft broker and ProducerPerformance (100-byte records, acks=1) in a loop;
+    retention keeps the log small."""
+    classpath = f"{kafka_libs()}/*"
+    port, controller = free_port(), free_port()
+    config = tmp / "server.properties"
+    config.write_text(
+        "process.roles=broker,controller\nnode.id=1\n"
+        f"controller.quorum.voters=1@127.0.0.1:{controller}\n"
+        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}\n"
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}\n"
+        "controller.listener.names=CONTROLLER\n"
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
+        f"log.dirs={tmp / 'data'}\nnum.partitions=1\noffsets.topic.replication.factor=1\n"
+        "transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n"
+        "log.retention.bytes=268435456\nlog.segment.bytes=67108864\n"
+    )
+    java = ["java", "-Xmx512m", "-cp", classpath]
+    uuid = subprocess.run([*java, "kafka.tools.StorageTool", "random-uuid"], check=True,
+                          capture_output=True, text=True).stdout.split()[-1]  # fmt: skip
+    subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", uuid, "-c", str(config)],
+                   check=True, capture_output=True)  # fmt: skip
+    _spawn(procs, [*java, "kafka.Kafka", str(config)])
+    _wait_for_port(port, timeout=60)
+    producer = ["java", "-Xmx256m", "-cp", classpath, "org.apache.kafka.tools.ProducerPerformance",
+                "--topic", "hone", "--num-records", "2000000", "--record-size", "100",
+                "--throughput", "-1", "--producer-props", f"bootstrap.servers=127.0.0.1:{port}",
+                "acks=1"]  # fmt: skip
+    _spawn(procs, _loop(producer))
+
+
 WORKLOADS = {
     w.name: w
     for w in (
@@ -173,6 +241,7 @@ WORKLOADS = {
         Workload("redis", "in-memory-database", _redis),
         Workload("memcached", "in-memory-database", _memcached),
         Workload("postgresql", "database", _postgresql),
+        Workload("kafka", "messaging", _kafka),
     )
 }
 

@@ -22,8 +22,8 @@ CLASSES = (
     "idle", "compute", "memory", "storage", "web", "in-memory-database", "database",
     "virtualization",
 )  # fmt: skip
-#: Classes that only A-Tune's data has, and the hone profile closest to each.
-CLASS_PROFILES = {"big-data": "hone-storage"}
+#: Classes without a hone profile of their own, and the closest hone profile.
+CLASS_PROFILES = {"big-data": "hone-storage", "messaging": "hone-storage"}
 #: A-Tune's application labels (exact, or a prefix ending in `_`) and the class each belongs to.
 ATUNE_APPS = {
     "default": "idle",
