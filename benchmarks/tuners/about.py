@@ -17,6 +17,12 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
 - *vs auto*: paired Wilcoxon signed-rank test of the final regrets over seeds (same seeds, same
   measurement draws), Holm-corrected per task. *Average rank*: rank of each tuner's median regret
   per task, averaged over tasks, with Friedman's test across tasks.
+- The default suite (`python -m benchmarks.tuners`): every task below, 5 seeds, budget 50, every
+  peer; scikit-optimize (0.4 s per suggestion at 50 trials: its GP refits on every tell and
+  scores 10,000 points) on the first seed only (`--slow-seeds`), so its Wilcoxon p-values are
+  1 by construction and its regrets are one seed's. `--quick`: 2 COCO problems, the 8-knob
+  synthetic task and the tables, budget 30, without scikit-optimize. Every job runs with one
+  BLAS thread (more only contend on 2 shared cores, for every tuner alike).
 
 ## Tasks
 - **Synthetic** (`benchmarks/tuners/tasks.py`): server-like response surfaces with a known

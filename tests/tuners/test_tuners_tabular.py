@@ -56,3 +56,12 @@ def test_harness_scores_the_deployed_configuration(tmp_path: Path) -> None:
     assert all(0.0 <= r <= 1.0 for r in result.regrets)
     assert result.regrets[-1] <= result.regrets[0]
     assert result.gaps[-1] < 0.01  # 16 configurations: auto finds the best within 12
+
+
+def test_peers_run_past_the_size_of_a_small_grid(tmp_path: Path) -> None:
+    """16 configurations, 20 evaluations: SMAC runs out of new configurations and measures its
+    incumbent again instead of stopping the run."""
+    task = TabularTask(write_task(tmp_path))
+    result = run(task, "smac-hpo", seed=0, budget=20)
+    assert len(result.regrets) == 20
+    assert result.regrets[-1] <= result.regrets[0]

@@ -1,0 +1,69 @@
+"""auto's model: the additive + Matern GP learns a knob-by-knob response from few noisy trials,
+its warp keeps the order of heavy-tailed values, and one-knob moves cover each knob's values."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hone.optimizers.additive_gp import AdditiveGP
+from hone.optimizers.encoding import Encoder, coordinate_moves
+from hone.space import Boolean, Categorical, FloatRange, IntRange, Ordinal, SearchSpace
+
+
+def space(knobs: int) -> SearchSpace:
+    kinds = [
+        lambda: IntRange(1, 32),
+        lambda: Ordinal((4, 8, 16, 32, 64, 128)),
+        lambda: Categorical(("a", "b", "c")),
+        lambda: Boolean(),
+        lambda: FloatRange(0.01, 100.0, log=True),
+    ]
+    return SearchSpace({f"k{i}": kinds[i % 5]() for i in range(knobs)})
+
+
+def bells(units: np.ndarray) -> np.ndarray:
+    """One bell per knob at its own position: separable, like most server knobs."""
+    targets = np.linspace(0.2, 0.8, units.shape[1])
+    return np.exp(-((units - targets) ** 2) / 0.05).sum(axis=1)
+
+
+def test_learns_an_additive_response_in_16_knobs_from_40_noisy_trials() -> None:
+    s = space(16)
+    encoder = Encoder(s)
+    rng = np.random.default_rng(0)
+    train = encoder.units([s.sample(rng) for _ in range(40)])
+    test = encoder.units([s.sample(rng) for _ in range(300)])
+    y = -bells(train) * (1 + 0.03 * rng.normal(size=len(train)))
+    model = AdditiveGP(encoder)
+    model.fit(train, y)
+    model.condition(train, y)
+    mean, std = model.predict(test)
+    assert np.corrcoef(mean, -bells(test))[0, 1] > 0.8
+    assert np.all(std > 0)
+    # the spread is smaller at measured points than far from them
+    assert model.predict(train)[1].mean() < std.mean()
+
+
+def test_warp_keeps_order_of_heavy_tailed_values() -> None:
+    s = space(5)
+    encoder = Encoder(s)
+    rng = np.random.default_rng(1)
+    units = encoder.units([s.sample(rng) for _ in range(30)])
+    y = np.exp(5 * bells(units))  # one configuration far worse than the rest
+    model = AdditiveGP(encoder)
+    model.fit(units, y)
+    warped = model.warp(y)
+    assert model.power < 1.0  # compressed
+    assert np.array_equal(np.argsort(warped), np.argsort(y))
+
+
+def test_coordinate_moves_change_one_knob_over_its_values() -> None:
+    s = space(5)
+    encoder = Encoder(s)
+    centre = encoder.units([s.sample(np.random.default_rng(2))])[0]
+    moves = coordinate_moves(encoder, centre, levels=9)
+    changed = (np.abs(moves - centre) > 1e-12).sum(axis=1)
+    assert changed.max() == 1
+    # int 1..32 thinned to 9 levels, 6 ordinal values, 3 categories, 2 booleans, 9 float levels
+    assert len(moves) == 9 + 6 + 3 + 2 + 9
+    assert set(np.round(moves[9:15, 1], 9)) == set(np.round(encoder.axes[1].positions, 9))
