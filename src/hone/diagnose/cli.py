@@ -496,21 +496,23 @@ def _side_folder(report: Path) -> Path:
 
 def _write_side_files(d: Diagnosis, folder: Path) -> None:
     """Folded stacks, standalone flame graphs, speedscope and pprof files of the diagnosis."""
-    from hone.diagnose.flamegraph import render
+    from hone.diagnose.flamegraph import modules_of, render
     from hone.diagnose.fold import format_folded
     from hone.diagnose.pprof import to_pprof
     from hone.diagnose.speedscope import speedscope_json
 
     oncpu = d.profile.folded()
     (folder / "oncpu.folded").write_text(format_folded(oncpu))
-    (folder / "oncpu.svg").write_text(render(oncpu, title=f"On-CPU: {d.target}"))
+    title = f"On-CPU: {d.target}"
+    (folder / "oncpu.svg").write_text(render(oncpu, title=title, modules=modules_of(d.profile)))
     (folder / "oncpu.speedscope.json").write_text(speedscope_json(d.profile, d.target))
     (folder / "oncpu.pb.gz").write_bytes(to_pprof(d.profile))
     if d.offcpu:
         offcpu_folded = d.offcpu.folded()
         (folder / "offcpu.folded").write_text(format_folded(offcpu_folded))
         title = f"Off-CPU (microseconds): {d.target}"
-        (folder / "offcpu.svg").write_text(render(offcpu_folded, title=title, unit="us"))
+        svg = render(offcpu_folded, title=title, unit="us", modules=d.offcpu.modules)
+        (folder / "offcpu.svg").write_text(svg)
 
 
 def _saved(path: Path) -> Path:

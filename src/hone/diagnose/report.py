@@ -17,6 +17,7 @@ from pathlib import Path
 from hone.diagnose import catalogue
 from hone.diagnose.catalogue import Suggestion
 from hone.diagnose.diff import diff, diff_summary, format_diff
+from hone.diagnose.flamegraph import diff_flamegraph_svg, modules_of, render
 from hone.diagnose.fold import Frame
 from hone.diagnose.locks import Locks
 from hone.diagnose.offcpu import OffCpu
@@ -215,13 +216,14 @@ def _bar(pct: float) -> str:
     return f'<span class="bar" style="width:{max(0.0, min(pct, 100)) * 1.5:.0f}px"></span>'
 
 
-def _flame(folded: dict[str, int], title: str, unit: str = "samples") -> str:
-    """The flame graph renderer's SVG, inline (its XML prolog dropped)."""
+def _flame(
+    folded: dict[str, int], title: str, modules: dict[str, str], unit: str = "samples"
+) -> str:
+    """The flame graph renderer's SVG, inline (its XML prolog dropped); `modules` name each
+    frame's module on hover and mark kernel frames."""
     if not folded:
         return '<p class="muted">No stacks recorded.</p>'
-    from hone.diagnose.flamegraph import render
-
-    svg = render(folded, title=title, unit=unit)
+    svg = render(folded, title=title, unit=unit, modules=modules)
     return svg[svg.index("<svg") :]
 
 
@@ -285,7 +287,7 @@ def _section_cpu(d: Diagnosis) -> str:
     if not p.total:
         return "<p>No on-CPU samples.</p>"
     out = [f"<p>{p.total} samples of {_e(p.event)}: {_e(summary(p))}</p>"]
-    out.append(_flame(p.folded(), f"On-CPU: {d.target}"))
+    out.append(_flame(p.folded(), f"On-CPU: {d.target}", modules_of(p)))
     top_down = [
         [r.name, module_name(r.module), f"{100 * r.total_share:.1f}", f"{100 * r.self_share:.1f}"]
         for r in function_table(p, "total")[:25]
@@ -302,7 +304,7 @@ def _section_cpu(d: Diagnosis) -> str:
     if lp is not None and lp.total:
         out.append(f"<h3>{_e(d.language.title())} stacks ({_e(lp.event)})</h3>")
         out.append(f"<p>{lp.total} samples of the busy threads: {_e(summary(lp))}</p>")
-        out.append(_flame(lp.folded(), f"{d.language.title()} on-CPU: {d.target}"))
+        out.append(_flame(lp.folded(), f"{d.language.title()} on-CPU: {d.target}", modules_of(lp)))
         rows = [
             [r.name, r.module, f"{100 * r.self_share:.1f}", f"{100 * r.total_share:.1f}"]
             for r in function_table(lp, "self")[:15]
@@ -332,7 +334,7 @@ def _section_offcpu(d: Diagnosis) -> str:
         f"during the window are not seen): {rq.count} waits, mean "
         f"{rq.mean_us:.0f} us, p50 {rq.p50_us:.0f} us, p99 {rq.p99_us:.0f} us, max "
         f"{rq.max_us:.0f} us.</p>",
-        _flame(off.folded(), "Off-CPU time (microseconds) by switch-out stack", "us"),
+        _flame(off.folded(), "Off-CPU time (microseconds) by switch-out stack", off.modules, "us"),
     ]
     for kind in ("io", "sleep", "runqueue"):
         top = off.top(kind, 5)
@@ -505,8 +507,6 @@ def compare_text(a: Diagnosis, b: Diagnosis) -> str:
 
 def compare_html(a: Diagnosis, b: Diagnosis) -> str:
     """One HTML file: the runtime comparison, function moves and a differential flame graph."""
-    from hone.diagnose.flamegraph import diff_flamegraph_svg
-
     rows = _runtime_rows(a, b)
     moves = [
         [c.name, c.module, f"{100 * c.before:.1f}", f"{100 * c.after:.1f}", f"{100 * c.delta:+.1f}"]
