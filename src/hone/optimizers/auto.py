@@ -1,7 +1,7 @@
 """hone's default optimiser, made for expensive, noisy system benchmarks.
 
 - It starts from the default configuration (the tuning loop measures it several times, which
-  tells the noise) and two space-filling points; the model takes over from there.
+  tells the noise) and three space-filling points; the model takes over from there.
 - A Gaussian process whose kernel adds one smooth curve per knob to a Matern term for the
   interactions (`additive_gp.py`): server knobs mostly act on their own, and a model made for
   that learns from a few dozen trials where a full Matern kernel in 16 or 30 knobs cannot.
@@ -49,7 +49,7 @@ from hone.space import Config, SearchSpace
 
 WINDOW = 128  # points the model is trained on, at most
 REFIT_EVERY = 8  # trials between hyperparameter fits
-STARTS = 2  # space-filling points after the default
+STARTS = 3  # space-filling points after the default (knob selection after 6 trials needs them)
 GLOBAL = 256  # global random candidates per suggestion
 CLIMBS, CLIMB_STEPS = 3, 4  # candidates improved knob by knob, and steps each
 CLIMB_MOVES = 256  # one-knob moves looked at per step, at most
