@@ -111,6 +111,8 @@ def main() -> None:
         for name, tuner, runs, seconds in pool.imap_unordered(_job, work):
             results[name, tuner] = runs
             print(f"{name:28s} {tuner:16s} {seconds:6.1f} s", flush=True)
+    if len(results) != len(work):  # a StopIteration from a tuner ends a pool's loop early
+        sys.exit(f"only {len(results)} of {len(work)} runs came back")
     elapsed = time.monotonic() - started
     write_report(args, tasks, tuners, results, seeds, budget, elapsed)
 
@@ -204,6 +206,16 @@ def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
             f"(the same for the best peer): {np.median(ratio_2):.2f} "
             f"({len(finite)} of {len(ratio_2)} tasks finite; target <= 0.5).",
         ]
+    if "auto" in tuners and len(tuners) > 1:
+        lines.append("")
+        for b in [b for b in (20, 50) if b in checkpoints]:
+            average = {t: float(np.mean([r[t] for r in ranks[b]])) for t in tuners}
+            peer = min((t for t in tuners if t != "auto"), key=average.get)
+            met = "met" if average["auto"] < average[peer] else "not met"
+            lines.append(
+                f"Target, best average rank at budget {b}: auto {average['auto']:.2f}, best "
+                f"peer {peer} {average[peer]:.2f} ({met})."
+            )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.output}")

@@ -77,7 +77,9 @@ class SmacHpo:
 
         try:
             info = self.smac.ask()
-        except ConfigurationSpaceExhaustedException:  # a small grid, all of it seen
+        # A small grid, all of it seen: SMAC raises once, then its generator is finished
+        # (StopIteration, which must not escape: a pool's consumer would take it as the end).
+        except (ConfigurationSpaceExhaustedException, StopIteration):
             incumbent = self.recommend()  # nothing new left: measure the incumbent again
             return incumbent if incumbent is not None else self.space.defaults
         config = self._decode(info.config)
