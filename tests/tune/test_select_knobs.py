@@ -36,7 +36,8 @@ def test_only_the_knob_that_matters_is_searched_after_selection(tmp_path: Path) 
             """\
         benchmark: {command: 'echo "v $(( 100 - ($(cat a.txt) - 7) * ($(cat a.txt) - 7) ))"'}
         metrics: {v: {pattern: 'v (\\S+)', direction: maximize}}
-        tuning: {budget: 12, baseline: 1, apply: never, seed: 0, select: {count: 1, trials: 6},
+        tuning: {engine: random, budget: 16, baseline: 1, apply: never, seed: 0,
+                 select: {count: 1, trials: 10},
                  confirm: {candidates: 1, rounds: 2}}
         """
         )
@@ -46,6 +47,6 @@ def test_only_the_knob_that_matters_is_searched_after_selection(tmp_path: Path) 
     assert reporter.notes == ["kept the 1 knobs that matter most: a"]
     store = StudyStore()
     search = [t for t in store.trials(store.find("select-test")) if t.phase == "search"]
-    later = search[6:]
+    later = search[10:]
     assert len({(t.config["b"], t.config["c"]) for t in later}) == 1  # held
     assert result.best is not None and result.best["a"] == 7
