@@ -1,12 +1,13 @@
 """auto's model: the additive + Matern GP learns a knob-by-knob response from few noisy trials,
-its warp keeps the order of heavy-tailed values, and one-knob moves cover each knob's values."""
+its warp keeps the order of heavy-tailed values, one-knob moves cover each knob's values, and
+candidates are de-duplicated against each other and the measured rows."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from hone.optimizers.additive_gp import AdditiveGP
-from hone.optimizers.encoding import Encoder, coordinate_moves
+from hone.optimizers.encoding import Encoder, coordinate_moves, fresh_candidates
 from hone.space import Boolean, Categorical, FloatRange, IntRange, Ordinal, SearchSpace
 
 
@@ -67,3 +68,18 @@ def test_coordinate_moves_change_one_knob_over_its_values() -> None:
     # int 1..32 thinned to 9 levels, 6 ordinal values, 3 categories, 2 booleans, 9 float levels
     assert len(moves) == 9 + 6 + 3 + 2 + 9
     assert set(np.round(moves[9:15, 1], 9)) == set(np.round(encoder.axes[1].positions, 9))
+
+
+def test_fresh_candidates_drop_repeats_and_measured_rows_in_order() -> None:
+    s = space(4)
+    encoder = Encoder(s)
+    rows = encoder.units([s.sample(np.random.default_rng(seed)) for seed in range(5)])
+    # -0.0 and a 1e-12 wobble are the same position as 0.0 and the measured row
+    nudged = rows[1] + 1e-12
+    negative = rows[3].copy()
+    negative[0] = -0.0
+    rows[3, 0] = 0.0
+    pool = np.vstack([rows[2], rows[0], rows[2], nudged, rows[4], rows[3], negative])
+    fresh = fresh_candidates(encoder, pool, seen=rows[:2])
+    assert np.array_equal(fresh, np.vstack([rows[2], rows[4], rows[3]]))
+    assert fresh_candidates(encoder, pool[:0], rows).shape == (0, 4)

@@ -31,26 +31,39 @@ WIDTH = 0.2
 BOUNDS = [(-4.0, 3.0), (-5.0, 2.0), (np.log(0.05), np.log(5.0)), (-9.0, 0.5)]
 
 
-def basis(encoder: Encoder, units: np.ndarray) -> np.ndarray:
+class Basis:
     """Per-knob features: bumps and a slope for ordered knobs with more than two values, the
-    position for two-valued knobs, one-hot columns for categories."""
-    parts = []
-    for i, axis in enumerate(encoder.axes):
-        u = units[:, i : i + 1]
-        count = len(axis.values) if axis.values is not None else None
-        if not axis.domain.ordered and count and count > 2:
-            index = np.round(u[:, 0] * (count - 1)).astype(int)
-            parts.append(np.eye(count)[index])
-        elif count is not None and count <= 2:
-            parts.append(u - 0.5)
-        else:
-            parts.append(np.exp(-((u - CENTRES) ** 2) / (2 * WIDTH**2)))
-            parts.append(u - 0.5)
-    return np.hstack(parts)
+    position for two-valued knobs, one-hot columns for categories. Only `phi @ phi.T` is used,
+    so columns are grouped by kind (and computed for all knobs of a kind at once), not by knob."""
+
+    def __init__(self, encoder: Encoder) -> None:
+        self.smooth, self.two, self.hot = [], [], []
+        for i, axis in enumerate(encoder.axes):
+            count = len(axis.values) if axis.values is not None else None
+            if not axis.domain.ordered and count and count > 2:
+                self.hot.append((i, count))
+            elif count is not None and count <= 2:
+                self.two.append(i)
+            else:
+                self.smooth.append(i)
+
+    def __call__(self, units: np.ndarray) -> np.ndarray:
+        u = units[:, self.smooth]
+        bumps = np.exp(-((u[:, :, None] - CENTRES) ** 2) / (2 * WIDTH**2))
+        parts = [bumps.reshape(len(units), -1), u - 0.5, units[:, self.two] - 0.5]
+        for i, count in self.hot:
+            parts.append(np.eye(count)[np.round(units[:, i] * (count - 1)).astype(int)])
+        return np.hstack(parts)
+
+
+def _distance(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Euclidean distances by one matrix product (3x faster than cdist for many columns)."""
+    squared = (x**2).sum(axis=1)[:, None] + (z**2).sum(axis=1)[None, :] - 2.0 * (x @ z.T)
+    return np.sqrt(np.maximum(squared, 0.0))
 
 
 def _matern(x: np.ndarray, z: np.ndarray, length: float) -> np.ndarray:
-    r = np.sqrt(5.0) * cdist(x, z) / length
+    r = np.sqrt(5.0) * _distance(x, z) / length
     return (1.0 + r + r**2 / 3.0) * np.exp(-r)
 
 
@@ -60,6 +73,7 @@ class AdditiveGP:
 
     def __init__(self, encoder: Encoder) -> None:
         self.encoder = encoder
+        self.basis = Basis(encoder)
         self.theta = np.array([0.0, -1.0, np.log(0.5), -3.0])
         self.power = 1.0  # Yeo-Johnson exponent; 1 leaves values as they are
 
@@ -75,7 +89,7 @@ class AdditiveGP:
 
     def fit(self, units: np.ndarray, y: np.ndarray) -> None:
         """Hyperparameters by maximum marginal likelihood (two starts, L-BFGS-B)."""
-        phi, x = basis(self.encoder, units), self.encoder.features(units)
+        phi, x = self.basis(units), self.encoder.features(units)
         warped = self.warp(y, refit=True)
         z = (warped - warped.mean()) / (warped.std() or 1.0)
         linear = phi @ phi.T / self.encoder.dims
@@ -103,22 +117,24 @@ class AdditiveGP:
 
     def condition(self, units: np.ndarray, y: np.ndarray) -> None:
         """Condition on data with the current hyperparameters: one Cholesky factorisation."""
-        self.phi, self.x = basis(self.encoder, units), self.encoder.features(units)
+        self.phi, self.x = self.basis(units), self.encoder.features(units)
         y = self.warp(y)
         self.mean_y, self.std_y = float(y.mean()), float(y.std()) or 1.0
         gram = self._gram(self.phi, self.x, self.theta)
         gram[np.diag_indices_from(gram)] += np.exp(self.theta[3]) + 1e-8
-        self.factor = cho_factor(gram, lower=True)
-        self.alpha = cho_solve(self.factor, (y - self.mean_y) / self.std_y)
+        lower = cho_factor(gram, lower=True)
+        self.alpha = cho_solve(lower, (y - self.mean_y) / self.std_y)
+        # The inverse factor turns each prediction's triangular solve into one matrix product.
+        self.inverse = solve_triangular(lower[0], np.eye(len(y)), lower=True)
 
     def predict(self, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and the spread of the true value (measurement noise taken out), in
         the warped scale."""
         a, b, length, _ = np.exp(self.theta)
-        phi, x = basis(self.encoder, units), self.encoder.features(units)
+        phi, x = self.basis(units), self.encoder.features(units)
         cross = a * (phi @ self.phi.T) / self.encoder.dims + b * _matern(x, self.x, length)
         mean = cross @ self.alpha * self.std_y + self.mean_y
-        v = solve_triangular(self.factor[0], cross.T, lower=True)
+        v = cross @ self.inverse.T
         prior = a * np.einsum("ij,ij->i", phi, phi) / self.encoder.dims + b
-        variance = prior - np.einsum("ij,ij->j", v, v)
+        variance = prior - np.einsum("ij,ij->i", v, v)
         return mean, np.sqrt(np.maximum(variance, 1e-12)) * self.std_y

@@ -43,6 +43,7 @@ from hone.optimizers.encoding import (
     first_feasible,
     fresh_candidates,
     neighbours,
+    row_keys,
 )
 from hone.optimizers.surrogate import expected_improvement
 from hone.space import Config, SearchSpace
@@ -170,7 +171,8 @@ class Auto(Optimizer):
         if len(done) <= WINDOW:
             return done
         best = sorted(done, key=lambda o: o.value)[: WINDOW // 2]
-        recent = [o for o in done[-WINDOW:] if o not in best][: WINDOW - len(best)]
+        chosen = {id(o) for o in best}  # by identity: comparing configs costs milliseconds
+        recent = [o for o in done[-WINDOW:] if id(o) not in chosen][: WINDOW - len(best)]
         return best + recent
 
     def _fit(self, done: list[Observation]) -> None:
@@ -195,11 +197,12 @@ class Auto(Optimizer):
         """The measured configuration with the best posterior mean, or with `caution`, the
         best mean plus that many standard deviations (a configuration measured once has to be
         clearly better to win)."""
-        unique = {self.space.key(o.config): o.config for o in done}
-        configs = list(unique.values())
-        mean, std = self._latent(self.encoder.units(configs))
+        units = self.encoder.units([o.config for o in done])
+        unique = {key: index for index, key in enumerate(row_keys(units))}
+        rows = list(unique.values())
+        mean, std = self._latent(units[rows])
         best = int(np.argmin(mean + caution * std))
-        return configs[best], float(mean[best]), float(std[best])
+        return done[rows[best]].config, float(mean[best]), float(std[best])
 
     def _success_model(self):
         """Probability that each candidate runs at all, learned from failed trials: a tree

@@ -138,15 +138,20 @@ def neighbours(
 
 
 def fresh_candidates(encoder: Encoder, pool: np.ndarray, seen: np.ndarray) -> np.ndarray:
-    """The distinct rows of `pool` that are not in `seen` (rows already measured)."""
-    rounded = np.round(pool, 9)
-    _, first = np.unique(rounded, axis=0, return_index=True)
-    pool = pool[np.sort(first)]
-    if len(seen):
-        known = {row.tobytes() for row in np.round(seen, 9)}
-        keep = np.array([row.tobytes() not in known for row in np.round(pool, 9)])
-        pool = pool[keep] if keep.any() else pool[:0]
-    return pool
+    """The distinct rows of `pool` that are not in `seen` (rows already measured), in order.
+    Rows are compared by their bytes in a dict (np.unique over rows sorts them: 10x slower)."""
+    known = set(row_keys(seen))
+    first: dict[bytes, int] = {}
+    for index, key in enumerate(row_keys(pool)):
+        if key not in known:
+            first.setdefault(key, index)
+    return pool[list(first.values())]
+
+
+def row_keys(rows: np.ndarray) -> list[bytes]:
+    """A hashable key per unit row (rounded, so float noise does not make rows differ)."""
+    rounded = np.round(rows, 9) + 0.0  # + 0.0 turns -0.0 into 0.0, which has other bytes
+    return [row.tobytes() for row in rounded]
 
 
 def first_feasible(encoder: Encoder, pool: np.ndarray, order: np.ndarray) -> Config | None:

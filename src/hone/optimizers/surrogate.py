@@ -7,7 +7,7 @@ from __future__ import annotations
 from abc import abstractmethod
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtr
 
 from hone.optimizers.base import Optimizer
 from hone.optimizers.designs import latin_hypercube
@@ -20,7 +20,8 @@ def expected_improvement(mean: np.ndarray, std: np.ndarray, best: float) -> np.n
     std = np.maximum(std, 1e-12)
     gap = best - mean
     z = gap / std
-    return gap * norm.cdf(z) + std * norm.pdf(z)
+    # ndtr and the density written out: scipy.stats.norm costs ~0.1 ms per call in overhead.
+    return gap * ndtr(z) + std * np.exp(-0.5 * z**2) / np.sqrt(2 * np.pi)
 
 
 class SurrogateOptimizer(Optimizer):
