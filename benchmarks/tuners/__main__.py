@@ -26,51 +26,36 @@ from scipy import stats
 
 from benchmarks.tuners.about import ABOUT
 from benchmarks.tuners.harness import TUNERS, RunResult, run
+from benchmarks.tuners.scoring import (
+    evals_to_first,
+    evals_to_stay,
+    holm,
+    median_text,
+    ratio_summary,
+)
 from benchmarks.tuners.tasks import TabularTask, Task, default_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = Path(__file__).resolve().parent / "tasks"
-
-
-def evals_to(result: RunResult, within: float) -> float:
-    for index, gap in enumerate(result.gaps, start=1):
-        if gap <= within:
-            return index
-    return float("inf")
-
-
-def holm(pvalues: dict[str, float]) -> dict[str, float]:
-    order = sorted(pvalues, key=pvalues.get)
-    adjusted, running = {}, 0.0
-    for rank, name in enumerate(order):
-        running = max(running, min(1.0, (len(order) - rank) * pvalues[name]))
-        adjusted[name] = running
-    return adjusted
-
-
-def median_text(values: list[float]) -> str:
-    value = float(np.median(values))
-    return "-" if not np.isfinite(value) else f"{value:g}"
-
 
 # hone's own A-Tune-style engines (gp-atune-bayes, gbrt-atune) run with --tuners; by default
 # A-Tune is represented by scikit-optimize set up as A-Tune sets it up.
 DEFAULT_TUNERS = [t for t in TUNERS if t not in ("gp-atune-bayes", "gbrt-atune")]
 _TASKS: list[Task] = []  # shared with forked workers (COCO problems do not pickle)
 
+# Rough seconds per run at budget 50 on this machine (scikit-optimize refits its model and
+# optimises its acquisition on every tell): the pool starts the longest runs first, one run
+# (task, tuner, seed) per job, so the workers finish together.
+COST = {"skopt-gbrt-atune": 22.0, "skopt-gp-atune": 20.0, "smac-hpo": 2.0, "auto": 1.0}
 
-# scikit-optimize spends about 0.4 s per suggestion at 50 trials (its GP refits on every tell
-# and scores 10,000 points per acquisition): it runs on fewer seeds to keep the suite in time.
-SLOW_TUNERS = ("skopt-gp-atune", "skopt-gbrt-atune")
 
-
-def _job(item: tuple[int, str, int, int]) -> tuple[str, str, list[RunResult], float]:
-    index, tuner, seeds, budget = item
+def _job(item: tuple[int, str, int, int]) -> tuple[RunResult, float]:
+    """One run; its CPU seconds (wall seconds on a busy machine say little)."""
+    index, tuner, seed, budget = item
     warnings.filterwarnings("ignore", message="Loky-backed parallel loops")
-    task = _TASKS[index]
-    started = time.monotonic()
-    runs = [run(task, tuner, seed, budget) for seed in range(seeds)]
-    return task.name, tuner, runs, time.monotonic() - started
+    started = time.process_time()
+    result = run(_TASKS[index], tuner, seed, budget)
+    return result, time.process_time() - started
 
 
 def main() -> None:
@@ -78,19 +63,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--task", action="append", type=Path, help="a tabular task YAML")
     parser.add_argument("--tuners", default=",".join(DEFAULT_TUNERS), help=", ".join(TUNERS))
-    parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument(
-        "--slow-seeds", type=int, default=1, help=f"seeds for {', '.join(SLOW_TUNERS)}"
-    )
+    parser.add_argument("--seeds", type=int, default=5, help="for every tuner alike")
     parser.add_argument("--budget", type=int, default=None)
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "tuners.md")
     parser.add_argument("--jobs", type=int, default=2, help="tuner runs in parallel processes")
     args = parser.parse_args()
-    seeds = args.seeds or 5
     budget = args.budget or (30 if args.quick else 50)
     tuners = args.tuners.split(",")
     if args.quick and args.tuners == parser.get_default("tuners"):
-        # scikit-optimize spends seconds per suggestion here: it runs in the default suite only
+        # scikit-optimize spends about 20 s per run: it runs in the default suite only
         tuners = [t for t in tuners if not t.startswith("skopt-")]
     tasks: list[Task] = (
         [TabularTask(p) for p in args.task] if args.task else default_tasks(TASKS, args.quick)
@@ -101,59 +82,68 @@ def main() -> None:
     started = time.monotonic()
     _TASKS[:] = tasks
     work = [
-        (i, tuner, min(seeds, args.slow_seeds) if tuner in SLOW_TUNERS else seeds, budget)
+        (i, tuner, seed, budget)
         for i in range(len(tasks))
         for tuner in tuners
+        for seed in range(args.seeds)
     ]
-    work.sort(key=lambda item: item[1] not in (*SLOW_TUNERS, "smac-hpo"))  # long jobs first
-    results: dict[tuple[str, str], list[RunResult]] = {}
+    work.sort(key=lambda item: (-COST.get(item[1], 0.1), -len(tasks[item[0]].space.domains)))
+    runs: dict[tuple[str, str], list[RunResult]] = {}
+    seconds: dict[str, float] = dict.fromkeys(tuners, 0.0)  # CPU seconds of all its runs
+    loads = []  # the machine is shared: how busy it was says what the wall time means
     with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-        for name, tuner, runs, seconds in pool.imap_unordered(_job, work):
-            results[name, tuner] = runs
-            print(f"{name:28s} {tuner:16s} {seconds:6.1f} s", flush=True)
-    if len(results) != len(work):  # a StopIteration from a tuner ends a pool's loop early
-        sys.exit(f"only {len(results)} of {len(work)} runs came back")
+        for result, took in pool.imap_unordered(_job, work):
+            runs.setdefault((result.task, result.tuner), []).append(result)
+            seconds[result.tuner] += took
+            loads.append(os.getloadavg()[0])
+            if len(runs[result.task, result.tuner]) == args.seeds:
+                print(f"{result.task:28s} {result.tuner:16s} done", flush=True)
+    done = sum(len(r) for r in runs.values())
+    if done != len(work):  # a StopIteration from a tuner ends a pool's loop early
+        sys.exit(f"only {done} of {len(work)} runs came back")
+    results = {key: sorted(r, key=lambda r: r.seed) for key, r in runs.items()}  # paired seeds
     elapsed = time.monotonic() - started
-    write_report(args, tasks, tuners, results, seeds, budget, elapsed)
+    write_report(args, tasks, tuners, results, budget, elapsed, seconds, float(np.mean(loads)))
 
 
-def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
+def write_report(args, tasks, tuners, results, budget, elapsed, seconds, load) -> None:
     lines = [
         "# Tuner benchmark",
         "",
         f"Command: `{' '.join(['python -m benchmarks.tuners', *sys.argv[1:]])}` "
-        f"({len(tasks)} tasks x {len(tuners)} tuners x {seeds} seeds"
-        + (
-            f" ({min(seeds, args.slow_seeds)} for {', '.join(slow)})"
-            if (slow := [t for t in tuners if t in SLOW_TUNERS])
-            else ""
-        )
-        + f", budget {budget}; "
+        f"({len(tasks)} tasks x {len(tuners)} tuners x {args.seeds} seeds, budget {budget}; "
         f"{elapsed / 60:.1f} min on this 2-core machine, {args.jobs} parallel jobs, so optimiser "
         "times include contention). Scores are the truth of the "
         "configuration each tuner would deploy after each evaluation.",
+        "",
+        f"CPU time of the runs: {sum(seconds.values()) / 60:.1f} min "
+        f"({sum(seconds.values()) / 60 / args.jobs:.1f} min per job process; the mean 1-minute "
+        f"load average during the run was {load:.1f}); per tuner, in seconds: "
+        + ", ".join(f"{t} {seconds[t]:.0f}" for t in sorted(tuners, key=seconds.get)[::-1])
+        + ".",
         "",
         ABOUT,
     ]
     checkpoints = [b for b in (10, 20, 30, 50) if b <= budget]
     ranks: dict[int, list[dict[str, float]]] = {b: [] for b in checkpoints}
-    ratio_2 = []
+    evals_2: dict[str, list[dict[str, float]]] = {"stay": [], "first": []}  # per task
     for task in tasks:
         lines += [
             f"## {task.name}",
             "",
-            "| tuner | evals to 1 % | to 2 % | to 5 % | "
+            f"Default: {100 * default_gap(task):.1f} % from the optimum.",
+            "",
+            "| tuner | evals to 1 % | to 2 % | to 5 % | first at 2 % | "
             + " | ".join(f"regret@{b}" for b in checkpoints)
             + " | AUC | final gap | ms per ask | vs auto (Holm p) |",
-            "|---" * (8 + len(checkpoints)) + "|",
+            "|---" * (9 + len(checkpoints)) + "|",
         ]
         final = {t: [r.regrets[-1] for r in results[task.name, t]] for t in tuners}
         pvalues = {}
         if "auto" in tuners:
             for tuner in tuners:
                 if tuner != "auto":
-                    common = min(len(final["auto"]), len(final[tuner]))  # same seeds
-                    diff = np.array(final["auto"][:common]) - np.array(final[tuner][:common])
+                    diff = np.array(final["auto"]) - np.array(final[tuner])  # the same seeds
                     pvalues[tuner] = 1.0 if not np.any(diff) else float(stats.wilcoxon(diff).pvalue)
         adjusted = holm(pvalues) if pvalues else {}
         for b in checkpoints:
@@ -163,15 +153,18 @@ def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
             }
             order = stats.rankdata([medians[t] for t in tuners])
             ranks[b].append(dict(zip(tuners, order, strict=True)))
-        to2 = {
-            t: float(np.median([evals_to(r, 0.02) for r in results[task.name, t]])) for t in tuners
-        }
-        peers = [v for t, v in to2.items() if t != "auto"]
-        if "auto" in tuners and peers and np.isfinite(min(peers)):
-            ratio_2.append(to2["auto"] / min(peers))
+        if "auto" in tuners and len(tuners) > 1:
+            for kind, evals in (("stay", evals_to_stay), ("first", evals_to_first)):
+                evals_2[kind].append(
+                    {
+                        t: float(np.median([evals(r, 0.02) for r in results[task.name, t]]))
+                        for t in tuners
+                    }
+                )
         for tuner in tuners:
             runs = results[task.name, tuner]
-            cells = [median_text([evals_to(r, w) for r in runs]) for w in (0.01, 0.02, 0.05)]
+            cells = [median_text([evals_to_stay(r, w) for r in runs]) for w in (0.01, 0.02, 0.05)]
+            cells.append(median_text([evals_to_first(r, 0.02) for r in runs]))
             cells += [f"{np.median([r.regrets[b - 1] for r in runs]):.3f}" for b in checkpoints]
             cells.append(f"{np.mean([np.mean(r.regrets) for r in runs]):.3f}")
             cells.append(f"{100 * np.median([r.gaps[-1] for r in runs]):.1f} %")
@@ -198,13 +191,16 @@ def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
             for b in checkpoints
         ]
         lines.append("| Friedman p | " + " | ".join(f"{p:.3g}" for p in friedman) + " |")
-    if ratio_2:
-        finite = [r for r in ratio_2 if np.isfinite(r)]
+    if evals_2["stay"]:
         lines += [
             "",
-            "Median over tasks of (evaluations for auto to come within 2 %) / "
-            f"(the same for the best peer): {np.median(ratio_2):.2f} "
-            f"({len(finite)} of {len(ratio_2)} tasks finite; target <= 0.5).",
+            "Median over tasks of (evaluations from which auto's deployed configuration stays "
+            "within 2 % of the optimum) / (the same for the best peer on that task): "
+            + ratio_summary(evals_2["stay"], budget)
+            + "; target <= 0.5.",
+            "",
+            "The same with the first evaluation at which the deployed configuration is within "
+            "2 % (it may leave again): " + ratio_summary(evals_2["first"], budget) + ".",
         ]
     if "auto" in tuners and len(tuners) > 1:
         lines.append("")
@@ -219,6 +215,14 @@ def write_report(args, tasks, tuners, results, seeds, budget, elapsed) -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.output}")
+
+
+def default_gap(task: Task) -> float:
+    """The default configuration's gap to the optimum, in the tables' units."""
+    truth = task.truth(task.space.defaults)
+    if truth is None:
+        return float("inf")
+    return abs(truth - task.optimum()) / task.scale()
 
 
 def plot(name: str, tuners: list[str], results, budget: int, out: Path) -> None:

@@ -7,7 +7,9 @@ thinned), so the truth of every grid point and the optimum are known exactly:
 - bbob-noisy measures with COCO's own noise; the truth is the median of 31 evaluations
   (COCO's Gaussian noise is multiplicative log-normal, whose median is the noise-free f).
 Values are minimised; gaps are relative to the grid's median truth above the optimum, since
-f's offset is arbitrary."""
+f's offset is arbitrary. The default is a fixed grid point that leaves something to search: the
+point 1/3 along every axis, or 2/3 along every axis if the first is within 10 % of the
+optimum."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from hone.space import Config, Ordinal, SearchSpace
 
 MIXINT = [(1, 5), (10, 5), (21, 5)]  # (function, dimension): sphere, ellipsoid, Gallagher
 NOISY = [(101, 2), (104, 2), (122, 2)]  # sphere, Rosenbrock, Schaffer F7 with Gaussian noise
+DEFAULT_AT = (1 / 3, 2 / 3)  # fraction along every axis: the first not too close is the default
+TOO_CLOSE = 0.10  # a default this near the optimum (as a gap) says nothing about search
 
 
 class CocoTask(Task):
@@ -41,7 +45,6 @@ class CocoTask(Task):
                 values = np.linspace(low, high, levels)
                 domains[f"x{i}"] = Ordinal(tuple(round(float(v), 4) for v in values))
         space = SearchSpace(domains)
-        space.defaults = {n: d.values()[len(d.values()) // 3] for n, d in domains.items()}
         short = suite.replace("bbob-", "")
         super().__init__(f"coco-{short}-f{function}-d{dimension}", space, minimize=True)
         self.noisy = suite == "bbob-noisy"
@@ -59,6 +62,17 @@ class CocoTask(Task):
             self.truths[space.key(config)] = value
         values = np.array(list(self.truths.values()))
         self._scale = float(np.median(values) - values.min()) or 1.0
+        space.defaults = self._default()
+
+    def _default(self) -> Config:
+        for fraction in DEFAULT_AT:
+            config = {
+                n: d.values()[round(fraction * (len(d.values()) - 1))]
+                for n, d in self.space.domains.items()
+            }
+            if self.truths[self.space.key(config)] - self.optimum() > TOO_CLOSE * self._scale:
+                return config
+        raise ValueError(f"{self.name}: every default rule lands within 10 % of the optimum")
 
     def _vector(self, config: Config) -> np.ndarray:
         return np.array([float(config[n]) for n in self.space.domains])

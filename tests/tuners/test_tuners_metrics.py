@@ -1,22 +1,61 @@
 """The harness's scoring: what a tuner deploys is scored by its truth (a failure region as the
-worst), and the report's statistics (evaluations to a gap, Holm's correction) are right."""
+worst), and the report's statistics (evaluations to a gap, the ratio to the best peer, Holm's
+correction) are right; every default-suite task starts away from its optimum."""
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
-from benchmarks.tuners.__main__ import evals_to, holm
+import numpy as np
+import pytest
+
+from benchmarks.tuners.__main__ import TASKS, default_gap
 from benchmarks.tuners.coco import CocoTask
 from benchmarks.tuners.harness import RunResult, run
-from benchmarks.tuners.tasks import SyntheticTask
+from benchmarks.tuners.scoring import (
+    evals_to_first,
+    evals_to_stay,
+    holm,
+    ratio_summary,
+    ratio_to_best_peer,
+)
+from benchmarks.tuners.tasks import SyntheticTask, default_tasks
+
+INF = float("inf")
 
 
 def test_evals_to_counts_from_one_and_never_is_infinite() -> None:
     result = RunResult("t", "x", 0, gaps=[0.5, 0.04, 0.015, 0.0], regrets=[1, 0.5, 0.2, 0])
-    assert evals_to(result, 0.05) == 2
-    assert evals_to(result, 0.02) == 3
-    assert evals_to(result, 0.0) == 4
-    assert evals_to(RunResult("t", "x", 0, [float("inf")], [1.0]), 0.05) == float("inf")
+    assert evals_to_stay(result, 0.05) == evals_to_first(result, 0.05) == 2
+    assert evals_to_stay(result, 0.02) == evals_to_first(result, 0.02) == 3
+    assert evals_to_stay(result, 0.0) == evals_to_first(result, 0.0) == 4
+    never = RunResult("t", "x", 0, [INF], [1.0])
+    assert evals_to_stay(never, 0.05) == evals_to_first(never, 0.05) == INF
+
+
+def test_a_lucky_visit_that_is_left_again_does_not_count() -> None:
+    """Deploying the luckiest reading: within 2 % at evaluation 2, then away until 5."""
+    result = RunResult("t", "x", 0, gaps=[0.3, 0.01, 0.2, 0.2, 0.01, 0.0], regrets=[0] * 6)
+    assert evals_to_first(result, 0.02) == 2
+    assert evals_to_stay(result, 0.02) == 5
+    left = RunResult("t", "x", 0, gaps=[0.3, 0.01, 0.0, 0.2], regrets=[0] * 4)
+    assert evals_to_first(left, 0.02) == 2 and evals_to_stay(left, 0.02) == INF
+
+
+def test_ratio_to_the_best_peer_and_which_tasks_count() -> None:
+    assert ratio_to_best_peer({"auto": 10, "a": 40, "b": 20}, 50) == 0.5
+    assert ratio_to_best_peer({"auto": 10, "a": INF}, 50) == 10 / 51  # only auto gets there
+    assert ratio_to_best_peer({"auto": INF, "a": 7}, 50) == INF  # only a peer gets there
+    assert ratio_to_best_peer({"auto": INF, "a": INF}, 50) is None  # nobody: left out
+    tasks = [
+        {"auto": 10, "a": 40},
+        {"auto": 30, "a": INF},
+        {"auto": INF, "a": 7},
+        {"auto": INF, "a": INF},
+    ]
+    text = ratio_summary(tasks, 50)
+    assert text.startswith(f"{np.median([0.25, 30 / 51, INF]):.2f} (3 of 4 tasks counted, 1 ")
+    assert "1 that only auto" in text and "1 that only a peer" in text
 
 
 def test_holm_is_step_down_and_monotone() -> None:
@@ -75,3 +114,20 @@ def test_coco_tasks_know_their_optimum() -> None:
     rng = np.random.default_rng(0)
     readings = {task.measure(task.space.defaults, rng) for _ in range(5)}
     assert len(readings) > 1  # COCO's own noise
+
+
+def test_coco_defaults_follow_the_rule() -> None:
+    """Rosenbrock's point 1/3 along each axis is within 1 % of the optimum: 2/3 instead."""
+    task = CocoTask("bbob-noisy", 104, 2)
+    assert task.space.defaults == {"x0": 1.6667, "x1": 1.6667}
+    sphere = CocoTask("bbob-noisy", 101, 2)
+    assert sphere.space.defaults == {"x0": -1.6667, "x1": -1.6667}
+
+
+@pytest.mark.slow
+def test_every_default_suite_task_starts_away_from_its_optimum() -> None:
+    """A default within reach of the optimum says nothing about search."""
+    tasks = default_tasks(TASKS, quick=False)
+    assert len(tasks) == 13
+    gaps = {t.name: default_gap(t) for t in tasks}
+    assert all(gap > 0.10 and not math.isinf(gap) for gap in gaps.values()), gaps
