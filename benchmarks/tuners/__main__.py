@@ -3,6 +3,7 @@
     python -m benchmarks.tuners                 # default suite: 13 tasks, 5 seeds, budget 50
     python -m benchmarks.tuners --quick         # 6 tasks, budget 30, no scikit-optimize
     python -m benchmarks.tuners --task path/to/NAME.yaml --tuners auto,optuna-tpe --seeds 10
+    python -m benchmarks.tuners --save-runs runs.pkl    # later: --from-runs runs.pkl (no rerun)
 
 Writes docs/tuners.md (tables) and docs/tuners/*.png (median regret curves)."""
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import pickle
 import sys
 import time
 import warnings
@@ -67,15 +69,22 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=None)
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "tuners.md")
     parser.add_argument("--jobs", type=int, default=2, help="tuner runs in parallel processes")
+    parser.add_argument("--save-runs", type=Path, help="keep the raw runs here (a pickle)")
+    parser.add_argument("--from-runs", type=Path, help="rewrite the report from saved runs")
     args = parser.parse_args()
+    tasks: list[Task] = (
+        [TabularTask(p) for p in args.task] if args.task else default_tasks(TASKS, args.quick)
+    )
+    if args.from_runs:
+        saved = pickle.loads(args.from_runs.read_bytes())
+        tasks = [t for t in tasks if t.name in saved.pop("tasks")]
+        write_report(args.output, tasks, **saved)
+        return
     budget = args.budget or (30 if args.quick else 50)
     tuners = args.tuners.split(",")
     if args.quick and args.tuners == parser.get_default("tuners"):
         # scikit-optimize spends about 20 s per run: it runs in the default suite only
         tuners = [t for t in tuners if not t.startswith("skopt-")]
-    tasks: list[Task] = (
-        [TabularTask(p) for p in args.task] if args.task else default_tasks(TASKS, args.quick)
-    )
     unknown = [t for t in tuners if t not in TUNERS]
     if unknown:
         parser.error(f"unknown tuners {unknown}; known: {', '.join(TUNERS)}")
@@ -102,22 +111,37 @@ def main() -> None:
     if done != len(work):  # a StopIteration from a tuner ends a pool's loop early
         sys.exit(f"only {done} of {len(work)} runs came back")
     results = {key: sorted(r, key=lambda r: r.seed) for key, r in runs.items()}  # paired seeds
-    elapsed = time.monotonic() - started
-    write_report(args, tasks, tuners, results, budget, elapsed, seconds, float(np.mean(loads)))
+    saved = {
+        "command": " ".join(["python -m benchmarks.tuners", *sys.argv[1:]]),
+        "tuners": tuners,
+        "results": results,
+        "seeds": args.seeds,
+        "jobs": args.jobs,
+        "budget": budget,
+        "elapsed": time.monotonic() - started,
+        "seconds": seconds,
+        "load": float(np.mean(loads)),
+    }
+    if args.save_runs:  # an hour's runs outlive a mistake in the report
+        args.save_runs.parent.mkdir(parents=True, exist_ok=True)
+        args.save_runs.write_bytes(pickle.dumps({**saved, "tasks": [t.name for t in tasks]}))
+    write_report(args.output, tasks, **saved)
 
 
-def write_report(args, tasks, tuners, results, budget, elapsed, seconds, load) -> None:
+def write_report(
+    output: Path, tasks, command, tuners, results, seeds, jobs, budget, elapsed, seconds, load
+) -> None:
     lines = [
         "# Tuner benchmark",
         "",
-        f"Command: `{' '.join(['python -m benchmarks.tuners', *sys.argv[1:]])}` "
-        f"({len(tasks)} tasks x {len(tuners)} tuners x {args.seeds} seeds, budget {budget}; "
-        f"{elapsed / 60:.1f} min on this 2-core machine, {args.jobs} parallel jobs, so optimiser "
+        f"Command: `{command}` "
+        f"({len(tasks)} tasks x {len(tuners)} tuners x {seeds} seeds, budget {budget}; "
+        f"{elapsed / 60:.1f} min on this 2-core machine, {jobs} parallel jobs, so optimiser "
         "times include contention). Scores are the truth of the "
         "configuration each tuner would deploy after each evaluation.",
         "",
         f"CPU time of the runs: {sum(seconds.values()) / 60:.1f} min "
-        f"({sum(seconds.values()) / 60 / args.jobs:.1f} min per job process; the mean 1-minute "
+        f"({sum(seconds.values()) / 60 / jobs:.1f} min per job process; the mean 1-minute "
         f"load average during the run was {load:.1f}); per tuner, in seconds: "
         + ", ".join(f"{t} {seconds[t]:.0f}" for t in sorted(tuners, key=seconds.get)[::-1])
         + ".",
@@ -172,7 +196,7 @@ def write_report(args, tasks, tuners, results, budget, elapsed, seconds, load) -
             cells.append(f"{adjusted[tuner]:.3f}" if tuner in adjusted else "")
             lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
         lines.append("")
-        plot(task.name, tuners, results, budget, args.output.parent / "tuners")
+        plot(task.name, tuners, results, budget, output.parent / "tuners")
         lines += [f"![{task.name}](tuners/{task.name.replace('%', 'pct')}.png)", ""]
     lines += [
         "## Overall",
@@ -212,9 +236,9 @@ def write_report(args, tasks, tuners, results, budget, elapsed, seconds, load) -
                 f"Target, best average rank at budget {b}: auto {average['auto']:.2f}, best "
                 f"peer {peer} {average[peer]:.2f} ({met})."
             )
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.output}")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text("\n".join(lines) + "\n")
+    print(f"wrote {output}")
 
 
 def default_gap(task: Task) -> float:
