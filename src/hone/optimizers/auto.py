@@ -13,8 +13,9 @@
   servers), neighbours of the best configurations in a region that narrows as the study goes
   on (a trust region, as in TuRBO) and global samples; the best few are then improved one knob
   at a time under the acquisition, which finds moves of several knobs at once.
-- When the uncertainty about the incumbent is larger than what a new configuration is expected
-  to gain, it re-measures the incumbent instead: a noisy winner is worth confirming.
+- When the uncertainty about the incumbent is four times what a new configuration is expected
+  to gain, it re-measures the incumbent instead: a noisy winner is worth confirming, but
+  evaluations spent on new configurations teach the model more (the threshold was twice).
 - It recommends the measured configuration with the best posterior mean plus one standard
   deviation: never the luckiest reading, and a configuration measured once must be clearly
   better than the thrice-measured default to replace it.
@@ -56,6 +57,7 @@ CLIMBS, CLIMB_STEPS = 3, 4  # candidates improved knob by knob, and steps each
 CLIMB_MOVES = 256  # one-knob moves looked at per step, at most
 CAUTION = 1.0  # standard deviations a recommendation's mean is penalised by
 MAX_REPEATS = 2  # measurements of one configuration before it is never re-measured
+REMEASURE = 4.0  # re-measure the incumbent when its spread exceeds this many expected gains
 _BLAS = ThreadpoolController()
 
 
@@ -111,7 +113,7 @@ class Auto(Optimizer):
         pool, gain = self._climb(pool, gain, score)
         order = np.argsort(-gain)
         repeats = self.measured[self.space.key(incumbent)]
-        if incumbent_std > 2 * gain[order[0]] and repeats < MAX_REPEATS:
+        if incumbent_std > REMEASURE * gain[order[0]] and repeats < MAX_REPEATS:
             return dict(incumbent)
         return first_feasible(self.encoder, pool, order) or dict(incumbent)
 
