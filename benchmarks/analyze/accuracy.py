@@ -1,6 +1,6 @@
 """Workload-classification accuracy with whole files held out, hone against A-Tune's approach.
 
-    python -m benchmarks.analyze.accuracy [--data atune|hone|both] [--limit 200]
+    python -m benchmarks.analyze.accuracy [--data atune|hone|both] [--limit 200] [--seeds 1]
 
 Leave-one-file-out: each file whose class has at least one other file is held out in turn,
 every method trains on all the other files and classifies the held-out file's windows
@@ -13,7 +13,10 @@ classifies rows; a window's answer is its rows' majority vote, and row accuracy 
 Two figures per method: all windows, and active windows only. Some of A-Tune's runs have long
 quiet stretches (one of its speccpu files is idle throughout, a third of a mariadb run is idle):
 a window in which nothing runs (CPU below 2 %, network below 10 kB/s, disk below 10 IOPS) shows no
-workload, so the second figure leaves such windows out of every file not labelled idle."""
+workload, so the second figure leaves such windows out of every file not labelled idle.
+
+--seeds N repeats every fold with the random seeds 0..N-1 (trees, A-Tune's row subsample) and
+averages: a figure near a threshold should not hang on one seed."""
 
 from __future__ import annotations
 
@@ -95,10 +98,21 @@ def _score(scores: dict[str, list[float]], right: np.ndarray, busy: np.ndarray) 
         scores["active"].append(float(np.mean(right[busy])))
 
 
-def evaluate(runs: list[Run], limit: int, seed: int = 0) -> dict[str, dict[str, float]]:
+def evaluate(runs: list[Run], limit: int, seeds: int = 1) -> dict[str, dict[str, float]]:
+    scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for seed in range(seeds):
+        _folds(runs, limit, seed, scores)
+    return {
+        name: {k: float(np.mean(v)) for k, v in parts.items()} for name, parts in scores.items()
+    }
+
+
+def _folds(
+    runs: list[Run], limit: int, seed: int, scores: dict[str, dict[str, list[float]]]
+) -> None:
+    """Every held-out fold with one seed; scores are appended per file."""
     per_class = Counter(run.cls for run in runs)
     held = [i for i, run in enumerate(runs) if per_class[run.cls] > 1]
-    scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     rng = np.random.default_rng(seed)
     hardware = not any(np.isnan(r.values[:, ATUNE_METRICS.index("PERF.STAT.IPC")]).all()
                        for r in runs)  # fmt: skip
@@ -126,11 +140,8 @@ def evaluate(runs: list[Run], limit: int, seed: int = 0) -> dict[str, dict[str, 
             _score(scores[name], np.array(votes) == test.cls, busy)
             scores[name]["seconds"].append(time.perf_counter() - started)
         line = "  ".join(f"{n.split(' (')[0]} {s['window'][-1]:.2f}" for n, s in scores.items())
-        line += f"  (active windows {busy.mean():.0%})"
+        line += f"  (active windows {busy.mean():.0%}, seed {seed})"
         print(f"{test.source[:58]:58s} {test.cls:18s} {line}", flush=True)
-    return {
-        name: {k: float(np.mean(v)) for k, v in parts.items()} for name, parts in scores.items()
-    }
 
 
 def load(which: str) -> list[Run]:
@@ -149,10 +160,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=("atune", "hone", "both"), default="atune")
     parser.add_argument("--limit", type=int, default=200, help="evaluation windows per file")
+    parser.add_argument("--seeds", type=int, default=1, help="repeat with seeds 0..N-1, average")
     args = parser.parse_args()
     runs = load(args.data)
     print(f"{len(runs)} files, classes {dict(Counter(r.cls for r in runs))}")
-    results = evaluate(runs, args.limit)
+    results = evaluate(runs, args.limit, args.seeds)
     held = sum(1 for c in Counter(r.cls for r in runs).values() if c > 1)
     print(f"\nheld out in turn: the files of the {held} classes with two or more files")
     print("| method | all windows | active windows | files (most windows right) | rows "
