@@ -99,12 +99,14 @@ def main() -> None:
     work.sort(key=lambda item: (-COST.get(item[1], 0.1), -len(tasks[item[0]].space.domains)))
     runs: dict[tuple[str, str], list[RunResult]] = {}
     seconds: dict[str, float] = dict.fromkeys(tuners, 0.0)  # CPU seconds of all its runs
-    loads = []  # the machine is shared: how busy it was says what the wall time means
+    # The machine is shared: how busy it was (time-weighted) says what the wall time means.
+    load_seconds, last = 0.0, started
     with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
         for result, took in pool.imap_unordered(_job, work):
             runs.setdefault((result.task, result.tuner), []).append(result)
             seconds[result.tuner] += took
-            loads.append(os.getloadavg()[0])
+            load_seconds += os.getloadavg()[0] * (time.monotonic() - last)
+            last = time.monotonic()
             if len(runs[result.task, result.tuner]) == args.seeds:
                 print(f"{result.task:28s} {result.tuner:16s} done", flush=True)
     done = sum(len(r) for r in runs.values())
@@ -120,7 +122,7 @@ def main() -> None:
         "budget": budget,
         "elapsed": time.monotonic() - started,
         "seconds": seconds,
-        "load": float(np.mean(loads)),
+        "load": load_seconds / max(last - started, 1e-9),
     }
     if args.save_runs:  # an hour's runs outlive a mistake in the report
         args.save_runs.parent.mkdir(parents=True, exist_ok=True)
@@ -141,8 +143,8 @@ def write_report(
         "configuration each tuner would deploy after each evaluation.",
         "",
         f"CPU time of the runs: {sum(seconds.values()) / 60:.1f} min "
-        f"({sum(seconds.values()) / 60 / jobs:.1f} min per job process; the mean 1-minute "
-        f"load average during the run was {load:.1f}); per tuner, in seconds: "
+        f"({sum(seconds.values()) / 60 / jobs:.1f} min per job process; the time-weighted "
+        f"mean 1-minute load average during the run was {load:.1f}); per tuner, in seconds: "
         + ", ".join(f"{t} {seconds[t]:.0f}" for t in sorted(tuners, key=seconds.get)[::-1])
         + ".",
         "",
