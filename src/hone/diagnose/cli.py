@@ -69,12 +69,22 @@ class _Processes:
         out, err = process.communicate()
         return subprocess.CompletedProcess(argv, process.returncode, out, err)
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 30.0) -> None:
+        """SIGINT every recorder and wait until each has ended. A SIGINT that reaches perf while
+        it is still starting can be lost, so it is sent again every half second; a recorder
+        still running after `grace` seconds gets SIGTERM, then SIGKILL. On Ctrl-C the
+        interpreter exits right after this, so nothing may be left to the recorder threads."""
         with self.lock:
             self.stopped = True
-            for process in self.running:
-                if process.poll() is None:
-                    process.send_signal(signal.SIGINT)
+            running = list(self.running)
+        deadline = time.monotonic() + grace
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            while any(p.poll() is None for p in running) and time.monotonic() < deadline:
+                for process in running:
+                    if process.poll() is None:
+                        process.send_signal(sig)
+                time.sleep(0.5)
+            deadline = time.monotonic() + 2
 
 
 def _recorder(
