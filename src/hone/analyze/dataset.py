@@ -56,6 +56,7 @@ class Run:
     app: str
     values: np.ndarray
     interval: float
+    collection: str = ""  # the folder it came from: one data set (A-Tune's, hone's, a user's)
 
 
 def class_of(workload_type: str, app: str) -> str:
@@ -82,7 +83,14 @@ def load_runs(path: Path, interval: float) -> list[Run]:
         if i == len(table.labels) or table.labels[i] != table.labels[start]:
             workload_type, app = table.labels[start]
             runs.append(
-                Run(path.name, class_of(workload_type, app), app, values[start:i], interval)
+                Run(
+                    path.name,
+                    class_of(workload_type, app),
+                    app,
+                    values[start:i],
+                    interval,
+                    str(path.parent),
+                )
             )
             start = i
     return runs

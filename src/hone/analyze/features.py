@@ -68,6 +68,7 @@ def _row_features(col) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
             "log net tx/rx": np.log(_ratio(col("NET.STAT.txkBs") + 1, col("NET.STAT.rxkBs") + 1)),
             "log forks/s": _log(col("SYS.TASKS.procs")),
             "log switches per packet": _log(_ratio(switches, packets)),
+            "log net kB per switch": _log(_ratio(net_kb, switches)),
             "log blocked tasks": _log(col("MEM.VMSTAT.procs.b")),
             "log pages out/s": _log(col("MEM.VMSTAT.io.bo")),
             "log run queue": _log(col("SYS.LDAVG.runq-sz")),

@@ -25,7 +25,7 @@ from hone.collect import ATUNE_METRICS
 from hone.errors import HoneError
 
 #: Bump when features or training change: cached models of older versions are not used.
-VERSION = 2
+VERSION = 3
 WINDOWS_PER_RUN = 300
 
 
@@ -64,8 +64,10 @@ class Model:
 
 
 def training_set(runs: list[Run], limit: int = WINDOWS_PER_RUN, hardware: bool = False):
-    """Windows of every run, their labels, and weights (each class 1, split evenly among its
-    runs, each run's share split evenly among its windows)."""
+    """Windows of every run, their labels, and weights: each class 1, split evenly among the
+    data sets (folders) that have it, then among a set's runs, then among a run's windows. Per
+    data set, so that the set with more runs of a class (A-Tune's six nginx runs from big
+    servers) does not drown the other (four nginx runs on this kind of machine)."""
     if hardware:  # only runs measured where the counters exist
         at = [ATUNE_METRICS.index(name) for name in HARDWARE_METRICS[:-1]]
         runs = [run for run in runs if not np.isnan(run.values[:, at]).all()]
@@ -74,11 +76,15 @@ def training_set(runs: list[Run], limit: int = WINDOWS_PER_RUN, hardware: bool =
     parts = [(run, w) for run, w in parts if len(w)]
     if not parts:
         raise HoneError("no run is long enough for one window of samples")
-    per_class = Counter(run.cls for run, _ in parts)
+    per_set = Counter((run.cls, run.collection) for run, _ in parts)
+    sets = Counter(cls for cls, _ in per_set)
     x = np.vstack([w for _, w in parts])
     y = np.concatenate([[run.cls] * len(w) for run, w in parts])
     weight = np.concatenate(
-        [np.full(len(w), 1.0 / per_class[run.cls] / len(w)) for run, w in parts]
+        [
+            np.full(len(w), 1.0 / sets[run.cls] / per_set[run.cls, run.collection] / len(w))
+            for run, w in parts
+        ]
     )
     return x, y, weight * len(weight) / weight.sum()
 
