@@ -130,7 +130,7 @@ class Auto(Optimizer):
                 moves = coordinate_moves(self.encoder, row)
                 if len(moves) > CLIMB_MOVES:
                     moves = moves[self.rng.choice(len(moves), CLIMB_MOVES, replace=False)]
-                moves = fresh_candidates(self.encoder, moves, seen)
+                moves = fresh_candidates(moves, seen)
                 if not len(moves):
                     break
                 scores = score(moves)
@@ -245,4 +245,4 @@ class Auto(Optimizer):
         for row in centres[1:]:
             parts.append(neighbours(self.encoder, row, self.rng, 96, scale))
         seen = self.encoder.units([o.config for o in self.history])
-        return fresh_candidates(self.encoder, np.vstack(parts), seen)
+        return fresh_candidates(np.vstack(parts), seen)

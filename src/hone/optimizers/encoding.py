@@ -137,7 +137,7 @@ def neighbours(
     return encoder.snap(np.where(changed, moved, rows))
 
 
-def fresh_candidates(encoder: Encoder, pool: np.ndarray, seen: np.ndarray) -> np.ndarray:
+def fresh_candidates(pool: np.ndarray, seen: np.ndarray) -> np.ndarray:
     """The distinct rows of `pool` that are not in `seen` (rows already measured), in order.
     Rows are compared by their bytes in a dict (np.unique over rows sorts them: 10x slower)."""
     known = set(row_keys(seen))

@@ -55,7 +55,7 @@ class SurrogateOptimizer(Optimizer):
         parts = [self.rng.random((self.candidates // 2, self.encoder.dims))]
         for row in self.encoder.units([o.config for o in best]):
             parts.append(neighbours(self.encoder, row, self.rng, self.candidates // 6, 0.15))
-        pool = fresh_candidates(self.encoder, self.encoder.snap(np.vstack(parts)), seen)
+        pool = fresh_candidates(self.encoder.snap(np.vstack(parts)), seen)
         if not len(pool):
             return self.space.sample(self.rng)
         x = self.encoder.encode([o.config for o in done])
