@@ -4,6 +4,7 @@
     python -m benchmarks.tuners --quick         # 6 tasks, budget 30, no scikit-optimize
     python -m benchmarks.tuners --task path/to/NAME.yaml --tuners auto,optuna-tpe --seeds 10
     python -m benchmarks.tuners --save-runs runs.pkl    # later: --from-runs runs.pkl (no rerun)
+    python -m benchmarks.tuners --tuners auto --peers-from runs.pkl  # rerun auto, peers as saved
 
 Writes docs/tuners.md (tables) and docs/tuners/*.png (median regret curves)."""
 
@@ -71,6 +72,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="tuner runs in parallel processes")
     parser.add_argument("--save-runs", type=Path, help="keep the raw runs here (a pickle)")
     parser.add_argument("--from-runs", type=Path, help="rewrite the report from saved runs")
+    parser.add_argument(
+        "--peers-from", type=Path, help="saved runs to take the tuners not rerun from"
+    )
     args = parser.parse_args()
     tasks: list[Task] = (
         [TabularTask(p) for p in args.task] if args.task else default_tasks(TASKS, args.quick)
@@ -113,6 +117,8 @@ def main() -> None:
     if done != len(work):  # a StopIteration from a tuner ends a pool's loop early
         sys.exit(f"only {done} of {len(work)} runs came back")
     results = {key: sorted(r, key=lambda r: r.seed) for key, r in runs.items()}  # paired seeds
+    if args.peers_from:
+        tuners = _add_saved_peers(args.peers_from, tasks, tuners, results, seconds, args, budget)
     saved = {
         "command": " ".join(["python -m benchmarks.tuners", *sys.argv[1:]]),
         "tuners": tuners,
@@ -128,6 +134,27 @@ def main() -> None:
         args.save_runs.parent.mkdir(parents=True, exist_ok=True)
         args.save_runs.write_bytes(pickle.dumps({**saved, "tasks": [t.name for t in tasks]}))
     write_report(args.output, tasks, **saved)
+
+
+def _add_saved_peers(path: Path, tasks, tuners, results, seconds, args, budget) -> list[str]:
+    """Merge saved runs of the tuners not rerun (same tasks, seeds and budget): a change to one
+    tuner is then judged against the same peer runs in minutes, not the suite's half hour."""
+    saved = pickle.loads(path.read_bytes())
+    if (saved["seeds"], saved["budget"]) != (args.seeds, budget):
+        sys.exit(
+            f"{path}: saved with {saved['seeds']} seeds, budget {saved['budget']}; "
+            f"this run has {args.seeds}, {budget}"
+        )
+    names = {t.name for t in tasks}
+    missing = names - set(saved["tasks"])
+    if missing:
+        sys.exit(f"{path}: no saved runs of {', '.join(sorted(missing))}")
+    peers = [t for t in saved["tuners"] if t not in tuners]
+    for (task, tuner), runs in saved["results"].items():
+        if tuner in peers and task in names:
+            results[task, tuner] = runs
+    seconds.update({t: saved["seconds"][t] for t in peers})
+    return tuners + peers
 
 
 def write_report(
