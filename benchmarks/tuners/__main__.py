@@ -81,7 +81,8 @@ def main() -> None:
     )
     if args.from_runs:
         saved = pickle.loads(args.from_runs.read_bytes())
-        tasks = [t for t in tasks if t.name in saved.pop("tasks")]
+        names = saved.pop("tasks")
+        tasks = [t for t in tasks if t.name in names]
         write_report(args.output, tasks, **saved)
         return
     budget = args.budget or (30 if args.quick else 50)
@@ -117,7 +118,9 @@ def main() -> None:
     if done != len(work):  # a StopIteration from a tuner ends a pool's loop early
         sys.exit(f"only {done} of {len(work)} runs came back")
     results = {key: sorted(r, key=lambda r: r.seed) for key, r in runs.items()}  # paired seeds
+    reran = None
     if args.peers_from:
+        reran = tuners
         tuners = _add_saved_peers(args.peers_from, tasks, tuners, results, seconds, args, budget)
     saved = {
         "command": " ".join(["python -m benchmarks.tuners", *sys.argv[1:]]),
@@ -129,6 +132,7 @@ def main() -> None:
         "elapsed": time.monotonic() - started,
         "seconds": seconds,
         "load": load_seconds / max(last - started, 1e-9),
+        "reran": reran,
     }
     if args.save_runs:  # an hour's runs outlive a mistake in the report
         args.save_runs.parent.mkdir(parents=True, exist_ok=True)
@@ -158,7 +162,18 @@ def _add_saved_peers(path: Path, tasks, tuners, results, seconds, args, budget) 
 
 
 def write_report(
-    output: Path, tasks, command, tuners, results, seeds, jobs, budget, elapsed, seconds, load
+    output: Path,
+    tasks,
+    command,
+    tuners,
+    results,
+    seeds,
+    jobs,
+    budget,
+    elapsed,
+    seconds,
+    load,
+    reran: list[str] | None = None,
 ) -> None:
     lines = [
         "# Tuner benchmark",
@@ -167,7 +182,13 @@ def write_report(
         f"({len(tasks)} tasks x {len(tuners)} tuners x {seeds} seeds, budget {budget}; "
         f"{elapsed / 60:.1f} min on this 2-core machine, {jobs} parallel jobs, so optimiser "
         "times include contention). Scores are the truth of the "
-        "configuration each tuner would deploy after each evaluation.",
+        "configuration each tuner would deploy after each evaluation."
+        + (
+            f" Only {', '.join(reran)} ran now (the wall time is theirs); the other tuners' "
+            "runs and CPU seconds are those saved by the earlier run named by --peers-from."
+            if reran
+            else ""
+        ),
         "",
         f"CPU time of the runs: {sum(seconds.values()) / 60:.1f} min "
         f"({sum(seconds.values()) / 60 / jobs:.1f} min per job process; the time-weighted "

@@ -3,12 +3,17 @@ what a tuner would deploy by the truth."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from benchmarks.tuners.harness import run
 from benchmarks.tuners.tasks import TabularTask
+
+ROOT = Path(__file__).resolve().parents[2]
 
 YAML = """\
 knobs:
@@ -65,3 +70,67 @@ def test_peers_run_past_the_size_of_a_small_grid(tmp_path: Path) -> None:
     result = run(task, "smac-hpo", seed=0, budget=30)
     assert len(result.regrets) == 30
     assert result.regrets[-1] <= result.regrets[0]
+
+
+def _harness(*args: str) -> str:
+    command = [sys.executable, "-m", "benchmarks.tuners", "--seeds", "2", "--budget", "8", *args]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+def _rows(report: Path, tuner: str) -> list[str]:
+    return [line for line in report.read_text().splitlines() if line.startswith(f"| {tuner} |")]
+
+
+@pytest.mark.slow
+def test_a_rerun_takes_the_peers_from_saved_runs(tmp_path: Path) -> None:
+    """Save a suite, rerun one tuner against the saved peers, rewrite from saved runs: the
+    peer's rows are the saved ones, the report names what ran now."""
+    task = str(write_task(tmp_path))
+    first, second = tmp_path / "first.md", tmp_path / "second.md"
+    saved, rerun = tmp_path / "runs.pkl", tmp_path / "rerun.pkl"
+    _harness(
+        "--task", task, "--tuners", "auto,random", "--output", str(first), "--save-runs", str(saved)
+    )
+    _harness(
+        "--task",
+        task,
+        "--tuners",
+        "auto",
+        "--peers-from",
+        str(saved),
+        "--output",
+        str(second),
+        "--save-runs",
+        str(rerun),
+    )
+    assert _rows(second, "random") == _rows(first, "random") != []
+    assert "Only auto ran now" in second.read_text()
+    rewritten = tmp_path / "rewritten.md"
+    _harness("--task", task, "--from-runs", str(rerun), "--output", str(rewritten))
+    assert rewritten.read_text() == second.read_text()
+    wrong = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.tuners",
+            "--task",
+            task,
+            "--tuners",
+            "auto",
+            "--seeds",
+            "3",
+            "--budget",
+            "8",
+            "--peers-from",
+            str(saved),
+            "--output",
+            str(tmp_path / "x.md"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert wrong.returncode != 0 and "saved with 2 seeds" in wrong.stderr
