@@ -109,6 +109,25 @@ def test_train_then_analyze_with_the_model(hone_cli, hone_home: Path, tmp_path: 
     ]  # fmt: skip
     assert all(r["verdict"] in ("ok", "busy", "saturated") for r in analysis["resources"])
     assert analysis["profile"] == f"hone-{analysis['cls']}"
+    assert (analysis["model"], analysis["hardware"]) == ("mine", False)
+
+
+@pytest.mark.slow
+def test_analyze_picks_the_model_this_machine_can_feed(hone_cli) -> None:
+    """This VM counts no hardware events: hone's default model, and the output says so; on a
+    machine that counts them, the model with hardware counters (trained from A-Tune's runs)."""
+    from hone.analyze.analysis import pick_model
+    from hone.collect.perf import hardware_counters_available
+
+    assert not hardware_counters_available()
+    result = hone_cli("analyze", "--duration", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    analysis = json.loads(result.stdout)
+    assert (analysis["model"], analysis["hardware"]) == ("default", False)
+    result = hone_cli("analyze", "--duration", "2")
+    assert result.returncode == 0, result.stderr
+    assert "model: default, without hardware counters (this machine has none)" in result.stdout
+    assert pick_model(counts=True).hardware and not pick_model(counts=False).hardware
 
 
 @pytest.mark.slow

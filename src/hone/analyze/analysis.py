@@ -25,6 +25,8 @@ class Analysis:
     profile: str | None  # the profile mapped to the class
     samples: int
     busiest: list[tuple[str, int, float]] = field(default_factory=list)  # (name, pid, % CPU)
+    model: str = "default"  # which model named the class: "default", or the given one's name
+    hardware: bool = False  # whether that model uses hardware counters
 
 
 def classify(model: Model, snapshots: list[Snapshot]) -> tuple[str, dict[str, float], np.ndarray]:
@@ -38,21 +40,36 @@ def classify(model: Model, snapshots: list[Snapshot]) -> tuple[str, dict[str, fl
     return ranked[0][0], {c: float(p) for c, p in ranked}, x
 
 
+def pick_model(counts: bool) -> Model:
+    """hone's model for this machine: the one with hardware counters where the machine counts
+    them (more accurate where it can be used), else the default one, which needs none."""
+    if counts:
+        try:
+            return default_model(hardware=True)
+        except HoneError:  # no training run has counters (A-Tune's dataset not found)
+            pass
+    return default_model()
+
+
 def analyze(
     duration: float = 15.0,
     interval: float = 1.0,
     *,
     model: Model | None = None,
+    name: str = "custom",
     collector: Collector | None = None,
 ) -> Analysis:
-    """Sample for `duration` seconds every `interval` and analyse what was seen."""
+    """Sample for `duration` seconds every `interval` and analyse what was seen, with `model`
+    (called `name` in the result) or else hone's model for this machine (`pick_model`)."""
     if duration < 2 * interval:
         raise HoneError("--duration must cover at least two intervals")
-    model = model or default_model()
     own = collector is None
     collector = collector or Collector(top=5)
     try:
-        if model.hardware and "PERF.STAT.IPC" in collector.unavailable:
+        counts = "PERF.STAT.IPC" not in collector.unavailable
+        if model is None:
+            model, name = pick_model(counts), "default"
+        if model.hardware and not counts:
             raise HoneError("this model uses hardware counters, which this machine does not have")
         before = use.counters()
         snapshots = list(collector.stream(interval, duration=duration))
@@ -60,7 +77,9 @@ def analyze(
     finally:
         if own:
             collector.close()
-    return explain(model, snapshots, before, after)
+    result = explain(model, snapshots, before, after)
+    result.model, result.hardware = name, model.hardware
+    return result
 
 
 def explain(

@@ -23,11 +23,9 @@ def _models_dir() -> Path:
     return state_dir() / "analyze" / "models"
 
 
-def _model(name: str | None):  # type: ignore[no-untyped-def]
-    from hone.analyze.model import default_model, load
+def _model(name: str):  # type: ignore[no-untyped-def]
+    from hone.analyze.model import load
 
-    if name is None:
-        return default_model()
     path = Path(name)
     if not path.suffix:
         path = _models_dir() / f"{name}.pkl"
@@ -44,7 +42,11 @@ def analyze_command(
         0.5, "--min-confidence", help="--apply only when the class is at least this likely"
     ),
     model: str = typer.Option(
-        None, "--model", "-m", help="a model from `hone train` (name or file); default: hone's"
+        None,
+        "--model",
+        "-m",
+        help="a model from `hone train` (name or file); default: hone's, with hardware counters "
+        "where the machine counts them",
     ),
     as_json: bool = typer.Option(False, "--json", help="the analysis as JSON"),
 ) -> None:
@@ -57,8 +59,8 @@ def analyze_command(
         raise HoneError("--duration must cover at least two intervals")
     if not 0 <= min_confidence <= 1:
         raise HoneError("--min-confidence must be between 0 and 1")
-    chosen = _model(model)
-    result = analysis_module.analyze(duration, interval, model=chosen)
+    chosen = None if model is None else _model(model)
+    result = analysis_module.analyze(duration, interval, model=chosen, name=model or "default")
     if not as_json:
         _print(result)
     applied = None
@@ -102,6 +104,10 @@ def _print(result) -> None:  # type: ignore[no-untyped-def]
         + (f"; then {others}" if others else "")
         + f") over {result.samples} samples"
     )
+    counters = "with hardware counters" if result.hardware else "without hardware counters"
+    if result.model == "default":
+        counters += " (this machine counts them)" if result.hardware else " (this machine has none)"
+    typer.echo(f"model: {result.model}, {counters}")
     if result.features:
         typer.echo("because (this sample vs. typical):")
         for name, value, typical in result.features:

@@ -144,11 +144,13 @@ def cache_dir() -> Path:
     return Path(base) / "hone" / "analyze"
 
 
-def default_model() -> Model:
-    """hone's model, trained on first use and cached (the key covers data, code and sklearn)."""
+def default_model(hardware: bool = False) -> Model:
+    """hone's model, trained on first use and cached (the key covers data, code and sklearn).
+    `hardware=True`: the model with hardware counters, from the runs that have them (A-Tune's);
+    a HoneError where no run has them (A-Tune's dataset not found)."""
     from hone.analyze.dataset import BUILTIN_DATA, atune_dataset
 
-    key = hashlib.sha256(f"{VERSION} {sklearn.__version__} {FEATURES}".encode())
+    key = hashlib.sha256(f"{VERSION} {sklearn.__version__} {FEATURES} {hardware}".encode())
     for folder in (BUILTIN_DATA, atune_dataset()):
         if folder is not None and folder.is_dir():
             for p in sorted(folder.iterdir()):
@@ -159,6 +161,6 @@ def default_model() -> Model:
             return load(path)
         except HoneError:
             pass
-    model = fit(builtin_runs())
+    model = fit(builtin_runs(), hardware=hardware)
     save(model, path)
     return model
