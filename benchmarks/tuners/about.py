@@ -56,7 +56,11 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
   noisy f101). Each variable becomes an ordered knob of 7 evenly spaced values (integer
   variables: their integers, thinned) so every grid point's truth is known: mixint's f(x) plus 3 %
   multiplicative noise above the grid's best; noisy's own noise, truth = median of 31
-  evaluations (the noise is log-normal: its median is the noise-free value). Gaps are relative to
+  evaluations (the noise is log-normal: its median is the noise-free value); COCO draws that
+  noise from process-wide counters, so each measurement first sets them from the run's seeded
+  generator (a rerun is the same run; before, it depended on which runs its worker had done
+  before, and f122's median evaluations to 2 % moved from 39.5 to `-` between reruns of one
+  code). Gaps are relative to
   the grid's median truth above the optimum (f's offset is arbitrary).
   The default is the grid point 1/3 along every axis, or, if that is within 10 % of the
   optimum, the point 2/3 along every axis (one fixed rule for every problem; f104's point at

@@ -23,6 +23,7 @@ from hone.space import Config, Ordinal, SearchSpace
 MIXINT = [(1, 5), (10, 5), (21, 5)]  # (function, dimension): sphere, ellipsoid, Gallagher
 NOISY = [(101, 2), (104, 2), (122, 2)]  # sphere, Rosenbrock, Schaffer F7 with Gaussian noise
 DEFAULT_AT = (1 / 3, 2 / 3)  # fraction along every axis: the first not too close is the default
+NOISE_STREAMS = 4096  # starting points of COCO's noise counters a measurement draws from
 TOO_CLOSE = 0.10  # a default this near the optimum (as a gap) says nothing about search
 
 
@@ -79,6 +80,7 @@ class CocoTask(Task):
 
     def measure(self, config: Config, rng: np.random.Generator) -> float | None:
         if self.noisy:
+            _seed_coco_noise(int(rng.integers(NOISE_STREAMS)))
             return float(self.problem(self._vector(config)))
         truth = self.truths[self.space.key(config)]
         base = self.optimum()
@@ -89,6 +91,22 @@ class CocoTask(Task):
 
     def scale(self) -> float:
         return self._scale
+
+
+def _seed_coco_noise(stream: int) -> None:
+    """COCO draws its noise from process-wide counters (seed 30, plus one per draw): the draws
+    a run got depended on which runs its worker process had done before, so a rerun of the
+    same code differed. Each measurement now starts from a counter taken from the run's own
+    seeded generator: reruns are the same, and tuners on one seed share their draws."""
+    import ctypes
+
+    from cocoex import interface
+
+    library = ctypes.CDLL(interface.__file__)  # the loaded module itself: its counters
+    library.coco_reset_seeds()
+    for _ in range(stream):
+        library.increase_random_n_seed()  # Gaussian noise's counter
+        library.increase_random_seed()  # uniform noise's
 
 
 def coco_tasks(quick: bool) -> list[Task]:

@@ -116,6 +116,17 @@ def test_coco_tasks_know_their_optimum() -> None:
     assert len(readings) > 1  # COCO's own noise
 
 
+def test_coco_noise_follows_the_runs_seed_not_the_process() -> None:
+    """A rerun of one seed gets the same noise whatever ran before it in the process."""
+    task = CocoTask("bbob-noisy", 122, 2, levels=5)
+    first = run(task, "random", seed=3, budget=10)
+    run(task, "random", seed=4, budget=10)  # moves COCO's process-wide counters on
+    assert run(task, "random", seed=3, budget=10).regrets == first.regrets
+    rng = np.random.default_rng(0)
+    readings = [task.measure(task.space.defaults, rng) for _ in range(8)]
+    assert len(set(readings)) > 4  # still noisy
+
+
 def test_coco_defaults_follow_the_rule() -> None:
     """Rosenbrock's point 1/3 along each axis is within 1 % of the optimum: 2/3 instead."""
     task = CocoTask("bbob-noisy", 104, 2)
