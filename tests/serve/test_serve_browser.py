@@ -207,7 +207,9 @@ def test_machine_page_updates_live(page: Page, server: Any) -> None:
 
 @pytest.mark.slow
 def test_machine_page_names_the_workload_and_the_cpu_bottleneck(page: Page, server: Any) -> None:
-    classes = server.get("/api/analysis?duration=2")["probabilities"]
+    analysis = server.get("/api/analysis?duration=2")
+    classes = analysis["probabilities"]
+    assert (analysis["model"], analysis["hardware"]) == ("default", False)  # this VM counts none
     assert abs(sum(classes.values()) - 1.0) < 1e-6
     page.goto(server.url + "/#/machine")
     page.wait_for_selector("body[data-ready=machine]", timeout=15_000)
@@ -224,4 +226,7 @@ def test_machine_page_names_the_workload_and_the_cpu_bottleneck(page: Page, serv
     assert page.locator("#workload-class").text_content() in classes
     expect(page.locator("#workload-bottleneck")).to_have_text("CPU")
     expect(page.locator("#analysis tbody tr").first).to_contain_text("CPU")
+    expect(page.locator("#workload-model")).to_have_text(
+        "model: default, without hardware counters"
+    )
     shot(page, "machine-analysis")

@@ -29,6 +29,8 @@ def analysis_dict(result: Analysis) -> dict[str, Any]:
         "bottleneck": result.bottleneck.name if result.bottleneck else None,
         "profile": result.profile,
         "samples": result.samples,
+        "model": result.model,
+        "hardware": result.hardware,
         "busiest": [{"name": n, "pid": pid, "cpu": cpu} for n, pid, cpu in result.busiest],
     }
 
@@ -38,7 +40,8 @@ async def run_analysis(
     duration: float = Query(10.0, ge=2.0, le=120.0, description="seconds to sample"),
     interval: float = Query(1.0, ge=0.5, le=10.0, description="seconds between samples"),
 ) -> dict[str, Any]:
-    """Sample for `duration` seconds and analyse what was seen (hone's default model)."""
+    """Sample for `duration` seconds and analyse what was seen (hone's model for this machine:
+    with hardware counters where it counts them)."""
     if duration < 2 * interval:
         duration = 2 * interval
     result = await asyncio.to_thread(analyze, duration, interval)

@@ -138,6 +138,7 @@ function showAnalysis(out, a) {
   out.replaceChildren(
     h("p", {}, "class: ", h("strong", { id: "workload-class" }, a.class), ` (${(100 * a.confidence).toFixed(0)} % confidence` + (second ? `; next: ${second[0]} ${(100 * second[1]).toFixed(0)} %)` : ")")),
     h("p", {}, "bottleneck: ", h("strong", { id: "workload-bottleneck" }, a.bottleneck || "none: nothing is saturated")),
+    h("p", { class: "hint", id: "workload-model" }, `model: ${a.model}, ${a.hardware ? "with" : "without"} hardware counters`),
     h("p", { class: "hint" }, "what points to it: ", a.features.map((f) => `${f.name} ${num(f.value, 3)} (typical ${num(f.typical, 3)})`).join("; ")),
     use,
     a.profile ? h("p", {}, `profile for ${a.class}: `, h("strong", {}, a.profile), " ", h("button", { type: "button", onclick: async (e) => {
