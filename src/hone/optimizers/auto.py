@@ -12,7 +12,9 @@
 - Candidates are every one-knob change of the incumbent (the sweeps that find most gains on
   servers), neighbours of the best configurations in a region that narrows as the study goes
   on (a trust region, as in TuRBO) and global samples; the best few are then improved one knob
-  at a time under the acquisition, which finds moves of several knobs at once.
+  at a time under the acquisition, which finds moves of several knobs at once. They are ranked
+  by the expected improvement beyond a margin (a tenth of the values' spread), so near-copies
+  of the incumbent that promise a sliver do not crowd out moves that could matter.
 - When the uncertainty about the incumbent is four times what a new configuration is expected
   to gain, it re-measures the incumbent instead: a noisy winner is worth confirming, but
   evaluations spent on new configurations teach the model more (the threshold was twice).
@@ -53,6 +55,7 @@ WINDOW = 128  # points the model is trained on, at most
 REFIT_EVERY = 8  # trials between hyperparameter fits
 STARTS = 3  # space-filling points after the default (knob selection after 6 trials needs them)
 GLOBAL = 256  # global random candidates per suggestion
+EXPLORE = 0.1  # proposals rank by gains beyond this many standard deviations of the values
 CLIMBS, CLIMB_STEPS = 3, 4  # candidates improved knob by knob, and steps each
 CLIMB_MOVES = 256  # one-knob moves looked at per step, at most
 CAUTION = 1.0  # standard deviations a recommendation's mean is penalised by
@@ -101,19 +104,22 @@ class Auto(Optimizer):
             return dict(incumbent)
         success = self._success_model()
 
-        def score(units: np.ndarray) -> np.ndarray:
+        def score(units: np.ndarray, margin: float = EXPLORE) -> np.ndarray:
             # Where failure is more likely than not, do not go at all; elsewhere weigh by it.
+            # Only gains beyond the margin count: with noisy, flat predictions near the
+            # incumbent, plain expected improvement prefers near-copies of it that promise a
+            # sliver, and a study of 16 knobs spent its evaluations on them.
             mean, std = self._latent(units)
             odds = success(units)
-            return expected_improvement(mean, std, incumbent_mean) * np.where(
-                odds < 0.6, 0.0, odds**2
-            )
+            target = incumbent_mean - margin * self.model.std_y
+            return expected_improvement(mean, std, target) * np.where(odds < 0.6, 0.0, odds**2)
 
         gain = score(pool)
         pool, gain = self._climb(pool, gain, score)
         order = np.argsort(-gain)
+        expected = float(score(pool[order[:1]], 0.0)[0])  # the whole expected gain
         repeats = self.measured[self.space.key(incumbent)]
-        if incumbent_std > REMEASURE * gain[order[0]] and repeats < MAX_REPEATS:
+        if incumbent_std > REMEASURE * expected and repeats < MAX_REPEATS:
             return dict(incumbent)
         return first_feasible(self.encoder, pool, order) or dict(incumbent)
 
