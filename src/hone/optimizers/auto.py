@@ -1,7 +1,7 @@
 """hone's default optimiser, made for expensive, noisy system benchmarks.
 
 - It starts from the default configuration (the tuning loop measures it several times, which
-  tells the noise) and three space-filling points; the model takes over from there.
+  tells the noise) and two or three space-filling points; the model takes over from there.
 - A Gaussian process whose kernel adds one smooth curve per knob to a Matern term for the
   interactions (`additive_gp.py`): server knobs mostly act on their own, and a model made for
   that learns from a few dozen trials where a full Matern kernel in 16 or 30 knobs cannot.
@@ -93,6 +93,9 @@ class Auto(Optimizer):
         if first is not None:
             return first
         done = [o for o in self.history if o.value is not None]
+        # While the history is short: after the default's three measurements this proposes
+        # two of the three design points, after one measurement all three (every figure in
+        # docs/optimizers.md is of this; a two-point design instead did worse on the 4-knob task).
         if self.design and len(self.history) <= len(self.design) + 3:
             return self.design.pop(0)
         if len(done) < 3:
