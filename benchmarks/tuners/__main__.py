@@ -205,7 +205,8 @@ def write_report(
         lines += [
             f"## {task.name}",
             "",
-            f"Default: {100 * default_gap(task):.1f} % from the optimum.",
+            f"Default: {100 * default_gap(task):.1f} % from the optimum."
+            + (f" {task.resolution()}" if isinstance(task, TabularTask) else ""),
             "",
             "| tuner | evals to 1 % | to 2 % | to 5 % | first at 2 % | "
             + " | ".join(f"regret@{b}" for b in checkpoints)

@@ -81,4 +81,13 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
     connections: memcaslap hangs past its timeout, a failed row, or crawls: 12 configurations
     are failure regions); restarted by SIGKILL for every row; 48 configurations x 3 rows
     (`python -m benchmarks.tuners.measure.memcached`).
+  Each table's section gives its noise (the spread of one configuration's rows, measured while
+  the machine was loaded) and how close its best configurations are. On nginx (rows spread by
+  25 %) and memcached (37 %) the truth of a configuration, a mean of 3 rows, is itself known only
+  to 15-21 %, and one or two configurations are within 2 % of the optimum with the next 5-6 %
+  away: telling a 5 % difference apart at 25 % spread takes about 2 x (25 / 5)^2 = 50 readings
+  of each configuration for one standard error. No tuner can know from 50 evaluations which
+  configuration is within 2 % there; a tuner whose median seed deploys it has been lucky with
+  its single best reading, and "evals to 2 %" on these two tables measures that luck. gcc-flags
+  (1 % spread) resolves 2 % with a few readings.
 """

@@ -91,6 +91,28 @@ class TabularTask(Task):
         rows = self.rows[self.space.key(config)]
         return rows[int(rng.integers(len(rows)))]
 
+    def resolution(self) -> str:
+        """How finely the rows pin the truth down, which says what "within 2 %" can mean here:
+        the spread of a configuration's rows, the standard error of its mean, and how far the
+        configurations nearest the optimum are from it."""
+        spreads, counts = [], []
+        for values in self.rows.values():
+            ok = [v for v in values if v is not None]
+            counts.append(len(values))
+            if len(ok) > 1:
+                spreads.append(np.std(ok, ddof=1) / abs(np.mean(ok)))
+        cv, rows = float(np.median(spreads)), float(np.median(counts))
+        best = self.optimum()
+        gaps = sorted(abs(t - best) / self.scale() for t in self.truths.values() if t is not None)
+        within = sum(g <= 0.02 for g in gaps)
+        nearest = next((g for g in gaps if g > 0.02), float("nan"))
+        return (
+            f"Noise: the rows of one configuration spread by {100 * cv:.1f} % (median CV), so "
+            f"a truth (the mean of {rows:.0f} rows) is known to about "
+            f"{100 * cv / np.sqrt(rows):.1f} %; {within} configuration(s) within 2 % of the "
+            f"optimum, the next at {100 * nearest:.1f} %."
+        )
+
     def truth(self, config: Config) -> float | None:
         return self.truths[self.space.key(config)]
 
