@@ -82,9 +82,10 @@ def _row_features(col) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
 
 #: Names of the row features, in column order.
 ROW_FEATURES = tuple(_row_features(lambda name: np.zeros(1)))
-#: Hardware counters (and memory bandwidth): features only for a model of machines that have
-#: them (a model made with `hardware=True` is used only where perf counts them).
-HARDWARE_METRICS = (*PERF_METRICS, "MEM.BANDWIDTH.Total_Util")
+#: Hardware counters: features only for a model of machines that have them (a model made with
+#: `hardware=True` is used only where perf counts them). Not A-Tune's memory bandwidth: hone's
+#: collector has no source for it, and a model trained on A-Tune's values of it would be fed 0.
+HARDWARE_METRICS = PERF_METRICS
 HARDWARE_FEATURES = tuple(f"log {name}" for name in HARDWARE_METRICS)
 
 

@@ -25,7 +25,7 @@ from hone.collect import ATUNE_METRICS
 from hone.errors import HoneError
 
 #: Bump when features or training change: cached models of older versions are not used.
-VERSION = 3
+VERSION = 4
 WINDOWS_PER_RUN = 300
 
 
@@ -69,7 +69,7 @@ def training_set(runs: list[Run], limit: int = WINDOWS_PER_RUN, hardware: bool =
     data set, so that the set with more runs of a class (A-Tune's six nginx runs from big
     servers) does not drown the other (four nginx runs on this kind of machine)."""
     if hardware:  # only runs measured where the counters exist
-        at = [ATUNE_METRICS.index(name) for name in HARDWARE_METRICS[:-1]]
+        at = [ATUNE_METRICS.index(name) for name in HARDWARE_METRICS]
         runs = [run for run in runs if not np.isnan(run.values[:, at]).all()]
     parts = [(run, windows(run.values, run.interval, limit=limit, hardware=hardware))
              for run in runs]  # fmt: skip
