@@ -37,7 +37,8 @@ def exporter(hone_home):
     proc = subprocess.Popen(
         [sys.executable, "-m", "hone", "collect", "--serve", "--listen", "127.0.0.1:0",
          "--interval", "0.5"],
-        stderr=subprocess.PIPE, text=True, env={**os.environ, "HONE_HOME": str(hone_home)},
+        stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "HONE_HOME": str(hone_home), "PYTHONFAULTHANDLER": "1"},
     )  # fmt: skip
     try:
         line = proc.stderr.readline()
@@ -46,7 +47,12 @@ def exporter(hone_home):
         yield found.group(1)
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # say what it was doing (it hung once on loaded CI)
+            proc.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
+            code = f"hung; stderr: {proc.communicate(timeout=30)[1][-4000:]}"
+        assert code == 0
 
 
 def test_serve_speaks_node_exporter_and_hone(exporter: str) -> None:

@@ -66,7 +66,9 @@ def test_list_detail_and_tables_of_real_diagnoses(diagnoses: tuple[Server, list[
     assert hot["module"].endswith("hot_split")
     assert detail["functions"]["self"][0]["name"] == "hot_work"  # bottom-up: biggest self first
     assert by_name(detail["functions"]["total"], "main")["total"] > 0.95  # top-down: main holds all
-    assert detail["modules"]["total"][0]["name"] == "hot_split"
+    # libc (which calls main) is in nearly every stack too: by total, the two tie near 1
+    assert detail["modules"]["self"][0]["name"] == "hot_split"
+    assert by_name(detail["modules"]["total"], "hot_split")["total"] > 0.95
     assert "hot_work" in detail["summary"]
     assert any(t["comm"] == "hot_split" for t in detail["threads"])
     assert detail["topdown"]["available"] is False and detail["topdown"]["evidence"]
