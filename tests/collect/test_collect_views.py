@@ -39,6 +39,9 @@ def exporter(hone_home):
          "--interval", "0.5"],
         stderr=subprocess.PIPE, text=True,
         env={**os.environ, "HONE_HOME": str(hone_home), "PYTHONFAULTHANDLER": "1"},
+        # Ctrl-C as in a terminal, even where the test run was started in the background
+        # (a shell's background job inherits SIGINT ignored, and Python then never sees it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     try:
         line = proc.stderr.readline()
@@ -49,7 +52,7 @@ def exporter(hone_home):
         proc.send_signal(signal.SIGINT)
         try:
             code = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # say what it was doing (it hung once on loaded CI)
+        except subprocess.TimeoutExpired:  # say what it was doing
             proc.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
             code = f"hung; stderr: {proc.communicate(timeout=30)[1][-4000:]}"
         assert code == 0
