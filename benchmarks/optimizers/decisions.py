@@ -22,46 +22,17 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the tuner harness: one 
 import numpy as np
 
 from benchmarks.optimizers.variants import TASKS_DIR, apply
-from benchmarks.tuners.harness import RunResult, _minimised
+from benchmarks.tuners.harness import RunResult, run
 from benchmarks.tuners.scoring import evals_to_stay
 from benchmarks.tuners.tasks import Task, default_tasks
-from hone.optimizers import make_optimizer
-from hone.space import Config
 
 BUDGET = 50
 _TASKS: list[Task] = []  # shared with forked workers (COCO problems do not pickle)
 
 
-def _gap(task: Task, config: Config) -> float:
-    truth = task.truth(config)
-    if truth is None:
-        return float("inf")
-    optimum = task.optimum()
-    loss = (truth - optimum) if task.minimize else (optimum - truth)
-    return max(0.0, loss) / task.scale()
-
-
-def _job(item: tuple[int, int]) -> tuple[list[float], list[float]]:
-    """Gaps of the recommendation and of the best measured configuration, per evaluation."""
+def _job(item: tuple[int, int]) -> RunResult:
     index, seed = item
-    task = _TASKS[index]
-    rng = np.random.default_rng(10_000 + seed)  # the harness's measurement draws
-    optimizer = make_optimizer("auto", task.space, seed=seed, budget=BUDGET)
-    default = task.space.defaults
-    for _ in range(3):
-        optimizer.tell(default, _minimised(task, task.measure(default, rng)))
-    best = _gap(task, default)
-    recommended, measured = [], []
-    for _ in range(BUDGET):
-        config = optimizer.ask()
-        value = _minimised(task, task.measure(config, rng))
-        optimizer.tell(config, value)
-        if value is not None:
-            best = min(best, _gap(task, config))
-        deployed = optimizer.recommend()
-        recommended.append(_gap(task, deployed) if deployed is not None else float("inf"))
-        measured.append(best)
-    return recommended, measured
+    return run(_TASKS[index], "auto", seed, BUDGET)
 
 
 def _stay(gaps: list[float]) -> float:
@@ -88,10 +59,10 @@ def main() -> None:
     for index, task in enumerate(_TASKS):
         runs = [r for (i, _), r in zip(work, results, strict=True) if i == index]
         cells = []
-        for column in (0, 1):
-            settled = float(np.median([_stay(run[column]) for run in runs]))
+        for column in ("gaps", "measured"):
+            settled = float(np.median([_stay(getattr(r, column)) for r in runs]))
             cells.append(f"{settled:g}" if np.isfinite(settled) else "-")
-        share = float(np.mean([np.array(run[0][10:]) <= 0.02 for run in runs]))
+        share = float(np.mean([np.array(r.gaps[10:]) <= 0.02 for r in runs]))
         print(f"| {task.name} | {cells[0]} | {cells[1]} | {share:.2f} |")
 
 

@@ -14,6 +14,7 @@ optimum."""
 from __future__ import annotations
 
 import itertools
+from functools import cache
 
 import numpy as np
 
@@ -93,16 +94,22 @@ class CocoTask(Task):
         return self._scale
 
 
+@cache
+def _coco_library():  # type: ignore[no-untyped-def]
+    """COCO's loaded extension module itself (its counters), opened once."""
+    import ctypes
+
+    from cocoex import interface
+
+    return ctypes.CDLL(interface.__file__)
+
+
 def _seed_coco_noise(stream: int) -> None:
     """COCO draws its noise from process-wide counters (seed 30, plus one per draw): the draws
     a run got depended on which runs its worker process had done before, so a rerun of the
     same code differed. Each measurement now starts from a counter taken from the run's own
     seeded generator: reruns are the same, and tuners on one seed share their draws."""
-    import ctypes
-
-    from cocoex import interface
-
-    library = ctypes.CDLL(interface.__file__)  # the loaded module itself: its counters
+    library = _coco_library()
     library.coco_reset_seeds()
     for _ in range(stream):
         library.increase_random_n_seed()  # Gaussian noise's counter

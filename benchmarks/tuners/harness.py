@@ -84,6 +84,9 @@ class RunResult:
     gaps: list[float]  # relative gap of the deployed configuration's truth to the optimum
     regrets: list[float]  # normalised: 1 = as bad as the default (or worse), 0 = the optimum
     ask_seconds: list[float] = field(default_factory=list)
+    # gap of the best configuration measured so far: what a perfect choice among the same
+    # trials would deploy (benchmarks.optimizers.decisions)
+    measured: list[float] = field(default_factory=list)
 
 
 def run(task: Task, tuner: str, seed: int, budget: int) -> RunResult:
@@ -96,7 +99,8 @@ def run(task: Task, tuner: str, seed: int, budget: int) -> RunResult:
     optimum = task.optimum()
     reference = task.truth(default)
     reference = reference if reference is not None and reference != optimum else task.worst()
-    gaps, regrets, asks = [], [], []
+    gaps, regrets, asks, measured = [], [], [], []
+    best = _gap(task, default)
     for _ in range(budget):
         started = time.perf_counter()
         config = optimizer.ask()
@@ -105,6 +109,9 @@ def run(task: Task, tuner: str, seed: int, budget: int) -> RunResult:
         started = time.perf_counter()
         optimizer.tell(config, value)  # some peers (scikit-optimize) fit their model here
         asks.append(asked + time.perf_counter() - started)
+        if value is not None:
+            best = min(best, _gap(task, config))
+        measured.append(best)
         deployed = optimizer.recommend()
         truth = task.truth(deployed) if deployed is not None else None
         if truth is None:  # a failure region scores as the worst
@@ -114,7 +121,16 @@ def run(task: Task, tuner: str, seed: int, budget: int) -> RunResult:
         loss = (truth - optimum) if task.minimize else (optimum - truth)
         gaps.append(max(0.0, loss) / task.scale())
         regrets.append(float(np.clip(loss / abs(reference - optimum), 0.0, 1.0)))
-    return RunResult(task.name, tuner, seed, gaps, regrets, asks)
+    return RunResult(task.name, tuner, seed, gaps, regrets, asks, measured)
+
+
+def _gap(task: Task, config: Config) -> float:
+    """A configuration's truth's gap to the optimum (a failure region: infinite)."""
+    truth = task.truth(config)
+    if truth is None:
+        return float("inf")
+    loss = (truth - task.optimum()) if task.minimize else (task.optimum() - truth)
+    return max(0.0, loss) / task.scale()
 
 
 def _minimised(task: Task, value: float | None) -> float | None:

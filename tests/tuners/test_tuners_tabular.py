@@ -68,6 +68,9 @@ def test_harness_scores_the_deployed_configuration(tmp_path: Path) -> None:
     assert all(0.0 <= r <= 1.0 for r in result.regrets)
     assert result.regrets[-1] <= result.regrets[0]
     assert result.gaps[-1] < 0.01  # 16 configurations: auto finds the best within 12
+    # the best measured so far only improves, and auto deploys only what it has measured
+    assert result.measured == sorted(result.measured, reverse=True)
+    assert all(m <= g for m, g in zip(result.measured, result.gaps, strict=True))
 
 
 def test_peers_run_past_the_size_of_a_small_grid(tmp_path: Path) -> None:
