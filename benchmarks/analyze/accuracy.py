@@ -4,7 +4,7 @@
 
 Leave-one-file-out: each file whose class has at least one other file is held out in turn,
 every method trains on all the other files and classifies the held-out file's windows
-(15 s of samples each, at most --limit per file, evenly spread, so every file weighs the same).
+(45 s of samples each, at most --limit per file, evenly spread, so every file weighs the same).
 A-Tune's approach is re-created from its published settings: the 52 raw metrics of each row,
 standardised (fitted on the training rows, applied to both: the consistent version, not the
 shipped one), an SVM with RBF kernel, C=100, balanced classes; and a random forest. A-Tune

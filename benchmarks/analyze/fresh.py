@@ -1,7 +1,7 @@
 """`hone analyze` on fresh instances of the real workloads it was trained on: does it name the
 right class on this machine?
 
-    python -m benchmarks.analyze.fresh [--seconds 15] [--rounds 1] [WORKLOAD ...]
+    python -m benchmarks.analyze.fresh [--seconds 45] [--rounds 1] [WORKLOAD ...]
 
 Each workload is started anew (new server, new data folder, new port), analysed with hone's
 default model for --seconds, and stopped. The training runs are earlier runs of the same
@@ -13,12 +13,13 @@ import argparse
 
 from benchmarks.analyze.workloads import WORKLOADS, running
 from hone.analyze import analyze, default_model
+from hone.analyze.features import WINDOW_SECONDS
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workloads", nargs="*", default=list(WORKLOADS))
-    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--seconds", type=float, default=WINDOW_SECONDS)
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     model = default_model()

@@ -23,7 +23,7 @@ def model():
 @pytest.mark.parametrize("workload", ["sysbench-cpu", "fio", "redis", "nginx"])
 def test_fresh_instance_is_named_right(workload: str, model) -> None:
     with running(workload) as started:
-        result = analyze(12, model=model)
+        result = analyze(model=model)  # the default duration: the models' window
     assert result.cls == started.cls, result.probabilities
     assert result.profile == f"hone-{started.cls}"
     assert result.features, "no feature behind the answer"

@@ -1,7 +1,7 @@
 """Workload recognition and bottleneck analysis (A-Tune's "online static tuning").
 
 from hone import analyze
-result = analyze.analyze(15)       # sample 15 s: result.cls, .confidence, .features, .bottleneck
+result = analyze.analyze()         # sample 45 s: result.cls, .confidence, .features, .bottleneck
 analyze.apply(result)              # apply the profile mapped to the class (a transaction)
 
 The names below load their module on first use: every `hone` command imports this package to

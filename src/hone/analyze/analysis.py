@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hone.analyze import use
-from hone.analyze.features import row_features, window_features
+from hone.analyze.features import WINDOW_SECONDS, row_features, window_features
 from hone.analyze.model import Model, default_model
 from hone.collect import ATUNE_METRICS, Collector, Snapshot
 from hone.errors import HoneError
@@ -52,7 +52,7 @@ def pick_model(counts: bool) -> Model:
 
 
 def analyze(
-    duration: float = 15.0,
+    duration: float = WINDOW_SECONDS,
     interval: float = 1.0,
     *,
     model: Model | None = None,
@@ -60,7 +60,8 @@ def analyze(
     collector: Collector | None = None,
 ) -> Analysis:
     """Sample for `duration` seconds every `interval` and analyse what was seen, with `model`
-    (called `name` in the result) or else hone's model for this machine (`pick_model`)."""
+    (called `name` in the result) or else hone's model for this machine (`pick_model`). The
+    models learn from windows of WINDOW_SECONDS; a shorter sample is a quicker, rougher look."""
     if duration < 2 * interval:
         raise HoneError("--duration must cover at least two intervals")
     own = collector is None

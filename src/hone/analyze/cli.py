@@ -35,7 +35,9 @@ def _model(name: str):  # type: ignore[no-untyped-def]
 
 
 def analyze_command(
-    duration: float = typer.Option(15.0, "--duration", "-d", help="seconds to sample"),
+    duration: float = typer.Option(
+        45.0, "--duration", "-d", help="seconds to sample (the models learn from 45 s windows)"
+    ),
     interval: float = typer.Option(1.0, "--interval", "-i", help="seconds between samples"),
     apply: bool = typer.Option(False, "--apply", help="apply the profile mapped to the class"),
     min_confidence: float = typer.Option(

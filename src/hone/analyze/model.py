@@ -25,7 +25,7 @@ from hone.collect import ATUNE_METRICS
 from hone.errors import HoneError
 
 #: Bump when features or training change: cached models of older versions are not used.
-VERSION = 4
+VERSION = 5
 WINDOWS_PER_RUN = 300
 
 

@@ -110,7 +110,7 @@ function analysisCard(container) {
   container.append(card);
   const out = h("div", { id: "analysis-result" });
   const status = h("span", { class: "hint", role: "status" });
-  const seconds = h("select", { "aria-label": "analysis duration" }, [5, 10, 30, 60].map((s) => h("option", { value: s, selected: s === 10 }, `${s} s`)));
+  const seconds = h("select", { "aria-label": "analysis duration" }, [5, 15, 45, 90].map((s) => h("option", { value: s, selected: s === 45 }, `${s} s`)));
   const run = h("button", { type: "button", id: "analyze-button", onclick: async () => {
     run.disabled = true;
     status.textContent = `sampling for ${seconds.value} s…`;
