@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from hone.analyze.features import WINDOW_SECONDS
 from hone.errors import HoneError
 
 
@@ -36,7 +37,7 @@ def _model(name: str):  # type: ignore[no-untyped-def]
 
 def analyze_command(
     duration: float = typer.Option(
-        45.0, "--duration", "-d", help="seconds to sample (the models learn from 45 s windows)"
+        WINDOW_SECONDS, "--duration", "-d", help="seconds to sample (the models' window)"
     ),
     interval: float = typer.Option(1.0, "--interval", "-i", help="seconds between samples"),
     apply: bool = typer.Option(False, "--apply", help="apply the profile mapped to the class"),
@@ -57,8 +58,6 @@ def analyze_command(
 
     if interval <= 0:
         raise HoneError("--interval must be above 0")
-    if duration < 2 * interval:
-        raise HoneError("--duration must cover at least two intervals")
     if not 0 <= min_confidence <= 1:
         raise HoneError("--min-confidence must be between 0 and 1")
     chosen = None if model is None else _model(model)

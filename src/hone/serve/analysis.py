@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 
 from hone.analyze import Analysis, analyze
+from hone.analyze.features import WINDOW_SECONDS
 from hone.serve.deps import read_access
 
 router = APIRouter(prefix="/api/analysis", tags=["analysis"], dependencies=[Depends(read_access)])
@@ -37,7 +38,7 @@ def analysis_dict(result: Analysis) -> dict[str, Any]:
 
 @router.get("")
 async def run_analysis(
-    duration: float = Query(45.0, ge=2.0, le=120.0, description="seconds to sample"),
+    duration: float = Query(WINDOW_SECONDS, ge=2.0, le=120.0, description="seconds to sample"),
     interval: float = Query(1.0, ge=0.5, le=10.0, description="seconds between samples"),
 ) -> dict[str, Any]:
     """Sample for `duration` seconds and analyse what was seen (hone's model for this machine:
