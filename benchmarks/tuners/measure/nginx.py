@@ -52,13 +52,17 @@ def measure(config: dict, env: dict, seconds: int) -> float | None:
         if subprocess.run(["curl", "-sf", "-o", "/dev/null", url]).returncode == 0:
             break
         time.sleep(0.1)
+    else:
+        raise RuntimeError(f"nginx does not serve {url}: see its error.log")
     result = subprocess.run(
         ["timeout", str(seconds + 15), "wrk", "-t2", "-c64", f"-d{seconds}s", url],
         capture_output=True,
         text=True,
     )
     found = re.search(r"Requests/sec:\s+([0-9.]+)", result.stdout)
-    return float(found.group(1)) if found else None
+    if not found or "Non-2xx" in result.stdout:  # error pages are not the page
+        return None
+    return float(found.group(1))
 
 
 def main() -> None:
@@ -69,6 +73,7 @@ def main() -> None:
     configs = [dict(zip(GRID, v, strict=True)) for v in itertools.product(*GRID.values())]
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)  # nginx's workers run as nobody: a private directory serves 403s
         env = {
             **os.environ,
             "HONE_WORKDIR": tmp,
