@@ -2,6 +2,7 @@
 
     python -m benchmarks.optimizers.variants --seeds 15
     python -m benchmarks.optimizers.variants --seeds 15 --set auto.REMEASURE=2.0
+    python -m benchmarks.optimizers.variants --only knobs --set auto.CLIMB_STEPS=8
     python -m benchmarks.optimizers.variants --set "additive_gp.BOUNDS=[(-4, 3), (-5, 2),
         (-3, 1.6), (-9, 0.5)]"          # (one argument)
 
@@ -55,10 +56,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=15)
     parser.add_argument("--set", action="append", default=[], help="module.NAME=literal")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--only", action="append", default=[], help="tasks whose name contains this (repeatable)"
+    )
     args = parser.parse_args()
     for setting in args.set:
         apply(setting)
-    _TASKS[:] = default_tasks(TASKS_DIR, quick=False)
+    tasks = default_tasks(TASKS_DIR, quick=False)
+    _TASKS[:] = [t for t in tasks if not args.only or any(o in t.name for o in args.only)]
     work = [(i, seed) for i in range(len(_TASKS)) for seed in range(args.seeds)]
     started = time.monotonic()
     with multiprocessing.get_context("fork").Pool(args.jobs) as pool:

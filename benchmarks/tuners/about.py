@@ -66,28 +66,29 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
   optimum, the point 2/3 along every axis (one fixed rule for every problem; f104's point at
   1/3 is 0.7 % from the optimum, so its default is the point at 2/3, 32 % away).
 - **Real measurements** (`benchmarks/tuners/tasks/`, format of `shared/spec/tabular-tasks.md`;
-  any task in that format runs with `--task PATH`). Measured on this 2-core machine while other
-  helpers ran tests (the noise is real; every row records the 1-minute load average); each
-  repetition walks the whole grid in a new random order, so repeats of a configuration are
-  minutes apart:
+  any task in that format runs with `--task PATH`). Measured on this 2-core machine, which other
+  work shared (the noise is real; every row records the 1-minute load average); each repetition
+  walks the whole grid in a new random order, so repeats of a configuration are minutes apart:
   - `gcc-flags`: run time (s, minimise) of `examples/gcc-flags/workload.c` built by gcc 12 with
     `-O1/-O2/-O3/-Os`, `-march` x86-64 / v2 / v3, `-funroll-loops`, `-flto`, two-phase PGO;
     96 configurations x 3 rows (`python -m benchmarks.tuners.measure.gcc_flags`).
   - `nginx`: requests/s (maximise) of nginx 1.22 serving a 4 KiB page to `wrk -t2 -c64 -d3s`;
     worker_processes, worker_connections, keepalive_requests, sendfile; nginx restarted for
-    every row; 54 configurations x 3 rows (`python -m benchmarks.tuners.measure.nginx`).
+    every row; 54 configurations x 5 rows (`python -m benchmarks.tuners.measure.nginx --reps
+    5`; load average 2.8-4.2 while it ran). The table before session 6 had measured nginx's
+    403 page: its temporary prefix was private to root and nginx's workers run as nobody; the
+    script now makes the prefix readable and refuses a run with error responses.
   - `memcached`: TPS (maximise) of memcached 1.6 under `memcaslap -T 2 -c 32 -t 2s`; threads,
     requests per event (-R), CAS on/off (-C), max connections (-c 16 starves the 32 client
     connections: memcaslap hangs past its timeout, a failed row, or crawls: 12 configurations
-    are failure regions); restarted by SIGKILL for every row; 48 configurations x 3 rows
-    (`python -m benchmarks.tuners.measure.memcached`).
-  Each table's section gives its noise (the spread of one configuration's rows, measured while
-  the machine was loaded) and how close its best configurations are. On nginx (rows spread by
-  25 %) and memcached (37 %) the truth of a configuration, a mean of 3 rows, is itself known only
-  to 15-21 %, and one or two configurations are within 2 % of the optimum with the next 5-6 %
-  away: telling a 5 % difference apart at 25 % spread takes about 2 x (25 / 5)^2 = 50 readings
-  of each configuration for one standard error. No tuner can know from 50 evaluations which
-  configuration is within 2 % there; a tuner whose median seed deploys it has been lucky with
-  its single best reading, and "evals to 2 %" on these two tables measures that luck. gcc-flags
-  (1 % spread) resolves 2 % with a few readings.
+    are failure regions); restarted by SIGKILL for every row; 48 configurations x 5 rows
+    (`python -m benchmarks.tuners.measure.memcached --reps 5`; load average 0.8-3.2).
+  Each table's section gives its noise (the spread of one configuration's rows) and how close
+  its best configurations are. On nginx and memcached (rows spread by 8-9 %) the truth of a
+  configuration, a mean of 5 rows, is known to about 4 %, and 2-4 configurations are within 2 %
+  of the optimum with the next at 2.3 %: which of them a tuner deploys is partly chance, and
+  telling 2 % from 2.3 % apart would take hundreds of readings. Until session 5 these tables
+  had 3 rows spread by 25 % and 37 % (measured under heavier load, nginx's of its error page),
+  and "evals to 2 %" on them measured luck. gcc-flags (1 % spread) resolves 2 % with a few
+  readings.
 """
