@@ -31,6 +31,14 @@ def evals_to_first(result: RunResult, within: float) -> float:
     return float("inf")
 
 
+def evals_to_measure(result: RunResult, within: float) -> float:
+    """The first evaluation after which the tuner has measured a configuration within `within`
+    (whether or not it deploys it): how fast its search is, apart from its decisions."""
+    return evals_to_first(
+        RunResult(result.task, result.tuner, result.seed, result.measured, []), within
+    )
+
+
 def ratio_to_best_peer(evals: dict[str, float], budget: int) -> float | None:
     """auto's evaluations over the best peer's on one task (both medians over seeds).
 
