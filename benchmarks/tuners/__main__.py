@@ -36,6 +36,7 @@ from benchmarks.tuners.scoring import (
     holm,
     median_text,
     ratio_summary,
+    ratios_per_peer,
 )
 from benchmarks.tuners.tasks import TabularTask, Task, default_tasks
 
@@ -288,6 +289,13 @@ def write_report(
             "(by its truth, which no tuner knows; evaluations until one within 2 % is measured): "
             + ratio_summary(evals_2["measure"], budget)
             + ".",
+            "",
+            "auto against each peer alone (evaluations to stay within 2 %, auto / peer, median "
+            "over the tasks either gets to):",
+            "",
+            "| peer | median ratio | tasks | auto faster | auto slower |",
+            "|---|---|---|---|---|",
+            *ratios_per_peer(evals_2["stay"], budget),
         ]
     if "auto" in tuners and len(tuners) > 1:
         lines.append("")

@@ -51,6 +51,22 @@ def ratio_to_best_peer(evals: dict[str, float], budget: int) -> float | None:
     return auto / (best if math.isfinite(best) else budget + 1)
 
 
+def ratios_per_peer(evals_per_task: list[dict[str, float]], budget: int) -> list[str]:
+    """Table rows: auto's ratio against each single peer (median over tasks, counted as in
+    ratio_to_best_peer), and on how many tasks auto is faster or slower. The best peer per task
+    is the luckiest of all; against any one of them the picture is steadier."""
+    rows = []
+    for peer in [t for t in evals_per_task[0] if t != "auto"]:
+        pairs = [{"auto": e["auto"], peer: e[peer]} for e in evals_per_task]
+        ratios = [r for r in (ratio_to_best_peer(p, budget) for p in pairs) if r is not None]
+        if ratios:
+            faster, slower = sum(r < 1 for r in ratios), sum(r > 1 for r in ratios)
+            rows.append(
+                f"| {peer} | {np.median(ratios):.2f} | {len(ratios)} | {faster} | {slower} |"
+            )
+    return rows
+
+
 def holm(pvalues: dict[str, float]) -> dict[str, float]:
     order = sorted(pvalues, key=pvalues.get)
     adjusted, running = {}, 0.0

@@ -14,10 +14,12 @@ from benchmarks.tuners.coco import CocoTask
 from benchmarks.tuners.harness import RunResult, run
 from benchmarks.tuners.scoring import (
     evals_to_first,
+    evals_to_measure,
     evals_to_stay,
     holm,
     ratio_summary,
     ratio_to_best_peer,
+    ratios_per_peer,
 )
 from benchmarks.tuners.tasks import SyntheticTask, default_tasks
 
@@ -56,6 +58,29 @@ def test_ratio_to_the_best_peer_and_which_tasks_count() -> None:
     text = ratio_summary(tasks, 50)
     assert text.startswith(f"{np.median([0.25, 30 / 51, INF]):.2f} (3 of 4 tasks counted, 1 ")
     assert "1 that only auto" in text and "1 that only a peer" in text
+
+
+def test_search_alone_counts_what_was_measured_not_what_is_deployed() -> None:
+    """A tuner that measured a configuration within 2 % at evaluation 2 but deploys another."""
+    result = RunResult(
+        "t", "x", 0, gaps=[0.3, 0.3, 0.3], regrets=[1] * 3, measured=[0.3, 0.01, 0.01]
+    )
+    assert evals_to_measure(result, 0.02) == 2
+    assert evals_to_stay(result, 0.02) == INF
+
+
+def test_ratios_against_each_peer_alone() -> None:
+    tasks = [
+        {"auto": 10, "a": 40, "b": 5},
+        {"auto": 30, "a": 15, "b": INF},
+        {"auto": INF, "a": INF, "b": INF},
+    ]
+    rows = ratios_per_peer(tasks, 50)
+    # a: 10/40 and 30/15 (the task nobody gets to left out); b: 10/5 and 30/51
+    assert rows == [
+        f"| a | {np.median([0.25, 2.0]):.2f} | 2 | 1 | 1 |",
+        f"| b | {np.median([2.0, 30 / 51]):.2f} | 2 | 1 | 1 |",
+    ]
 
 
 def test_holm_is_step_down_and_monotone() -> None:
