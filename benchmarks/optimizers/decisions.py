@@ -23,7 +23,7 @@ import numpy as np
 
 from benchmarks.optimizers.variants import TASKS_DIR, apply
 from benchmarks.tuners.harness import RunResult, run
-from benchmarks.tuners.scoring import evals_to_stay
+from benchmarks.tuners.scoring import evals_to_measure, evals_to_stay
 from benchmarks.tuners.tasks import Task, default_tasks
 
 BUDGET = 50
@@ -33,10 +33,6 @@ _TASKS: list[Task] = []  # shared with forked workers (COCO problems do not pick
 def _job(item: tuple[int, int]) -> RunResult:
     index, seed = item
     return run(_TASKS[index], "auto", seed, BUDGET)
-
-
-def _stay(gaps: list[float]) -> float:
-    return evals_to_stay(RunResult("", "", 0, gaps, []), 0.02)
 
 
 def main() -> None:
@@ -59,8 +55,8 @@ def main() -> None:
     for index, task in enumerate(_TASKS):
         runs = [r for (i, _), r in zip(work, results, strict=True) if i == index]
         cells = []
-        for column in ("gaps", "measured"):
-            settled = float(np.median([_stay(getattr(r, column)) for r in runs]))
+        for evals in (evals_to_stay, evals_to_measure):
+            settled = float(np.median([evals(r, 0.02) for r in runs]))
             cells.append(f"{settled:g}" if np.isfinite(settled) else "-")
         share = float(np.mean([np.array(r.gaps[10:]) <= 0.02 for r in runs]))
         print(f"| {task.name} | {cells[0]} | {cells[1]} | {share:.2f} |")
