@@ -25,18 +25,20 @@ def evals_to_stay(result: RunResult, within: float) -> float:
 
 def evals_to_first(result: RunResult, within: float) -> float:
     """The first evaluation at which the deployed configuration's gap is <= `within`."""
-    for index, gap in enumerate(result.gaps, start=1):
-        if gap <= within:
-            return index
-    return float("inf")
+    return _first_within(result.gaps, within)
 
 
 def evals_to_measure(result: RunResult, within: float) -> float:
     """The first evaluation after which the tuner has measured a configuration within `within`
     (whether or not it deploys it): how fast its search is, apart from its decisions."""
-    return evals_to_first(
-        RunResult(result.task, result.tuner, result.seed, result.measured, []), within
-    )
+    return _first_within(result.measured, within)
+
+
+def _first_within(gaps: list[float], within: float) -> float:
+    for index, gap in enumerate(gaps, start=1):
+        if gap <= within:
+            return index
+    return float("inf")
 
 
 def ratio_to_best_peer(evals: dict[str, float], budget: int) -> float | None:
