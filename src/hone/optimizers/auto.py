@@ -108,6 +108,7 @@ class Auto(Optimizer):
         self.fitted_at = -REFIT_EVERY
         self.model = AdditiveGP(self.encoder)
         self.measured: Counter[tuple] = Counter()
+        self.pending: set[tuple] = set()  # proposed in the batch being made: not proposed again
 
     # -- proposals -------------------------------------------------------------------------
 
@@ -147,7 +148,8 @@ class Auto(Optimizer):
         order = np.argsort(-gain)
         expected = float(score(pool[order[:1]], 0.0)[0])  # the whole expected gain
         repeats = self.measured[self.space.key(incumbent)]
-        if incumbent_std > REMEASURE * expected and repeats < MAX_REPEATS:
+        again = repeats < MAX_REPEATS and self.space.key(incumbent) not in self.pending
+        if incumbent_std > REMEASURE * expected and again:
             return dict(incumbent)
         challenger = self._challenger(known, pool[order[:1]], score)
         return challenger or first_feasible(self.encoder, pool, order) or dict(incumbent)
@@ -161,7 +163,10 @@ class Auto(Optimizer):
         ones, and a once-measured near-optimum with an unlucky reading is worth more (on the
         memcached table the last 20 evaluations went to configurations that fail). Only the
         most promising few are looked at, which keeps this cheap after 1000 trials."""
-        hopeful = np.argsort(known.mean - known.std)[:CHALLENGERS]
+        free = [i for i, c in enumerate(known.configs) if self.space.key(c) not in self.pending]
+        hopeful = np.array(free)[np.argsort((known.mean - known.std)[free])[:CHALLENGERS]]
+        if not len(hopeful):
+            return None
         both = np.vstack([known.units[hopeful], fresh])
         _, std = self._latent(both)
         noise = float(np.exp(self.model.theta[3])) * self.model.std_y**2
@@ -202,15 +207,21 @@ class Auto(Optimizer):
 
     @_one_blas_thread
     def ask_batch(self, n: int) -> list[Config]:
-        """Constant liar: each pending proposal is assumed to score the current best mean."""
+        """Constant liar: each pending proposal is assumed to score the best value so far, and
+        none is proposed twice (the liar makes a pending configuration look like the best, and
+        the best is what auto measures again: batches of four were one configuration)."""
         proposals: list[Config] = []
         saved = list(self.history)
         liar = min((o.value for o in saved if o.value is not None), default=0.0)
-        for _ in range(n):
-            config = self.ask()
-            proposals.append(config)
-            self.history.append(Observation(dict(config), liar))
-        self.history = saved
+        try:
+            for _ in range(n):
+                config = self.ask()
+                proposals.append(config)
+                self.pending.add(self.space.key(config))
+                self.history.append(Observation(dict(config), liar))
+        finally:
+            self.history = saved
+            self.pending.clear()
         return proposals
 
     @_one_blas_thread
