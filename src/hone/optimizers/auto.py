@@ -33,7 +33,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import wraps
 
@@ -163,8 +163,7 @@ class Auto(Optimizer):
         ones, and a once-measured near-optimum with an unlucky reading is worth more (on the
         memcached table the last 20 evaluations went to configurations that fail). Only the
         most promising few are looked at, which keeps this cheap after 1000 trials."""
-        free = [i for i, c in enumerate(known.configs) if self.space.key(c) not in self.pending]
-        hopeful = np.array(free)[np.argsort((known.mean - known.std)[free])[:CHALLENGERS]]
+        hopeful = np.array(list(self._not_pending(known, np.argsort(known.mean - known.std))))
         if not len(hopeful):
             return None
         both = np.vstack([known.units[hopeful], fresh])
@@ -175,6 +174,17 @@ class Auto(Optimizer):
         if resolved[pick] > AGAIN * resolved[len(hopeful) :].max(initial=0.0):
             return dict(known.configs[hopeful[pick]])
         return None
+
+    def _not_pending(self, known: Measured, order: np.ndarray) -> Iterator[int]:
+        """The first CHALLENGERS of `order` that are not pending in a batch (keys are computed
+        for those looked at only: for all of 1000 trials they cost 70 ms)."""
+        found = 0
+        for index in order:
+            if found == CHALLENGERS:
+                return
+            if self.space.key(known.configs[index]) not in self.pending:
+                found += 1
+                yield int(index)
 
     def _climb(self, pool: np.ndarray, gain: np.ndarray, score) -> tuple[np.ndarray, np.ndarray]:
         """Improve the best few candidates one knob at a time under the acquisition, so that
