@@ -18,10 +18,11 @@
 - When the uncertainty about the incumbent is four times what a new configuration is expected
   to gain, it re-measures the incumbent instead: a noisy winner is worth confirming, but
   evaluations spent on new configurations teach the model more (the threshold was twice).
-  A measured configuration other than the incumbent is measured again when that is worth four
-  times the best new one (its acquisition times the share of its uncertainty one reading
-  resolves): on a grid of a few dozen configurations, what is left unmeasured late in a study
-  is poor or failing, and a near-optimum with one unlucky reading is worth more.
+  Any of the most promising measured configurations (the incumbent too, past those repeats) is
+  measured again when that is worth four times the best new one (its acquisition times the
+  share of its uncertainty one reading resolves): on a grid of a few dozen configurations, what
+  is left unmeasured late in a study is poor or failing, and a near-optimum with one unlucky
+  reading is worth more.
 - It recommends the measured configuration with the best posterior mean plus one standard
   deviation: never the luckiest reading, and a configuration measured once must be clearly
   better than the thrice-measured default to replace it.
@@ -64,7 +65,7 @@ EXPLORE = 0.1  # proposals rank by gains beyond this many standard deviations of
 CLIMBS, CLIMB_STEPS = 3, 4  # candidates improved knob by knob, and steps each
 CLIMB_MOVES = 256  # one-knob moves looked at per step, at most
 CAUTION = 1.0  # standard deviations a recommendation's mean is penalised by
-MAX_REPEATS = 2  # measurements of one configuration before it is never re-measured
+MAX_REPEATS = 2  # measurements after which the incumbent is not confirmed again
 REMEASURE = 4.0  # re-measure the incumbent when its spread exceeds this many expected gains
 CHALLENGERS = 16  # measured configurations considered for measuring again
 AGAIN = 4.0  # measure a configuration again when that is worth this many new ones
