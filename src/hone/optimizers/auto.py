@@ -148,8 +148,8 @@ class Auto(Optimizer):
         pool, gain = self._climb(pool, gain, score)
         order = np.argsort(-gain)
         expected = float(score(pool[order[:1]], 0.0)[0])  # the whole expected gain
-        repeats = self.measured[self.space.key(incumbent)]
-        again = repeats < MAX_REPEATS and self.space.key(incumbent) not in self.pending
+        key = self.space.key(incumbent)
+        again = self.measured[key] < MAX_REPEATS and key not in self.pending
         if incumbent_std > REMEASURE * expected and again:
             return dict(incumbent)
         challenger = self._challenger(known, pool[order[:1]], score)
@@ -168,7 +168,8 @@ class Auto(Optimizer):
         if not len(hopeful):
             return None
         both = np.vstack([known.units[hopeful], fresh])
-        _, std = self._latent(both)
+        new_std = self._latent(fresh)[1] if len(fresh) else np.empty(0)
+        std = np.concatenate([known.std[hopeful], new_std])  # the measured ones' are known
         noise = float(np.exp(self.model.theta[3])) * self.model.std_y**2
         resolved = score(both) * std**2 / (std**2 + noise)
         pick = int(np.argmax(resolved[: len(hopeful)]))
