@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from hone.optimizers.additive_gp import AdditiveGP
-from hone.optimizers.encoding import Encoder, coordinate_moves, fresh_candidates
+from hone.optimizers.encoding import Encoder, coordinate_moves, fresh_candidates, row_keys
 from hone.space import Boolean, Categorical, FloatRange, IntRange, Ordinal, SearchSpace
 
 
@@ -80,6 +80,6 @@ def test_fresh_candidates_drop_repeats_and_measured_rows_in_order() -> None:
     negative[0] = -0.0
     rows[3, 0] = 0.0
     pool = np.vstack([rows[2], rows[0], rows[2], nudged, rows[4], rows[3], negative])
-    fresh = fresh_candidates(pool, seen=rows[:2])
+    fresh = fresh_candidates(pool, set(row_keys(rows[:2])))
     assert np.array_equal(fresh, np.vstack([rows[2], rows[4], rows[3]]))
-    assert fresh_candidates(pool[:0], rows).shape == (0, 4)
+    assert fresh_candidates(pool[:0], set(row_keys(rows))).shape == (0, 4)

@@ -23,7 +23,7 @@ from scipy.optimize import minimize
 from scipy.spatial.distance import cdist
 from scipy.stats import yeojohnson
 
-from hone.optimizers.encoding import Encoder
+from hone.optimizers.encoding import Encoder, one_hot
 
 CENTRES = np.linspace(0.0, 1.0, 5)  # bumps along each ordered knob's range
 WIDTH = 0.2
@@ -55,8 +55,8 @@ class Basis:
         u = units[:, self.smooth]
         bumps = np.exp(-((u[:, :, None] - CENTRES) ** 2) / (2 * WIDTH**2))
         parts = [bumps.reshape(len(units), -1), u - 0.5, units[:, self.two] - 0.5]
-        for i, count in self.hot:
-            parts.append(np.eye(count)[np.round(units[:, i] * (count - 1)).astype(int)])
+        if self.hot:
+            parts.append(one_hot(units, self.hot))
         return np.hstack(parts)
 
 

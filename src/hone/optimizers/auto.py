@@ -129,7 +129,8 @@ class Auto(Optimizer):
         self._fit(done)
         known = self._measured(done)
         incumbent, incumbent_mean, incumbent_std = known.best()
-        pool = self._candidates(done, incumbent)
+        tried = set(row_keys(self.encoder.units([o.config for o in self.history])))
+        pool = self._candidates(done, incumbent, tried)
         success = self._success_model()
 
         def score(units: np.ndarray, margin: float = EXPLORE) -> np.ndarray:
@@ -145,7 +146,7 @@ class Auto(Optimizer):
         if not len(pool):  # every configuration measured: measure the most promising again
             return self._challenger(known, pool, score) or dict(incumbent)
         gain = score(pool)
-        pool, gain = self._climb(pool, gain, score)
+        pool, gain = self._climb(pool, gain, score, tried)
         order = np.argsort(-gain)
         expected = float(score(pool[order[:1]], 0.0)[0])  # the whole expected gain
         key = self.space.key(incumbent)
@@ -188,12 +189,13 @@ class Auto(Optimizer):
                 found += 1
                 yield int(index)
 
-    def _climb(self, pool: np.ndarray, gain: np.ndarray, score) -> tuple[np.ndarray, np.ndarray]:
+    def _climb(
+        self, pool: np.ndarray, gain: np.ndarray, score, tried: set[bytes]
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Improve the best few candidates one knob at a time under the acquisition, so that
         moves of several knobs at once (which random neighbours rarely hit in 30 knobs) are
         found too; returns the pool with the climbed rows added. With many knobs each step
         looks at a random subset of the one-knob moves, to stay cheap."""
-        seen = self.encoder.units([o.config for o in self.history])
         found, gains = [pool], [gain]
         for start in np.argsort(-gain)[:CLIMBS]:
             row, value = pool[start], gain[start]
@@ -201,7 +203,7 @@ class Auto(Optimizer):
                 moves = coordinate_moves(self.encoder, row)
                 if len(moves) > CLIMB_MOVES:
                     moves = moves[self.rng.choice(len(moves), CLIMB_MOVES, replace=False)]
-                moves = fresh_candidates(moves, seen)
+                moves = fresh_candidates(moves, tried)
                 if not len(moves):
                     break
                 scores = score(moves)
@@ -302,7 +304,9 @@ class Auto(Optimizer):
 
         return success
 
-    def _candidates(self, done: list[Observation], incumbent: Config) -> np.ndarray:
+    def _candidates(
+        self, done: list[Observation], incumbent: Config, tried: set[bytes]
+    ) -> np.ndarray:
         """Unit rows to score: every one-knob change of the incumbent, neighbours of the best
         in a region that narrows as the budget is spent, and a few global samples."""
         progress = len(done) / max(self.budget or 50, 1)
@@ -315,5 +319,4 @@ class Auto(Optimizer):
         parts.append(neighbours(self.encoder, centres[0], self.rng, 384, scale))
         for row in centres[1:]:
             parts.append(neighbours(self.encoder, row, self.rng, 96, scale))
-        seen = self.encoder.units([o.config for o in self.history])
-        return fresh_candidates(np.vstack(parts), seen)
+        return fresh_candidates(np.vstack(parts), tried)

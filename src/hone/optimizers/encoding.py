@@ -64,13 +64,21 @@ class Encoder:
         self.axes = [_Axis(domain) for _, domain in space]
         self.columns: list[tuple[str, str | None]] = []
         self.one_hot: list[tuple[int, int]] = []  # (knob index, number of choices)
+        # for features(): the knobs kept as units and their columns, the one-hot columns
+        self._plain: list[int] = []
+        self._plain_at: list[int] = []
+        self._hot_at: list[int] = []
         for index, (name, domain) in enumerate(space):
             if isinstance(domain, Categorical) and len(domain.choices) > 2:
+                self._hot_at += range(len(self.columns), len(self.columns) + len(domain.choices))
                 self.columns += [(name, choice) for choice in domain.choices]
                 self.one_hot.append((index, len(domain.choices)))
             else:
+                self._plain.append(index)
+                self._plain_at.append(len(self.columns))
                 self.columns.append((name, None))
         self._cache: dict[int, tuple[Config, np.ndarray]] = {}
+        self._sweeps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     @property
     def width(self) -> int:
@@ -104,21 +112,44 @@ class Encoder:
         """Model inputs: units, with many-valued categories one-hot."""
         if not self.one_hot:
             return units
-        parts, start = [], 0
-        for index, count in self.one_hot:
-            parts.append(units[:, start:index])
-            hot = np.zeros((len(units), count))
-            hot[np.arange(len(units)), np.round(units[:, index] * (count - 1)).astype(int)] = 1.0
-            parts.append(hot)
-            start = index + 1
-        parts.append(units[:, start:])
-        return np.hstack(parts)
+        rows = np.empty((len(units), self.width))
+        rows[:, self._plain_at] = units[:, self._plain]
+        rows[:, self._hot_at] = one_hot(units, self.one_hot)
+        return rows
+
+    def sweep(self, levels: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each knob's values (at most `levels` of them, evenly spread) as (knob, position)
+        pairs, knob by knob: what `coordinate_moves` sets, the same for every centre (kept:
+        the climb asks for them a dozen times per suggestion)."""
+        if levels not in self._sweeps:
+            knobs, positions = [], []
+            for i, axis in enumerate(self.axes):
+                values = axis.positions
+                if values is None:
+                    values = np.linspace(0, 1, levels)
+                elif len(values) > levels:
+                    spread = np.linspace(0, len(values) - 1, levels).round()
+                    values = values[np.unique(spread).astype(int)]
+                knobs.append(np.full(len(values), i))
+                positions.append(values)
+            self._sweeps[levels] = (np.concatenate(knobs), np.concatenate(positions))
+        return self._sweeps[levels]
 
     def encode(self, configs: Sequence[Config]) -> np.ndarray:
         return self.features(self.units(configs))
 
     def is_unordered(self) -> np.ndarray:
         return np.array([not axis.domain.ordered for axis in self.axes])
+
+
+def one_hot(units: np.ndarray, knobs: list[tuple[int, int]]) -> np.ndarray:
+    """One column per choice of each (knob index, number of choices), 1 where chosen."""
+    counts = np.array([count for _, count in knobs])
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    chosen = np.round(units[:, [index for index, _ in knobs]] * (counts - 1)).astype(int)
+    block = np.zeros((len(units), counts.sum()))
+    block[np.arange(len(units))[:, None], starts + chosen] = 1.0
+    return block
 
 
 def neighbours(
@@ -137,10 +168,10 @@ def neighbours(
     return encoder.snap(np.where(changed, moved, rows))
 
 
-def fresh_candidates(pool: np.ndarray, seen: np.ndarray) -> np.ndarray:
-    """The distinct rows of `pool` that are not in `seen` (rows already measured), in order.
-    Rows are compared by their bytes in a dict (np.unique over rows sorts them: 10x slower)."""
-    known = set(row_keys(seen))
+def fresh_candidates(pool: np.ndarray, known: set[bytes]) -> np.ndarray:
+    """The distinct rows of `pool` whose keys are not in `known` (rows already measured, as
+    `row_keys`), in order. Rows are compared by their bytes in a dict (np.unique over rows
+    sorts them: 10x slower)."""
     first: dict[bytes, int] = {}
     for index, key in enumerate(row_keys(pool)):
         if key not in known:
@@ -167,14 +198,7 @@ def coordinate_moves(encoder: Encoder, centre: np.ndarray, levels: int = 17) -> 
     """Unit rows that change one knob of `centre` to each of its values (at most `levels` of
     them, evenly spread): the one-knob-at-a-time sweeps that find most gains on servers, here
     as candidates for the model to rank."""
-    parts = []
-    for i, axis in enumerate(encoder.axes):
-        positions = axis.positions if axis.positions is not None else np.linspace(0, 1, levels)
-        if len(positions) > levels:
-            positions = positions[
-                np.unique(np.linspace(0, len(positions) - 1, levels).round()).astype(int)
-            ]
-        rows = np.repeat(centre[None, :], len(positions), axis=0)
-        rows[:, i] = positions
-        parts.append(rows)
-    return np.vstack(parts)
+    knobs, positions = encoder.sweep(levels)
+    rows = np.repeat(centre[None, :], len(knobs), axis=0)
+    rows[np.arange(len(knobs)), knobs] = positions
+    return rows

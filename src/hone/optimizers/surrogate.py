@@ -11,7 +11,13 @@ from scipy.special import ndtr
 
 from hone.optimizers.base import Optimizer
 from hone.optimizers.designs import latin_hypercube
-from hone.optimizers.encoding import Encoder, first_feasible, fresh_candidates, neighbours
+from hone.optimizers.encoding import (
+    Encoder,
+    first_feasible,
+    fresh_candidates,
+    neighbours,
+    row_keys,
+)
 from hone.space import Config, SearchSpace
 
 
@@ -50,7 +56,7 @@ class SurrogateOptimizer(Optimizer):
             return self.design.pop(0)
         if len(done) < 2:
             return self.space.sample(self.rng)
-        seen = self.encoder.units([o.config for o in self.history])
+        seen = set(row_keys(self.encoder.units([o.config for o in self.history])))
         best = sorted(done, key=lambda o: o.value)[:3]
         parts = [self.rng.random((self.candidates // 2, self.encoder.dims))]
         for row in self.encoder.units([o.config for o in best]):
