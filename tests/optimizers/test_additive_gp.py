@@ -1,6 +1,7 @@
 """auto's model: the additive + Matern GP learns a knob-by-knob response from few noisy trials,
-its warp keeps the order of heavy-tailed values, one-knob moves cover each knob's values, and
-candidates are de-duplicated against each other and the measured rows."""
+its warp keeps the order of heavy-tailed values, one-knob moves cover each knob's values,
+candidates are de-duplicated against each other and the measured rows, and categories are
+one-hot in their knob's place."""
 
 from __future__ import annotations
 
@@ -83,3 +84,20 @@ def test_fresh_candidates_drop_repeats_and_measured_rows_in_order() -> None:
     fresh = fresh_candidates(pool, set(row_keys(rows[:2])))
     assert np.array_equal(fresh, np.vstack([rows[2], rows[4], rows[3]]))
     assert fresh_candidates(pool[:0], set(row_keys(rows))).shape == (0, 4)
+
+
+def test_features_put_each_category_one_hot_in_its_knobs_place() -> None:
+    s = space(8)  # categories of three choices at knobs 2 and 7, between ordered knobs
+    encoder = Encoder(s)
+    configs = [s.sample(np.random.default_rng(seed)) for seed in range(20)]
+    x = encoder.encode(configs)
+    assert x.shape == (20, encoder.width) and encoder.width == 6 + 2 * 3
+    assert x.flags["C_CONTIGUOUS"]  # row-major like every other input: BLAS sums the same way
+    units = encoder.units(configs)
+    for column, (name, choice) in enumerate(encoder.columns):
+        knob = s.names.index(name)
+        if choice is None:
+            assert np.array_equal(x[:, column], units[:, knob])
+        else:
+            chosen = np.array([config[name] == choice for config in configs], dtype=float)
+            assert np.array_equal(x[:, column], chosen)
