@@ -41,12 +41,13 @@ class Basis:
     so columns are grouped by kind (and computed for all knobs of a kind at once), not by knob."""
 
     def __init__(self, encoder: Encoder) -> None:
-        self.smooth, self.two, self.hot = [], [], []
+        self.hot = encoder.one_hot  # the categories the encoder makes one-hot
+        self.smooth, self.two = [], []
+        hot = {index for index, _ in self.hot}
         for i, axis in enumerate(encoder.axes):
-            count = len(axis.values) if axis.values is not None else None
-            if not axis.domain.ordered and count and count > 2:
-                self.hot.append((i, count))
-            elif count is not None and count <= 2:
+            if i in hot:
+                continue
+            if axis.values is not None and len(axis.values) <= 2:
                 self.two.append(i)
             else:
                 self.smooth.append(i)
