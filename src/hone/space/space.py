@@ -15,11 +15,16 @@ Config = dict[str, Value]
 
 @dataclass
 class SearchSpace:
-    """Knob names mapped to domains, in declaration order, with optional default values."""
+    """Knob names mapped to domains, in declaration order, with optional default values.
+
+    `candidates`, when set, is a finite pool of the only configurations that can be measured
+    (a sampled table of a real system): an optimiser that knows the pool proposes from it, and
+    whoever runs the trials resolves any other proposal to a pool member."""
 
     domains: dict[str, Domain]
     constraints: list[Constraint] = field(default_factory=list)
     defaults: dict[str, Value] = field(default_factory=dict)
+    candidates: list[Config] | None = None
 
     @property
     def names(self) -> list[str]:
