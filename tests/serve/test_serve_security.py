@@ -4,12 +4,15 @@ and change nothing; the token file; Host and Origin checks; headers; a schema-dr
 from __future__ import annotations
 
 import hashlib
+import http.client
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -185,3 +188,41 @@ def test_schema_driven_fuzz_finds_no_server_error(
     counts = re.search(r"(\d+) generated, (\d+) passed", result.stdout)
     assert counts and int(counts[1]) == int(counts[2]) > 100, result.stdout[-2000:]
     assert not (home / "profile.active").exists()  # no fuzzed request changed the machine
+
+
+def _status(url: str, method: str, token: str | None) -> int:
+    """The status line alone (streams would never end: read the headers and hang up)."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""), "{}", headers)
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def test_every_route_of_the_api_goes_through_one_access_policy(serve_home: Path) -> None:
+    """With reads behind the token, every route of the OpenAPI document answers 401 without it;
+    with it, no read is refused. /api/about is the one open route, by design."""
+    process, url = start_server(serve_home, {}, "--token-reads")
+    try:
+        token = (serve_home / "serve" / "token").read_text().strip()
+        spec = json.loads(urllib.request.urlopen(url + "/api/openapi.json", timeout=30).read())
+        walked = 0
+        for route, methods in spec["paths"].items():
+            # the shortest analysis window; other routes ignore the query
+            path = re.sub(r"\{[^}]+\}", "alpha%231", route) + "?duration=2&interval=1"
+            for method in methods:
+                if route == "/api/about":
+                    assert _status(url + path, method.upper(), None) == 200
+                    continue
+                assert _status(url + path, method.upper(), None) == 401, (method, route)
+                if method == "get":
+                    assert _status(url + path, "GET", token) not in (401, 403), route
+                walked += 1
+        assert walked >= 25  # studies, diagnoses, machine, profiles, analysis: all were walked
+        assert any(r.startswith("/api/diagnoses") for r in spec["paths"])
+    finally:
+        stop_server(process)

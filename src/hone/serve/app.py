@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -19,6 +19,7 @@ from hone.errors import HoneError
 from hone.serve import studies
 from hone.serve.auth import Access
 from hone.serve.config import ServeConfig
+from hone.serve.deps import access_policy
 from hone.serve.routers import available
 from hone.serve.runs import EventLog, RunManager
 from hone.storage import StudyStore
@@ -84,15 +85,18 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
     async def hone_error(request: Request, exc: HoneError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=400)
 
-    app.include_router(studies.router)
+    # One access policy for every API route; /api/about below is the only open one.
+    policy = [Depends(access_policy)]
+    app.include_router(studies.router, dependencies=policy)
     optional = available()
     for router in optional:
-        app.include_router(router)
+        app.include_router(router, dependencies=policy)
     app.state.capabilities = {"studies", *(str(r.tags[0]) for r in optional)}
 
     @app.get("/api/about", tags=["server"])
     def about() -> dict[str, Any]:
-        """Version and access policy, so the UI knows whether to ask for the token."""
+        """Version and access policy, so the UI knows whether to ask for the token (open to all:
+        it says nothing a caller could not learn by trying)."""
         return {
             "version": __version__,
             "reads_open": config.reads_open,
