@@ -47,6 +47,7 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._originals: dict[str, Original] | None = None
+        self._held = False  # this object holds the scope's lock
 
     @classmethod
     def for_scope(cls, scope: str) -> Journal:
@@ -89,6 +90,14 @@ class Journal:
         self._append({"op": "original", "name": name, "spec": original.spec, "value": value})
         known[name] = original
         return value
+
+    def require_on_disk(self) -> None:
+        """Refuse to change anything once the recorded originals have left the disk (the journal
+        was archived or deleted under a running process): a change now could never be undone."""
+        if self.originals() and not self.path.exists():
+            raise HoneError(
+                "the journal of original values is gone; nothing more is changed", file=self.path
+            )
 
     def end(self, outcome: str) -> None:
         """The run stopped cleanly; `outcome` says what state it left (applied, restored, ...)."""
@@ -135,7 +144,14 @@ class Journal:
     # -- restoring -------------------------------------------------------------------------
 
     def restore(self) -> list[RestoreOutcome]:
-        """Put every recorded setting back, newest first; archive the journal when all succeed."""
+        """Put every recorded setting back, newest first; archive the journal when all succeed.
+
+        Always under the scope's lock: a restore while a run of the scope is going would archive
+        the originals that run still needs, and its next change would journal none."""
+        with self.locked():
+            return self._restore()
+
+    def _restore(self) -> list[RestoreOutcome]:
         outcomes = []
         for original in reversed(list(self.originals().values())):
             try:
@@ -160,16 +176,31 @@ class Journal:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold an exclusive lock on this scope so two hone processes never interleave."""
-        lock_path = self.path.with_suffix(".lock")
-        with open(lock_path, "w") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise HoneError(
-                    "another hone process is working on this scope", file=self.path
-                ) from None
+        """Hold an exclusive lock on this scope so two hone processes never interleave
+        (re-entrant for this object: a run that holds it may restore)."""
+        if self._held:
             yield
+            return
+        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                raise HoneError(
+                    f"another hone process (pid {holder or '?'}) is working on this scope;"
+                    " stop it first",
+                    file=self.path,
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            self._held = True
+            try:
+                yield
+            finally:
+                self._held = False
+        finally:
+            os.close(fd)  # closing releases the lock
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -364,6 +364,7 @@ class Tuner:
 
     def _apply(self, config: Mapping[str, Value]) -> None:
         """Set the knobs whose value differs from what is known to be set; restart if needed."""
+        self.journal.require_on_disk()
         restart = False
         for knob in self.project.knobs:
             if knob.name not in config or self.applied.get(knob.name) == config[knob.name]:
