@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -76,6 +77,83 @@ def render(template: str, expansions: Mapping[str, str]) -> str:
             elif ch == ")" and len(stack) > 1 and context == _NORMAL:
                 stack.pop()
     return "".join(out)
+
+
+#: Programs that run a second interpreter over an argument: text placed there is code again.
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "busybox"}
+_SCRIPTED = {"python", "python3", "perl", "ruby", "php", "node", "lua", "tclsh"}
+_SCRIPT_FLAGS = {"-c", "-e", "-E", "-r"}
+_PREFIXES = {"sudo", "env", "nice", "ionice", "command", "exec", "nohup", "stdbuf", "timeout"}
+_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "(", ")"}
+#: What a value may hold when it reaches a nested interpreter: no quoting, delimiter, command,
+#: substitution or comment character of sh, sed, awk or any scripting language.
+SAFE_NESTED_VALUE = re.compile(r"[A-Za-z0-9 _.,:+=@%-]*")
+
+
+def nested_interpreter(template: str, placeholder: str) -> str | None:
+    """The interpreter that would read `placeholder` as part of its own program text (sed's
+    script, `sh -c`, `eval`, awk's program, `python -c`, ...), or None when the placeholder is
+    only ever an argument. hone quotes placeholders for the outer shell; a nested interpreter
+    parses the value again, which no quoting of the outer shell can prevent."""
+    braced = "${" + placeholder.lstrip("$") + "}"
+    marked = template.replace(braced, "\x00").replace(placeholder, "\x00")
+    if "\x00" not in marked:
+        return None
+    lexer = shlex.shlex(marked, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: cannot tell, assume the worst
+        return "an unparsable command"
+    command: list[str] = []
+    for token in [*tokens, ";"]:
+        if token and set(token) <= set(";|&()"):
+            found = _nested_in(command)
+            if found:
+                return found
+            command = []
+        else:
+            command.append(token)
+    return None
+
+
+def _nested_in(words: list[str]) -> str | None:
+    """The interpreter of one simple command whose program text holds the marked placeholder."""
+    words = [w for w in words if w not in _KEYWORDS]
+    while words and (("=" in words[0] and not words[0].startswith("=")) or words[0] in _PREFIXES):
+        words = words[1:]
+    if not words:
+        return None
+    program, args = os.path.basename(words[0]), words[1:]
+    base = re.sub(r"[\d.]+$", "", program)
+    if program == "eval":
+        scripts = args
+    elif program in _SHELLS or base in _SCRIPTED:
+        flags = {"-c"} if program in _SHELLS else _SCRIPT_FLAGS
+        scripts = [args[i + 1] for i, a in enumerate(args[:-1]) if a in flags]
+    elif program in ("sed", "gsed", "awk", "gawk", "mawk", "nawk"):
+        scripts = _program_text(args, "-e" if "sed" in program else "-v")
+    else:
+        return None
+    return program if any("\x00" in script for script in scripts) else None
+
+
+def _program_text(args: list[str], flag: str) -> list[str]:
+    """sed's scripts (`-e S`, else the first operand) or awk's program (the first operand;
+    `-v name=value` assignments are data)."""
+    if flag == "-e" and "-e" in args:
+        return [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-e"]
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("-f", "-v", "-F", "--file"):
+            if arg == "-f" or arg == "--file":
+                return []  # the program is in a file: the placeholder is not in it
+            skip = True
+        elif not arg.startswith("-"):
+            return [arg]
+    return []
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,15 @@ from typing import Any
 
 from hone.errors import HoneError
 from hone.knobs.shell import ShellActuator
-from hone.project.common import boolean, check_keys, expect_mapping, number, text
+from hone.project.common import (
+    boolean,
+    check_declared_values,
+    check_keys,
+    check_output_command,
+    expect_mapping,
+    number,
+    text,
+)
 from hone.project.devices import device_environment
 from hone.project.model import (
     Benchmark,
@@ -183,6 +191,7 @@ def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, s
         cwd=str(directory),
         env=dict(env),
     )
+    check_declared_values(info, "set", name, actuator, domain)
     reference = None
     if info.get("ref") is not None:
         try:
@@ -293,6 +302,7 @@ def _metrics(client: Node) -> list[Metric]:
             raise info.error(
                 "type", f"must be negative (maximise) or positive (minimise), not {kind!r}"
             )
+        check_output_command(info, "get", _required_text(item, "name"), text(info, "get"))
         metrics.append(
             Metric(
                 name=_required_text(item, "name"),

@@ -6,7 +6,11 @@ import difflib
 from collections.abc import Iterable
 from typing import Any
 
+from hone.errors import ActuationError
+from hone.knobs import Actuator
 from hone.project.yamlio import Node
+from hone.shell import nested_interpreter
+from hone.space import Domain
 
 
 def expect_mapping(value: Any, parent: Node, key: str) -> Node:
@@ -65,3 +69,27 @@ def boolean(node: Node, key: str, default: bool) -> bool:
     if word in ("false", "no", "off", "0"):
         return False
     raise node.error(key, f"must be true or false, not {value!r}")
+
+
+def check_declared_values(
+    node: Node, key: str, name: str, actuator: Actuator, domain: Domain
+) -> None:
+    """Every value the project itself declares must be one its actuator may write (a shell set
+    command that hands `$value` to sed or `sh -c` takes plain words only)."""
+    for value in domain.values() or ():
+        try:
+            actuator.check_value(value if isinstance(value, str) else domain.format(value))
+        except ActuationError as exc:
+            raise node.error(key, f"knob {name!r}: {exc.message}") from None
+
+
+def check_output_command(node: Node, key: str, name: str, command: str | None) -> None:
+    """A metric command must not hand the benchmark's output to a nested interpreter: that
+    text comes from the benchmark, and an interpreter would run it."""
+    interpreter = nested_interpreter(command or "", "$out")
+    if interpreter:
+        raise node.error(
+            key,
+            f"metric {name!r}: $out would be read as code by {interpreter}; pass the output"
+            ' as data instead (echo "$out" | grep ... | awk ...)',
+        )

@@ -9,7 +9,15 @@ from typing import Any
 from hone.errors import ActuationError
 from hone.knobs import Actuator, actuator_from_spec, actuator_kinds
 from hone.optimizers import optimizer_names
-from hone.project.common import boolean, check_keys, expect_mapping, number, text
+from hone.project.common import (
+    boolean,
+    check_declared_values,
+    check_keys,
+    check_output_command,
+    expect_mapping,
+    number,
+    text,
+)
 from hone.project.devices import device_environment
 from hone.project.model import (
     Benchmark,
@@ -145,6 +153,7 @@ def _knob(name: str, node: Node, directory: Path, workload: Workload) -> Knob:
         raise node.error(None, f"knob {name!r} needs exactly one of {', '.join(kinds)}: {what}")
     domain = _domain(name, node)
     actuator = _actuator(name, chosen[0], node, directory, workload)
+    check_declared_values(node, chosen[0], name, actuator, domain)
     reference = None
     if node.get("default") is not None:
         reference = _value(node, "default", domain)
@@ -299,6 +308,7 @@ def _metrics(doc: Node) -> list[Metric]:
                 raise spec.error("pattern", f"metric {name!r}: bad regex: {exc}") from None
             if compiled.groups < 1:
                 raise spec.error("pattern", f"metric {name!r}: the regex needs one (group)")
+        check_output_command(spec, "command", name, text(spec, "command"))
         limit = None
         if spec.get("limit") is not None:
             try:

@@ -449,6 +449,10 @@ class Tuner:
                 text = originals[knob.name].value
             elif knob.actuator.readable:
                 text = knob.actuator.get()  # a failing get stops here: nothing changed yet
+                try:  # and so does a value it could never write back
+                    knob.actuator.check_value(text)
+                except ActuationError as exc:
+                    raise ActuationError(f"knob {knob.name}: {exc.message}") from None
             elif knob.reference is not None:
                 config[knob.name] = knob.reference
                 continue
