@@ -107,7 +107,7 @@ def test_restore_after_kill_9(tmp_path: Path, hone_home: Path, hone_cli, swappin
     other = 1 if swappiness != 1 else 2
     project = make_project(tmp_path, sorted({swappiness, other}))
     start_and_kill(project, hone_home, after_trials=2)
-    journal = Journal.for_scope("crash-test")
+    journal = Journal.for_project("crash-test")
     assert journal.unfinished() is not None
     assert set(journal.originals()) == {"level", "swappiness"}
 
@@ -156,7 +156,7 @@ def test_restore_while_tune_runs_is_refused_and_keeps_the_originals(
         assert result.returncode == 2, result.stdout
         assert f"pid {proc.pid}" in result.stderr and "stop it first" in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
-        assert set(Journal.for_scope("crash-test").originals()) == {"level", "swappiness"}
+        assert set(Journal.for_project("crash-test").originals()) == {"level", "swappiness"}
     finally:
         kill(proc)
     result = hone_cli("restore", "crash-test")

@@ -8,6 +8,7 @@ was killed with SIGKILL. Tuning and profiles share this one mechanism."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -50,11 +51,22 @@ class Journal:
         self._held = False  # this object holds the scope's lock
 
     @classmethod
-    def for_scope(cls, scope: str) -> Journal:
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", scope).strip(".") or "default"
+    def for_project(cls, name: str) -> Journal:
+        """The journal of a tuning project: one per exact name (`dup` and `dup.` are two)."""
+        safe = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:60]
+        digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+        return cls._in_state_dir(f"project.{safe}.{digest}")
+
+    @classmethod
+    def for_profiles(cls) -> Journal:
+        """The one journal of static profiles, apart from every project's by its prefix."""
+        return cls._in_state_dir("profiles")
+
+    @classmethod
+    def _in_state_dir(cls, stem: str) -> Journal:
         directory = state_dir() / "journal"
-        directory.mkdir(parents=True, exist_ok=True)
-        return cls(directory / f"{safe}.jsonl")
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return cls(directory / f"{stem}.jsonl")
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -62,8 +74,9 @@ class Journal:
         record = {"time": time.time(), **record}
         line = (json.dumps(record, sort_keys=True) + "\n").encode()
         new = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
+            _heal_torn_tail(fd)
             os.write(fd, line)
             os.fsync(fd)
         finally:
@@ -201,6 +214,20 @@ class Journal:
                 self._held = False
         finally:
             os.close(fd)  # closing releases the lock
+
+
+def _heal_torn_tail(fd: int) -> None:
+    """Cut a last line that a crash left without its newline. Its record was never complete, so
+    the change it announced never happened (originals are written before changes); appending
+    after it would glue two records into one corrupt line."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    tail = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
+    cut = tail.rfind(b"\n")
+    keep = max(0, size - len(tail)) + cut + 1 if cut >= 0 else max(0, size - len(tail))
+    os.ftruncate(fd, keep)
+    os.fsync(fd)
 
 
 def _fsync_dir(directory: Path) -> None:

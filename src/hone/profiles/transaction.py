@@ -21,7 +21,6 @@ from hone.knobs.script import find_script
 from hone.paths import state_dir
 from hone.profiles.library import Item, Profile
 
-SCOPE = "profile"
 ADVICE = {
     "tip": "advice",
     "bios": "check in the firmware setup",
@@ -115,7 +114,7 @@ def _plan(profile: Profile) -> list[tuple[Item, Actuator | str]]:
 def apply_profile(profile: Profile) -> ApplyResult:
     """Roll back the active profile, then set this one's items; all or nothing."""
     plan = _plan(profile)
-    journal = Journal.for_scope(SCOPE)
+    journal = Journal.for_profiles()
     with journal.locked():
         previous = active_profile()
         restored = _restore(journal)
@@ -158,7 +157,7 @@ def _apply_item(
 
 def rollback() -> list[str]:
     """Put back every value the active (or half-applied) profile changed, newest first."""
-    journal = Journal.for_scope(SCOPE)
+    journal = Journal.for_profiles()
     with journal.locked():
         return _restore(journal)
 

@@ -153,7 +153,7 @@ def restore_project(project: str, request: Request, db: StudyStore = Store) -> d
         raise HTTPException(404, f"no study or served project named {project!r}")
     if runs(request).active(project) is not None:
         raise HTTPException(409, f"a run of {project} is going; stop it first")
-    journal = Journal.for_scope(project)
+    journal = Journal.for_project(project)
     try:
         with journal.locked():
             outcomes = journal.restore()

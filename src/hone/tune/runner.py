@@ -86,7 +86,7 @@ class Tuner:
         self.baseline_repeats = options.baseline_repeats or tuning.baseline_repeats
         self.apply_policy = options.apply or tuning.apply
         self.store = StudyStore(options.storage)
-        self.journal = Journal.for_scope(project.name)
+        self.journal = Journal.for_project(project.name)
         self.objective = Objective(project.metrics, tuning.objective)
         self.workdir = state_dir() / "work" / project.name
         self.workload = WorkloadManager(project.workload, project.directory, self.workdir)
