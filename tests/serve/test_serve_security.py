@@ -226,3 +226,40 @@ def test_every_route_of_the_api_goes_through_one_access_policy(serve_home: Path)
         assert any(r.startswith("/api/diagnoses") for r in spec["paths"])
     finally:
         stop_server(process)
+
+
+def _post_headers_only(server: Any, length: int, token: str | None, chunk: bytes = b"x" * 1024):
+    """Announce a body of `length` bytes, send one small chunk, and read the answer: a server
+    that reads the body first never answers within the timeout."""
+    parts = urllib.parse.urlsplit(server.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    conn.putrequest("POST", "/api/studies")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(length))
+    if token:
+        conn.putheader("Authorization", f"Bearer {token}")
+    conn.endheaders()
+    conn.send(chunk)
+    response = conn.getresponse()
+    conn.close()
+    return response.status
+
+
+def test_bodies_are_refused_before_they_are_read(server: Any) -> None:
+    """A 300 MB POST without the token is refused at its headers; with the token, a body over
+    the limit gets 413, announced or chunked."""
+    assert _post_headers_only(server, 300_000_000, None) == 401
+    assert _post_headers_only(server, 300_000_000, "wrong-token-" + "y" * 20) == 403
+    assert _post_headers_only(server, 300_000_000, server.token) == 413
+    parts = urllib.parse.urlsplit(server.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    chunks = (b"[" + b"1," * 400_000 for _ in range(4))  # 3.2 MB, no Content-Length
+    conn.request(
+        "POST",
+        "/api/studies",
+        body=chunks,
+        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
+        encode_chunked=True,
+    )
+    assert conn.getresponse().status == 413
+    conn.close()

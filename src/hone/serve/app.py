@@ -20,6 +20,7 @@ from hone.serve import studies
 from hone.serve.auth import Access
 from hone.serve.config import ServeConfig
 from hone.serve.deps import access_policy
+from hone.serve.gate import Gate
 from hone.serve.routers import available
 from hone.serve.runs import EventLog, RunManager
 from hone.storage import StudyStore
@@ -65,6 +66,7 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
     app.state.poll_interval = poll_interval
     app.state.importance = {}  # (storage, study, trials fingerprint) -> shares
 
+    app.add_middleware(Gate)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts())
     if config.origins:
         app.add_middleware(
