@@ -17,6 +17,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hone import children
+
 _NORMAL, _SINGLE, _DOUBLE, _BACKTICK = "normal", "single", "double", "backtick"
 _HONE_VARIABLE = re.compile(r"\$\{(HONE_[A-Z_]+)\}|\$(HONE_[A-Z_]+)")
 
@@ -183,12 +185,27 @@ def run(
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    tracked: bool = False,
 ) -> Result:
-    """Run `sh -c command` in its own process group; on timeout the whole group is killed."""
+    """Run `sh -c command` in its own process group; on timeout the whole group is killed.
+    `tracked`: a command that changes the system (a knob's set) is recorded while it runs, so
+    that after a kill of hone `restore` can stop it before putting values back."""
+    return run_argv(["/bin/sh", "-c", command], env=env, timeout=timeout, cwd=cwd, tracked=tracked)
+
+
+def run_argv(
+    argv: list[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    tracked: bool = False,
+) -> Result:
+    """`run` for a program and its arguments (no shell parses them)."""
     full_env = {**os.environ, **(env or {})}
     started = time.monotonic()
     proc = subprocess.Popen(
-        ["/bin/sh", "-c", command],
+        argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
@@ -196,6 +213,7 @@ def run(
         cwd=cwd,
         start_new_session=True,
     )
+    record = children.add(proc.pid, " ".join(argv)) if tracked else None
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -207,8 +225,11 @@ def run(
         _kill_group(proc.pid)
         proc.wait()
         raise
+    finally:
+        if record is not None:
+            record.unlink(missing_ok=True)
     return Result(
-        command,
+        argv[2] if argv[:2] == ["/bin/sh", "-c"] else shlex.join(argv),
         proc.returncode,
         out.decode(errors="replace"),
         err.decode(errors="replace"),

@@ -163,3 +163,47 @@ def test_restore_while_tune_runs_is_refused_and_keeps_the_originals(
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "level.txt").read_text().strip() == "5"
     assert int(SWAPPINESS.read_text()) == swappiness
+
+
+def test_a_set_command_of_a_killed_run_never_writes_after_restore(
+    tmp_path: Path, hone_home: Path, hone_cli
+) -> None:
+    """A set command runs in its own process group, so SIGKILL of hone leaves it running:
+    restore stops it before it puts the originals back."""
+    (tmp_path / "level.txt").write_text("5\n")
+    (tmp_path / "bench.py").write_text("print('score:', open('level.txt').read())\n")
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: slow-set
+        knobs:
+          level:
+            type: int
+            range: [1, 9]
+            shell:
+              get: cat level.txt
+              set: 'echo "$value" > started.txt; [ "$value" = 5 ] || sleep 6; echo "$value" > level.txt'
+        benchmark: {command: python3 bench.py, timeout: 20}
+        metrics:
+          score: {pattern: 'score: (\\S+)', direction: maximize}
+        tuning: {engine: random, budget: 6, baseline: 1, apply: never, seed: 3}
+        """)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hone", "tune", str(tmp_path)],
+        env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    started = tmp_path / "started.txt"
+    deadline = time.monotonic() + 60
+    while not (started.exists() and started.read_text().strip() not in ("", "5")):
+        assert time.monotonic() < deadline and proc.poll() is None, "no trial set started"
+        time.sleep(0.05)
+    proc.kill()  # hone alone: its set command lives on in a group of its own
+    proc.wait()
+    result = hone_cli("restore", "slow-set")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "level.txt").read_text().strip() == "5"
+    time.sleep(6.5)  # past the moment the set would have written its value
+    assert (tmp_path / "level.txt").read_text().strip() == "5"
+    assert not list((hone_home / "running").glob("*.json"))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hone import children
 from hone.errors import ActuationError, HoneError
 from hone.knobs import Actuator, actuator_from_spec
 from hone.paths import state_dir
@@ -162,6 +163,7 @@ class Journal:
         Always under the scope's lock: a restore while a run of the scope is going would archive
         the originals that run still needs, and its next change would journal none."""
         with self.locked():
+            children.stop_orphans()  # a set command of a killed run must not write after us
             return self._restore()
 
     def _restore(self) -> list[RestoreOutcome]:

@@ -54,7 +54,7 @@ class ShellActuator(Actuator):
         self.check_value(value)
         command = shell.render(self.set_command, {"$value": "${" + VALUE_VARIABLE + "}"})
         env = {**self.env, VALUE_VARIABLE: str(value)}
-        result = shell.run(command, env=env, timeout=self.timeout, cwd=self.cwd)
+        result = shell.run(command, env=env, timeout=self.timeout, cwd=self.cwd, tracked=True)
         if not result.ok:
             why = "timed out" if result.timed_out else f"exit {result.returncode}"
             raise ActuationError(
