@@ -181,7 +181,8 @@ def test_a_set_command_of_a_killed_run_never_writes_after_restore(
             range: [1, 9]
             shell:
               get: cat level.txt
-              set: 'echo "$value" > started.txt; [ "$value" = 5 ] || sleep 6; echo "$value" > level.txt'
+              set: 'echo "$value" > started.txt; [ "$value" = 5 ] || sleep 6;
+                    echo "$value" > level.txt'
         benchmark: {command: python3 bench.py, timeout: 20}
         metrics:
           score: {pattern: 'score: (\\S+)', direction: maximize}
