@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from benchmarks.tuners.pools.table import Table, read_table
 from benchmarks.tuners.tasks import Task
@@ -66,24 +67,31 @@ class Resolver:
 
 
 class PoolTask(Task):
-    def __init__(self, path: Path, noise: float = 0.0, system: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        noise: float = 0.0,
+        system: str | None = None,
+        minimize: bool | None = None,  # overrides the table's declared direction
+    ) -> None:
         table = _table(path)
+        minimize = table.minimize if minimize is None else minimize
         self.table, self.noise = table, noise
         self.system = system or table.name.lower()
         self.resolver = Resolver(table)
         self.values = table.values
-        order = np.argsort(table.values, kind="stable")
+        order = np.argsort(table.values if minimize else -table.values, kind="stable")
         # The default: the median configuration of the table (a table has no default row;
         # the median leaves half the table better, as a stock configuration would).
         default = table.configs[int(order[(len(order) - 1) // 2])]
         space = SearchSpace(dict(table.knobs), defaults=dict(default), candidates=table.configs)
         suffix = f"-{round(100 * noise)}%" if noise else ""
-        super().__init__(f"{table.name}{suffix}", space, table.minimize)
+        super().__init__(f"{table.name}{suffix}", space, minimize)
         self.truths = {
             self.space.key(c): float(v) for c, v in zip(table.configs, table.values, strict=True)
         }
-        self._optimum = float(table.values.min() if table.minimize else table.values.max())
-        self._worst = float(table.values.max() if table.minimize else table.values.min())
+        self._optimum = float(table.values.min() if minimize else table.values.max())
+        self._worst = float(table.values.max() if minimize else table.values.min())
         spread = abs(float(np.median(table.values)) - self._optimum)
         self._scale = abs(self._optimum) or spread or 1.0
         self._cache: dict[tuple, int] = {}
@@ -121,3 +129,13 @@ class PoolTask(Task):
 def _table(path: Path) -> Table:
     """A table read once per process: its three noise variants share it."""
     return read_table(path)
+
+
+def pool_tasks(tables: list[str], noise_levels=NOISE_LEVELS) -> list[PoolTask]:
+    """The suite's pool tasks: each named table (pools/pools.yaml) at each noise level."""
+    index = yaml.safe_load((POOLS / "pools.yaml").read_text())
+    return [
+        PoolTask(POOLS / f"{t}.csv.gz", n, index[t]["system"], index[t]["minimise"])
+        for t in tables
+        for n in noise_levels
+    ]

@@ -43,7 +43,7 @@ TUNED_ON = {
 
 
 def pool_index() -> dict[str, dict]:
-    """Table name -> its entry in pools/pools.yaml (system, source, objective)."""
+    """Table name -> its entry in pools/pools.yaml (system, source, objective, direction)."""
     return yaml.safe_load((POOLS / "pools.yaml").read_text())
 
 
