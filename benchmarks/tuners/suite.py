@@ -1,10 +1,12 @@
 """Which tasks a run of the benchmark takes: the suite's tasks, one set of the split, or the
 PromiseTune protocol's systems.
 
-The default suite fits an hour on two cores: the 13 tasks tuned on before the split, and one
+The default suite is sized for about an hour on two cores at budget 100 (scikit-optimize's GP
+alone costs about 4 CPU minutes per run there): 6 of the 13 tasks tuned on before the split
+(the `--quick` ones: the 8-knob synthetic task, 2 COCO problems, the 3 measured tables) and one
 table per pool system (its PromiseTune table if it has one, else its first by name), each table
 at one noise level by rotation over the tables in name order (noise-free, 3 %, 10 %, ...).
-`full` takes every table at every noise level."""
+`full` takes all 13 and every table at every noise level."""
 
 from __future__ import annotations
 
@@ -18,7 +20,14 @@ PROMISETUNE = "ideas-labo/PromiseTune"
 
 
 def suite_tasks(tasks_dir: Path, quick: bool, full: bool, name: str = "all") -> list[Task]:
-    tasks: list[Task] = [t for t in default_tasks(tasks_dir, quick) if in_set(name, t.name)]
+    tasks = [t for t in default_tasks(tasks_dir, not full) if in_set(name, t.name)]
+    for table, noise in suite_tables(quick, full, name):
+        tasks += pool_tasks([table], (noise,))
+    return tasks
+
+
+def suite_tables(quick: bool, full: bool, name: str = "all") -> list[tuple[str, float]]:
+    """The pool tables of a run and the noise level of each."""
     index = pool_index()
     tables = sorted(index, key=str.lower)
     if not full:
@@ -28,12 +37,12 @@ def suite_tasks(tasks_dir: Path, quick: bool, full: bool, name: str = "all") -> 
         tables = [
             t for side in ("development", "validation") for t in _first(tables, split[side], 2)
         ]
+    chosen = []
     for i, table in enumerate(tables):
-        if not in_set(name, table, table):
-            continue
-        levels = NOISE_LEVELS if full else (NOISE_LEVELS[i % len(NOISE_LEVELS)],)
-        tasks += pool_tasks([table], levels)
-    return tasks
+        if in_set(name, table, table):
+            levels = NOISE_LEVELS if full else (NOISE_LEVELS[i % len(NOISE_LEVELS)],)
+            chosen += [(table, noise) for noise in levels]
+    return chosen
 
 
 def _first(tables: list[str], side: dict, count: int) -> list[str]:

@@ -10,7 +10,8 @@ import numpy as np
 
 from benchmarks.tuners.harness import run
 from benchmarks.tuners.pool import POOLS, PoolTask
-from benchmarks.tuners.split import TUNED_ON, load_split, make_split, pool_index
+from benchmarks.tuners.split import TUNED_ON, in_set, load_split, make_split, pool_index
+from benchmarks.tuners.suite import suite_tables
 
 # moot's convention: objectives end in + (maximise) or - (minimise); the first one counts.
 MOOT = """\
@@ -115,3 +116,18 @@ def test_the_split_is_the_committed_draw_whole_systems_a_third_held_out() -> Non
     systems = len(development["systems"]) + len(validation["systems"])
     assert 3 * len(validation["systems"]) >= systems
     assert all((POOLS / f"{t}.csv.gz").exists() for t in index)
+
+
+def test_a_set_holds_its_side_of_the_split_with_each_table_at_one_noise_level() -> None:
+    split, index = load_split(), pool_index()
+    tables = {name: suite_tables(False, False, name) for name in ("development", "validation")}
+    assert {t for t, _ in tables["validation"]} <= set(split["validation"]["tables"])
+    assert {t for t, _ in tables["development"]} <= set(split["development"]["tables"])
+    every = suite_tables(False, False)
+    assert sorted(every) == sorted(tables["development"] + tables["validation"])
+    # one table per system, each at one noise level, all three levels used
+    systems = {e["system"] for e in index.values()}
+    assert len({index[t]["system"] for t, _ in every}) == len(every) == len(systems)
+    assert {n for _, n in every} == {0.0, 0.03, 0.10}
+    assert len(suite_tables(False, True)) == 3 * len(index)  # --full: every variant
+    assert in_set("validation", "storm-3%", "storm") and not in_set("development", "x", "storm")
