@@ -1,12 +1,17 @@
 """The tuner benchmark: every tuner on every task with several seeds, side by side.
 
-    python -m benchmarks.tuners                 # default suite: 13 tasks, 5 seeds, budget 50
-    python -m benchmarks.tuners --quick         # 6 tasks, budget 30, no scikit-optimize
+    python -m benchmarks.tuners                 # default suite: 26 tasks, 1 seed, budget 100
+    python -m benchmarks.tuners --set validation   # one side of the split (or development)
+    python -m benchmarks.tuners --full --seeds 3   # every pool table at every noise level
+    python -m benchmarks.tuners --quick         # 10 tasks, budget 30, cheap tuners only
+    python -m benchmarks.tuners --protocol promisetune  # PromiseTune's systems, its protocol
     python -m benchmarks.tuners --task path/to/NAME.yaml --tuners auto,optuna-tpe --seeds 10
+    python -m benchmarks.tuners --task benchmarks/tuners/pools/SS-A.csv.gz  # any pool table
     python -m benchmarks.tuners --save-runs runs.pkl    # later: --from-runs runs.pkl (no rerun)
     python -m benchmarks.tuners --tuners auto --peers-from runs.pkl  # rerun auto, peers as saved
 
-Writes docs/tuners.md (tables) and docs/tuners/*.png (median regret curves)."""
+Writes docs/tuners.md (tables) and docs/tuners/*.png (median regret curves of the 13 tasks
+that are not pool tables); the PromiseTune protocol writes docs/tuners-promisetune.md."""
 
 from __future__ import annotations
 
@@ -29,48 +34,71 @@ from scipy import stats
 
 from benchmarks.tuners.about import ABOUT
 from benchmarks.tuners.harness import TUNERS, RunResult, run
+from benchmarks.tuners.pool import PoolTask
+from benchmarks.tuners.promisetune import write_promisetune_report
+from benchmarks.tuners.report import checkpoints, header, overall
 from benchmarks.tuners.scoring import (
     evals_to_first,
     evals_to_measure,
     evals_to_stay,
     holm,
     median_text,
-    ratio_summary,
-    ratios_per_peer,
 )
-from benchmarks.tuners.tasks import TabularTask, Task, default_tasks
+from benchmarks.tuners.split import in_set
+from benchmarks.tuners.suite import path_tasks, promisetune_tasks, suite_tasks
+from benchmarks.tuners.tasks import TabularTask, Task
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = Path(__file__).resolve().parent / "tasks"
 
 # hone's own A-Tune-style engines (gp-atune-bayes, gbrt-atune) run with --tuners; by default
-# A-Tune is represented by scikit-optimize set up as A-Tune sets it up.
-DEFAULT_TUNERS = [t for t in TUNERS if t not in ("gp-atune-bayes", "gbrt-atune")]
+# A-Tune is represented by scikit-optimize's GP set up as A-Tune sets it up (its GBRT, weaker
+# on the earlier suite and 80 CPU s per run at budget 100, runs with --tuners).
+DEFAULT_TUNERS = [
+    t for t in TUNERS if t not in ("gp-atune-bayes", "gbrt-atune", "skopt-gbrt-atune")
+]
 _TASKS: list[Task] = []  # shared with forked workers (COCO problems do not pickle)
 
-# Rough seconds per run at budget 50 on this machine (scikit-optimize refits its model and
-# optimises its acquisition on every tell): the pool starts the longest runs first, one run
-# (task, tuner, seed) per job, so the workers finish together.
-COST = {"skopt-gbrt-atune": 22.0, "skopt-gp-atune": 20.0, "smac-hpo": 2.0, "auto": 1.0}
+# Rough CPU seconds per run at budget 100 on this machine (scikit-optimize refits its model
+# and optimises its acquisition on every tell; a peer not listed counts as 0.1): the pool
+# starts the longest runs first, one run (task, tuner, seed) per job, so the workers finish
+# together, and the estimate printed before a run adds them up.
+COST = {"skopt-gp-atune": 230.0, "skopt-gbrt-atune": 80.0, "smac-hpo": 20.0, "auto": 2.0}
+EXPENSIVE = 50.0  # CPU s per run at budget 100: left out of --quick
 
 
-def _job(item: tuple[int, str, int, int]) -> tuple[RunResult, float]:
+def _job(item: tuple[int, str, int, int, bool]) -> tuple[RunResult, float]:
     """One run; its CPU seconds (wall seconds on a busy machine say little)."""
-    index, tuner, seed, budget = item
+    index, tuner, seed, budget, baseline = item
     warnings.filterwarnings("ignore", message="Loky-backed parallel loops")
     started = time.process_time()
-    result = run(_TASKS[index], tuner, seed, budget)
+    result = run(_TASKS[index], tuner, seed, budget, baseline=baseline)
     return result, time.process_time() - started
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--task", action="append", type=Path, help="a tabular task YAML")
+    parser.add_argument(
+        "--set",
+        choices=("all", "development", "validation"),
+        default="all",
+        help="the tasks of one side of the split (benchmarks/tuners/split.yaml)",
+    )
+    parser.add_argument("--full", action="store_true", help="every pool table at every noise level")
+    parser.add_argument(
+        "--protocol",
+        choices=("hone", "promisetune"),
+        default="hone",
+        help="promisetune: its systems noise-free, no baseline, the best configuration found",
+    )
+    parser.add_argument(
+        "--task", action="append", type=Path, help="a tabular task YAML or a pool table CSV"
+    )
     parser.add_argument("--tuners", default=",".join(DEFAULT_TUNERS), help=", ".join(TUNERS))
-    parser.add_argument("--seeds", type=int, default=5, help="for every tuner alike")
+    parser.add_argument("--seeds", type=int, default=None, help="for every tuner alike")
     parser.add_argument("--budget", type=int, default=None)
-    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "tuners.md")
+    parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--jobs", type=int, default=2, help="tuner runs in parallel processes")
     parser.add_argument("--save-runs", type=Path, help="keep the raw runs here (a pickle)")
     parser.add_argument("--from-runs", type=Path, help="rewrite the report from saved runs")
@@ -78,32 +106,41 @@ def main() -> None:
         "--peers-from", type=Path, help="saved runs to take the tuners not rerun from"
     )
     args = parser.parse_args()
-    tasks: list[Task] = (
-        [TabularTask(p) for p in args.task] if args.task else default_tasks(TASKS, args.quick)
-    )
+    promisetune = args.protocol == "promisetune"
+    name = "tuners-promisetune.md" if promisetune else "tuners.md"
+    args.output = args.output or ROOT / "docs" / name
+    args.seeds = args.seeds or (3 if promisetune else 1)
+    tasks = _tasks(args, promisetune)
+    report = write_promisetune_report if promisetune else write_report
     if args.from_runs:
         saved = pickle.loads(args.from_runs.read_bytes())
         names = saved.pop("tasks")
         tasks = [t for t in tasks if t.name in names]
-        write_report(args.output, tasks, **saved)
+        report(args.output, tasks, **saved)
         return
-    budget = args.budget or (30 if args.quick else 50)
+    budget = args.budget or (30 if args.quick else 100)
     tuners = args.tuners.split(",")
     if args.quick and args.tuners == parser.get_default("tuners"):
-        # scikit-optimize spends about 20 s per run: it runs in the default suite only
-        tuners = [t for t in tuners if not t.startswith("skopt-")]
+        # the expensive peers (scikit-optimize: minutes per run) run in the default suite only
+        tuners = [t for t in tuners if COST.get(t, 0.1) < EXPENSIVE]
     unknown = [t for t in tuners if t not in TUNERS]
     if unknown:
         parser.error(f"unknown tuners {unknown}; known: {', '.join(TUNERS)}")
     started = time.monotonic()
     _TASKS[:] = tasks
     work = [
-        (i, tuner, seed, budget)
+        (i, tuner, seed, budget, not promisetune)
         for i in range(len(tasks))
         for tuner in tuners
         for seed in range(args.seeds)
     ]
     work.sort(key=lambda item: (-COST.get(item[1], 0.1), -len(tasks[item[0]].space.domains)))
+    cost = sum(COST.get(item[1], 0.1) for item in work) * budget / 100
+    print(
+        f"{len(tasks)} tasks x {len(tuners)} tuners x {args.seeds} seeds, budget {budget}: "
+        f"about {cost / 60 / args.jobs:.0f} min on {args.jobs} idle cores",
+        flush=True,
+    )
     runs: dict[tuple[str, str], list[RunResult]] = {}
     seconds: dict[str, float] = dict.fromkeys(tuners, 0.0)  # CPU seconds of all its runs
     # The machine is shared: how busy it was (time-weighted) says what the wall time means.
@@ -139,7 +176,22 @@ def main() -> None:
     if args.save_runs:  # an hour's runs outlive a mistake in the report
         args.save_runs.parent.mkdir(parents=True, exist_ok=True)
         args.save_runs.write_bytes(pickle.dumps({**saved, "tasks": [t.name for t in tasks]}))
-    write_report(args.output, tasks, **saved)
+    report(args.output, tasks, **saved)
+
+
+def _tasks(args: argparse.Namespace, promisetune: bool) -> list[Task]:
+    if args.task:
+        levels = (0.0,) if promisetune else (0.0, 0.03, 0.10)
+        return [t for t in path_tasks(args.task, levels) if in_set(args.set, t.name, _table(t))]
+    if promisetune:
+        return list(promisetune_tasks())
+    # a rewrite from saved runs finds its tasks among every variant
+    full = args.full or bool(args.from_runs)
+    return suite_tasks(TASKS, args.quick and not args.from_runs, full, args.set)
+
+
+def _table(task: Task) -> str | None:
+    return task.table.name if isinstance(task, PoolTask) else None
 
 
 def _add_saved_peers(path: Path, tasks, tuners, results, seconds, args, budget) -> list[str]:
@@ -177,139 +229,71 @@ def write_report(
     load,
     reran: list[str] | None = None,
 ) -> None:
-    lines = [
-        "# Tuner benchmark",
-        "",
-        f"Command: `{command}` "
-        f"({len(tasks)} tasks x {len(tuners)} tuners x {seeds} seeds, budget {budget}; "
-        f"{elapsed / 60:.1f} min on this 2-core machine, {jobs} parallel jobs, so optimiser "
-        "times include contention). Scores are the truth of the "
-        "configuration each tuner would deploy after each evaluation."
+    what = (
+        "Scores are the truth of the configuration each tuner would deploy after each evaluation."
         + (
             f" Only {', '.join(reran)} ran now (the wall time is theirs); the other tuners' "
             "runs and CPU seconds are those saved by the earlier run named by --peers-from."
             if reran
             else ""
-        ),
+        )
+    )
+    lines = [
+        "# Tuner benchmark",
         "",
-        f"CPU time of the runs: {sum(seconds.values()) / 60:.1f} min "
-        f"({sum(seconds.values()) / 60 / jobs:.1f} min per job process; the time-weighted "
-        f"mean 1-minute load average during the run was {load:.1f}); per tuner, in seconds: "
-        + ", ".join(f"{t} {seconds[t]:.0f}" for t in sorted(tuners, key=seconds.get)[::-1])
-        + ".",
-        "",
+        *header(command, tasks, tuners, seeds, jobs, budget, elapsed, seconds, load, what),
         ABOUT,
     ]
-    checkpoints = [b for b in (10, 20, 30, 50) if b <= budget]
-    ranks: dict[int, list[dict[str, float]]] = {b: [] for b in checkpoints}
-    evals_2: dict[str, list[dict[str, float]]] = {"stay": [], "first": [], "measure": []}
+    summary = overall(tasks, tuners, results, budget, lambda r: r.regrets, evals_to_stay)
+    lines += ["# Results", "", *summary, "# Per task", ""]
+    marks = checkpoints(budget)
     for task in tasks:
         lines += [
             f"## {task.name}",
             "",
             f"Default: {100 * default_gap(task):.1f} % from the optimum."
-            + (f" {task.resolution()}" if isinstance(task, TabularTask) else ""),
+            + (f" {task.resolution()}" if isinstance(task, TabularTask) else "")
+            + (f" {_pool_text(task)}" if isinstance(task, PoolTask) else ""),
             "",
             "| tuner | evals to 1 % | to 2 % | to 5 % | first at 2 % | measured 2 % | "
-            + " | ".join(f"regret@{b}" for b in checkpoints)
+            + " | ".join(f"regret@{b}" for b in marks)
             + " | AUC | final gap | ms per ask | vs auto (Holm p) |",
-            "|---" * (10 + len(checkpoints)) + "|",
+            "|---" * (10 + len(marks)) + "|",
         ]
         final = {t: [r.regrets[-1] for r in results[task.name, t]] for t in tuners}
         pvalues = {}
-        if "auto" in tuners:
+        if "auto" in tuners and seeds > 1:
             for tuner in tuners:
                 if tuner != "auto":
                     diff = np.array(final["auto"]) - np.array(final[tuner])  # the same seeds
                     pvalues[tuner] = 1.0 if not np.any(diff) else float(stats.wilcoxon(diff).pvalue)
         adjusted = holm(pvalues) if pvalues else {}
-        for b in checkpoints:
-            medians = {
-                t: float(np.median([r.regrets[b - 1] for r in results[task.name, t]]))
-                for t in tuners
-            }
-            order = stats.rankdata([medians[t] for t in tuners])
-            ranks[b].append(dict(zip(tuners, order, strict=True)))
-        if "auto" in tuners and len(tuners) > 1:
-            kinds = (
-                ("stay", evals_to_stay),
-                ("first", evals_to_first),
-                ("measure", evals_to_measure),
-            )
-            for kind, evals in kinds:
-                evals_2[kind].append(
-                    {
-                        t: float(np.median([evals(r, 0.02) for r in results[task.name, t]]))
-                        for t in tuners
-                    }
-                )
         for tuner in tuners:
             runs = results[task.name, tuner]
             cells = [median_text([evals_to_stay(r, w) for r in runs]) for w in (0.01, 0.02, 0.05)]
             cells.append(median_text([evals_to_first(r, 0.02) for r in runs]))
             cells.append(median_text([evals_to_measure(r, 0.02) for r in runs]))
-            cells += [f"{np.median([r.regrets[b - 1] for r in runs]):.3f}" for b in checkpoints]
+            cells += [f"{np.median([r.regrets[b - 1] for r in runs]):.3f}" for b in marks]
             cells.append(f"{np.mean([np.mean(r.regrets) for r in runs]):.3f}")
             cells.append(f"{100 * np.median([r.gaps[-1] for r in runs]):.1f} %")
             cells.append(f"{1000 * np.median([s for r in runs for s in r.ask_seconds]):.1f}")
             cells.append(f"{adjusted[tuner]:.3f}" if tuner in adjusted else "")
             lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
         lines.append("")
-        plot(task.name, tuners, results, budget, output.parent / "tuners")
-        lines += [f"![{task.name}](tuners/{task.name.replace('%', 'pct')}.png)", ""]
-    lines += [
-        "## Overall",
-        "",
-        "Average rank of the median regret across tasks (1 is best):",
-        "",
-        "| tuner | " + " | ".join(f"budget {b}" for b in checkpoints) + " |",
-        "|---" * (1 + len(checkpoints)) + "|",
-    ]
-    for tuner in tuners:
-        cells = [f"{np.mean([r[tuner] for r in ranks[b]]):.2f}" for b in checkpoints]
-        lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
-    if len(tasks) >= 2 and len(tuners) >= 3:
-        friedman = [
-            stats.friedmanchisquare(*[[r[t] for r in ranks[b]] for t in tuners]).pvalue
-            for b in checkpoints
-        ]
-        lines.append("| Friedman p | " + " | ".join(f"{p:.3g}" for p in friedman) + " |")
-    if evals_2["stay"]:
-        lines += [
-            "",
-            "Median over tasks of (evaluations from which auto's deployed configuration stays "
-            "within 2 % of the optimum) / (the same for the best peer on that task): "
-            + ratio_summary(evals_2["stay"], budget)
-            + "; target <= 0.5.",
-            "",
-            "The same with the first evaluation at which the deployed configuration is within "
-            "2 % (it may leave again): " + ratio_summary(evals_2["first"], budget) + ".",
-            "",
-            "Search alone, every tuner as if it deployed the best configuration it has measured "
-            "(by its truth, which no tuner knows; evaluations until one within 2 % is measured): "
-            + ratio_summary(evals_2["measure"], budget)
-            + ".",
-            "",
-            "auto against each peer alone (evaluations to stay within 2 %, auto / peer, median "
-            "over the tasks either gets to):",
-            "",
-            "| peer | median ratio | tasks | auto faster | auto slower |",
-            "|---|---|---|---|---|",
-            *ratios_per_peer(evals_2["stay"], budget),
-        ]
-    if "auto" in tuners and len(tuners) > 1:
-        lines.append("")
-        for b in [b for b in (20, 50) if b in checkpoints]:
-            average = {t: float(np.mean([r[t] for r in ranks[b]])) for t in tuners}
-            peer = min((t for t in tuners if t != "auto"), key=average.get)
-            met = "met" if average["auto"] < average[peer] else "not met"
-            lines.append(
-                f"Target, best average rank at budget {b}: auto {average['auto']:.2f}, best "
-                f"peer {peer} {average[peer]:.2f} ({met})."
-            )
+        if not isinstance(task, PoolTask):  # the pool tasks' curves would only fill the page
+            plot(task.name, tuners, results, budget, output.parent / "tuners")
+            lines += [f"![{task.name}](tuners/{task.name.replace('%', 'pct')}.png)", ""]
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text("\n".join(lines) + "\n")
     print(f"wrote {output}")
+
+
+def _pool_text(task: PoolTask) -> str:
+    noise = f"{round(100 * task.noise)} % multiplicative noise" if task.noise else "noise-free"
+    return (
+        f"Pool of {len(task.table.configs)} configurations of {task.system} "
+        f"({task.table.objective}, {'minimised' if task.minimize else 'maximised'}), {noise}."
+    )
 
 
 def default_gap(task: Task) -> float:

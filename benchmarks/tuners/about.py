@@ -23,25 +23,76 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
 - *vs auto*: paired Wilcoxon signed-rank test of the final regrets over seeds (same seeds, same
   measurement draws), Holm-corrected per task. *Average rank*: rank of each tuner's median regret
   per task, averaged over tasks, with Friedman's test across tasks.
-- *The 2 % ratio*: per task, (median evaluations for auto to stay within 2 %) / (the same for
-  the best peer on that task), and its median over tasks. A task no tuner gets to within the
-  budget says nothing and is left out (the report says how many); a task only auto gets to
-  counts as auto / (budget + 1), as if the best peer got there one evaluation after the budget;
-  a task only a peer gets to counts as infinite. The same ratio with the first-hit definition,
-  and for search alone (*measured 2 %*), are printed below it.
-- The default suite (`python -m benchmarks.tuners`): every task below, 5 seeds, budget 50,
-  every tuner on every seed (scikit-optimize too: it costs about 20 CPU s per run at budget 50,
-  its GP refitting its kernel and optimising its acquisition on every tell; a single lucky seed
-  would win tasks by chance). Each run (task, tuner, seed) is one job in a pool of two
-  processes, the longest (scikit-optimize, then SMAC, then auto) started first so both finish
-  together; the report gives the run's wall time, the CPU time of all runs per tuner (what the
-  wall time would be on an idle machine: CPU time / 2) and the mean load average during the
-  run, since other work shares the 2 cores. `--quick`: 2 COCO problems, the 8-knob synthetic
-  task and the tables, budget 30, without scikit-optimize. Every job runs with one BLAS thread
-  (more only contend on 2 shared cores, for every tuner alike).
-- *Default*: the default configuration's gap to the optimum. Every default-suite task's
+- *Average rank* and *auto against each peer* are given for the validation tasks, the
+  development tasks and the whole suite, at budgets 10, 20, 50 and 100. Against each peer
+  alone: per task, (median evaluations for auto to stay within 5 % of the optimum) / (the same
+  for the peer), its median over the tasks either gets to, and the number of tasks where auto
+  is slower (ratio > 1); the same within 2 % beside it. A task neither gets to is left out; one
+  only auto gets to counts as auto / (budget + 1); one only the peer gets to as infinite.
+- The default suite (`python -m benchmarks.tuners`, about an hour on this machine): budget
+  100, 1 seed, 26 tasks: 6 of the 13 earlier tasks (the 8-knob synthetic task, COCO mixint f1
+  and noisy f101, the three measured tables) and one pool table per system (its PromiseTune
+  table if it has one, else its first by name), each at one noise level by rotation over the
+  tables in name order (noise-free, 3 %, 10 %); 11 of the 26 are validation tasks. Across 26
+  tasks one seed each says more than five seeds of a few tasks, and scikit-optimize's GP
+  (A-Tune's default engine) costs about 230 CPU s per run at budget 100 (it refits its
+  kernel and optimises its acquisition on every tell): it alone takes most of the hour, so
+  A-Tune's GBRT (80 s per run) runs only with `--tuners`. Each run (task, tuner, seed) is one
+  job in a pool of two processes, the most expensive first (`COST` in `__main__.py`, which
+  also prints an estimate before a run); the report gives the run's wall time, the CPU time
+  per tuner and the mean load average, since other work shares the 2 cores. `--full`: all 13
+  earlier tasks and every pool table at all three noise levels (142 tasks: for a
+  many-seed run on a bigger machine). `--set development|validation`: one side of the split.
+  `--quick` (under 5 minutes): budget 30, the 6 earlier tasks and two pool systems of each
+  side, without the expensive peers (COST of 50 CPU s per run or more). Every job runs with
+  one BLAS thread (more only contend on 2 shared cores, for every tuner alike).
+- *Default*: the default configuration's gap to the optimum. Each of the 13 earlier tasks'
   default is more than 10 % from its optimum (a test checks it): a task that starts within
-  reach of the optimum says nothing about search.
+  reach of the optimum says nothing about search. A pool table has no default row: its
+  default is its median configuration (half the table is better), which can sit near the
+  optimum on flat tables (PostgreSQL's is 1 % away); regret is still relative to it.
+
+## The split: development and validation tasks
+`benchmarks/tuners/split.yaml`, drawn by `python -m benchmarks.tuners.split` (seed 20) before
+any change to `auto` was judged on the pool tables: the tables' systems, in sorted order,
+shuffled by NumPy's `default_rng(20)`, join validation in that order until validation holds at
+least a third of the suite's tasks and of its table systems (a test checks the file is that
+draw, that no system is on both sides and that the third holds). A system's tables from both
+sources and their noise variants stay on one side (x264 with X264 and SS-U, storm with every
+Storm table, LLVM with SS-L and SS-W, HSQLDB with SS-M, exastencils with SS-X). The 13 earlier
+tasks were tuned on: they are development. Every change to a tuner is judged on the
+development tasks; validation tasks are only for reporting, so a change fitted to the
+development tasks shows as a gap between the two. Today: 11 validation systems (7z, apache,
+bdbc, deeparch, hsqldb, llvm, lrzip, postgresql, redis, ss-b, storm: 30 tables, 90 tasks) and
+9 development systems with tables (13 tables, 39 tasks) plus the 13 earlier tasks.
+
+## Pool tasks: the field's own benchmarks
+Software-configuration tuning research measures tuners on public tables of real systems; the
+suite takes 43 of them (`benchmarks/tuners/pools/`, README there: sources, citations, the
+rules for objectives, knobs and duplicates, and every table's system and side): PromiseTune's
+systems (ICSE 2026; 11 of its 12: javagc's table is absent from the stored copies) and the
+FLASH-era tables of `timm/moot` (SS-A ... SS-X, Apache, SQLite, x264, HSMGP, Storm's wc/rs/sol).
+Each table's objective is its first objective column in its source's declared direction
+(PromiseTune's redis and storm throughput maximised, as its own results files show). The tables
+are samples, not full grids, so a task's candidates are its rows (`benchmarks/tuners/pool.py`):
+- `space.candidates` holds the rows: a tuner that can choose from a finite pool (auto, and the
+  pool-native peers FLASH and PromiseTune) proposes rows directly;
+- every other proposal is resolved to a row by ONE rule for all tuners: the nearest row by the
+  sum over knobs of |difference of unit positions| (a knob's value's rank among the table's
+  values, scaled to [0, 1]), a categorical knob adding 1 on a mismatch; ties go to the row that
+  comes first in the table. NumPy over the whole pool: about 4 ms for a proposal on the
+  86,058 rows of exastencils, exact rows by a dictionary lookup;
+- the tuner is told the resolved row's reading for its own proposal (it asked for x; the
+  system could only run the nearest measured configuration); what it deploys is resolved by
+  the same rule and scored by that row's value;
+- the tables hold one reading per row (rows repeating a configuration are averaged): each
+  table runs noise-free and with multiplicative noise of 3 % and 10 % CV (the truth times
+  1 + cv N(0, 1), drawn from the run's seeded generator); gaps are relative to the optimum's
+  size, as for the measured tables.
+`--task path/to/TABLE.csv.gz` runs any table in either source's conventions (at the three
+noise levels). `--protocol promisetune` runs PromiseTune's protocol on its systems (budget 100,
+noise-free, no baseline, the best configuration found) beside its published per-system
+results, into `docs/tuners-promisetune.md`.
 
 ## Tasks
 - **Synthetic** (`benchmarks/tuners/tasks.py`): server-like response surfaces with a known
@@ -50,23 +101,22 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
   categorical modes, booleans and log-scale float timeouts (0.01-100); about 40 % of the knobs do
   nothing; each useful knob has a bell-shaped optimum at its own position; two knobs interact; a
   cliff (the most threads with the biggest buffers) makes the "server" fail (a failed trial, no
-  value); multiplicative Gaussian noise. Default suite: 8 knobs at 3 % CV, 16 at 6 %, 4 at 10 %,
-  30 at 5 % (`--quick`: the first only).
-- **COCO** (`benchmarks/tuners/coco.py`, PyPI `coco-experiment`): `bbob-mixint` f1 (sphere),
-  f10 (ellipsoid), f21 (Gallagher) in 5-D and `bbob-noisy` f101 (sphere), f104 (Rosenbrock),
-  f122 (Schaffer F7), all with Gaussian noise, in 2-D, instance 1 (`--quick`: mixint f1 and
-  noisy f101). Each variable becomes an ordered knob of 7 evenly spaced values (integer
-  variables: their integers, thinned) so every grid point's truth is known: mixint's f(x) plus 3 %
-  multiplicative noise above the grid's best; noisy's own noise, truth = median of 31
-  evaluations (the noise is log-normal: its median is the noise-free value); COCO draws that
-  noise from process-wide counters, so each measurement first sets them from the run's seeded
-  generator (a rerun is the same run; before, it depended on which runs its worker had done
-  before, and f122's median evaluations to 2 % moved from 39.5 to `-` between reruns of one
-  code). Gaps are relative to
-  the grid's median truth above the optimum (f's offset is arbitrary).
-  The default is the grid point 1/3 along every axis, or, if that is within 10 % of the
-  optimum, the point 2/3 along every axis (one fixed rule for every problem; f104's point at
-  1/3 is 0.7 % from the optimum, so its default is the point at 2/3, 32 % away).
+  value); multiplicative Gaussian noise. `--full`: 8 knobs at 3 % CV, 16 at 6 %, 4 at 10 %, 30 at
+  5 % (the default suite and `--quick`: the first only).
+- **COCO** (`benchmarks/tuners/coco.py`, PyPI `coco-experiment`): `bbob-mixint` f1 (sphere), f10
+  (ellipsoid), f21 (Gallagher) in 5-D and `bbob-noisy` f101 (sphere), f104 (Rosenbrock), f122
+  (Schaffer F7), all with Gaussian noise, in 2-D, instance 1 (the default suite and `--quick`:
+  mixint f1 and noisy f101; `--full`: all six). Each variable becomes an ordered knob of 7
+  evenly spaced values (integer variables: their integers, thinned) so every grid point's truth
+  is known: mixint's f(x) plus 3 % multiplicative noise above the grid's best; noisy's own
+  noise, truth = median of 31 evaluations (the noise is log-normal: its median is the noise-free
+  value); COCO draws that noise from process-wide counters, so each measurement first sets them
+  from the run's seeded generator (a rerun is the same run; before, it depended on which runs
+  its worker had done before, and f122's median evaluations to 2 % moved from 39.5 to `-`
+  between reruns of one code). Gaps are relative to the grid's median truth above the optimum
+  (f's offset is arbitrary). The default is the grid point 1/3 along every axis, or, if that is
+  within 10 % of the optimum, the point 2/3 along every axis (one fixed rule for every problem;
+  f104's point at 1/3 is 0.7 % from the optimum, so its default is the point at 2/3, 32 % away).
 - **Real measurements** (`benchmarks/tuners/tasks/`, format of `shared/spec/tabular-tasks.md`;
   any task in that format runs with `--task PATH`). Measured on this 2-core machine, which other
   work shared (the noise is real; every row records the 1-minute load average); each repetition

@@ -89,18 +89,20 @@ class RunResult:
     measured: list[float] = field(default_factory=list)
 
 
-def run(task: Task, tuner: str, seed: int, budget: int) -> RunResult:
+def run(task: Task, tuner: str, seed: int, budget: int, baseline: bool = True) -> RunResult:
+    """One tuner's run; `baseline`: the default measured three times first (hone's protocol;
+    PromiseTune's starts cold)."""
     rng = np.random.default_rng(10_000 + seed)  # the same measurement noise for every tuner
     optimizer = TUNERS[tuner](task.space, seed, budget)
     default = task.space.defaults
-    for _ in range(3):
+    for _ in range(3 if baseline else 0):
         value = task.measure(default, rng)
         optimizer.tell(default, _minimised(task, value))
     optimum = task.optimum()
     reference = task.truth(default)
     reference = reference if reference is not None and reference != optimum else task.worst()
     gaps, regrets, asks, measured = [], [], [], []
-    best = _gap(task, default)
+    best = _gap(task, default) if baseline else float("inf")
     for _ in range(budget):
         started = time.perf_counter()
         config = optimizer.ask()

@@ -1,4 +1,4 @@
-"""The report's statistics: evaluations to a gap, the ratio to the best peer, Holm's correction.
+"""The report's statistics: evaluations to a gap, auto's ratio to each peer, Holm's correction.
 
 A user stops tuning at some point and keeps what the tuner deploys then, so what matters is the
 evaluation from which the deployed configuration stays good, not the first lucky visit."""
@@ -41,31 +41,32 @@ def _first_within(gaps: list[float], within: float) -> float:
     return float("inf")
 
 
-def ratio_to_best_peer(evals: dict[str, float], budget: int) -> float | None:
-    """auto's evaluations over the best peer's on one task (both medians over seeds).
+def ratio(auto: float, peer: float, budget: int) -> float | None:
+    """auto's evaluations over a peer's on one task (both medians over seeds).
 
-    None when no tuner gets there (the task says nothing); a peer that never gets there counts
+    None when neither gets there (the task says nothing); a peer that never gets there counts
     as budget + 1 evaluations (auto's ratio is then at most 1); auto never getting there while
-    a peer does is infinite."""
-    auto, best = evals["auto"], _best_peer(evals)
-    if math.isinf(auto) and math.isinf(best):
+    the peer does is infinite."""
+    if math.isinf(auto) and math.isinf(peer):
         return None
-    return auto / (best if math.isfinite(best) else budget + 1)
+    return auto / (peer if math.isfinite(peer) else budget + 1)
 
 
-def ratios_per_peer(evals_per_task: list[dict[str, float]], budget: int) -> list[str]:
-    """Table rows: auto's ratio against each single peer (median over tasks, counted as in
-    ratio_to_best_peer), and on how many tasks auto is faster or slower. The best peer per task
-    is the luckiest of all; against any one of them the picture is steadier."""
+def against_each_peer(
+    within_5: list[dict[str, float]], within_2: list[dict[str, float]], budget: int
+) -> list[str]:
+    """Table rows: per peer, the median over tasks of auto's evaluations to stay within 5 %
+    over the peer's, the tasks counted and those where auto is slower; the same within 2 %."""
     rows = []
-    for peer in [t for t in evals_per_task[0] if t != "auto"]:
-        pairs = [{"auto": e["auto"], peer: e[peer]} for e in evals_per_task]
-        ratios = [r for r in (ratio_to_best_peer(p, budget) for p in pairs) if r is not None]
-        if ratios:
-            faster, slower = sum(r < 1 for r in ratios), sum(r > 1 for r in ratios)
-            rows.append(
-                f"| {peer} | {np.median(ratios):.2f} | {len(ratios)} | {faster} | {slower} |"
-            )
+    for peer in [t for t in within_5[0] if t != "auto"]:
+        cells = []
+        for evals in (within_5, within_2):
+            ratios = [
+                r for r in (ratio(e["auto"], e[peer], budget) for e in evals) if r is not None
+            ]
+            median = f"{np.median(ratios):.2f}" if ratios else "-"
+            cells += [median, str(len(ratios)), str(sum(r > 1 for r in ratios))]
+        rows.append(f"| {peer} | " + " | ".join(cells) + " |")
     return rows
 
 
@@ -81,25 +82,3 @@ def holm(pvalues: dict[str, float]) -> dict[str, float]:
 def median_text(values: list[float]) -> str:
     value = float(np.median(values))
     return "-" if not np.isfinite(value) else f"{value:g}"
-
-
-def ratio_summary(evals_per_task: list[dict[str, float]], budget: int) -> str:
-    """The median ratio over tasks, saying how many tasks count and how."""
-    ratios = [ratio_to_best_peer(evals, budget) for evals in evals_per_task]
-    counted = [r for r in ratios if r is not None]
-    if not counted:
-        return f"none (no tuner gets there on any of {len(ratios)} tasks)"
-    only_auto = sum(
-        1 for e in evals_per_task if math.isfinite(e["auto"]) and math.isinf(_best_peer(e))
-    )
-    only_peer = sum(1 for r in counted if math.isinf(r))
-    return (
-        f"{np.median(counted):.2f} ({len(counted)} of {len(ratios)} tasks counted, "
-        f"{len(ratios) - len(counted)} that no tuner gets to within the budget left out; "
-        f"{only_auto} that only auto gets to, counted as auto / (budget + 1); "
-        f"{only_peer} that only a peer gets to, counted as infinite)"
-    )
-
-
-def _best_peer(evals: dict[str, float]) -> float:
-    return min(v for t, v in evals.items() if t != "auto")

@@ -13,13 +13,12 @@ from benchmarks.tuners.__main__ import TASKS, default_gap
 from benchmarks.tuners.coco import CocoTask
 from benchmarks.tuners.harness import RunResult, run
 from benchmarks.tuners.scoring import (
+    against_each_peer,
     evals_to_first,
     evals_to_measure,
     evals_to_stay,
     holm,
-    ratio_summary,
-    ratio_to_best_peer,
-    ratios_per_peer,
+    ratio,
 )
 from benchmarks.tuners.tasks import SyntheticTask, default_tasks
 
@@ -44,20 +43,11 @@ def test_a_lucky_visit_that_is_left_again_does_not_count() -> None:
     assert evals_to_first(left, 0.02) == 2 and evals_to_stay(left, 0.02) == INF
 
 
-def test_ratio_to_the_best_peer_and_which_tasks_count() -> None:
-    assert ratio_to_best_peer({"auto": 10, "a": 40, "b": 20}, 50) == 0.5
-    assert ratio_to_best_peer({"auto": 10, "a": INF}, 50) == 10 / 51  # only auto gets there
-    assert ratio_to_best_peer({"auto": INF, "a": 7}, 50) == INF  # only a peer gets there
-    assert ratio_to_best_peer({"auto": INF, "a": INF}, 50) is None  # nobody: left out
-    tasks = [
-        {"auto": 10, "a": 40},
-        {"auto": 30, "a": INF},
-        {"auto": INF, "a": 7},
-        {"auto": INF, "a": INF},
-    ]
-    text = ratio_summary(tasks, 50)
-    assert text.startswith(f"{np.median([0.25, 30 / 51, INF]):.2f} (3 of 4 tasks counted, 1 ")
-    assert "1 that only auto" in text and "1 that only a peer" in text
+def test_ratio_to_a_peer_and_which_tasks_count() -> None:
+    assert ratio(10, 20, 50) == 0.5
+    assert ratio(10, INF, 50) == 10 / 51  # only auto gets there
+    assert ratio(INF, 7, 50) == INF  # only the peer gets there
+    assert ratio(INF, INF, 50) is None  # neither: left out
 
 
 def test_search_alone_counts_what_was_measured_not_what_is_deployed() -> None:
@@ -69,17 +59,19 @@ def test_search_alone_counts_what_was_measured_not_what_is_deployed() -> None:
     assert evals_to_stay(result, 0.02) == INF
 
 
-def test_ratios_against_each_peer_alone() -> None:
-    tasks = [
+def test_ratios_against_each_peer_alone_within_5_and_2_percent() -> None:
+    within_5 = [
         {"auto": 10, "a": 40, "b": 5},
         {"auto": 30, "a": 15, "b": INF},
         {"auto": INF, "a": INF, "b": INF},
     ]
-    rows = ratios_per_peer(tasks, 50)
-    # a: 10/40 and 30/15 (the task nobody gets to left out); b: 10/5 and 30/51
+    within_2 = [{"auto": INF, "a": 40, "b": INF}] * 3
+    rows = against_each_peer(within_5, within_2, 50)
+    # a: 10/40 and 30/15 (the task neither gets to left out); b: 10/5 and 30/51;
+    # within 2 %: a gets there on three tasks, auto on none; b never: nothing counted
     assert rows == [
-        f"| a | {np.median([0.25, 2.0]):.2f} | 2 | 1 | 1 |",
-        f"| b | {np.median([2.0, 30 / 51]):.2f} | 2 | 1 | 1 |",
+        f"| a | {np.median([0.25, 2.0]):.2f} | 2 | 1 | inf | 3 | 3 |",
+        f"| b | {np.median([2.0, 30 / 51]):.2f} | 2 | 1 | - | 0 | 0 |",
     ]
 
 

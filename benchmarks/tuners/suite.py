@@ -1,0 +1,81 @@
+"""Which tasks a run of the benchmark takes: the suite's tasks, one set of the split, or the
+PromiseTune protocol's systems.
+
+The default suite is sized for about an hour on two cores at budget 100 (scikit-optimize's GP
+alone costs about 4 CPU minutes per run there): 6 of the 13 tasks tuned on before the split
+(the `--quick` ones: the 8-knob synthetic task, 2 COCO problems, the 3 measured tables) and one
+table per pool system (its PromiseTune table if it has one, else its first by name), each table
+at one noise level by rotation over the tables in name order (noise-free, 3 %, 10 %, ...).
+`full` takes all 13 and every table at every noise level."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.tuners.pool import NOISE_LEVELS, POOLS, PoolTask, pool_tasks
+from benchmarks.tuners.split import in_set, load_split, pool_index
+from benchmarks.tuners.tasks import Task, default_tasks
+
+PROMISETUNE = "ideas-labo/PromiseTune"
+
+
+def suite_tasks(tasks_dir: Path, quick: bool, full: bool, name: str = "all") -> list[Task]:
+    tasks = [t for t in default_tasks(tasks_dir, not full) if in_set(name, t.name)]
+    for table, noise in suite_tables(quick, full, name):
+        tasks += pool_tasks([table], (noise,))
+    return tasks
+
+
+def suite_tables(quick: bool, full: bool, name: str = "all") -> list[tuple[str, float]]:
+    """The pool tables of a run and the noise level of each."""
+    index = pool_index()
+    tables = sorted(index, key=str.lower)
+    if not full:
+        tables = [t for t in tables if t in _representatives(index)]
+    if quick:  # two systems of each side
+        split = load_split()
+        tables = [
+            t for side in ("development", "validation") for t in _first(tables, split[side], 2)
+        ]
+    chosen = []
+    for i, table in enumerate(tables):
+        if in_set(name, table, table):
+            levels = NOISE_LEVELS if full else (NOISE_LEVELS[i % len(NOISE_LEVELS)],)
+            chosen += [(table, noise) for noise in levels]
+    return chosen
+
+
+def _first(tables: list[str], side: dict, count: int) -> list[str]:
+    return [t for t in tables if t in side["tables"]][:count]
+
+
+def _representatives(index: dict[str, dict]) -> set[str]:
+    """One table per system: its PromiseTune table, else the first by name."""
+    chosen: dict[str, str] = {}
+    for table in sorted(index, key=lambda t: (PROMISETUNE not in index[t]["source"], t.lower())):
+        chosen.setdefault(index[table]["system"], table)
+    return set(chosen.values())
+
+
+def promisetune_tasks() -> list[PoolTask]:
+    """PromiseTune's systems (its tables), noise-free, as its protocol runs them."""
+    index = pool_index()
+    return pool_tasks(
+        sorted((t for t in index if PROMISETUNE in index[t]["source"]), key=str.lower), (0.0,)
+    )
+
+
+def path_tasks(paths: list[Path], noise_levels=NOISE_LEVELS) -> list[Task]:
+    """Tasks given by path: a tabular task (.yaml) or a pool table (.csv, .csv.gz)."""
+    from benchmarks.tuners.tasks import TabularTask
+
+    tasks: list[Task] = []
+    for path in paths:
+        if path.suffix == ".yaml":
+            tasks.append(TabularTask(path))
+        else:
+            tasks += [PoolTask(path, noise) for noise in noise_levels]
+    return tasks
+
+
+__all__ = ["POOLS", "path_tasks", "promisetune_tasks", "suite_tasks"]
