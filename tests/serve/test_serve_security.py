@@ -263,3 +263,21 @@ def test_bodies_are_refused_before_they_are_read(server: Any) -> None:
     )
     assert conn.getresponse().status == 413
     conn.close()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"project": "gamma", "budget": float("nan")},
+        {"project": "gamma", "budget": "3"},
+        {"project": "gamma", "budget": 3, "bugdet": 5},
+        {"project": ["gamma"]},
+    ],
+)
+def test_bodies_are_checked_strictly(server: Any, body: Any) -> None:
+    """Unknown fields, strings for numbers and NaN get 422 naming the field; nothing starts."""
+    before = len(server.get("/api/runs"))
+    status, answer = server.request("POST", "/api/studies", body)
+    assert status == 422, answer
+    assert answer["detail"] and all("loc" in e for e in answer["detail"])
+    assert len(server.get("/api/runs")) == before

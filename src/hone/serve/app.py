@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -82,6 +83,16 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
         for key, value in SECURITY_HEADERS.items():
             response.headers.setdefault(key, value)
         return response
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        """422 naming each bad field; the offending input is not echoed back (a NaN in it made
+        the stock handler's JSON fail with a 500)."""
+        errors = [
+            {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", "")}
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": errors}, status_code=422)
 
     @app.exception_handler(HoneError)
     async def hone_error(request: Request, exc: HoneError) -> JSONResponse:

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from optuna.storages._rdb import models
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from hone.errors import HoneError
 from hone.journal import Journal
@@ -29,7 +29,10 @@ Store = Depends(store)
 
 
 class StartRequest(BaseModel):
-    """Start a new study of a project the server was given (`hone serve --project`)."""
+    """Start a new study of a project the server was given (`hone serve --project`). Unknown
+    fields and values of the wrong type are refused, never guessed at."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     project: str = Field(max_length=200)
     engine: str | None = Field(None, max_length=50)
