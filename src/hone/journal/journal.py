@@ -24,6 +24,8 @@ from hone.errors import ActuationError, HoneError
 from hone.knobs import Actuator, actuator_from_spec
 from hone.paths import state_dir
 
+OPS = ("begin", "original", "end", "restored")
+
 
 @dataclass(frozen=True)
 class Original:
@@ -122,15 +124,24 @@ class Journal:
     def records(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
-        lines = self.path.read_text().splitlines()
+        try:
+            lines = self.path.read_bytes().decode().splitlines()
+        except UnicodeDecodeError as exc:
+            raise HoneError(
+                f"journal is corrupt (not UTF-8 at byte {exc.start})", file=self.path
+            ) from None
         records = []
         for number, line in enumerate(lines, 1):
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except json.JSONDecodeError:
                 # A torn last line from a crash mid-write: everything before it is intact.
                 if number != len(lines):
                     raise HoneError("journal is corrupt", file=self.path, line=number) from None
+                continue
+            if not _well_formed(record):
+                raise HoneError("journal is corrupt", file=self.path, line=number)
+            records.append(record)
         return records
 
     def originals(self) -> dict[str, Original]:
@@ -216,6 +227,20 @@ class Journal:
                 self._held = False
         finally:
             os.close(fd)  # closing releases the lock
+
+
+def _well_formed(record: Any) -> bool:
+    """A record hone could have written: an op, and for an original its name, spec and value."""
+    if not isinstance(record, dict) or record.get("op") not in OPS:
+        return False
+    if record["op"] != "original":
+        return True
+    return (
+        isinstance(record.get("name"), str)
+        and isinstance(record.get("value"), str)
+        and isinstance(record.get("spec"), dict)
+        and isinstance(record["spec"].get("kind"), str)
+    )
 
 
 def _heal_torn_tail(fd: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,22 +42,42 @@ def text(node: Node, key: str, default: str | None = None) -> str | None:
     return str(value)
 
 
-def number(node: Node, key: str, default: float | None = None, *, integer: bool = False) -> Any:
-    value = node.get(key, default)
+def number(
+    node: Node,
+    key: str,
+    default: float | None = None,
+    *,
+    integer: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+) -> Any:
+    """A finite number from the file; whole numbers are counts (never negative, at most a
+    billion) unless the caller gives bounds. NaN, infinities and absurd counts are refused here
+    rather than failing, or hanging, in the middle of a run."""
+    value = node.get(key)
+    value = default if value is None else value  # `key:` with no value means the default
     if value is None:
         return None
+    if integer:
+        low = 0 if low is None else low
+        high = 10**9 if high is None else high
+    kind = "a whole number" if integer else "a number"
     try:
         if isinstance(value, bool):
             raise ValueError
         result = float(value)
+        if not math.isfinite(result):
+            raise ValueError
         if integer:
             if result != int(result):
                 raise ValueError
-            return int(result)
-        return result
-    except (TypeError, ValueError):
-        kind = "a whole number" if integer else "a number"
+            result = int(result)
+    except (TypeError, ValueError, OverflowError):
         raise node.error(key, f"must be {kind}, not {value!r}") from None
+    if (low is not None and result < low) or (high is not None and result > high):
+        span = f"from {low:g}" + (f" to {high:g}" if high is not None else " up")
+        raise node.error(key, f"must be {kind} {span}, not {value!r}")
+    return result
 
 
 def boolean(node: Node, key: str, default: bool) -> bool:
