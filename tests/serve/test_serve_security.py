@@ -281,3 +281,28 @@ def test_bodies_are_checked_strictly(server: Any, body: Any) -> None:
     assert status == 422, answer
     assert answer["detail"] and all("loc" in e for e in answer["detail"])
     assert len(server.get("/api/runs")) == before
+
+
+def test_a_project_file_others_can_write_is_never_run(server: Any, tmp_path: Path) -> None:
+    """hone runs a served project's commands as root: a file any local user may change would
+    let that user run commands as root through the UI."""
+    project = server.projects["gamma"] / "hone.yaml"
+    before = len(server.get("/api/runs"))
+    project.chmod(0o666)
+    try:
+        status, answer = server.request("POST", "/api/studies", {"project": "gamma", "budget": 3})
+        assert status == 409 and "writable by other users" in answer["detail"], answer
+        assert len(server.get("/api/runs")) == before
+    finally:
+        project.chmod(0o644)
+    folder = tmp_path / "open"
+    shutil.copytree(server.projects["gamma"], folder)
+    folder.chmod(0o777)
+    result = subprocess.run(
+        [sys.executable, "-m", "hone", "serve", "--project", str(folder)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HONE_HOME": str(tmp_path / "home")},
+        timeout=60,
+    )
+    assert result.returncode == 2 and "writable by other users" in result.stderr

@@ -52,6 +52,7 @@ def serve(
     import uvicorn
 
     from hone.project import load_project
+    from hone.project.load import require_trusted
     from hone.serve.app import create_app
     from hone.serve.auth import load_or_create_token, token_path
     from hone.serve.config import ServeConfig
@@ -72,6 +73,7 @@ def serve(
     token, created = load_or_create_token(path)
     projects = {}
     for folder in project or []:
+        require_trusted(folder)
         loaded = load_project(folder)
         projects[loaded.name] = folder.resolve()
     config = ServeConfig(
