@@ -135,7 +135,7 @@ def test_resume_after_kill_9_keeps_every_finished_trial(
     search = [t for t in trials if t.phase == "search"]
     kept = {t.number: t.config for t in search if t.number in before}
     assert kept == before  # nothing lost
-    assert sum(t.state == "complete" for t in search) >= 8 - 1
+    assert sum(t.state == "complete" for t in search) == 8  # the killed trial is not counted
     assert any(t.error == "interrupted (hone was stopped)" for t in search)
     assert [s.name for s in store.studies()] == ["crash-test#1"]
     # apply: never, so the run itself put everything back at the end

@@ -36,6 +36,9 @@ from hone.tune.objective import Objective
 from hone.tune.stats import Gain, noise, paired_gain
 from hone.workload.manager import WorkloadManager
 
+#: The error of a trial that was running when hone was stopped or killed.
+CUT_OFF = "interrupted (hone was stopped)"
+
 
 @dataclass
 class TuneOptions:
@@ -214,7 +217,9 @@ class Tuner:
     def _replay(self, history: list[Any], optimizer: Any) -> int:
         done = 0
         for trial in history:
-            if trial.phase != "search":
+            # a trial cut off by a kill of hone says nothing about its configuration, and the
+            # budget is for measurements: it is neither replayed nor counted
+            if trial.phase != "search" or trial.error == CUT_OFF:
                 continue
             score = self.objective.score(trial.metrics) if trial.state == "complete" else None
             optimizer.tell(trial.config, -score if score is not None else None)
@@ -471,7 +476,7 @@ class Tuner:
             study = self.store.find(self.project.name)
             if study.state == FINISHED:
                 raise HoneError(f"study {study.name} already finished; nothing to resume")
-            lost = self.store.fail_running(study, "interrupted (hone was stopped)")
+            lost = self.store.fail_running(study, CUT_OFF)
             self.store.update(study, state=RUNNING, pid=os.getpid())
             if lost:
                 self.reporter.note(f"{lost} interrupted trial(s) recorded as failed")
