@@ -77,6 +77,22 @@ def test_rejected_value_rolls_back_everything(folder: Path, live) -> None:
     assert active_profile() is None
 
 
+def test_a_failing_profile_leaves_the_previous_one_active(folder: Path, live) -> None:
+    """The failed apply rolls back its own changes and applies the profile it replaced."""
+    (folder / "bad.conf").write_text(
+        "[sysctl]\nvm.dirty_background_ratio = 9\n"
+        "[sysfs]\nkernel/mm/transparent_hugepage/defrag = bogus\n"
+    )
+    apply("web")
+    web = read_live()
+    with pytest.raises(HoneError, match="rolled back"):
+        apply("bad")
+    assert active_profile() == "web"
+    assert read_live() == web
+    rollback()
+    assert read_live() == live
+
+
 def test_bad_key_fails_before_any_change(folder: Path, live) -> None:
     (folder / "typo.conf").write_text("[sysctl]\nvm.swappiness = 22\nvm.swapiness = 1\n")
     with pytest.raises(HoneError, match=r"vm\.swapiness: cannot read.*nothing was changed"):
