@@ -9,8 +9,10 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -306,3 +308,19 @@ def test_a_project_file_others_can_write_is_never_run(server: Any, tmp_path: Pat
         timeout=60,
     )
     assert result.returncode == 2 and "writable by other users" in result.stderr
+
+
+def test_one_analysis_at_a_time_and_it_stops_when_its_client_leaves(server: Any) -> None:
+    """An analysis holds a worker thread for its window: a second one is refused while it runs,
+    and a client that hangs up frees the server within a couple of seconds, not a minute."""
+    parts = urllib.parse.urlsplit(server.url)
+    first = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    first.request("GET", "/api/analysis?duration=60&interval=1")
+    time.sleep(1.5)
+    assert _status(server.url + "/api/analysis?duration=2&interval=1", "GET", None) == 429
+    first.sock.shutdown(socket.SHUT_RDWR)  # the client goes away mid-analysis
+    first.close()
+    deadline = time.monotonic() + 15
+    while _status(server.url + "/api/analysis?duration=2&interval=1", "GET", None) == 429:
+        assert time.monotonic() < deadline, "the abandoned analysis kept running"
+        time.sleep(0.5)

@@ -3,6 +3,7 @@ and the features behind it, and the bottleneck in USE terms."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,10 +59,12 @@ def analyze(
     model: Model | None = None,
     name: str = "custom",
     collector: Collector | None = None,
+    stop: threading.Event | None = None,
 ) -> Analysis:
     """Sample for `duration` seconds every `interval` and analyse what was seen, with `model`
     (called `name` in the result) or else hone's model for this machine (`pick_model`). The
-    models learn from windows of WINDOW_SECONDS; a shorter sample is a quicker, rougher look."""
+    models learn from windows of WINDOW_SECONDS; a shorter sample is a quicker, rougher look.
+    `stop` ends the sampling early with a HoneError (a web client that went away)."""
     if duration < 2 * interval:
         raise HoneError("--duration must cover at least two intervals")
     own = collector is None
@@ -73,7 +76,11 @@ def analyze(
         if model.hardware and not counts:
             raise HoneError("this model uses hardware counters, which this machine does not have")
         before = use.counters()
-        snapshots = list(collector.stream(interval, duration=duration))
+        snapshots = []
+        for snapshot in collector.stream(interval, duration=duration):
+            if stop is not None and stop.is_set():
+                raise HoneError("analysis cancelled")
+            snapshots.append(snapshot)
         after = use.counters()
     finally:
         if own:

@@ -5,15 +5,18 @@ the class (applied, if the user wants, through the profiles API: a transaction).
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import asdict
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, HTTPException, Query, Request
 
 from hone.analyze import Analysis, analyze
 from hone.analyze.features import WINDOW_SECONDS
+from hone.errors import HoneError
 
 router = APIRouter(prefix="/api/analysis", tags=["analysis"])
+_RUNNING = asyncio.Lock()  # one analysis at a time: it samples the whole machine anyway
 
 
 def analysis_dict(result: Analysis) -> dict[str, Any]:
@@ -37,12 +40,28 @@ def analysis_dict(result: Analysis) -> dict[str, Any]:
 
 @router.get("")
 async def run_analysis(
+    request: Request,
     duration: float = Query(WINDOW_SECONDS, ge=2.0, le=120.0, description="seconds to sample"),
     interval: float = Query(1.0, ge=0.5, le=10.0, description="seconds between samples"),
 ) -> dict[str, Any]:
     """Sample for `duration` seconds and analyse what was seen (hone's model for this machine:
-    with hardware counters where it counts them)."""
+    with hardware counters where it counts them). One analysis at a time (429 while one runs),
+    and it stops when its client goes away: each holds a worker thread for its whole window."""
     if duration < 2 * interval:
         duration = 2 * interval
-    result = await asyncio.to_thread(analyze, duration, interval)
+    if _RUNNING.locked():
+        raise HTTPException(429, "an analysis is running; ask again when it has ended")
+    async with _RUNNING:
+        stop = threading.Event()
+        task = asyncio.ensure_future(asyncio.to_thread(analyze, duration, interval, stop=stop))
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.5)
+            if not task.done() and await request.is_disconnected():
+                stop.set()
+        try:
+            result = task.result()
+        except HoneError:
+            if stop.is_set():
+                raise HTTPException(499, "the client went away") from None
+            raise
     return analysis_dict(result)

@@ -39,6 +39,33 @@ SECURITY_HEADERS = {
 }
 
 
+class StrictHeaders:
+    """Adds SECURITY_HEADERS to every response that does not set them itself. Plain ASGI, not
+    Starlette's BaseHTTPMiddleware, which hides a client's disconnect from the routes (an
+    abandoned analysis would run to its end)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                present = {k.lower() for k, _ in message.get("headers", [])}
+                extra = [
+                    (k.lower().encode(), v.encode())
+                    for k, v in SECURITY_HEADERS.items()
+                    if k.lower().encode() not in present
+                ]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
     if "*" in config.origins:
         raise HoneError("a CORS wildcard is refused: name the origins that may call the API")
@@ -77,12 +104,7 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
             allow_headers=["Authorization", "Content-Type"],
         )
 
-    @app.middleware("http")
-    async def headers(request: Request, call_next: Any) -> Any:
-        response = await call_next(request)
-        for key, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(key, value)
-        return response
+    app.add_middleware(StrictHeaders)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
