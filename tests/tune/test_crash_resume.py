@@ -208,3 +208,38 @@ def test_a_set_command_of_a_killed_run_never_writes_after_restore(
     time.sleep(6.5)  # past the moment the set would have written its value
     assert (tmp_path / "level.txt").read_text().strip() == "5"
     assert not list((hone_home / "running").glob("*.json"))
+
+
+def test_two_projects_never_change_one_setting_at_once(
+    tmp_path: Path, hone_home: Path, hone_cli, swappiness: int
+) -> None:
+    """The second would journal the first's trial value as its original."""
+    other = 1 if swappiness != 1 else 2
+    (tmp_path / "first").mkdir()
+    first = make_project(tmp_path / "first", sorted({swappiness, other}))
+    second = tmp_path / "second"
+    second.mkdir()
+    text = first.read_text().replace("name: crash-test", "name: second-project")
+    (second / "hone.yaml").write_text(text)
+    (second / "bench.py").write_text((tmp_path / "first" / "bench.py").read_text())
+    (second / "level.txt").write_text("5\n")
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "swap.conf").write_text("[sysctl]\nvm.swappiness = 33\n")
+    proc = start_tune(first, hone_home)
+    try:
+        wait_for_trials(proc, 1)
+        result = hone_cli("tune", str(second))
+        assert result.returncode == 2
+        assert "sysctl:vm.swappiness is being changed by another hone process" in result.stderr
+        assert not Journal.for_project("second-project").has_changes()
+        os.environ["HONE_PROFILE_PATH"] = str(profiles)
+        try:
+            result = hone_cli("profile", "apply", "swap")
+        finally:
+            del os.environ["HONE_PROFILE_PATH"]
+        assert result.returncode == 2 and "is being changed" in result.stderr
+    finally:
+        kill(proc)
+    assert hone_cli("restore", "crash-test").returncode == 0
+    assert int(SWAPPINESS.read_text()) == swappiness

@@ -21,6 +21,7 @@ from typing import Any
 
 from hone import children
 from hone.errors import ActuationError, HoneError
+from hone.journal.settings import settings_locked
 from hone.knobs import Actuator, actuator_from_spec
 from hone.paths import state_dir
 
@@ -179,12 +180,19 @@ class Journal:
 
     def _restore(self) -> list[RestoreOutcome]:
         outcomes = []
+        built: list[tuple[Original, Actuator]] = []
         for original in reversed(list(self.originals().values())):
             try:
-                actuator_from_spec(original.spec).apply(original.value)
-                outcomes.append(RestoreOutcome(original.name, original.value))
+                built.append((original, actuator_from_spec(original.spec)))
             except HoneError as exc:
                 outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
+        with settings_locked(actuator for _, actuator in built):
+            for original, actuator in built:
+                try:
+                    actuator.apply(original.value)
+                    outcomes.append(RestoreOutcome(original.name, original.value))
+                except HoneError as exc:
+                    outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
         if all(o.ok for o in outcomes):
             self._append({"op": "restored"})
             self.archive()

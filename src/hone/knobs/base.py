@@ -61,6 +61,12 @@ class Actuator(ABC):
                 f"wrote {value!r} but reads back {actual.strip()!r}", key=self.describe()
             )
 
+    def setting(self) -> str | None:
+        """What this actuator changes, named so that two actuators of one setting (a sysctl, a
+        file, a unit) compare equal: hone lets one process at a time change it. None when it
+        cannot be named (a shell command) or dies with hone's process."""
+        return None
+
     def check_value(self, value: str) -> None:
         """ActuationError when this value must never be written by this actuator (checked
         before anything changes, for values read from the system as for proposed ones)."""

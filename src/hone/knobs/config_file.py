@@ -33,6 +33,9 @@ class ConfigFileActuator(Actuator):
     restart: bool = True
     kind = "config"
 
+    def setting(self) -> str:
+        return f"file:{self.path.resolve()}"
+
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             raise ActuationError(f"format must be one of {', '.join(FORMATS)}", key=self.file)

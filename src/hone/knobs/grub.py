@@ -46,6 +46,10 @@ def cmdline_value(key: str, cmdline: str | None = None) -> str | None:
 class GrubActuator(Actuator):
     key: str
     kind = "grub2"
+
+    def setting(self) -> str:
+        return f"grub:{self.key}"
+
     needs_restart = True  # a reboot, which hone never does
 
     def __post_init__(self) -> None:

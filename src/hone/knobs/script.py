@@ -40,6 +40,9 @@ class ScriptActuator(Actuator):
     timeout: float = 120.0
     kind = "script"
 
+    def setting(self) -> str:
+        return f"script:{self.name}"
+
     def _folder(self) -> Path:
         folder = find_script(self.name)
         if folder is None:

@@ -18,6 +18,9 @@ class SysctlActuator(Actuator):
     key: str
     kind = "sysctl"
 
+    def setting(self) -> str:
+        return "sysctl:" + self.key.replace("/", ".")
+
     @property
     def path(self) -> Path:
         relative = self.key.replace(".", "/") if "/" not in self.key else self.key

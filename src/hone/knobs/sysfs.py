@@ -24,6 +24,9 @@ class SysfsActuator(Actuator):
     path: str
     kind = "sysfs"
 
+    def setting(self) -> str:
+        return f"sysfs:{os.path.realpath(self.path)}"
+
     def __post_init__(self) -> None:
         """Refused when the project is loaded, not at the first set: a path outside /sys."""
         if not isinstance(self.path, str) or not self.path:

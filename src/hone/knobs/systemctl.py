@@ -29,6 +29,9 @@ class SystemctlActuator(Actuator):
     unit: str
     kind = "systemctl"
 
+    def setting(self) -> str:
+        return f"systemctl:{self.unit}"
+
     def _systemctl(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["systemctl", *args, "--", self.unit],

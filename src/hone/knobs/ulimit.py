@@ -32,6 +32,10 @@ class UlimitActuator(Actuator):
     item: str
     file: str = LIMITS_FILE
     kind = "ulimit"
+
+    def setting(self) -> str:
+        return f"file:{os.path.realpath(self.file)}"
+
     needs_restart = True
 
     def __post_init__(self) -> None:

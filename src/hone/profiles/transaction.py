@@ -15,6 +15,7 @@ from pathlib import Path
 
 from hone.errors import HoneError
 from hone.journal import Journal
+from hone.journal.settings import settings_locked
 from hone.knobs import Actuator, actuator_from_spec
 from hone.knobs.grub import cmdline_value, grub_present
 from hone.knobs.script import find_script
@@ -117,7 +118,8 @@ def apply_profile(profile: Profile) -> ApplyResult:
     applied again: the system is left as it was found."""
     plan = _plan(profile)
     journal = Journal.for_profiles()
-    with journal.locked():
+    changed = [actuator for _, actuator in plan if isinstance(actuator, Actuator)]
+    with journal.locked(), settings_locked(changed):
         previous = active_profile()
         restored = _restore(journal)
         result = ApplyResult(profile.name, [], profile.placeholders, previous, restored)

@@ -22,6 +22,7 @@ import numpy as np
 from hone import shell
 from hone.errors import ActuationError, BenchmarkError, HoneError
 from hone.journal import Journal
+from hone.journal.settings import settings_locked
 from hone.knobs.shell import ShellActuator
 from hone.optimizers import make_optimizer
 from hone.paths import state_dir
@@ -103,7 +104,8 @@ class Tuner:
     # -- the whole run ---------------------------------------------------------------------
 
     def run(self) -> TuneResult:
-        with self.journal.locked(), _stop_on_sigterm():
+        actuators = [knob.actuator for knob in self.project.knobs]
+        with self.journal.locked(), settings_locked(actuators), _stop_on_sigterm():
             self._prepare_environment()
             baseline = self._read_baseline()
             study = self._open_study()
