@@ -33,8 +33,8 @@ def _started(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-def add(pgid: int, command: str) -> Path:
-    record = _folder() / f"{pgid}.json"
+def add(pgid: int, command: str) -> Path | None:
+    """Record a running command; None when the disk is full (restoring must still work)."""
     data = {
         "owner": os.getpid(),
         "owner_started": _started(os.getpid()),
@@ -42,7 +42,11 @@ def add(pgid: int, command: str) -> Path:
         "started": _started(pgid),
         "command": command[:200],
     }
-    record.write_text(json.dumps(data))
+    try:
+        record = _folder() / f"{pgid}.json"
+        record.write_text(json.dumps(data))
+    except OSError:
+        return None
     return record
 
 

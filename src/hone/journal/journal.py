@@ -194,8 +194,11 @@ class Journal:
                 except HoneError as exc:
                     outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
         if all(o.ok for o in outcomes):
-            self._append({"op": "restored"})
-            self.archive()
+            try:
+                self._append({"op": "restored"})
+                self.archive()
+            except OSError:
+                pass  # a full disk: the values are back; the journal stays for another restore
         return outcomes
 
     def archive(self) -> Path | None:

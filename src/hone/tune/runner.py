@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from optuna.exceptions import StorageInternalError
+from sqlalchemy.exc import SQLAlchemyError
 
 from hone import shell
 from hone.errors import ActuationError, BenchmarkError, HoneError
@@ -119,6 +121,9 @@ class Tuner:
                 result = self._tune(study, space, baseline)
             except BaseException as exc:
                 self._abort(study, exc)
+                if isinstance(exc, OSError | SQLAlchemyError | StorageInternalError):
+                    # a full disk, a lost database: said in one line, after the knobs are back
+                    raise HoneError(f"stopped, every knob put back: {_first_line(exc)}") from None
                 raise
             self.store.update(study, state=FINISHED, result=_result_attrs(result))
             return result
@@ -524,13 +529,17 @@ class Tuner:
                 self.reporter.warn(f"could not stop the workload: {exc}")
 
     def _abort(self, study: StudyRecord, exc: BaseException) -> None:
-        """Any error or interrupt: put every knob back, stop what hone started, keep records."""
-        self.store.update(study, state=INTERRUPTED, error=str(exc)[:500])
+        """Any error or interrupt: put every knob back and stop what hone started first, then
+        keep records (on a full disk the record fails; the knobs must not stay changed)."""
         try:
             self._restore_all()
         except HoneError as restore_error:
             self.reporter.warn(str(restore_error))
         self._stop_owned_workload()
+        try:
+            self.store.update(study, state=INTERRUPTED, error=str(exc)[:500])
+        except Exception as record_error:
+            self.reporter.warn(f"the study's end could not be recorded: {record_error}")
 
 
 class Stopped(HoneError):
@@ -554,6 +563,13 @@ def _stop_on_sigterm() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The root cause's first line (storage errors wrap the database's own words)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 def _comparable(space: SearchSpace, config: Config) -> bool:

@@ -1,0 +1,71 @@
+"""A disk that fills up in the middle of a run: hone's state directory on a small tmpfs, filled
+by the benchmark. The run stops with one line, every knob is back, and nothing is lost."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def small_home(tmp_path: Path) -> Iterator[Path]:
+    home = tmp_path / "home"
+    home.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(home)], check=True)
+    try:
+        yield home
+    finally:
+        subprocess.run(["umount", "-l", str(home)], check=False)
+
+
+def test_a_full_disk_mid_run_leaves_every_knob_back(tmp_path: Path, small_home: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "level.txt").write_text("5\n")
+    # the fourth benchmark run fills hone's state directory (HONE_WORKDIR lives there)
+    (project / "bench.sh").write_text(
+        textwrap.dedent("""\
+        n=$(cat runs 2>/dev/null || echo 0); echo $((n + 1)) > runs
+        if [ "$n" -eq 3 ]; then dd if=/dev/zero of="$HONE_WORKDIR/fill" bs=64k 2>/dev/null; fi
+        echo "score: $(cat level.txt)"
+        """)
+    )
+    (project / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: full
+        knobs:
+          level:
+            type: int
+            range: [1, 9]
+            config: {file: level.txt, format: regex, pattern: '^(\\d+)$', restart: false}
+        benchmark: {command: sh bench.sh, timeout: 20}
+        metrics:
+          score: {pattern: 'score: (\\S+)', direction: maximize}
+        tuning: {engine: random, budget: 8, baseline: 1, apply: never, seed: 3}
+        """)
+    )
+    env = {**os.environ, "HONE_HOME": str(small_home)}
+    result = subprocess.run(
+        [sys.executable, "-m", "hone", "tune", str(project)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert (project / "runs").read_text().strip() != "0"
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert (project / "level.txt").read_text() == "5\n"
+    (small_home / "work" / "full" / "fill").unlink()
+    again = subprocess.run(
+        [sys.executable, "-m", "hone", "restore", "full"], capture_output=True, text=True, env=env
+    )
+    assert again.returncode == 0 and "Traceback" not in again.stderr
+    assert (project / "level.txt").read_text() == "5\n"
