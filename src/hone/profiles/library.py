@@ -100,6 +100,8 @@ class ProfileLibrary:
             profile.items += base.items
             profile.placeholders.update(base.placeholders)
         values = placeholder_values()
+        # by (section, key): an item of this profile replaces an included one, and moves last
+        items = {(i.section, i.key): i for i in profile.items}
         for section in parser.sections():
             if section == "main":
                 continue
@@ -117,10 +119,9 @@ class ProfileLibrary:
                             )
                         key, value = key.replace(token, actual), value.replace(token, actual)
                         profile.placeholders[placeholder] = (actual, how)
-                profile.items = [
-                    i for i in profile.items if not (i.section == section and i.key == key)
-                ]
-                profile.items.append(Item(section, key, value, name))
+                items.pop((section, key), None)
+                items[section, key] = Item(section, key, value, name)
+        profile.items = list(items.values())
         return profile
 
 
