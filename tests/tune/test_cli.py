@@ -74,3 +74,24 @@ def test_a_knob_whose_get_fails(tmp_path: Path, hone_cli) -> None:
     )
     line = one_line_error(hone_cli("tune", str(tmp_path)))
     assert "get failed (exit 1)" in line and "No such file" in line
+
+
+def test_a_damaged_study_database_is_one_line(hone_home, hone_cli) -> None:
+    """Attributes that are not JSON, a dropped table: exit 2 and one line, no traceback."""
+    import sqlite3
+
+    from hone.storage import StudyStore
+
+    StudyStore().create("damaged", {"engine": "random"})
+    database = sqlite3.connect(hone_home / "studies.db")
+    database.execute("UPDATE study_user_attributes SET value_json = '{bad'")
+    database.commit()
+    for args in (("studies",), ("show", "damaged")):
+        result = hone_cli(*args)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith("hone: the study database cannot be used")
+        assert len(result.stderr.strip().splitlines()) == 1
+    database.execute("DROP TABLE studies")
+    database.commit()
+    result = hone_cli("studies")
+    assert result.returncode in (0, 2) and "Traceback" not in result.stderr  # Optuna rebuilds it

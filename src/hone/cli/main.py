@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import traceback
 
 import typer
 
@@ -69,6 +70,21 @@ def _is_usage_error(exc: Exception) -> bool:
     return hasattr(exc, "format_message") and getattr(exc, "exit_code", None) == 2
 
 
+def _is_storage_error(exc: Exception) -> bool:
+    """An error raised inside the study storage (SQLAlchemy, Optuna's RDB layer): a damaged,
+    locked or unreachable database, or attributes that are not JSON."""
+    if type(exc).__module__.startswith("sqlalchemy"):
+        return True
+    frames = traceback.extract_tb(exc.__traceback__)
+    return any("/optuna/storages/" in frame.filename for frame in frames)
+
+
+def _root(exc: BaseException) -> str:
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return " ".join(str(exc).split())[:300]
+
+
 def run() -> None:
     """Entry point: run the app, turning user errors (bad input, bad options) into one clear
     line and exit code 2."""
@@ -82,6 +98,9 @@ def run() -> None:
         print("hone: aborted", file=sys.stderr)
         sys.exit(1)
     except Exception as exc:
+        if _is_storage_error(exc):
+            print(f"hone: the study database cannot be used: {_root(exc)}", file=sys.stderr)
+            sys.exit(2)
         if not _is_usage_error(exc):
             raise
         if type(exc).__name__ == "NoArgsIsHelpError":

@@ -43,7 +43,10 @@ def require_trusted(path: str | Path) -> None:
     commands as root, as sshd refuses such key files."""
     target = Path(path).resolve()
     files = [target] if target.is_file() else [p for p in target.glob("*.y*ml") if p.is_file()]
-    for item in [target.parent if target.is_file() else target, *files]:
+    folder = target.parent if target.is_file() else target
+    # a sticky folder (/tmp) lets no one else replace a file they do not own
+    sticky = folder.stat().st_mode & 0o1000 and target.is_file()
+    for item in [*([] if sticky else [folder]), *files]:
         info = item.stat()
         if info.st_mode & 0o022:
             raise HoneError(
