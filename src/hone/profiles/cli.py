@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from hone.output import output_console
 
 profile_app = typer.Typer(help="Static tuning profiles (A-Tune's format), applied as transactions.")
 
@@ -52,7 +53,7 @@ def info(name: str) -> None:
     table = Table("section", "key", "value", "from")
     for item in profile.items:
         table.add_row(item.section, item.key, item.value, item.source)
-    Console(highlight=False).print(f"profile {profile.name} ({profile.path})", table)
+    output_console().print(f"profile {profile.name} ({profile.path})", table)
     _placeholders(profile.placeholders)
 
 

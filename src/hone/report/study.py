@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from hone.output import measured, number
 from hone.paths import state_dir
 from hone.report.svg import Series, chart
 from hone.storage import StudyStore
@@ -59,9 +60,10 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
         css = ' class="fail"' if t.state == "fail" else ""
         cells = "".join(f"<td>{escape(str(t.config.get(k, '')))}</td>" for k in knob_names)
         cells += "".join(
-            f"<td>{t.metrics[m]:.4g}</td>" if m in t.metrics else "<td></td>" for m in metric_names
+            f"<td>{number(t.metrics[m])}</td>" if m in t.metrics else "<td></td>"
+            for m in metric_names
         )
-        score = "" if t.score is None else f"{t.score:.4g}"
+        score = "" if t.score is None else number(t.score)
         rows.append(
             f"<tr{css}><td>{t.number}</td><td class=l>{t.phase}</td>{cells}<td>{score}</td>"
             f"<td class=l>{escape(t.error or t.state)}</td></tr>"
@@ -102,4 +104,4 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
 
 
 def _values(metrics: dict) -> str:
-    return ", ".join(f"{k}={v:.4g}" for k, v in metrics.items())
+    return measured(metrics)

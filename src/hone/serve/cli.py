@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from hone.errors import HoneError
+from hone.output import output_console
 
 
 def register(app: typer.Typer) -> None:
@@ -86,7 +86,7 @@ def serve(
         origins=list(origin or []),
     )
     app = create_app(config)
-    console = Console(highlight=False)
+    console = output_console()
     if not loopback and not tls_cert:
         console.print("warning: plain HTTP off loopback: the token and the data travel in clear")
     if created:
@@ -141,7 +141,7 @@ def remote_studies() -> None:
             _pct(row.get("gain"), row.get("gain_half_width")),
             _pct(row.get("best_gain")),
         )
-    Console(highlight=False).print(table)
+    output_console().print(table)
 
 
 def remote_show(study: str = typer.Argument(..., help="study name (project#n) or project")) -> None:
@@ -152,7 +152,7 @@ def remote_show(study: str = typer.Argument(..., help="study name (project#n) or
     info = client.get(study_path(study))
     best = client.get(study_path(study, "/best"))
     trials = client.get(study_path(study, "/trials"))
-    console = Console(highlight=False)
+    console = output_console()
     console.print(
         f"study [bold]{info['name']}[/]: {info['state']}, engine {info.get('engine')}, "
         f"{info['trials']} trials ({info['failures']} failed)"

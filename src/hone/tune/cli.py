@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from hone.errors import HoneError
+from hone.output import output_console
 
 
 def register(app: typer.Typer) -> None:
@@ -60,10 +60,10 @@ def restore(
     name = _project_name(project)
     journal = Journal.for_project(name)
     if not journal.has_changes():
-        Console().print(f"nothing to restore for {name}: no recorded changes")
+        output_console().print(f"nothing to restore for {name}: no recorded changes")
         return
     outcomes = journal.restore()
-    console = Console(highlight=False)
+    console = output_console()
     for outcome in outcomes:
         status = "ok" if outcome.ok else f"[red]failed[/]: {outcome.error}"
         console.print(f"{outcome.name} = {outcome.value!r}  {status}")
@@ -86,7 +86,7 @@ def studies(storage: str = typer.Option(None, help="SQLAlchemy URL")) -> None:
     """List the tuning studies with their state and gain."""
     from hone.tune.views import studies_table
 
-    Console().print(studies_table(storage))
+    output_console().print(studies_table(storage))
 
 
 def show(
@@ -96,7 +96,7 @@ def show(
     """Trial table, best, baseline, failures with reasons, knob importance."""
     from hone.tune.views import show_study
 
-    show_study(Console(highlight=False), study, storage)
+    show_study(output_console(), study, storage)
 
 
 def check(
@@ -107,7 +107,7 @@ def check(
     """Load a project (or one A-Tune file) and print its knobs, types, ranges and goal."""
     from hone.tune.views import check_project
 
-    check_project(Console(highlight=False), project, server, client)
+    check_project(output_console(), project, server, client)
 
 
 def convert(

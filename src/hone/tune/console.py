@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from hone.output import measured, output_console
+
 if TYPE_CHECKING:
     from hone.project.model import Project
     from hone.tune.runner import Measurement, TuneResult
@@ -107,7 +109,7 @@ class RichReporter(Reporter):
 
     def __init__(self, console: Console | None = None) -> None:
         super().__init__()
-        self.console = console or Console(highlight=False)
+        self.console = console or output_console()
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -137,14 +139,14 @@ class RichReporter(Reporter):
         self, metrics: Mapping[str, float], cv: float, runs: int, gain: Callable[[float], float]
     ) -> None:
         super().baseline(metrics, cv, runs, gain)
-        self.console.print(f"baseline ({runs} runs): {_values(metrics)}  noise CV {cv:.1f} %")
+        self.console.print(f"baseline ({runs} runs): {measured(metrics)}  noise CV {cv:.1f} %")
 
     def trial(self, done: int, total: int, run: Measurement) -> None:
         super().trial(done, total, run)
         if run.error:
             outcome = f"[red]failed[/]: {run.error}"
         else:
-            outcome = f"{_values(run.metrics)} ({self.gain(run.score or 0.0):+.1f} %)"
+            outcome = f"{measured(run.metrics)} ({self.gain(run.score or 0.0):+.1f} %)"
         label = {"search": f"trial {done}/{total}", "confirm": f"confirm round {done}/{total}"}
         prefix = label.get(self.current_phase, self.current_phase)
         self.console.print(f"{prefix}: {_params(run.config)} -> {outcome}", markup=True)
@@ -154,7 +156,7 @@ class RichReporter(Reporter):
     def _best_text(self) -> str:
         if self.best_score is None:
             return ""
-        return f"best {_values(self.best_metrics)} ({self.gain(self.best_score):+.1f} %)"
+        return f"best {measured(self.best_metrics)} ({self.gain(self.best_score):+.1f} %)"
 
     def note(self, message: str) -> None:
         self.console.print(f"[dim]{message}[/]")
@@ -167,8 +169,8 @@ class RichReporter(Reporter):
         self.console.print()
         if result.best is not None:
             self.console.print(f"best: {_params(result.best)}")
-            self.console.print(f"      {_values(result.best_metrics)}")
-        self.console.print(f"baseline: {_values(result.baseline_metrics)}")
+            self.console.print(f"      {measured(result.best_metrics)}")
+        self.console.print(f"baseline: {measured(result.baseline_metrics)}")
         if result.gain is not None:
             self.console.print(f"confirmed gain: [bold]{result.gain}[/]")
         colour = "green" if result.outcome == "applied" else "yellow"

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hone.errors import HoneError
+from hone.output import measured, number
 from hone.project import atune
 from hone.project.load import load_project
 from hone.project.model import Knob, Metric
@@ -103,13 +104,13 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     console.print(f"study [bold]{study.name}[/]: {study.state}, engine {attrs.get('engine')}")
     baseline = attrs.get("baseline_metrics")
     if baseline:
-        values = ", ".join(f"{k}={v:.4g}" for k, v in baseline.items())
+        values = measured(baseline)
         console.print(f"baseline: {values} (noise CV {attrs.get('baseline_cv', 0):.1f} %)")
     result = attrs.get("result") or {}
     if result.get("best"):
         console.print("best: " + ", ".join(f"{k}={v}" for k, v in result["best"].items()))
         metrics = result.get("best_metrics") or {}
-        console.print("      " + ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
+        console.print("      " + measured(metrics))
     if result.get("gain"):
         gain = result["gain"]
         console.print(f"confirmed gain: {gain['mean']:+.1f} % ± {gain['half_width']:.1f} % (95 %)")
@@ -138,8 +139,8 @@ def trial_table(trials: list[TrialRecord]) -> Table:
             str(trial.number),
             trial.phase + (f" r{trial.round + 1}" if trial.round is not None else ""),
             *(str(trial.config.get(n, "")) for n in names),
-            *(f"{trial.metrics[m]:.4g}" if m in trial.metrics else "" for m in metric_names),
-            "" if trial.score is None else f"{trial.score:.4g}",
+            *(number(trial.metrics[m]) if m in trial.metrics else "" for m in metric_names),
+            "" if trial.score is None else number(trial.score),
             trial.state,
         )
     return table

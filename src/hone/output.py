@@ -1,0 +1,43 @@
+"""The one place hone's human-readable output is set up. On a terminal Rich fits tables and
+lines to the window; into a pipe or a file it would assume 80 columns, wrap lines in the middle
+of values and cut table cells to `cach…`. Off a terminal every line and cell is written whole."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+#: Wide enough for any line hone writes; tables take their natural width within it.
+UNLIMITED = 100_000
+
+
+def output_console(*, stderr: bool = False) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(highlight=False, stderr=stderr)
+    return Console(highlight=False, stderr=stderr, width=UNLIMITED, soft_wrap=True)
+
+
+def number(value: float) -> str:
+    """A measurement as people write it: `153,300`, `160.8`, `5.5`, `0.0123`; never
+    `1.533e+05`. Three or four significant figures, as benchmark noise allows no more."""
+    size = abs(value)
+    if size >= 1000:
+        return f"{value:,.0f}"
+    if size >= 100:
+        return f"{value:.1f}".rstrip("0").rstrip(".")
+    if size >= 1 or size == 0:
+        return f"{value:.2f}".rstrip("0").rstrip(".")
+    if size >= 0.001:
+        return f"{value:.4f}".rstrip("0").rstrip(".")
+    return f"{value:.3g}"
+
+
+def measured(metrics: dict[str, float], units: dict[str, str] | None = None) -> str:
+    """`throughput=153,300 tps, latency=5.5 ms`: each metric with its unit where one is known."""
+    units = units or {}
+    return ", ".join(
+        f"{name}={number(value)}" + (f" {units[name]}" if units.get(name) else "")
+        for name, value in metrics.items()
+    )

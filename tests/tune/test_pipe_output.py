@@ -1,0 +1,70 @@
+"""Output read through a pipe, as `hone show NAME | less` or `hone tune ... > log` read it:
+whole lines and whole cells (no 80-column wrapping, no `cach…`), numbers as people write them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+MODE = "compression-level-maximum-with-a-dictionary"
+
+
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "mode.txt").write_text("plain\n")
+    (tmp_path / "bench.py").write_text(
+        textwrap.dedent("""\
+        mode = open("mode.txt").read().strip()
+        print("operations per second:", 153300.0 if mode == "plain" else 171250.25)
+        """)
+    )
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent(f"""\
+        name: a-project-with-a-rather-long-name-for-a-narrow-terminal
+        knobs:
+          mode:
+            type: categorical
+            values: [plain, {MODE}]
+            config: {{file: mode.txt, format: regex, pattern: '^(.*)$', restart: false}}
+        benchmark: {{command: python3 bench.py, timeout: 20}}
+        metrics:
+          tps: {{pattern: 'second: (\\S+)', direction: maximize}}
+        tuning: {{engine: gridsearch, budget: 2, baseline: 2, apply: never, seed: 1,
+                  confirm: {{candidates: 1, rounds: 2}}}}
+        """)
+    )
+    return tmp_path
+
+
+def piped(home: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    result = subprocess.run(
+        [sys.executable, "-m", "hone", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**env, "HONE_HOME": str(home)},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout
+    return result.stdout
+
+
+def test_output_through_a_pipe_keeps_whole_lines_cells_and_readable_numbers(
+    tmp_path: Path, hone_home: Path
+) -> None:
+    folder = project(tmp_path)
+    tuned = piped(hone_home, "tune", str(folder))
+    shown = piped(hone_home, "show", "a-project-with-a-rather-long-name-for-a-narrow-terminal")
+    listed = piped(hone_home, "studies")
+    for text in (tuned, shown, listed):
+        assert "…" not in text
+    # a trial line is one line, with the whole value and the number written out
+    trial = next(line for line in tuned.splitlines() if MODE in line and "trial" in line)
+    assert "tps=171,250" in trial, trial
+    assert "153,300" in tuned and "e+05" not in tuned + shown
+    rows = [line for line in shown.splitlines() if MODE in line and line.startswith("│")]
+    assert rows and all("171,250" in row for row in rows)
+    assert "a-project-with-a-rather-long-name-for-a-narrow-terminal#1" in listed
