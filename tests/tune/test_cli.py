@@ -95,3 +95,35 @@ def test_a_damaged_study_database_is_one_line(hone_home, hone_cli) -> None:
     database.commit()
     result = hone_cli("studies")
     assert result.returncode in (0, 2) and "Traceback" not in result.stderr  # Optuna rebuilds it
+
+
+def test_config_knobs_without_a_workload_need_no_restart(tmp_path: Path, hone_cli) -> None:
+    """The benchmark reads the file itself: there is nothing to restart, so `restart: false`
+    is not needed; an explicit `restart: true` without a workload is still a mistake."""
+    (tmp_path / "app.conf").write_text("level = 3\n")
+    (tmp_path / "bench.py").write_text(
+        "import re\nlevel = int(re.search(r'level = (\\d+)', open('app.conf').read())[1])\n"
+        "print('score:', 10 - abs(level - 6))\n"
+    )
+    text = textwrap.dedent("""\
+        name: no-workload
+        knobs:
+          level:
+            type: int
+            range: [1, 9]
+            config: {file: app.conf, key: level}
+        benchmark: {command: python3 bench.py, timeout: 20}
+        metrics:
+          score: {pattern: 'score: (\\S+)', direction: maximize}
+        tuning: {engine: random, budget: 3, baseline: 1, apply: never, seed: 1}
+        """)
+    (tmp_path / "hone.yaml").write_text(text)
+    assert hone_cli("check", str(tmp_path)).returncode == 0
+    result = hone_cli("tune", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "app.conf").read_text() == "level = 3\n"
+    (tmp_path / "hone.yaml").write_text(
+        text.replace("key: level}", "key: level}\n    restart: true")
+    )
+    result = hone_cli("check", str(tmp_path))
+    assert result.returncode == 2 and "no workload to restart" in result.stderr

@@ -159,7 +159,8 @@ def _knob(name: str, node: Node, directory: Path, workload: Workload) -> Knob:
     reference = None
     if node.get("default") is not None:
         reference = _value(node, "default", domain)
-    restart = boolean(node, "restart", actuator.needs_restart)
+    # Without a workload there is nothing to restart: the next benchmark run reads the value.
+    restart = boolean(node, "restart", actuator.needs_restart and workload.managed)
     if restart and not workload.managed:
         raise node.error(
             "restart",
