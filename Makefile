@@ -5,7 +5,7 @@ setup:
 	@bash scripts/setup
 
 run: setup
-	.venv/bin/hone tune examples/compress
+	@bash scripts/demo
 
 test: setup
 	.venv/bin/ruff check src tests benchmarks
