@@ -29,20 +29,9 @@ def best_found(task, result, b: int) -> float:
     return task.optimum() + gap if task.minimize else task.optimum() - gap
 
 
-def write_promisetune_report(
-    output: Path,
-    tasks,
-    command,
-    tuners,
-    results,
-    seeds,
-    jobs,
-    budget,
-    elapsed,
-    seconds,
-    load,
-    reran: list[str] | None = None,
-) -> None:
+def write_promisetune_report(output: Path, tasks, **saved) -> None:
+    """The report of a run (the saved run's fields by name, as write_report takes them)."""
+    tuners, results, seeds, budget = (saved[k] for k in ("tuners", "results", "seeds", "budget"))
     published = yaml.safe_load(PUBLISHED.read_text())
     theirs = [t for t in SHOWN if t in published["tuners"]]
     what = (
@@ -52,7 +41,7 @@ def write_promisetune_report(
     lines = [
         "# Tuners on PromiseTune's systems, with PromiseTune's protocol",
         "",
-        *header(command, tasks, tuners, seeds, jobs, budget, elapsed, seconds, load, what),
+        *header(tasks, what, **saved),
         __doc__.split("\n\n", 1)[1].replace("\n", " ").strip(),
         "",
         f"Published figures: `{published['source']}` ({published['protocol']}); P. Chen, "

@@ -7,9 +7,11 @@ import gzip
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from benchmarks.tuners.harness import run
 from benchmarks.tuners.pool import POOLS, PoolTask
+from benchmarks.tuners.promisetune import PUBLISHED, best_found
 from benchmarks.tuners.split import TUNED_ON, in_set, load_split, make_split, pool_index
 from benchmarks.tuners.suite import suite_tables
 
@@ -131,3 +133,15 @@ def test_a_set_holds_its_side_of_the_split_with_each_table_at_one_noise_level() 
     assert {n for _, n in every} == {0.0, 0.03, 0.10}
     assert len(suite_tables(False, True)) == 3 * len(index)  # --full: every variant
     assert in_set("validation", "storm-3%", "storm") and not in_set("development", "x", "storm")
+
+
+def test_promisetunes_protocol_starts_cold_and_scores_the_best_value_found(
+    tmp_path: Path,
+) -> None:
+    task = PoolTask(write(tmp_path, MOOT))
+    result = run(task, "random", seed=2, budget=6, baseline=False)
+    found = [best_found(task, result, b) for b in range(1, 7)]
+    assert found == sorted(found)  # maximised: it only grows
+    assert found[0] in set(task.values) and found[-1] <= task.optimum()
+    published = yaml.safe_load(PUBLISHED.read_text())
+    assert published["tuners"]["PromiseTune"]["7z"]["runs"] == 30
