@@ -13,7 +13,7 @@ from benchmarks.tuners.harness import run
 from benchmarks.tuners.pool import POOLS, PoolTask
 from benchmarks.tuners.promisetune import PUBLISHED, best_found
 from benchmarks.tuners.split import TUNED_ON, in_set, load_split, make_split, pool_index
-from benchmarks.tuners.suite import suite_tables
+from benchmarks.tuners.suite import path_tasks, suite_tables
 
 # moot's convention: objectives end in + (maximise) or - (minimise); the first one counts.
 MOOT = """\
@@ -145,3 +145,10 @@ def test_promisetunes_protocol_starts_cold_and_scores_the_best_value_found(
     assert found[0] in set(task.values) and found[-1] <= task.optimum()
     published = yaml.safe_load(PUBLISHED.read_text())
     assert published["tuners"]["PromiseTune"]["7z"]["runs"] == 30
+
+
+def test_a_suite_table_given_by_path_keeps_its_system_and_direction() -> None:
+    """PromiseTune's storm table declares its throughput minimised; PromiseTune maximised it."""
+    storm = path_tasks([POOLS / "storm.csv.gz"], (0.0,))[0]
+    assert isinstance(storm, PoolTask) and not storm.minimize and storm.system == "storm"
+    assert PoolTask(POOLS / "storm.csv.gz").minimize  # as the file declares it
