@@ -7,7 +7,8 @@ from pathlib import Path
 
 
 def state_dir() -> Path:
-    """HONE_HOME, else /var/lib/hone for root, else ~/.local/state/hone."""
+    """HONE_HOME, else /var/lib/hone for root, else ~/.local/state/hone. Made private (0700):
+    it holds trial data, diagnosed command lines and the server's token."""
     env = os.environ.get("HONE_HOME")
     if env:
         path = Path(env)
@@ -15,9 +16,14 @@ def state_dir() -> Path:
         path = Path("/var/lib/hone")
     else:
         path = Path.home() / ".local" / "state" / "hone"
-    path.mkdir(parents=True, exist_ok=True)
+    if not path.is_dir():
+        path.mkdir(parents=True, mode=0o700)
+        path.chmod(0o700)  # mkdir's mode is filtered by the umask
     return path
 
 
 def default_storage_url() -> str:
-    return f"sqlite:///{state_dir() / 'studies.db'}"
+    database = state_dir() / "studies.db"
+    if not database.exists():  # SQLite's own files (-wal, -shm) take the database's mode
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT, 0o600))
+    return f"sqlite:///{database}"

@@ -10,11 +10,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from hone import children
 
 _NORMAL, _SINGLE, _DOUBLE, _BACKTICK = "normal", "single", "double", "backtick"
 _HONE_VARIABLE = re.compile(r"\$\{(HONE_[A-Z_]+)\}|\$(HONE_[A-Z_]+)")
@@ -78,6 +81,83 @@ def render(template: str, expansions: Mapping[str, str]) -> str:
     return "".join(out)
 
 
+#: Programs that run a second interpreter over an argument: text placed there is code again.
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "busybox"}
+_SCRIPTED = {"python", "python3", "perl", "ruby", "php", "node", "lua", "tclsh"}
+_SCRIPT_FLAGS = {"-c", "-e", "-E", "-r"}
+_PREFIXES = {"sudo", "env", "nice", "ionice", "command", "exec", "nohup", "stdbuf", "timeout"}
+_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "(", ")"}
+#: What a value may hold when it reaches a nested interpreter: no quoting, delimiter, command,
+#: substitution or comment character of sh, sed, awk or any scripting language.
+SAFE_NESTED_VALUE = re.compile(r"[A-Za-z0-9 _.,:+=@%-]*")
+
+
+def nested_interpreter(template: str, placeholder: str) -> str | None:
+    """The interpreter that would read `placeholder` as part of its own program text (sed's
+    script, `sh -c`, `eval`, awk's program, `python -c`, ...), or None when the placeholder is
+    only ever an argument. hone quotes placeholders for the outer shell; a nested interpreter
+    parses the value again, which no quoting of the outer shell can prevent."""
+    braced = "${" + placeholder.lstrip("$") + "}"
+    marked = template.replace(braced, "\x00").replace(placeholder, "\x00")
+    if "\x00" not in marked:
+        return None
+    lexer = shlex.shlex(marked, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: cannot tell, assume the worst
+        return "an unparsable command"
+    command: list[str] = []
+    for token in [*tokens, ";"]:
+        if token and set(token) <= set(";|&()"):
+            found = _nested_in(command)
+            if found:
+                return found
+            command = []
+        else:
+            command.append(token)
+    return None
+
+
+def _nested_in(words: list[str]) -> str | None:
+    """The interpreter of one simple command whose program text holds the marked placeholder."""
+    words = [w for w in words if w not in _KEYWORDS]
+    while words and (("=" in words[0] and not words[0].startswith("=")) or words[0] in _PREFIXES):
+        words = words[1:]
+    if not words:
+        return None
+    program, args = os.path.basename(words[0]), words[1:]
+    base = re.sub(r"[\d.]+$", "", program)
+    if program == "eval":
+        scripts = args
+    elif program in _SHELLS or base in _SCRIPTED:
+        flags = {"-c"} if program in _SHELLS else _SCRIPT_FLAGS
+        scripts = [args[i + 1] for i, a in enumerate(args[:-1]) if a in flags]
+    elif program in ("sed", "gsed", "awk", "gawk", "mawk", "nawk"):
+        scripts = _program_text(args, "-e" if "sed" in program else "-v")
+    else:
+        return None
+    return program if any("\x00" in script for script in scripts) else None
+
+
+def _program_text(args: list[str], flag: str) -> list[str]:
+    """sed's scripts (`-e S`, else the first operand) or awk's program (the first operand;
+    `-v name=value` assignments are data)."""
+    if flag == "-e" and "-e" in args:
+        return [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-e"]
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("-f", "-v", "-F", "--file"):
+            if arg == "-f" or arg == "--file":
+                return []  # the program is in a file: the placeholder is not in it
+            skip = True
+        elif not arg.startswith("-"):
+            return [arg]
+    return []
+
+
 @dataclass(frozen=True)
 class Result:
     """What a finished command did."""
@@ -105,12 +185,27 @@ def run(
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    tracked: bool = False,
 ) -> Result:
-    """Run `sh -c command` in its own process group; on timeout the whole group is killed."""
+    """Run `sh -c command` in its own process group; on timeout the whole group is killed.
+    `tracked`: a command that changes the system (a knob's set) is recorded while it runs, so
+    that after a kill of hone `restore` can stop it before putting values back."""
+    return run_argv(["/bin/sh", "-c", command], env=env, timeout=timeout, cwd=cwd, tracked=tracked)
+
+
+def run_argv(
+    argv: list[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    tracked: bool = False,
+) -> Result:
+    """`run` for a program and its arguments (no shell parses them)."""
     full_env = {**os.environ, **(env or {})}
     started = time.monotonic()
     proc = subprocess.Popen(
-        ["/bin/sh", "-c", command],
+        argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
@@ -118,6 +213,7 @@ def run(
         cwd=cwd,
         start_new_session=True,
     )
+    record = children.add(proc.pid, " ".join(argv)) if tracked else None
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -129,8 +225,11 @@ def run(
         _kill_group(proc.pid)
         proc.wait()
         raise
+    finally:
+        if record is not None:
+            record.unlink(missing_ok=True)
     return Result(
-        command,
+        argv[2] if argv[:2] == ["/bin/sh", "-c"] else shlex.join(argv),
         proc.returncode,
         out.decode(errors="replace"),
         err.decode(errors="replace"),

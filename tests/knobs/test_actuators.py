@@ -195,17 +195,17 @@ def test_journal_survives_a_crash_and_restores_newest_first(tmp_path) -> None:
     actuators = [
         ShellActuator(set_command=f"echo $value > {p}", get_command=f"cat {p}") for p in files
     ]
-    journal = Journal.for_scope("crash")
+    journal = Journal.for_project("crash")
     journal.begin()
     for index, actuator in enumerate(actuators):
         journal.remember(f"k{index}", actuator)
         actuator.apply("99")
     with open(journal.path, "a") as handle:
         handle.write('{"op": "set", "na')  # torn by the crash
-    reopened = Journal.for_scope("crash")
+    reopened = Journal.for_project("crash")
     assert reopened.unfinished() is not None
     outcomes = reopened.restore()
     assert [o.name for o in outcomes] == ["k2", "k1", "k0"]
     assert [p.read_text() for p in files] == ["0\n", "1\n", "2\n"]
-    assert not Journal.for_scope("crash").has_changes()
+    assert not Journal.for_project("crash").has_changes()
     assert os.listdir(journal.path.parent)  # the archive is kept

@@ -62,7 +62,7 @@ def test_already_set_values_are_left_alone(folder: Path, live) -> None:
     (folder / "same.conf").write_text(f"[sysctl]\nvm.swappiness = {live[0].strip()}\n")
     result = apply("same")
     assert [o.status for o in result.outcomes] == ["unchanged"]
-    assert Journal.for_scope("profile").originals() == {}
+    assert Journal.for_profiles().originals() == {}
     rollback()
 
 
@@ -77,12 +77,28 @@ def test_rejected_value_rolls_back_everything(folder: Path, live) -> None:
     assert active_profile() is None
 
 
+def test_a_failing_profile_leaves_the_previous_one_active(folder: Path, live) -> None:
+    """The failed apply rolls back its own changes and applies the profile it replaced."""
+    (folder / "bad.conf").write_text(
+        "[sysctl]\nvm.dirty_background_ratio = 9\n"
+        "[sysfs]\nkernel/mm/transparent_hugepage/defrag = bogus\n"
+    )
+    apply("web")
+    web = read_live()
+    with pytest.raises(HoneError, match="rolled back"):
+        apply("bad")
+    assert active_profile() == "web"
+    assert read_live() == web
+    rollback()
+    assert read_live() == live
+
+
 def test_bad_key_fails_before_any_change(folder: Path, live) -> None:
     (folder / "typo.conf").write_text("[sysctl]\nvm.swappiness = 22\nvm.swapiness = 1\n")
     with pytest.raises(HoneError, match=r"vm\.swapiness: cannot read.*nothing was changed"):
         apply("typo")
     assert read_live() == live
-    assert Journal.for_scope("profile").records() == []  # not even a journal was started
+    assert Journal.for_profiles().records() == []  # not even a journal was started
     (folder / "limit.conf").write_text("[ulimit]\nroot.soft.nofiles = 10\n")
     with pytest.raises(HoneError, match="unknown limit 'nofiles'"):
         apply("limit")
@@ -172,9 +188,9 @@ def test_kill_9_in_the_middle_then_rollback(folder: Path, live, hone_home: Path)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert DIRTY.read_text().strip() == "9"  # it had started changing things
-    assert Journal.for_scope("profile").unfinished() is not None
+    assert Journal.for_profiles().unfinished() is not None
     assert active_profile() == "slow"
     restored = rollback()
     assert restored == ["sysctl:vm.dirty_background_ratio = " + live[1].strip()]
     assert read_live() == live
-    assert Journal.for_scope("profile").unfinished() is None
+    assert Journal.for_profiles().unfinished() is None

@@ -4,12 +4,15 @@ and change nothing; the token file; Host and Origin checks; headers; a schema-dr
 from __future__ import annotations
 
 import hashlib
+import http.client
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -185,3 +188,121 @@ def test_schema_driven_fuzz_finds_no_server_error(
     counts = re.search(r"(\d+) generated, (\d+) passed", result.stdout)
     assert counts and int(counts[1]) == int(counts[2]) > 100, result.stdout[-2000:]
     assert not (home / "profile.active").exists()  # no fuzzed request changed the machine
+
+
+def _status(url: str, method: str, token: str | None) -> int:
+    """The status line alone (streams would never end: read the headers and hang up)."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""), "{}", headers)
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def test_every_route_of_the_api_goes_through_one_access_policy(serve_home: Path) -> None:
+    """With reads behind the token, every route of the OpenAPI document answers 401 without it;
+    with it, no read is refused. /api/about is the one open route, by design."""
+    process, url = start_server(serve_home, {}, "--token-reads")
+    try:
+        token = (serve_home / "serve" / "token").read_text().strip()
+        spec = json.loads(urllib.request.urlopen(url + "/api/openapi.json", timeout=30).read())
+        walked = 0
+        for route, methods in spec["paths"].items():
+            # the shortest analysis window; other routes ignore the query
+            path = re.sub(r"\{[^}]+\}", "alpha%231", route) + "?duration=2&interval=1"
+            for method in methods:
+                if route == "/api/about":
+                    assert _status(url + path, method.upper(), None) == 200
+                    continue
+                assert _status(url + path, method.upper(), None) == 401, (method, route)
+                if method == "get":
+                    assert _status(url + path, "GET", token) not in (401, 403), route
+                walked += 1
+        assert walked >= 25  # studies, diagnoses, machine, profiles, analysis: all were walked
+        assert any(r.startswith("/api/diagnoses") for r in spec["paths"])
+    finally:
+        stop_server(process)
+
+
+def _post_headers_only(server: Any, length: int, token: str | None, chunk: bytes = b"x" * 1024):
+    """Announce a body of `length` bytes, send one small chunk, and read the answer: a server
+    that reads the body first never answers within the timeout."""
+    parts = urllib.parse.urlsplit(server.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    conn.putrequest("POST", "/api/studies")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(length))
+    if token:
+        conn.putheader("Authorization", f"Bearer {token}")
+    conn.endheaders()
+    conn.send(chunk)
+    response = conn.getresponse()
+    conn.close()
+    return response.status
+
+
+def test_bodies_are_refused_before_they_are_read(server: Any) -> None:
+    """A 300 MB POST without the token is refused at its headers; with the token, a body over
+    the limit gets 413, announced or chunked."""
+    assert _post_headers_only(server, 300_000_000, None) == 401
+    assert _post_headers_only(server, 300_000_000, "wrong-token-" + "y" * 20) == 403
+    assert _post_headers_only(server, 300_000_000, server.token) == 413
+    parts = urllib.parse.urlsplit(server.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    chunks = (b"[" + b"1," * 400_000 for _ in range(4))  # 3.2 MB, no Content-Length
+    conn.request(
+        "POST",
+        "/api/studies",
+        body=chunks,
+        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
+        encode_chunked=True,
+    )
+    assert conn.getresponse().status == 413
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"project": "gamma", "budget": float("nan")},
+        {"project": "gamma", "budget": "3"},
+        {"project": "gamma", "budget": 3, "bugdet": 5},
+        {"project": ["gamma"]},
+    ],
+)
+def test_bodies_are_checked_strictly(server: Any, body: Any) -> None:
+    """Unknown fields, strings for numbers and NaN get 422 naming the field; nothing starts."""
+    before = len(server.get("/api/runs"))
+    status, answer = server.request("POST", "/api/studies", body)
+    assert status == 422, answer
+    assert answer["detail"] and all("loc" in e for e in answer["detail"])
+    assert len(server.get("/api/runs")) == before
+
+
+def test_a_project_file_others_can_write_is_never_run(server: Any, tmp_path: Path) -> None:
+    """hone runs a served project's commands as root: a file any local user may change would
+    let that user run commands as root through the UI."""
+    project = server.projects["gamma"] / "hone.yaml"
+    before = len(server.get("/api/runs"))
+    project.chmod(0o666)
+    try:
+        status, answer = server.request("POST", "/api/studies", {"project": "gamma", "budget": 3})
+        assert status == 409 and "writable by other users" in answer["detail"], answer
+        assert len(server.get("/api/runs")) == before
+    finally:
+        project.chmod(0o644)
+    folder = tmp_path / "open"
+    shutil.copytree(server.projects["gamma"], folder)
+    folder.chmod(0o777)
+    result = subprocess.run(
+        [sys.executable, "-m", "hone", "serve", "--project", str(folder)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HONE_HOME": str(tmp_path / "home")},
+        timeout=60,
+    )
+    assert result.returncode == 2 and "writable by other users" in result.stderr

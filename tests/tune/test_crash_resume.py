@@ -52,35 +52,47 @@ def make_project(tmp_path: Path, values: list[int]) -> Path:
     return tmp_path / "hone.yaml"
 
 
-def start_and_kill(project: Path, hone_home: Path, after_trials: int) -> None:
-    """Start `hone tune` and SIGKILL it (and its benchmark) once trials are stored."""
-    proc = subprocess.Popen(
+def start_tune(project: Path, hone_home: Path) -> subprocess.Popen:
+    return subprocess.Popen(
         [sys.executable, "-m", "hone", "tune", str(project)],
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+
+
+def wait_for_trials(proc: subprocess.Popen, after_trials: int) -> None:
+    """Return once `after_trials` search trials are stored and the next one is running."""
     deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        if proc.poll() is not None:
+            pytest.fail(f"hone ended too early: {proc.stderr.read().decode()[-500:]}")
+        try:
+            store = StudyStore()
+            trials = store.trials(store.find("crash-test"))
+        except Exception:  # the database or the study is not there yet
+            continue
+        done = [t for t in trials if t.phase == "search" and t.state != "running"]
+        running = [t for t in trials if t.state == "running"]
+        if len(done) >= after_trials and running:
+            return
+    pytest.fail("hone did not reach the trial to wait for")
+
+
+def kill(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def start_and_kill(project: Path, hone_home: Path, after_trials: int) -> None:
+    """Start `hone tune` and SIGKILL it (and its benchmark) once trials are stored."""
+    proc = start_tune(project, hone_home)
     try:
-        while time.monotonic() < deadline:
-            time.sleep(0.3)
-            if proc.poll() is not None:
-                pytest.fail(f"hone ended before the kill: {proc.stderr.read().decode()[-500:]}")
-            try:
-                store = StudyStore()
-                trials = store.trials(store.find("crash-test"))
-            except Exception:  # the database or the study is not there yet
-                continue
-            done = [t for t in trials if t.phase == "search" and t.state != "running"]
-            running = [t for t in trials if t.state == "running"]
-            if len(done) >= after_trials and running:
-                break
-        else:
-            pytest.fail("hone did not reach the trial to kill it in")
+        wait_for_trials(proc, after_trials)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        kill(proc)
 
 
 def finished_search(store: StudyStore) -> list:
@@ -95,7 +107,7 @@ def test_restore_after_kill_9(tmp_path: Path, hone_home: Path, hone_cli, swappin
     other = 1 if swappiness != 1 else 2
     project = make_project(tmp_path, sorted({swappiness, other}))
     start_and_kill(project, hone_home, after_trials=2)
-    journal = Journal.for_scope("crash-test")
+    journal = Journal.for_project("crash-test")
     assert journal.unfinished() is not None
     assert set(journal.originals()) == {"level", "swappiness"}
 
@@ -123,9 +135,76 @@ def test_resume_after_kill_9_keeps_every_finished_trial(
     search = [t for t in trials if t.phase == "search"]
     kept = {t.number: t.config for t in search if t.number in before}
     assert kept == before  # nothing lost
-    assert sum(t.state == "complete" for t in search) >= 8 - 1
+    assert sum(t.state == "complete" for t in search) == 8  # the killed trial is not counted
     assert any(t.error == "interrupted (hone was stopped)" for t in search)
     assert [s.name for s in store.studies()] == ["crash-test#1"]
     # apply: never, so the run itself put everything back at the end
     assert (tmp_path / "level.txt").read_text().strip() == "5"
     assert int(SWAPPINESS.read_text()) == swappiness
+
+
+def test_restore_while_tune_runs_is_refused_and_keeps_the_originals(
+    tmp_path: Path, hone_home: Path, hone_cli, swappiness: int
+) -> None:
+    """`hone restore` during a run would archive the originals the run still needs."""
+    other = 1 if swappiness != 1 else 2
+    project = make_project(tmp_path, sorted({swappiness, other}))
+    proc = start_tune(project, hone_home)
+    try:
+        wait_for_trials(proc, 1)
+        result = hone_cli("restore", "crash-test")
+        assert result.returncode == 2, result.stdout
+        assert f"pid {proc.pid}" in result.stderr and "stop it first" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert set(Journal.for_project("crash-test").originals()) == {"level", "swappiness"}
+    finally:
+        kill(proc)
+    result = hone_cli("restore", "crash-test")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "level.txt").read_text().strip() == "5"
+    assert int(SWAPPINESS.read_text()) == swappiness
+
+
+def test_a_set_command_of_a_killed_run_never_writes_after_restore(
+    tmp_path: Path, hone_home: Path, hone_cli
+) -> None:
+    """A set command runs in its own process group, so SIGKILL of hone leaves it running:
+    restore stops it before it puts the originals back."""
+    (tmp_path / "level.txt").write_text("5\n")
+    (tmp_path / "bench.py").write_text("print('score:', open('level.txt').read())\n")
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: slow-set
+        knobs:
+          level:
+            type: int
+            range: [1, 9]
+            shell:
+              get: cat level.txt
+              set: 'echo "$value" > started.txt; [ "$value" = 5 ] || sleep 6;
+                    echo "$value" > level.txt'
+        benchmark: {command: python3 bench.py, timeout: 20}
+        metrics:
+          score: {pattern: 'score: (\\S+)', direction: maximize}
+        tuning: {engine: random, budget: 6, baseline: 1, apply: never, seed: 3}
+        """)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hone", "tune", str(tmp_path)],
+        env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    started = tmp_path / "started.txt"
+    deadline = time.monotonic() + 60
+    while not (started.exists() and started.read_text().strip() not in ("", "5")):
+        assert time.monotonic() < deadline and proc.poll() is None, "no trial set started"
+        time.sleep(0.05)
+    proc.kill()  # hone alone: its set command lives on in a group of its own
+    proc.wait()
+    result = hone_cli("restore", "slow-set")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "level.txt").read_text().strip() == "5"
+    time.sleep(6.5)  # past the moment the set would have written its value
+    assert (tmp_path / "level.txt").read_text().strip() == "5"
+    assert not list((hone_home / "running").glob("*.json"))

@@ -120,7 +120,7 @@ def test_every_failure_kind_is_recorded_and_knobs_come_back(
     assert (tmp_path / "mode.txt").read_text().strip() == "good"
     assert (tmp_path / "level.txt").read_text().strip() == "3"
     assert int(SWAPPINESS.read_text()) == swappiness
-    assert not Journal.for_scope("loop-test").has_changes()
+    assert not Journal.for_project("loop-test").has_changes()
 
 
 def test_winner_applied_then_restore_puts_everything_back(
@@ -149,7 +149,7 @@ def test_winner_applied_then_restore_puts_everything_back(
     assert lines[-1] == " Tuning Finished"
     assert " Baseline Performance is: (score=103.00,latency=1.00)" in lines
 
-    outcomes = Journal.for_scope("loop-test").restore()
+    outcomes = Journal.for_project("loop-test").restore()
     assert all(o.ok for o in outcomes)
     assert (tmp_path / "mode.txt").read_text().strip() == "good"
     assert (tmp_path / "level.txt").read_text().strip() == "3"

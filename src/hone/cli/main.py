@@ -64,13 +64,34 @@ def _remote_form(argv: list[str]) -> list[str]:
     return argv
 
 
+def _is_usage_error(exc: Exception) -> bool:
+    """Click's errors (bad options, unknown commands), whichever copy of Click Typer uses."""
+    return hasattr(exc, "format_message") and getattr(exc, "exit_code", None) == 2
+
+
 def run() -> None:
-    """Entry point: run the app, turning user errors into one clear line."""
+    """Entry point: run the app, turning user errors (bad input, bad options) into one clear
+    line and exit code 2."""
     try:
-        app(args=_remote_form(sys.argv[1:]))
+        code = app(args=_remote_form(sys.argv[1:]), prog_name="hone", standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except HoneError as exc:
         print(f"hone: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("hone: aborted", file=sys.stderr)
+        sys.exit(1)
+    except Exception as exc:
+        if not _is_usage_error(exc):
+            raise
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # type: ignore[attr-defined]  # plain `hone`: the help
+        else:
+            ctx = getattr(exc, "ctx", None)
+            command = ctx.command_path.partition(" ")[2] if ctx is not None else ""
+            where = f"{command}: " if command else ""
+            print(f"hone: {where}{exc.format_message()}", file=sys.stderr)  # type: ignore[attr-defined]
+        sys.exit(2)
     except KeyboardInterrupt:
         print("hone: interrupted", file=sys.stderr)
         sys.exit(130)

@@ -8,6 +8,7 @@ was killed with SIGKILL. Tuning and profiles share this one mechanism."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -18,9 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hone import children
 from hone.errors import ActuationError, HoneError
 from hone.knobs import Actuator, actuator_from_spec
 from hone.paths import state_dir
+
+OPS = ("begin", "original", "end", "restored")
 
 
 @dataclass(frozen=True)
@@ -47,13 +51,25 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._originals: dict[str, Original] | None = None
+        self._held = False  # this object holds the scope's lock
 
     @classmethod
-    def for_scope(cls, scope: str) -> Journal:
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", scope).strip(".") or "default"
+    def for_project(cls, name: str) -> Journal:
+        """The journal of a tuning project: one per exact name (`dup` and `dup.` are two)."""
+        safe = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:60]
+        digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+        return cls._in_state_dir(f"project.{safe}.{digest}")
+
+    @classmethod
+    def for_profiles(cls) -> Journal:
+        """The one journal of static profiles, apart from every project's by its prefix."""
+        return cls._in_state_dir("profiles")
+
+    @classmethod
+    def _in_state_dir(cls, stem: str) -> Journal:
         directory = state_dir() / "journal"
-        directory.mkdir(parents=True, exist_ok=True)
-        return cls(directory / f"{safe}.jsonl")
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return cls(directory / f"{stem}.jsonl")
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -61,8 +77,9 @@ class Journal:
         record = {"time": time.time(), **record}
         line = (json.dumps(record, sort_keys=True) + "\n").encode()
         new = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
+            _heal_torn_tail(fd)
             os.write(fd, line)
             os.fsync(fd)
         finally:
@@ -90,6 +107,14 @@ class Journal:
         known[name] = original
         return value
 
+    def require_on_disk(self) -> None:
+        """Refuse to change anything once the recorded originals have left the disk (the journal
+        was archived or deleted under a running process): a change now could never be undone."""
+        if self.originals() and not self.path.exists():
+            raise HoneError(
+                "the journal of original values is gone; nothing more is changed", file=self.path
+            )
+
     def end(self, outcome: str) -> None:
         """The run stopped cleanly; `outcome` says what state it left (applied, restored, ...)."""
         self._append({"op": "end", "outcome": outcome})
@@ -99,15 +124,24 @@ class Journal:
     def records(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
-        lines = self.path.read_text().splitlines()
+        try:
+            lines = self.path.read_bytes().decode().splitlines()
+        except UnicodeDecodeError as exc:
+            raise HoneError(
+                f"journal is corrupt (not UTF-8 at byte {exc.start})", file=self.path
+            ) from None
         records = []
         for number, line in enumerate(lines, 1):
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except json.JSONDecodeError:
                 # A torn last line from a crash mid-write: everything before it is intact.
                 if number != len(lines):
                     raise HoneError("journal is corrupt", file=self.path, line=number) from None
+                continue
+            if not _well_formed(record):
+                raise HoneError("journal is corrupt", file=self.path, line=number)
+            records.append(record)
         return records
 
     def originals(self) -> dict[str, Original]:
@@ -135,7 +169,15 @@ class Journal:
     # -- restoring -------------------------------------------------------------------------
 
     def restore(self) -> list[RestoreOutcome]:
-        """Put every recorded setting back, newest first; archive the journal when all succeed."""
+        """Put every recorded setting back, newest first; archive the journal when all succeed.
+
+        Always under the scope's lock: a restore while a run of the scope is going would archive
+        the originals that run still needs, and its next change would journal none."""
+        with self.locked():
+            children.stop_orphans()  # a set command of a killed run must not write after us
+            return self._restore()
+
+    def _restore(self) -> list[RestoreOutcome]:
         outcomes = []
         for original in reversed(list(self.originals().values())):
             try:
@@ -160,16 +202,59 @@ class Journal:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold an exclusive lock on this scope so two hone processes never interleave."""
-        lock_path = self.path.with_suffix(".lock")
-        with open(lock_path, "w") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise HoneError(
-                    "another hone process is working on this scope", file=self.path
-                ) from None
+        """Hold an exclusive lock on this scope so two hone processes never interleave
+        (re-entrant for this object: a run that holds it may restore)."""
+        if self._held:
             yield
+            return
+        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                raise HoneError(
+                    f"another hone process (pid {holder or '?'}) is working on this scope;"
+                    " stop it first",
+                    file=self.path,
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            self._held = True
+            try:
+                yield
+            finally:
+                self._held = False
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+def _well_formed(record: Any) -> bool:
+    """A record hone could have written: an op, and for an original its name, spec and value."""
+    if not isinstance(record, dict) or record.get("op") not in OPS:
+        return False
+    if record["op"] != "original":
+        return True
+    return (
+        isinstance(record.get("name"), str)
+        and isinstance(record.get("value"), str)
+        and isinstance(record.get("spec"), dict)
+        and isinstance(record["spec"].get("kind"), str)
+    )
+
+
+def _heal_torn_tail(fd: int) -> None:
+    """Cut a last line that a crash left without its newline. Its record was never complete, so
+    the change it announced never happened (originals are written before changes); appending
+    after it would glue two records into one corrupt line."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    tail = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
+    cut = tail.rfind(b"\n")
+    keep = max(0, size - len(tail)) + cut + 1 if cut >= 0 else max(0, size - len(tail))
+    os.ftruncate(fd, keep)
+    os.fsync(fd)
 
 
 def _fsync_dir(directory: Path) -> None:

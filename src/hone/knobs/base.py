@@ -61,8 +61,14 @@ class Actuator(ABC):
                 f"wrote {value!r} but reads back {actual.strip()!r}", key=self.describe()
             )
 
+    def check_value(self, value: str) -> None:
+        """ActuationError when this value must never be written by this actuator (checked
+        before anything changes, for values read from the system as for proposed ones)."""
+        return None  # most actuators can write any text
+
     def apply(self, value: str) -> None:
         """Set, then verify: the one call the tuning loop and profiles use."""
+        self.check_value(value)
         self.set(value)
         self.verify(value)
 

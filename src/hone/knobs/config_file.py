@@ -65,21 +65,41 @@ class ConfigFileActuator(Actuator):
             raise ActuationError(f"cannot read {self.path}: {exc.strerror}", key=self.key) from None
 
     def _write(self, text: str) -> None:
-        path = self.path
+        """Replace the file's text atomically. A symlink is written through: the rename lands
+        on its target, so the link stays a link; mode, owner and extended attributes (ACLs,
+        SELinux labels) are carried over to the new inode."""
+        path = self.path.resolve()
         stat = path.stat()
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         try:
             # Atomic by rename; no fsync: the journal, not this file, is the durable record.
             with os.fdopen(fd, "w") as handle:
                 handle.write(text)
-            os.chmod(temp, stat.st_mode & 0o7777)
             os.chown(temp, stat.st_uid, stat.st_gid)
+            os.chmod(temp, stat.st_mode & 0o7777)
+            _copy_xattrs(path, temp)
             os.replace(temp, path)
         except OSError as exc:
             Path(temp).unlink(missing_ok=True)
             raise ActuationError(
                 f"cannot write {self.file}: {exc.strerror}", key=self.key
             ) from None
+
+    def check_value(self, value: str) -> None:
+        """Values that the file's syntax would not give back as written: a line break makes a
+        new line, `#` / `;` start a comment, an outer quote is taken for quoting."""
+        bad = ["\n", "\r", "\x00"] + ([] if self.format == "regex" else ["#", ";"])
+        found = [repr(c) for c in bad if c in value]
+        if not value.strip() and self.format != "regex":
+            found.append("no text (the key's spacing would swallow it)")
+        if value[:1] in ("'", '"') or value[-1:] in ("'", '"'):
+            found.append("a quote at its edge")
+        if found:
+            what = found[0]
+            raise ActuationError(
+                f"value {value!r} holds {what}: {self.file} would not read it back as written",
+                key=self.key or self.pattern,
+            )
 
     # -- locating the value ----------------------------------------------------------------
 
@@ -149,6 +169,19 @@ class ConfigFileActuator(Actuator):
     def describe(self) -> str:
         where = f"[{self.section}] " if self.section else ""
         return f"config({Path(self.file).name}: {where}{self.key or self.pattern})"
+
+
+def _copy_xattrs(source: Path, target: str) -> None:
+    """Extended attributes where the file system has them (ACLs live there too)."""
+    try:
+        names = os.listxattr(source)
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.setxattr(target, name, os.getxattr(source, name))
+        except OSError:
+            continue  # a security label the kernel does not let us copy: keep the default
 
 
 def _unquote(text: str) -> str:

@@ -6,11 +6,11 @@ folder `scripts/`, so A-Tune's own scripts folder can be used as it is."""
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hone import shell
 from hone.errors import ActuationError
 from hone.knobs.base import Actuator, register
 
@@ -52,16 +52,11 @@ class ScriptActuator(Actuator):
 
     def _run(self, script: str, *args: str) -> str:
         path = self._folder() / script
-        try:
-            result = subprocess.run(
-                ["/bin/sh", str(path), *args],
-                capture_output=True,
-                text=True,
-                timeout=self.timeout,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired:
-            raise ActuationError(f"{script} took over {self.timeout:g} s", key=self.name) from None
+        result = shell.run_argv(
+            ["/bin/sh", str(path), *args], timeout=self.timeout, tracked=script == "set.sh"
+        )
+        if result.timed_out:
+            raise ActuationError(f"{script} took over {self.timeout:g} s", key=self.name)
         if result.returncode != 0:
             reason = " ".join(result.stderr.split())[:300] or f"exit {result.returncode}"
             raise ActuationError(f"{script} failed: {reason}", key=self.name)

@@ -39,10 +39,22 @@ class ShellActuator(Actuator):
             raise ActuationError(f"get failed ({why}): {result.tail()}", key=self.get_command[:80])
         return result.stdout.strip()
 
+    def check_value(self, value: str) -> None:
+        """A value that reaches a nested interpreter (sed's script, `sh -c`, `eval`, ...) is
+        parsed there as code: only plain words may go there (docs/project-format.md)."""
+        interpreter = shell.nested_interpreter(self.set_command, "$value")
+        if interpreter and not shell.SAFE_NESTED_VALUE.fullmatch(str(value)):
+            raise ActuationError(
+                f"value {value!r} would be read as code by {interpreter} in the set command;"
+                " refused (use a config-file knob, or pass $value as a plain argument)",
+                key=self.set_command[:80],
+            )
+
     def set(self, value: str) -> None:
+        self.check_value(value)
         command = shell.render(self.set_command, {"$value": "${" + VALUE_VARIABLE + "}"})
         env = {**self.env, VALUE_VARIABLE: str(value)}
-        result = shell.run(command, env=env, timeout=self.timeout, cwd=self.cwd)
+        result = shell.run(command, env=env, timeout=self.timeout, cwd=self.cwd, tracked=True)
         if not result.ok:
             why = "timed out" if result.timed_out else f"exit {result.returncode}"
             raise ActuationError(

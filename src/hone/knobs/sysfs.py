@@ -5,6 +5,7 @@ Many of them show a list of choices with the active one in brackets (`always [ma
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,13 @@ _SELECTED = re.compile(r"\[([^\]]+)\]")
 class SysfsActuator(Actuator):
     path: str
     kind = "sysfs"
+
+    def __post_init__(self) -> None:
+        """Refused when the project is loaded, not at the first set: a path outside /sys."""
+        if not isinstance(self.path, str) or not self.path:
+            raise ActuationError("a sysfs knob needs a path under /sys", key="sysfs")
+        if not os.path.normpath(self.path).startswith("/sys/"):
+            raise ActuationError(f"{self.path!r} is not under /sys", key=self.path)
 
     def _file(self) -> Path:
         path = Path(self.path).resolve()

@@ -134,7 +134,7 @@ def _parse(path: Path) -> configparser.ConfigParser:
     )
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     try:
-        parser.read_string(path.read_text(), source=str(path))
+        parser.read_string(path.read_text(encoding="utf-8-sig"), source=str(path))
     except (configparser.Error, OSError, UnicodeDecodeError) as exc:
         reason = " ".join(str(exc).split())
         raise HoneError(f"cannot read profile: {reason}", file=path) from None

@@ -21,7 +21,6 @@ from hone.knobs.script import find_script
 from hone.paths import state_dir
 from hone.profiles.library import Item, Profile
 
-SCOPE = "profile"
 ADVICE = {
     "tip": "advice",
     "bios": "check in the firmware setup",
@@ -113,23 +112,49 @@ def _plan(profile: Profile) -> list[tuple[Item, Actuator | str]]:
 
 
 def apply_profile(profile: Profile) -> ApplyResult:
-    """Roll back the active profile, then set this one's items; all or nothing."""
+    """Roll back the active profile, then set this one's items; all or nothing. When an item
+    fails, this profile's changes are rolled back and the profile that was active before is
+    applied again: the system is left as it was found."""
     plan = _plan(profile)
-    journal = Journal.for_scope(SCOPE)
+    journal = Journal.for_profiles()
     with journal.locked():
         previous = active_profile()
         restored = _restore(journal)
-        journal.begin(profile=profile.name)
-        _marker().write_text(profile.name + "\n")
         result = ApplyResult(profile.name, [], profile.placeholders, previous, restored)
         try:
-            for item, actuator in plan:
-                result.outcomes.append(_apply_item(journal, item, actuator, profile))
+            result.outcomes = _apply_plan(journal, profile, plan)
+        except HoneError as exc:
+            _restore(journal)
+            if previous:
+                _reapply(journal, previous, exc)
+            raise
         except BaseException:
             _restore(journal)
             raise
-        journal.end("applied")
         return result
+
+
+def _apply_plan(journal: Journal, profile: Profile, plan: list) -> list[Outcome]:
+    journal.begin(profile=profile.name)
+    _marker().write_text(profile.name + "\n")
+    outcomes = [_apply_item(journal, item, actuator, profile) for item, actuator in plan]
+    journal.end("applied")
+    return outcomes
+
+
+def _reapply(journal: Journal, name: str, failure: HoneError) -> None:
+    """Put the previously active profile back after `failure`; if even that fails, say so."""
+    from hone.profiles.library import ProfileLibrary
+
+    try:
+        previous = ProfileLibrary().load(name)
+        _apply_plan(journal, previous, _plan(previous))
+    except HoneError as again:
+        _restore(journal)
+        raise HoneError(
+            f"{failure}; the previous profile {name} could not be applied again"
+            f" ({again.message}): no profile is active, every value is as before {name}"
+        ) from None
 
 
 def _apply_item(
@@ -158,7 +183,7 @@ def _apply_item(
 
 def rollback() -> list[str]:
     """Put back every value the active (or half-applied) profile changed, newest first."""
-    journal = Journal.for_scope(SCOPE)
+    journal = Journal.for_profiles()
     with journal.locked():
         return _restore(journal)
 

@@ -5,12 +5,21 @@ but values reach commands quoted, numeric discrete knobs stay ordered and intege
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from hone.errors import HoneError
 from hone.knobs.shell import ShellActuator
-from hone.project.common import boolean, check_keys, expect_mapping, number, text
+from hone.project.common import (
+    boolean,
+    check_declared_values,
+    check_keys,
+    check_output_command,
+    expect_mapping,
+    number,
+    text,
+)
 from hone.project.devices import device_environment
 from hone.project.model import (
     Benchmark,
@@ -24,6 +33,7 @@ from hone.project.model import (
 from hone.project.yamlio import Node, load_yaml
 from hone.shell import render
 from hone.space import Categorical, Domain, FloatRange, IntRange, Ordinal
+from hone.space.domains import LIMIT
 
 SERVER_KEYS = ("project", "maxiterations", "startworkload", "stopworkload", "object")
 CLIENT_KEYS = (
@@ -115,7 +125,12 @@ def load_server(path: Path) -> tuple[str, list[Knob], Workload, int | None]:
     check_keys(server, SERVER_KEYS, required=("project", "object"))
     directory = _working_directory(path)
     env = device_environment()
-    knobs = [_knob(item, i, server, directory, env) for i, item in enumerate(_objects(server))]
+    knobs = []
+    for i, item in enumerate(_objects(server)):
+        knob = _knob(item, i, server, directory, env)
+        if any(k.name == knob.name for k in knobs):  # the second would never be set
+            raise item.error("name", f"knob {knob.name!r} is named twice")
+        knobs.append(knob)
     max_iterations = number(server, "maxiterations", None, integer=True)
     if max_iterations is not None and max_iterations <= 0:
         raise server.error("maxiterations", "must be at least 1")
@@ -131,7 +146,7 @@ def load_client(
     """The goal half: project name, evaluations, engine settings and the benchmark command."""
     client = _document(path, "client", is_client, "evaluations")
     check_keys(client, CLIENT_KEYS, required=("project", "benchmark", "evaluations"))
-    iterations = number(client, "iterations", 30, integer=True)
+    iterations = number(client, "iterations", 30, integer=True, low=1)
     if iterations <= 0:
         raise client.error("iterations", "must be at least 1")
     tuning = _tuning(client, min(iterations, max_iterations or iterations))
@@ -183,6 +198,7 @@ def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, s
         cwd=str(directory),
         env=dict(env),
     )
+    check_declared_values(info, "set", name, actuator, domain)
     reference = None
     if info.get("ref") is not None:
         try:
@@ -227,6 +243,10 @@ def _domain(info: Node) -> Domain:
     return _discrete(info, bounds, dtype)
 
 
+#: A discrete scope of more values is a typo (or an attack): listing them would take minutes.
+MAX_VALUES = 100_000
+
+
 def _discrete(info: Node, bounds: list[float], dtype: str) -> Domain:
     """Union of stepped ranges plus `items`; a single range without items stays a range."""
     raw_step = number(info, "step", None)
@@ -236,11 +256,16 @@ def _discrete(info: Node, bounds: list[float], dtype: str) -> Domain:
         if len(bounds) == 2 and not extra:
             low, high = int(bounds[0]), int(bounds[1])
             return IntRange(low, low + (high - low) // step * step, step)
-        values = {v for lo, hi in _pairs(bounds) for v in range(int(lo), int(hi) + 1, step)}
     else:
         step = raw_step if raw_step and raw_step > 0 else 0.1
         if len(bounds) == 2 and not extra:
             return FloatRange(float(bounds[0]), float(bounds[1]), step=step)
+    count = sum(int((hi - lo) / step) + 1 for lo, hi in _pairs(bounds))
+    if count > MAX_VALUES:
+        raise info.error("scope", f"lists {count:,} values; at most {MAX_VALUES:,}")
+    if dtype == "int":
+        values = {v for lo, hi in _pairs(bounds) for v in range(int(lo), int(hi) + 1, step)}
+    else:
         values = set()
         for lo, hi in _pairs(bounds):
             count = int((hi - lo) / step + 1e-9)
@@ -264,6 +289,8 @@ def _numbers(info: Node, key: str, values: Any, dtype: str) -> list[Any]:
             number_ = float(str(value).strip())
         except ValueError:
             raise info.error(key, f"{value!r} is not a number") from None
+        if not (math.isfinite(number_) and abs(number_) <= LIMIT):
+            raise info.error(key, f"{value!r} is not a finite number within +-{LIMIT:g}")
         if dtype == "int":
             if number_ != int(number_):
                 raise info.error(key, f"{value!r} is not an integer")
@@ -293,12 +320,13 @@ def _metrics(client: Node) -> list[Metric]:
             raise info.error(
                 "type", f"must be negative (maximise) or positive (minimise), not {kind!r}"
             )
+        check_output_command(info, "get", _required_text(item, "name"), text(info, "get"))
         metrics.append(
             Metric(
                 name=_required_text(item, "name"),
                 direction="maximize" if kind == "negative" else "minimize",
                 command=_required_text(info, "get"),
-                weight=number(info, "weight", 100.0),
+                weight=number(info, "weight", 100.0, low=0),
             )
         )
     return metrics

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
 from typing import Any
 
+from hone.errors import ActuationError
+from hone.knobs import Actuator
 from hone.project.yamlio import Node
+from hone.shell import nested_interpreter
+from hone.space import Domain
 
 
 def expect_mapping(value: Any, parent: Node, key: str) -> Node:
@@ -37,22 +42,42 @@ def text(node: Node, key: str, default: str | None = None) -> str | None:
     return str(value)
 
 
-def number(node: Node, key: str, default: float | None = None, *, integer: bool = False) -> Any:
-    value = node.get(key, default)
+def number(
+    node: Node,
+    key: str,
+    default: float | None = None,
+    *,
+    integer: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+) -> Any:
+    """A finite number from the file; whole numbers are counts (never negative, at most a
+    billion) unless the caller gives bounds. NaN, infinities and absurd counts are refused here
+    rather than failing, or hanging, in the middle of a run."""
+    value = node.get(key)
+    value = default if value is None else value  # `key:` with no value means the default
     if value is None:
         return None
+    if integer:
+        low = 0 if low is None else low
+        high = 10**9 if high is None else high
+    kind = "a whole number" if integer else "a number"
     try:
         if isinstance(value, bool):
             raise ValueError
         result = float(value)
+        if not math.isfinite(result):
+            raise ValueError
         if integer:
             if result != int(result):
                 raise ValueError
-            return int(result)
-        return result
-    except (TypeError, ValueError):
-        kind = "a whole number" if integer else "a number"
+            result = int(result)
+    except (TypeError, ValueError, OverflowError):
         raise node.error(key, f"must be {kind}, not {value!r}") from None
+    if (low is not None and result < low) or (high is not None and result > high):
+        span = f"from {low:g}" + (f" to {high:g}" if high is not None else " up")
+        raise node.error(key, f"must be {kind} {span}, not {value!r}")
+    return result
 
 
 def boolean(node: Node, key: str, default: bool) -> bool:
@@ -65,3 +90,27 @@ def boolean(node: Node, key: str, default: bool) -> bool:
     if word in ("false", "no", "off", "0"):
         return False
     raise node.error(key, f"must be true or false, not {value!r}")
+
+
+def check_declared_values(
+    node: Node, key: str, name: str, actuator: Actuator, domain: Domain
+) -> None:
+    """Every value the project itself declares must be one its actuator may write (a shell set
+    command that hands `$value` to sed or `sh -c` takes plain words only)."""
+    for value in domain.values() or ():
+        try:
+            actuator.check_value(value if isinstance(value, str) else domain.format(value))
+        except ActuationError as exc:
+            raise node.error(key, f"knob {name!r}: {exc.message}") from None
+
+
+def check_output_command(node: Node, key: str, name: str, command: str | None) -> None:
+    """A metric command must not hand the benchmark's output to a nested interpreter: that
+    text comes from the benchmark, and an interpreter would run it."""
+    interpreter = nested_interpreter(command or "", "$out")
+    if interpreter:
+        raise node.error(
+            key,
+            f"metric {name!r}: $out would be read as code by {interpreter}; pass the output"
+            ' as data instead (echo "$out" | grep ... | awk ...)',
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,15 @@ from typing import Any
 from hone.errors import ActuationError
 from hone.knobs import Actuator, actuator_from_spec, actuator_kinds
 from hone.optimizers import optimizer_names
-from hone.project.common import boolean, check_keys, expect_mapping, number, text
+from hone.project.common import (
+    boolean,
+    check_declared_values,
+    check_keys,
+    check_output_command,
+    expect_mapping,
+    number,
+    text,
+)
 from hone.project.devices import device_environment
 from hone.project.model import (
     Benchmark,
@@ -23,6 +32,7 @@ from hone.project.model import (
 )
 from hone.project.yamlio import Node, NodeList, load_yaml
 from hone.space import Boolean, Categorical, Constraint, Domain, FloatRange, IntRange, Ordinal
+from hone.space.domains import LIMIT
 from hone.workload.launch import LaunchSpec
 
 TOP_KEYS = (
@@ -131,7 +141,7 @@ def _workload(node: Any, doc: Node) -> Workload:
         stop=text(node, "stop"),
         launch=launch,
         ready=text(node, "ready"),
-        ready_timeout=number(node, "ready_timeout", 60.0),
+        ready_timeout=number(node, "ready_timeout", 60.0, low=0.001),
         owned=not boolean(node, "keep_running", False),
     )
 
@@ -145,6 +155,7 @@ def _knob(name: str, node: Node, directory: Path, workload: Workload) -> Knob:
         raise node.error(None, f"knob {name!r} needs exactly one of {', '.join(kinds)}: {what}")
     domain = _domain(name, node)
     actuator = _actuator(name, chosen[0], node, directory, workload)
+    check_declared_values(node, chosen[0], name, actuator, domain)
     reference = None
     if node.get("default") is not None:
         reference = _value(node, "default", domain)
@@ -194,6 +205,8 @@ def _numbers(node: Node, key: str) -> list[int | float]:
     for value in node[key]:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise node.error(key, f"{value!r} is not a number")
+        if not (math.isfinite(value) and abs(value) <= LIMIT):
+            raise node.error(key, f"{value!r} is not a finite number within +-{LIMIT:g}")
         result.append(value)
     return result
 
@@ -224,7 +237,7 @@ def _actuator(name: str, kind: str, node: Node, directory: Path, workload: Workl
             "env": device_environment(),
         }
         if "timeout" in shell:
-            spec["timeout"] = number(shell, "timeout")
+            spec["timeout"] = number(shell, "timeout", low=0.001)
     elif isinstance(raw, dict):
         spec = {"kind": kind, **raw}
     elif kind in PRIMARY_FIELD:
@@ -265,12 +278,12 @@ def _benchmark(doc: Node) -> Benchmark:
         return Benchmark(command=node)
     node = expect_mapping(node, doc, "benchmark")
     check_keys(node, ("command", "timeout", "repeats", "warmup"), required=("command",))
-    repeats = number(node, "repeats", 1, integer=True)
+    repeats = number(node, "repeats", 1, integer=True, low=1, high=1000)
     if repeats < 1:
         raise node.error("repeats", "must be at least 1")
     return Benchmark(
         command=text(node, "command") or "",
-        timeout=number(node, "timeout", 600.0),
+        timeout=number(node, "timeout", 600.0, low=0.001),
         repeats=repeats,
         warmup=boolean(node, "warmup", False),
     )
@@ -299,6 +312,7 @@ def _metrics(doc: Node) -> list[Metric]:
                 raise spec.error("pattern", f"metric {name!r}: bad regex: {exc}") from None
             if compiled.groups < 1:
                 raise spec.error("pattern", f"metric {name!r}: the regex needs one (group)")
+        check_output_command(spec, "command", name, text(spec, "command"))
         limit = None
         if spec.get("limit") is not None:
             try:
@@ -307,7 +321,12 @@ def _metrics(doc: Node) -> list[Metric]:
                 raise spec.error("limit", f"metric {name!r}: {exc}") from None
         metrics.append(
             Metric(
-                name, direction, pattern, text(spec, "command"), number(spec, "weight", 1.0), limit
+                name,
+                direction,
+                pattern,
+                text(spec, "command"),
+                number(spec, "weight", 1.0, low=0),
+                limit,
             )  # type: ignore[arg-type]
         )
     if not any(m.weight > 0 for m in metrics):
@@ -356,15 +375,15 @@ def _tuning(node: Any, doc: Node) -> Tuning:
         )
     tuning = Tuning(
         engine=engine,
-        budget=number(node, "budget", 30, integer=True),
-        baseline_repeats=number(node, "baseline", 3, integer=True),
+        budget=number(node, "budget", 30, integer=True, low=1),
+        baseline_repeats=number(node, "baseline", 3, integer=True, low=1, high=1000),
         random_starts=number(node, "random_starts", None, integer=True),
         split_count=number(node, "split_count", None, integer=True),
         confirm_candidates=number(confirm, "candidates", 3, integer=True),
-        confirm_rounds=number(confirm, "rounds", 3, integer=True),
+        confirm_rounds=number(confirm, "rounds", 3, integer=True, high=1000),
         apply=apply,  # type: ignore[arg-type]
         objective=objective,  # type: ignore[arg-type]
-        seed=number(node, "seed", None, integer=True),
+        seed=number(node, "seed", None, integer=True, high=2**32 - 1),
         feature_filter=select,
     )
     if tuning.budget < 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from hone.errors import HoneError
@@ -34,6 +35,23 @@ def load_project(
             return load_hone(target / name)
     server_file, client_file = find_atune_pair(target)
     return atune.load_pair(server_file, client_file)
+
+
+def require_trusted(path: str | Path) -> None:
+    """Refuse a project that another local user could change: hone runs its commands as root,
+    so a file or folder writable by others (or owned by someone else) would let that user run
+    commands as root, as sshd refuses such key files."""
+    target = Path(path).resolve()
+    files = [target] if target.is_file() else [p for p in target.glob("*.y*ml") if p.is_file()]
+    for item in [target.parent if target.is_file() else target, *files]:
+        info = item.stat()
+        if info.st_mode & 0o022:
+            raise HoneError(
+                "writable by other users: chmod go-w it (hone runs its commands as root)",
+                file=item,
+            )
+        if info.st_uid not in (0, os.geteuid()):
+            raise HoneError(f"owned by another user (uid {info.st_uid})", file=item)
 
 
 def find_atune_pair(folder: Path) -> tuple[Path, Path]:

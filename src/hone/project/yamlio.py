@@ -64,6 +64,17 @@ def _loader_for(file: str) -> type[yaml.SafeLoader]:
         result.item_lines = [child.start_mark.line + 1 for child in node.value]
         return result
 
+    def compose_node(self: yaml.SafeLoader, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise HoneError(
+                "YAML aliases (*name) are not accepted in hone's files",
+                file=file,
+                line=event.start_mark.line + 1,
+            )
+        return yaml.SafeLoader.compose_node(self, parent, index)
+
+    Loader.compose_node = compose_node  # type: ignore[method-assign]
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, sequence)
     return Loader
@@ -72,11 +83,17 @@ def _loader_for(file: str) -> type[yaml.SafeLoader]:
 def load_yaml(path: Path) -> Any:
     """Parse a YAML file; a syntax error becomes one HoneError line with file and line."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is harmless
     except OSError as exc:
         raise HoneError(f"cannot read: {exc.strerror}", file=path) from None
+    except UnicodeDecodeError as exc:
+        raise HoneError(f"not UTF-8 text (byte {exc.start})", file=path) from None
+    if "\x00" in text:
+        raise HoneError("not a text file (it holds NUL bytes)", file=path)
     try:
         return yaml.load(text, Loader=_loader_for(str(path)))
+    except RecursionError:
+        raise HoneError("invalid YAML: nested too deeply", file=path) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None

@@ -8,13 +8,12 @@ import asyncio
 from dataclasses import asdict
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 
 from hone.analyze import Analysis, analyze
 from hone.analyze.features import WINDOW_SECONDS
-from hone.serve.deps import read_access
 
-router = APIRouter(prefix="/api/analysis", tags=["analysis"], dependencies=[Depends(read_access)])
+router = APIRouter(prefix="/api/analysis", tags=["analysis"])
 
 
 def analysis_dict(result: Analysis) -> dict[str, Any]:

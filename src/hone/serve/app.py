@@ -8,7 +8,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -19,6 +20,8 @@ from hone.errors import HoneError
 from hone.serve import studies
 from hone.serve.auth import Access
 from hone.serve.config import ServeConfig
+from hone.serve.deps import access_policy
+from hone.serve.gate import Gate
 from hone.serve.routers import available
 from hone.serve.runs import EventLog, RunManager
 from hone.storage import StudyStore
@@ -64,6 +67,7 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
     app.state.poll_interval = poll_interval
     app.state.importance = {}  # (storage, study, trials fingerprint) -> shares
 
+    app.add_middleware(Gate)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts())
     if config.origins:
         app.add_middleware(
@@ -80,19 +84,32 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
             response.headers.setdefault(key, value)
         return response
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        """422 naming each bad field; the offending input is not echoed back (a NaN in it made
+        the stock handler's JSON fail with a 500)."""
+        errors = [
+            {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", "")}
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": errors}, status_code=422)
+
     @app.exception_handler(HoneError)
     async def hone_error(request: Request, exc: HoneError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=400)
 
-    app.include_router(studies.router)
+    # One access policy for every API route; /api/about below is the only open one.
+    policy = [Depends(access_policy)]
+    app.include_router(studies.router, dependencies=policy)
     optional = available()
     for router in optional:
-        app.include_router(router)
+        app.include_router(router, dependencies=policy)
     app.state.capabilities = {"studies", *(str(r.tags[0]) for r in optional)}
 
     @app.get("/api/about", tags=["server"])
     def about() -> dict[str, Any]:
-        """Version and access policy, so the UI knows whether to ask for the token."""
+        """Version and access policy, so the UI knows whether to ask for the token (open to all:
+        it says nothing a caller could not learn by trying)."""
         return {
             "version": __version__,
             "reads_open": config.reads_open,

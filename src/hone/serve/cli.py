@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
 
 def serve(
     host: str = typer.Option("127.0.0.1", help="address to listen on (loopback by default)"),
-    port: int = typer.Option(8765, help="TCP port"),
+    port: int = typer.Option(8765, min=1, max=65535, help="TCP port"),
     project: list[Path] = typer.Option(
         None, "--project", help="a project the UI and API may start (repeatable)"
     ),
@@ -42,21 +42,38 @@ def serve(
     ),
     origin: list[str] = typer.Option(None, "--origin", help="an origin CORS allows (repeatable)"),
     storage: str = typer.Option(None, help="SQLAlchemy URL of the study database"),
+    tls_cert: Path = typer.Option(None, help="certificate (PEM) to serve HTTPS with"),
+    tls_key: Path = typer.Option(None, help="private key (PEM) of --tls-cert"),
+    insecure: bool = typer.Option(
+        False, help="serve plain HTTP on a non-loopback address (the token travels in clear)"
+    ),
 ) -> None:
     """Serve the REST API and the web UI; state-changing requests need the token."""
     import uvicorn
 
     from hone.project import load_project
+    from hone.project.load import require_trusted
     from hone.serve.app import create_app
     from hone.serve.auth import load_or_create_token, token_path
     from hone.serve.config import ServeConfig
 
+    if "*" in (origin or []):  # refused before a token is made that would never be shown
+        raise HoneError("a CORS wildcard is refused: name the origins that may call the API")
+    if bool(tls_cert) != bool(tls_key):
+        raise HoneError("--tls-cert and --tls-key go together")
+    loopback = ServeConfig(token="", host=host).loopback
+    if not loopback and not tls_cert and not insecure:
+        raise HoneError(
+            f"{host} is not a loopback address: serve HTTPS (--tls-cert, --tls-key) or say"
+            " --insecure (the token would travel in clear)"
+        )
     path = token_file or token_path()
     if token_file is not None and not token_file.exists():
         raise HoneError("no such token file", file=token_file)
     token, created = load_or_create_token(path)
     projects = {}
     for folder in project or []:
+        require_trusted(folder)
         loaded = load_project(folder)
         projects[loaded.name] = folder.resolve()
     config = ServeConfig(
@@ -70,13 +87,23 @@ def serve(
     )
     app = create_app(config)
     console = Console(highlight=False)
+    if not loopback and not tls_cert:
+        console.print("warning: plain HTTP off loopback: the token and the data travel in clear")
     if created:
         console.print(f"token (shown once; stored with mode 0600 in {path}):\n  {token}")
     else:
         console.print(f"token: in {path}")
     reads = "open" if config.reads_open else "need the token"
-    console.print(f"hone serve on http://{_url_host(host)}:{port}/  (reads {reads})")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    scheme = "https" if tls_cert else "http"
+    console.print(f"hone serve on {scheme}://{_url_host(host)}:{port}/  (reads {reads})")
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        ssl_certfile=str(tls_cert) if tls_cert else None,
+        ssl_keyfile=str(tls_key) if tls_key else None,
+    )
 
 
 def _url_host(host: str) -> str:

@@ -8,15 +8,16 @@ from hone.serve.auth import Access
 from hone.serve.summary import find
 from hone.storage import StudyRecord, StudyStore
 
+#: Methods that only read; every other method changes something and always needs the token.
+READS = frozenset({"GET", "HEAD"})
 
-def read_access(request: Request) -> None:
+
+def access_policy(request: Request) -> None:
+    """The one access check, applied by the app to every API router (never per route, so a new
+    route cannot be added without it): reads need the token unless reads are open, writes
+    always do."""
     access: Access = request.app.state.access
-    access.check(request, write=False)
-
-
-def write_access(request: Request) -> None:
-    access: Access = request.app.state.access
-    access.check(request, write=True)
+    access.check(request, write=request.method not in READS)
 
 
 def store(request: Request) -> StudyStore:

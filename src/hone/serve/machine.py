@@ -10,13 +10,12 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
 from hone.collect import Collector, Snapshot
-from hone.serve.deps import read_access
 
-router = APIRouter(prefix="/api/machine", tags=["machine"], dependencies=[Depends(read_access)])
+router = APIRouter(prefix="/api/machine", tags=["machine"])
 
 Interval = Query(1.0, ge=0.2, le=10.0, description="seconds between samples")
 

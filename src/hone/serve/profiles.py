@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, HTTPException
 
 from hone import profiles
 from hone.errors import HoneError
-from hone.serve.deps import read_access, write_access
 
 router = APIRouter(prefix="/api/profiles", tags=["profiles"])
 
@@ -31,12 +30,12 @@ def _load(name: str) -> profiles.Profile:
         raise HTTPException(422, str(exc)) from None
 
 
-@router.get("", dependencies=[Depends(read_access)])
+@router.get("")
 def list_all() -> list[dict[str, Any]]:
     return [{"name": p.name, "active": p.active} for p in profiles.list_profiles()]
 
 
-@router.get("/active", dependencies=[Depends(read_access)])
+@router.get("/active")
 def active() -> dict[str, Any]:
     """The active profile and how the live system compares with each of its items."""
     name = profiles.active_profile()
@@ -49,7 +48,7 @@ def active() -> dict[str, Any]:
     return {"name": name, "items": [_outcome(o) for o in outcomes]}
 
 
-@router.get("/{name}", dependencies=[Depends(read_access)])
+@router.get("/{name}")
 def info(name: str) -> dict[str, Any]:
     profile = _load(name)
     return {
@@ -63,7 +62,7 @@ def info(name: str) -> dict[str, Any]:
     }
 
 
-@router.post("/{name}/apply", dependencies=[Depends(write_access)])
+@router.post("/{name}/apply")
 def apply(name: str) -> dict[str, Any]:
     """Apply a profile as a transaction (the active one is rolled back first)."""
     profile = _load(name)
@@ -79,7 +78,7 @@ def apply(name: str) -> dict[str, Any]:
     }
 
 
-@router.post("/rollback", dependencies=[Depends(write_access)])
+@router.post("/rollback")
 def rollback() -> dict[str, Any]:
     """Put back every value the active profile changed."""
     name = profiles.active_profile()

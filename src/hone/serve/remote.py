@@ -23,8 +23,10 @@ class RemoteClient:
         if parsed.username or parsed.password or parsed.query:
             raise HoneError("--server must not carry credentials or a query; use HONE_TOKEN")
         self.base = server.rstrip("/")
+        self.origin = _origin(server)
         self.token = token
         self.timeout = timeout
+        self.opener = urllib.request.build_opener(_SameOriginRedirects(self.origin))
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -35,7 +37,7 @@ class RemoteClient:
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with self.opener.open(request, timeout=self.timeout) as response:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
             try:
@@ -52,6 +54,28 @@ class RemoteClient:
 
     def post(self, path: str, body: Any = None) -> Any:
         return self.request("POST", path, body if body is not None else {})
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urllib.parse.urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, f"{parts.hostname}:{parts.port or default}"
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the server's origin: urllib would otherwise carry the
+    Authorization header, and with it the token, to whatever host the answer names."""
+
+    def __init__(self, origin: tuple[str, str]) -> None:
+        self.origin = origin
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        if _origin(newurl) != self.origin:
+            raise HoneError(
+                f"{req.full_url} redirects to another origin ({newurl}); not following it with"
+                " the token"
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
 def study_path(name: str, tail: str = "") -> str:

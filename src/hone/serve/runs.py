@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hone.errors import HoneError
+from hone.project.load import require_trusted
 
 
 class EventLog:
@@ -81,6 +82,8 @@ class RunManager:
 
     def start(self, project: str, resume: bool = False, **options: Any) -> Run:
         path = self.projects.get(project)
+        if path is not None:
+            require_trusted(path)  # the file is read again at every start
         if path is None:
             raise KeyError(project)
         with self.lock:

@@ -12,12 +12,12 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from optuna.storages._rdb import models
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from hone.errors import HoneError
 from hone.journal import Journal
 from hone.optimizers import optimizer_names
-from hone.serve.deps import find_study, read_access, store, write_access
+from hone.serve.deps import find_study, store
 from hone.serve.runs import RunManager
 from hone.serve.summary import best_of, detail, read_trials, summaries, trial_dict
 from hone.storage import StudyStore
@@ -29,7 +29,10 @@ Store = Depends(store)
 
 
 class StartRequest(BaseModel):
-    """Start a new study of a project the server was given (`hone serve --project`)."""
+    """Start a new study of a project the server was given (`hone serve --project`). Unknown
+    fields and values of the wrong type are refused, never guessed at."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     project: str = Field(max_length=200)
     engine: str | None = Field(None, max_length=50)
@@ -43,32 +46,32 @@ def runs(request: Request) -> RunManager:
     return request.app.state.runs
 
 
-@router.get("/studies", dependencies=[Depends(read_access)])
+@router.get("/studies")
 def list_studies(db: StudyStore = Store) -> list[dict[str, Any]]:
     """Every study with its state, trials, failures and gains (newest last)."""
     return summaries(db)
 
 
-@router.get("/studies/{name}", dependencies=[Depends(read_access)])
+@router.get("/studies/{name}")
 def get_study(name: str, db: StudyStore = Store) -> dict[str, Any]:
     study = find_study(db, name)
     return detail(db, study)
 
 
-@router.get("/studies/{name}/trials", dependencies=[Depends(read_access)])
+@router.get("/studies/{name}/trials")
 def get_trials(name: str, db: StudyStore = Store) -> JSONResponse:
     """Every trial in order: phase, configuration, state, score, metrics, failure reason."""
     study = find_study(db, name)
     return JSONResponse([trial_dict(t) for t in read_trials(db, study)])
 
 
-@router.get("/studies/{name}/best", dependencies=[Depends(read_access)])
+@router.get("/studies/{name}/best")
 def get_best(name: str, db: StudyStore = Store) -> dict[str, Any]:
     study = find_study(db, name)
     return best_of(study, read_trials(db, study))
 
 
-@router.get("/studies/{name}/importance", dependencies=[Depends(read_access)])
+@router.get("/studies/{name}/importance")
 def get_importance(name: str, request: Request, db: StudyStore = Store) -> list[dict[str, Any]]:
     """Each knob's share of what explains the scores (empty with fewer than 4 finished trials)."""
     study = find_study(db, name)
@@ -81,7 +84,7 @@ def get_importance(name: str, request: Request, db: StudyStore = Store) -> list[
     return [{"knob": knob, "share": share} for knob, share in cache[key]]
 
 
-@router.get("/projects", dependencies=[Depends(read_access)])
+@router.get("/projects")
 def list_projects(request: Request) -> list[dict[str, Any]]:
     """Projects this server may start, and whether a run of each is going."""
     manager = runs(request)
@@ -91,17 +94,17 @@ def list_projects(request: Request) -> list[dict[str, Any]]:
     ]
 
 
-@router.get("/engines", dependencies=[Depends(read_access)])
+@router.get("/engines")
 def list_engines() -> list[str]:
     return optimizer_names()
 
 
-@router.get("/runs", dependencies=[Depends(read_access)])
+@router.get("/runs")
 def list_runs(request: Request) -> list[dict[str, Any]]:
     return [run.describe() for run in runs(request).runs.values()]
 
 
-@router.post("/studies", status_code=202, dependencies=[Depends(write_access)])
+@router.post("/studies", status_code=202)
 def start_study(body: StartRequest, request: Request) -> dict[str, Any]:
     if body.engine is not None and body.engine.lower() not in optimizer_names():
         raise HTTPException(422, f"unknown engine {body.engine!r}")
@@ -109,7 +112,7 @@ def start_study(body: StartRequest, request: Request) -> dict[str, Any]:
     return _launch(request, body.project, resume=False, **options)
 
 
-@router.post("/studies/{name}/resume", status_code=202, dependencies=[Depends(write_access)])
+@router.post("/studies/{name}/resume", status_code=202)
 def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     study = find_study(db, name)
     if study.state == "finished":
@@ -130,7 +133,7 @@ def _launch(request: Request, project: str, resume: bool, **options: Any) -> dic
     return run.describe()
 
 
-@router.post("/studies/{name}/stop", dependencies=[Depends(write_access)])
+@router.post("/studies/{name}/stop")
 def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Stop a run this server started, as Ctrl-C stops `hone tune`: knobs back, study
     interrupted. A run started elsewhere is left alone (a recorded pid may since belong to
@@ -145,7 +148,7 @@ def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str,
     return {"stopped": study.name, "pid": run.process.pid, "returncode": run.process.poll()}
 
 
-@router.post("/projects/{project}/restore", dependencies=[Depends(write_access)])
+@router.post("/projects/{project}/restore")
 def restore_project(project: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Put back every knob a run of this project changed (`hone restore`)."""
     known = {s.project for s in db.studies()} | set(runs(request).projects)
@@ -153,7 +156,7 @@ def restore_project(project: str, request: Request, db: StudyStore = Store) -> d
         raise HTTPException(404, f"no study or served project named {project!r}")
     if runs(request).active(project) is not None:
         raise HTTPException(409, f"a run of {project} is going; stop it first")
-    journal = Journal.for_scope(project)
+    journal = Journal.for_project(project)
     try:
         with journal.locked():
             outcomes = journal.restore()
@@ -166,7 +169,7 @@ def restore_project(project: str, request: Request, db: StudyStore = Store) -> d
     }
 
 
-@router.get("/studies/{name}/events", dependencies=[Depends(read_access)])
+@router.get("/studies/{name}/events")
 async def study_events(name: str, request: Request, db: StudyStore = Store) -> StreamingResponse:
     """Server-sent events while the study runs: `trial` (a new or finished trial from the
     database, whoever runs the study), `progress` (the run's reporter events, when this server

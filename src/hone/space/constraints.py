@@ -6,10 +6,22 @@ arithmetic, comparisons, boolean logic and knob names: nothing in a project file
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+
+def _power(base: Any, exponent: Any) -> float:
+    """`**` in floating point: an integer power such as `k ** 99999999` would take minutes."""
+    try:
+        return float(base) ** float(exponent)
+    except OverflowError:
+        return math.inf
+    except ZeroDivisionError:
+        return math.nan
+
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -18,7 +30,7 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
+    ast.Pow: _power,
 }
 _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
     ast.Lt: operator.lt,

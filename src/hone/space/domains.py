@@ -65,6 +65,17 @@ def _from_unit(u: float, low: float, high: float, log: bool) -> float:
     return low + u * (high - low)
 
 
+#: The largest magnitude a numeric knob may take: beyond it floats lose whole numbers and a
+#: unit-interval position loses meaning.
+LIMIT = 1e15
+
+
+def _finite(*numbers: float | None) -> None:
+    for x in numbers:
+        if x is not None and not (math.isfinite(x) and abs(x) <= LIMIT):
+            raise ValueError(f"{x!r} is not a finite number within +-{LIMIT:g}")
+
+
 @dataclass(frozen=True)
 class IntRange(Domain):
     low: int
@@ -73,6 +84,7 @@ class IntRange(Domain):
     log: bool = False
 
     def __post_init__(self) -> None:
+        _finite(self.low, self.high, self.step)
         if self.high < self.low:
             raise ValueError(f"range [{self.low}, {self.high}] is empty")
         if self.step < 1:
@@ -119,6 +131,7 @@ class FloatRange(Domain):
     log: bool = False
 
     def __post_init__(self) -> None:
+        _finite(self.low, self.high, self.step)
         if self.high < self.low:
             raise ValueError(f"range [{self.low}, {self.high}] is empty")
         if self.step is not None and self.step <= 0:
@@ -168,6 +181,7 @@ class Ordinal(Domain):
     choices: tuple[int | float, ...] = field(default=())
 
     def __post_init__(self) -> None:
+        _finite(*(v for v in self.choices if isinstance(v, int | float)))
         if not self.choices:
             raise ValueError("an ordinal knob needs at least one value")
         object.__setattr__(self, "choices", tuple(sorted(set(self.choices))))

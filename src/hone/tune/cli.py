@@ -58,7 +58,7 @@ def restore(
     from hone.journal import Journal
 
     name = _project_name(project)
-    journal = Journal.for_scope(name)
+    journal = Journal.for_project(name)
     if not journal.has_changes():
         Console().print(f"nothing to restore for {name}: no recorded changes")
         return

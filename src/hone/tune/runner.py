@@ -36,6 +36,9 @@ from hone.tune.objective import Objective
 from hone.tune.stats import Gain, noise, paired_gain
 from hone.workload.manager import WorkloadManager
 
+#: The error of a trial that was running when hone was stopped or killed.
+CUT_OFF = "interrupted (hone was stopped)"
+
 
 @dataclass
 class TuneOptions:
@@ -86,7 +89,7 @@ class Tuner:
         self.baseline_repeats = options.baseline_repeats or tuning.baseline_repeats
         self.apply_policy = options.apply or tuning.apply
         self.store = StudyStore(options.storage)
-        self.journal = Journal.for_scope(project.name)
+        self.journal = Journal.for_project(project.name)
         self.objective = Objective(project.metrics, tuning.objective)
         self.workdir = state_dir() / "work" / project.name
         self.workload = WorkloadManager(project.workload, project.directory, self.workdir)
@@ -214,7 +217,9 @@ class Tuner:
     def _replay(self, history: list[Any], optimizer: Any) -> int:
         done = 0
         for trial in history:
-            if trial.phase != "search":
+            # a trial cut off by a kill of hone says nothing about its configuration, and the
+            # budget is for measurements: it is neither replayed nor counted
+            if trial.phase != "search" or trial.error == CUT_OFF:
                 continue
             score = self.objective.score(trial.metrics) if trial.state == "complete" else None
             optimizer.tell(trial.config, -score if score is not None else None)
@@ -364,6 +369,7 @@ class Tuner:
 
     def _apply(self, config: Mapping[str, Value]) -> None:
         """Set the knobs whose value differs from what is known to be set; restart if needed."""
+        self.journal.require_on_disk()
         restart = False
         for knob in self.project.knobs:
             if knob.name not in config or self.applied.get(knob.name) == config[knob.name]:
@@ -448,6 +454,10 @@ class Tuner:
                 text = originals[knob.name].value
             elif knob.actuator.readable:
                 text = knob.actuator.get()  # a failing get stops here: nothing changed yet
+                try:  # and so does a value it could never write back
+                    knob.actuator.check_value(text)
+                except ActuationError as exc:
+                    raise ActuationError(f"knob {knob.name}: {exc.message}") from None
             elif knob.reference is not None:
                 config[knob.name] = knob.reference
                 continue
@@ -466,7 +476,7 @@ class Tuner:
             study = self.store.find(self.project.name)
             if study.state == FINISHED:
                 raise HoneError(f"study {study.name} already finished; nothing to resume")
-            lost = self.store.fail_running(study, "interrupted (hone was stopped)")
+            lost = self.store.fail_running(study, CUT_OFF)
             self.store.update(study, state=RUNNING, pid=os.getpid())
             if lost:
                 self.reporter.note(f"{lost} interrupted trial(s) recorded as failed")

@@ -1,12 +1,26 @@
 // Diagnoses: the list of saved `hone diagnose` runs and one diagnosis: the verdict, suggested
 // knobs, hot threads, the flame graph (on-CPU, off-CPU, differential against another run),
 // top-down and bottom-up tables by function and module, locks, top-down (TMAM) or its fallback.
-import { get, getText } from "./api.js";
+import { get, getText, token } from "./api.js";
 import { DataTable } from "./table.js";
 import { clear, h, message, num, when } from "./util.js";
 
 const path = (name, tail = "") => `/api/diagnoses/${encodeURIComponent(name)}${tail}`;
 const share = (x) => (x === null || x === undefined ? "" : `${(100 * x).toFixed(1)} %`);
+
+// The HTML report: opened directly where reads are open; where they need the token (which a plain
+// link cannot send) it is fetched with the token and saved as a file, never opened in this origin.
+function reportLink(name) {
+  const download = async (event) => {
+    if (!token()) return;
+    event.preventDefault();
+    const blob = new Blob([await getText(path(name, "/report"))], { type: "text/html" });
+    const a = h("a", { href: URL.createObjectURL(blob), download: `${name}.html` });
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  };
+  return h("a", { href: path(name, "/report"), target: "_blank", rel: "noopener", onclick: download }, "HTML report");
+}
 
 export async function page(main) {
   clear(main);
@@ -50,7 +64,7 @@ async function diagnosisPage(main, name) {
   main.append(
     h("p", { class: "crumbs" }, h("a", { href: "#/diagnoses" }, "Diagnoses"), " / ", name),
     h("h1", {}, `Diagnosis of ${d.target || name}`),
-    h("p", { class: "hint" }, `${when(d.created)} · ${num(d.window_s, 3)} s window · ${d.samples} on-CPU samples (${d.event}${d.frequency_hz ? ` at ${d.frequency_hz} Hz` : ""}) · ${d.language} · ${d.cpus} CPUs · `, h("a", { href: path(name, "/report"), target: "_blank", rel: "noopener" }, "HTML report")),
+    h("p", { class: "hint" }, `${when(d.created)} · ${num(d.window_s, 3)} s window · ${d.samples} on-CPU samples (${d.event}${d.frequency_hz ? ` at ${d.frequency_hz} Hz` : ""}) · ${d.language} · ${d.cpus} CPUs · `, reportLink(name)),
     h("section", { class: "card", id: "verdict" },
       h("h2", {}, "Verdict"),
       top ? h("p", { class: "verdict" }, h("strong", {}, top.headline)) : h("p", {}, "No finding."),

@@ -1,0 +1,59 @@
+"""The journal of original values: scopes that cannot collide, and a torn last line (a crash in
+the middle of a write) healed before the next append, with real files and a real file knob."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hone.journal import Journal
+from hone.knobs.config_file import ConfigFileActuator
+
+
+def knob(tmp_path: Path, name: str, value: str) -> ConfigFileActuator:
+    path = tmp_path / f"{name}.conf"
+    path.write_text(f"{name}={value}\n")
+    return ConfigFileActuator(file=str(path), key=name)
+
+
+def test_scopes_are_unique_by_construction(tmp_path: Path) -> None:
+    names = ["dup", "dup.", ".dup", "dup..", "du/p", "du_p", "profile", "profiles"]
+    paths = {Journal.for_project(n).path for n in names} | {Journal.for_profiles().path}
+    assert len(paths) == len(names) + 1
+    # a project named `profile` tunes without touching the profiles' journal
+    Journal.for_project("profile").remember("a", knob(tmp_path, "a", "1"))
+    assert Journal.for_profiles().originals() == {}
+    assert set(Journal.for_project("profile").originals()) == {"a"}
+    assert Journal.for_project("dup").originals() == {}
+
+
+def test_a_torn_last_line_is_healed_before_the_next_append(tmp_path: Path) -> None:
+    journal = Journal.for_project("torn")
+    first = knob(tmp_path, "first", "1")
+    journal.begin()
+    journal.remember("first", first)
+    with open(journal.path, "ab") as handle:  # the crash: half a record, no newline
+        handle.write(b'{"name": "second", "op": "orig')
+    # the next run reads it (a torn last line is tolerated) and appends after healing it
+    again = Journal.for_project("torn")
+    assert set(again.originals()) == {"first"}
+    again.begin()
+    again.remember("second", knob(tmp_path, "second", "2"))
+    again.end("applied")
+    later = Journal.for_project("torn")  # two runs later: still readable, nothing glued
+    assert [r["op"] for r in later.records()] == ["begin", "original", "begin", "original", "end"]
+    first.apply("9")
+    assert all(o.ok for o in later.restore())
+    assert (tmp_path / "first.conf").read_text() == "first=1\n"
+
+
+def test_state_is_private(tmp_path: Path, monkeypatch) -> None:
+    """Trial data and diagnosed command lines are no business of other local users."""
+    from hone.storage import StudyStore
+
+    home = tmp_path / "fresh-home"
+    monkeypatch.setenv("HONE_HOME", str(home))
+    StudyStore().studies()
+    assert home.stat().st_mode & 0o777 == 0o700
+    assert (home / "studies.db").stat().st_mode & 0o777 == 0o600
+    Journal.for_project("p").begin()
+    assert Journal.for_project("p").path.stat().st_mode & 0o077 == 0
