@@ -241,7 +241,7 @@ def write_report(
     lines = [
         "# Tuner benchmark",
         "",
-        *header(command, tasks, tuners, seeds, jobs, budget, elapsed, seconds, load, what),
+        *header(tasks, what, command, tuners, seeds, jobs, budget, elapsed, seconds, load),
         ABOUT,
     ]
     summary = overall(tasks, tuners, results, budget, lambda r: r.regrets, evals_to_stay)

@@ -92,7 +92,7 @@ are samples, not full grids, so a task's candidates are its rows (`benchmarks/tu
 `--task path/to/TABLE.csv.gz` runs any table in either source's conventions (at the three
 noise levels). `--protocol promisetune` runs PromiseTune's protocol on its systems (budget 100,
 noise-free, no baseline, the best configuration found) beside its published per-system
-results, into `docs/tuners-promisetune.md`.
+results, into [tuners-promisetune.md](tuners-promisetune.md).
 
 ## Tasks
 - **Synthetic** (`benchmarks/tuners/tasks.py`): server-like response surfaces with a known

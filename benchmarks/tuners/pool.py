@@ -63,7 +63,9 @@ class Resolver:
         point = np.array(self._position(config))
         gaps = np.abs(self.matrix - point)
         gaps[:, self.categorical] = gaps[:, self.categorical] > 0  # a mismatch costs 1
-        return int(np.argmin(gaps.sum(axis=1)))  # the first of equals: the table's order
+        # rounded, so that sums equal on paper tie (1/3 + 2/3 and 1 may differ in the last bit);
+        # argmin takes the first of equals: the table's order
+        return int(np.argmin(np.round(gaps.sum(axis=1), 9)))
 
 
 class PoolTask(Task):
@@ -78,7 +80,7 @@ class PoolTask(Task):
         minimize = table.minimize if minimize is None else minimize
         self.table, self.noise = table, noise
         self.system = system or table.name.lower()
-        self.resolver = Resolver(table)
+        self.resolver = _resolver(path)
         self.values = table.values
         order = np.argsort(table.values if minimize else -table.values, kind="stable")
         # The default: the median configuration of the table (a table has no default row;
@@ -129,6 +131,11 @@ class PoolTask(Task):
 def _table(path: Path) -> Table:
     """A table read once per process: its three noise variants share it."""
     return read_table(path)
+
+
+@cache
+def _resolver(path: Path) -> Resolver:
+    return Resolver(_table(path))
 
 
 def pool_tasks(tables: list[str], noise_levels=NOISE_LEVELS) -> list[PoolTask]:

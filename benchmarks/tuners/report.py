@@ -22,7 +22,10 @@ def checkpoints(budget: int) -> list[int]:
     return marks if budget in marks else [*marks, budget]
 
 
-def header(command, tasks, tuners, seeds, jobs, budget, elapsed, seconds, load, what) -> list[str]:
+def header(
+    tasks, what, command, tuners, seeds, jobs, budget, elapsed, seconds, load, **_
+) -> list[str]:
+    """The run's command, size, wall and CPU time (the saved run's fields by name)."""
     return [
         f"Command: `{command}` "
         f"({len(tasks)} tasks x {len(tuners)} tuners x {seeds} seeds, budget {budget}; "

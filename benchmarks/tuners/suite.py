@@ -69,12 +69,18 @@ def path_tasks(paths: list[Path], noise_levels=NOISE_LEVELS) -> list[Task]:
     """Tasks given by path: a tabular task (.yaml) or a pool table (.csv, .csv.gz)."""
     from benchmarks.tuners.tasks import TabularTask
 
+    index = pool_index()
     tasks: list[Task] = []
     for path in paths:
         if path.suffix == ".yaml":
             tasks.append(TabularTask(path))
-        else:
-            tasks += [PoolTask(path, noise) for noise in noise_levels]
+            continue
+        # one of the suite's tables keeps its system and direction (pools/pools.yaml)
+        entry = index.get(path.name.split(".")[0], {})
+        tasks += [
+            PoolTask(path, noise, entry.get("system"), entry.get("minimise"))
+            for noise in noise_levels
+        ]
     return tasks
 
 

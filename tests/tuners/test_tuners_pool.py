@@ -7,11 +7,13 @@ import gzip
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from benchmarks.tuners.harness import run
 from benchmarks.tuners.pool import POOLS, PoolTask
+from benchmarks.tuners.promisetune import PUBLISHED, best_found
 from benchmarks.tuners.split import TUNED_ON, in_set, load_split, make_split, pool_index
-from benchmarks.tuners.suite import suite_tables
+from benchmarks.tuners.suite import path_tasks, suite_tables
 
 # moot's convention: objectives end in + (maximise) or - (minimise); the first one counts.
 MOOT = """\
@@ -71,7 +73,7 @@ def test_the_vectorised_rule_agrees_with_a_plain_loop_on_a_large_pool(tmp_path: 
     for _ in range(20):
         proposal = task.space.sample(rng)
         point = np.array([task.space.domains[n].to_unit(proposal[n]) for n in "abcdef"])
-        distance = np.abs(positions - point).sum(axis=1) + (codes != proposal["g"])
+        distance = np.round(np.abs(positions - point).sum(axis=1) + (codes != proposal["g"]), 9)
         assert task.row(proposal) == int(np.flatnonzero(distance == distance.min())[0])
 
 
@@ -131,3 +133,22 @@ def test_a_set_holds_its_side_of_the_split_with_each_table_at_one_noise_level() 
     assert {n for _, n in every} == {0.0, 0.03, 0.10}
     assert len(suite_tables(False, True)) == 3 * len(index)  # --full: every variant
     assert in_set("validation", "storm-3%", "storm") and not in_set("development", "x", "storm")
+
+
+def test_promisetunes_protocol_starts_cold_and_scores_the_best_value_found(
+    tmp_path: Path,
+) -> None:
+    task = PoolTask(write(tmp_path, MOOT))
+    result = run(task, "random", seed=2, budget=6, baseline=False)
+    found = [best_found(task, result, b) for b in range(1, 7)]
+    assert found == sorted(found)  # maximised: it only grows
+    assert found[0] in set(task.values) and found[-1] <= task.optimum()
+    published = yaml.safe_load(PUBLISHED.read_text())
+    assert published["tuners"]["PromiseTune"]["7z"]["runs"] == 30
+
+
+def test_a_suite_table_given_by_path_keeps_its_system_and_direction() -> None:
+    """PromiseTune's storm table declares its throughput minimised; PromiseTune maximised it."""
+    storm = path_tasks([POOLS / "storm.csv.gz"], (0.0,))[0]
+    assert isinstance(storm, PoolTask) and not storm.minimize and storm.system == "storm"
+    assert PoolTask(POOLS / "storm.csv.gz").minimize  # as the file declares it
