@@ -4,7 +4,10 @@ of values and cut table cells to `cach…`. Off a terminal every line and cell i
 
 from __future__ import annotations
 
+import json
+import math
 import sys
+from typing import Any
 
 from rich.console import Console
 
@@ -41,3 +44,18 @@ def measured(metrics: dict[str, float], units: dict[str, str] | None = None) -> 
         f"{name}={number(value)}" + (f" {units[name]}" if units.get(name) else "")
         for name, value in metrics.items()
     )
+
+
+def print_json(data: Any) -> None:
+    """`--json`: one JSON document on stdout, whole (no colour, no wrapping); NaN as null."""
+    sys.stdout.write(json.dumps(_finite(data), indent=2, sort_keys=True) + "\n")
+
+
+def _finite(data: Any) -> Any:
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    if isinstance(data, dict):
+        return {str(k): _finite(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(v) for v in data]
+    return data

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from hone.output import output_console
+from hone.output import output_console, print_json
 
 profile_app = typer.Typer(help="Static tuning profiles (A-Tune's format), applied as transactions.")
 
@@ -35,21 +35,45 @@ def print_apply(result) -> None:  # type: ignore[no-untyped-def]
     typer.echo(f"applied {result.profile}: {result.changed} settings changed")
 
 
+JSON = typer.Option(False, "--json", help="machine-readable output")
+
+
+def _item(item) -> dict:  # type: ignore[no-untyped-def]
+    return {"section": item.section, "key": item.key, "value": item.value, "from": item.source}
+
+
 @profile_app.command("list")
-def list_command() -> None:
+def list_command(as_json: bool = JSON) -> None:
     """Every profile hone can find (* = active)."""
     from hone.profiles import list_profiles
 
+    if as_json:
+        print_json(
+            [{"name": i.name, "path": str(i.path), "active": i.active} for i in list_profiles()]
+        )
+        return
     for info in list_profiles():
         typer.echo(f"{'*' if info.active else ' '} {info.name}  ({info.path})")
 
 
 @profile_app.command("info")
-def info(name: str) -> None:
+def info(name: str, as_json: bool = JSON) -> None:
     """A profile's items after includes, by section."""
     from hone.profiles import load
 
     profile = load(name)
+    if as_json:
+        placeholders = {k: {"value": v, "how": how} for k, (v, how) in profile.placeholders.items()}
+        print_json(
+            {
+                "name": profile.name,
+                "path": str(profile.path),
+                "includes": profile.includes,
+                "items": [_item(i) for i in profile.items],
+                "placeholders": placeholders,
+            }
+        )
+        return
     table = Table("section", "key", "value", "from")
     for item in profile.items:
         table.add_row(item.section, item.key, item.value, item.source)
@@ -77,12 +101,16 @@ def rollback_command() -> None:
 
 
 @profile_app.command("check")
-def check(name: str = typer.Argument(None, help="default: the active profile")) -> None:
+def check(
+    name: str = typer.Argument(None, help="default: the active profile"), as_json: bool = JSON
+) -> None:
     """Compare the live system with a profile; exit 1 when something differs."""
     from hone.profiles import check as check_named
 
     outcomes = check_named(name)
-    for outcome in outcomes:
+    if as_json:
+        print_json([{**_item(o.item), "status": o.status, "detail": o.detail} for o in outcomes])
+    for outcome in outcomes if not as_json else ():
         typer.echo(
             f"{outcome.status:9s} [{outcome.item.section}] {outcome.item.key} = "
             f"{outcome.item.value}  {outcome.detail}"

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from hone.errors import HoneError
-from hone.output import output_console
+from hone.output import number, output_console, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -126,9 +126,15 @@ def _client() -> Any:
     return _remote["client"]
 
 
-def remote_studies() -> None:
+JSON = typer.Option(False, "--json", help="machine-readable output (the API's own shapes)")
+
+
+def remote_studies(as_json: bool = JSON) -> None:
     """The studies of the remote server with their state and gain."""
     rows = _client().get("/api/studies")
+    if as_json:
+        print_json(rows)
+        return
     table = Table("study", "state", "engine", "trials", "failed", "outcome", "gain", "best")
     for row in rows:
         table.add_row(
@@ -144,7 +150,10 @@ def remote_studies() -> None:
     output_console().print(table)
 
 
-def remote_show(study: str = typer.Argument(..., help="study name (project#n) or project")) -> None:
+def remote_show(
+    study: str = typer.Argument(..., help="study name (project#n) or project"),
+    as_json: bool = JSON,
+) -> None:
     """One remote study: summary, best configuration and its trials."""
     from hone.serve.remote import study_path
 
@@ -152,6 +161,9 @@ def remote_show(study: str = typer.Argument(..., help="study name (project#n) or
     info = client.get(study_path(study))
     best = client.get(study_path(study, "/best"))
     trials = client.get(study_path(study, "/trials"))
+    if as_json:  # the same document as `hone show --json`
+        print_json({"study": info, "best": best, "trials": trials})
+        return
     console = output_console()
     console.print(
         f"study [bold]{info['name']}[/]: {info['state']}, engine {info.get('engine')}, "
@@ -170,7 +182,7 @@ def remote_show(study: str = typer.Argument(..., help="study name (project#n) or
             str(trial["number"]),
             trial["phase"],
             *(str(trial["config"].get(k, "")) for k in knobs),
-            "" if trial["score"] is None else f"{trial['score']:.4g}",
+            "" if trial["score"] is None else number(trial["score"]),
             trial["state"],
             trial.get("error") or "",
         )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import HTTPException, Request
 
 from hone.serve.auth import Access
-from hone.serve.summary import find
 from hone.storage import StudyRecord, StudyStore
+from hone.storage.summary import find
 
 #: Methods that only read; every other method changes something and always needs the token.
 READS = frozenset({"GET", "HEAD"})

@@ -19,9 +19,9 @@ from hone.journal import Journal
 from hone.optimizers import optimizer_names
 from hone.serve.deps import find_study, store
 from hone.serve.runs import RunManager
-from hone.serve.summary import best_of, detail, read_trials, summaries, trial_dict
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING
+from hone.storage.summary import best_of, detail, read_trials, summaries, trial_dict
 from hone.tune.views import knob_importance
 
 router = APIRouter(prefix="/api", tags=["studies"])

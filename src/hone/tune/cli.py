@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from hone.errors import HoneError
-from hone.output import output_console
+from hone.output import output_console, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -82,8 +82,17 @@ def _project_name(project: str) -> str:
     return project
 
 
-def studies(storage: str = typer.Option(None, help="SQLAlchemy URL")) -> None:
+JSON = typer.Option(False, "--json", help="machine-readable output (docs/serve.md's shapes)")
+
+
+def studies(storage: str = typer.Option(None, help="SQLAlchemy URL"), as_json: bool = JSON) -> None:
     """List the tuning studies with their state and gain."""
+    if as_json:
+        from hone.storage import StudyStore
+        from hone.storage.summary import summaries
+
+        print_json(summaries(StudyStore(storage)))
+        return
     from hone.tune.views import studies_table
 
     output_console().print(studies_table(storage))
@@ -92,8 +101,24 @@ def studies(storage: str = typer.Option(None, help="SQLAlchemy URL")) -> None:
 def show(
     study: str = typer.Argument(..., help="study name (project#n) or project name"),
     storage: str = typer.Option(None, help="SQLAlchemy URL"),
+    as_json: bool = JSON,
 ) -> None:
     """Trial table, best, baseline, failures with reasons, knob importance."""
+    if as_json:
+        from hone.storage import StudyStore
+        from hone.storage.summary import best_of, detail, read_trials, trial_dict
+
+        store = StudyStore(storage)
+        record = store.find(study)
+        trials = read_trials(store, record)
+        print_json(
+            {
+                "study": detail(store, record),
+                "best": best_of(record, trials),
+                "trials": [trial_dict(t) for t in trials],
+            }
+        )
+        return
     from hone.tune.views import show_study
 
     show_study(output_console(), study, storage)

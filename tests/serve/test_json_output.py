@@ -1,0 +1,61 @@
+"""`--json` of the listing commands, read back: the local CLI and `hone --server URL` give the
+REST API's documented shapes (docs/serve.md), and profiles list, show and check as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from conftest import ROOT
+
+
+def hone_json(home: Path, *args: str, env: dict[str, str] | None = None) -> Any:
+    result = subprocess.run(
+        [sys.executable, "-m", "hone", *args, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={**os.environ, "HONE_HOME": str(home), **(env or {})},
+    )
+    assert result.returncode in (0, 1), result.stderr  # profile check exits 1 on a difference
+    return json.loads(result.stdout)
+
+
+def test_studies_and_show_as_json_locally_and_remotely(server: Any) -> None:
+    local = hone_json(server.home, "studies")
+    assert {s["name"] for s in local} >= {"alpha#1", "alpha#2", "beta#1"}
+    assert [s["name"] for s in local] == [s["name"] for s in server.get("/api/studies")]
+    beta = next(s for s in local if s["name"] == "beta#1")
+    assert beta["failures"] >= 1 and beta["state"] == "finished"
+    shown = hone_json(server.home, "show", "beta#1")
+    assert set(shown) == {"study", "best", "trials"}
+    assert shown["study"]["name"] == "beta#1" and len(shown["trials"]) == beta["trials"]
+    assert any(t["state"] == "fail" and t["error"] for t in shown["trials"])
+    env = {"HONE_TOKEN": server.token}
+    remote = hone_json(server.home, "--server", server.url, "show", "beta#1", env=env)
+    assert remote["study"]["name"] == "beta#1"
+    assert [t["number"] for t in remote["trials"]] == [t["number"] for t in shown["trials"]]
+    listed = hone_json(server.home, "--server", server.url, "studies", env=env)
+    assert [s["name"] for s in listed] == [s["name"] for s in local]
+
+
+def test_profiles_as_json(tmp_path: Path) -> None:
+    (tmp_path / "mine.conf").write_text("[sysctl]\nvm.swappiness = 10\n[tip]\nuse fewer = x\n")
+    env = {"HONE_PROFILE_PATH": str(tmp_path)}
+    names = hone_json(tmp_path / "home", "profile", "list", env=env)
+    assert {"name": "mine", "path": str(tmp_path / "mine.conf"), "active": False} in names
+    info = hone_json(tmp_path / "home", "profile", "info", "mine", env=env)
+    assert info["items"][0] == {
+        "section": "sysctl",
+        "key": "vm.swappiness",
+        "value": "10",
+        "from": "mine",
+    }
+    checked = hone_json(tmp_path / "home", "profile", "check", "mine", env=env)
+    assert {c["status"] for c in checked} <= {"matches", "differs", "advice"}
+    assert checked[0]["key"] == "vm.swappiness"
