@@ -3,6 +3,7 @@ accepted by `hone check`, --compare, and bad input as one line."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -95,6 +96,20 @@ def test_from_a_saved_diagnosis_writes_a_placeholder_project(hone_cli, tmp_path:
         "diagnose", "--from", str(tmp_path / "run.hone"), "--suggest-project", str(tmp_path / "p")
     )
     assert again.returncode == 2 and "already exists" in again.stderr
+
+
+def test_a_saved_diagnosis_as_json_reads_back(hone_cli, tmp_path: Path) -> None:
+    """`--json` prints the document `GET /api/diagnoses/NAME` answers, with the report's path."""
+    make(80).save(tmp_path / "run.hone")
+    done = hone_cli(
+        "diagnose", "--from", str(tmp_path / "run.hone"), "--json", "-o", str(tmp_path / "r.html")
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["functions"]["self"][0]["name"] == "hash_block"
+    assert document["functions"]["self"][0]["self"] == pytest.approx(0.8)
+    assert document["samples"] > 0 and "findings" in document and "summary" in document
+    assert document["files"]["report"] == str(tmp_path / "r.html")
 
 
 @pytest.mark.parametrize(

@@ -459,6 +459,9 @@ def diagnose(
     frequency: int = typer.Option(99, "--frequency", "-F", help="on-CPU samples per second"),
     with_offcpu: bool = typer.Option(True, "--offcpu/--no-offcpu", help="off-CPU analysis"),
     with_locks: bool = typer.Option(True, "--locks/--no-locks", help="lock-wait analysis"),
+    as_json: bool = typer.Option(
+        False, "--json", help="print the diagnosis as JSON (the shape of GET /api/diagnoses/NAME)"
+    ),
 ) -> None:
     """Find the bottleneck (hot threads, flame graphs, off-CPU, locks, top-down), what to tune."""
     if compare:
@@ -475,7 +478,7 @@ def diagnose(
         report = _places(output, result.target)[0] if output is not None else None
         if report:
             report.write_text(to_html(result))
-        typer.echo(terminal(result, report))
+        _say(result, terminal(result, report), as_json, report=report)
     else:
         if pid is not None and not Path(f"/proc/{pid}").exists():
             raise HoneError(f"no process with pid {pid}")
@@ -489,10 +492,21 @@ def diagnose(
         result.save(saved)
         report.write_text(to_html(result))
         _write_side_files(result, files)
-        typer.echo(terminal(result, report, saved))
+        _say(result, terminal(result, report, saved), as_json, report=report, saved=saved)
     if suggest_project is not None:
         path = suggest.write(result, suggest_project)
-        typer.echo(f"project: {path} (check it with: hone check {path.parent})")
+        typer.echo(f"project: {path} (check it with: hone check {path.parent})", err=as_json)
+
+
+def _say(result: Diagnosis, text: str, as_json: bool, **files: Path | None) -> None:
+    """The verdict in words, or with --json the whole diagnosis and where its files are."""
+    if not as_json:
+        typer.echo(text)
+        return
+    from hone.diagnose.document import document
+    from hone.output import print_json
+
+    print_json({**document(result), "files": {k: str(v) for k, v in files.items() if v}})
 
 
 def _side_folder(report: Path) -> Path:

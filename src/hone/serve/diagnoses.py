@@ -17,10 +17,10 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
 from hone.diagnose.diff import Change, diff, diff_summary
+from hone.diagnose.document import document
 from hone.diagnose.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis, to_html
-from hone.diagnose.tables import function_table, module_table, summary
 from hone.errors import HoneError
 from hone.paths import state_dir
 
@@ -98,46 +98,11 @@ def list_diagnoses() -> list[dict[str, Any]]:
     return items
 
 
-def _row(row: Any) -> dict[str, Any]:
-    return {
-        "name": row.name,
-        "module": row.module,
-        "self": row.self_share,
-        "total": row.total_share,
-        "self_samples": row.self_samples,
-        "total_samples": row.total_samples,
-    }
-
-
 @router.get("/{name}")
 def diagnosis(name: str, rows: int = Query(50, ge=1, le=1000)) -> dict[str, Any]:
     """One diagnosis: the verdict, capabilities, hot threads, off-CPU and lock summaries, the
     top-down figures, suggested knobs, and top-down / bottom-up tables by function and module."""
-    d = load(name)
-    body = d.runtime()
-    offcpu = body.pop("offcpu") or {}
-    body["offcpu"] = {
-        "totals_us": {kind: d.offcpu.total_us(kind) for kind in d.offcpu.stacks}
-        if d.offcpu
-        else {},
-        "runqueue": offcpu.get("runqueue"),
-    }
-    body.update(
-        name=name,
-        samples=d.profile.total,
-        event=d.profile.event,
-        frequency_hz=d.profile.frequency_hz,
-        summary=summary(d.profile),
-        functions={
-            "total": [_row(r) for r in function_table(d.profile, "total")[:rows]],
-            "self": [_row(r) for r in function_table(d.profile, "self")[:rows]],
-        },
-        modules={
-            "total": [_row(r) for r in module_table(d.profile, "total")[:rows]],
-            "self": [_row(r) for r in module_table(d.profile, "self")[:rows]],
-        },
-    )
-    return body
+    return {**document(load(name), rows), "name": name}
 
 
 Views = Literal["cpu", "offcpu"]
