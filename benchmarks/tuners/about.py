@@ -127,9 +127,9 @@ results, into [tuners-promisetune.md](tuners-promisetune.md).
   - `nginx`: requests/s (maximise) of nginx 1.22 serving a 4 KiB page to `wrk -t2 -c64 -d3s`;
     worker_processes, worker_connections, keepalive_requests, sendfile; nginx restarted for
     every row; 54 configurations x 5 rows (`python -m benchmarks.tuners.measure.nginx --reps
-    5`; load average 2.8-4.2 while it ran). The table before session 6 had measured nginx's
-    403 page: its temporary prefix was private to root and nginx's workers run as nobody; the
-    script now makes the prefix readable and refuses a run with error responses.
+    5`; load average 2.8-4.2 while it ran). The script makes nginx's temporary prefix readable
+    by its workers (which run as nobody) and refuses a run with error responses, so no row
+    measures an error page.
   - `memcached`: TPS (maximise) of memcached 1.6 under `memcaslap -T 2 -c 32 -t 2s`; threads,
     requests per event (-R), CAS on/off (-C), max connections (-c 16 starves the 32 client
     connections: memcaslap hangs past its timeout, a failed row, or crawls: 12 configurations
@@ -139,8 +139,7 @@ results, into [tuners-promisetune.md](tuners-promisetune.md).
   its best configurations are. On nginx and memcached (rows spread by 8-9 %) the truth of a
   configuration, a mean of 5 rows, is known to about 4 %, and 2-4 configurations are within 2 %
   of the optimum with the next at 2.3 %: which of them a tuner deploys is partly chance, and
-  telling 2 % from 2.3 % apart would take hundreds of readings. Until session 5 these tables
-  had 3 rows spread by 25 % and 37 % (measured under heavier load, nginx's of its error page),
-  and "evals to 2 %" on them measured luck. gcc-flags (1 % spread) resolves 2 % with a few
-  readings.
+  telling 2 % from 2.3 % apart would take hundreds of readings; tables of 3 rows measured under
+  heavier load spread by 25-37 %, and "evals to 2 %" on them measures luck. gcc-flags (1 %
+  spread) resolves 2 % with a few readings.
 """
