@@ -48,14 +48,15 @@ def measured(metrics: dict[str, float], units: dict[str, str] | None = None) -> 
 
 def print_json(data: Any) -> None:
     """`--json`: one JSON document on stdout, whole (no colour, no wrapping); NaN as null."""
-    sys.stdout.write(json.dumps(_finite(data), indent=2, sort_keys=True) + "\n")
+    sys.stdout.write(json.dumps(finite(data), indent=2, sort_keys=True) + "\n")
 
 
-def _finite(data: Any) -> Any:
+def finite(data: Any) -> Any:
+    """JSON has no NaN or infinity: such values become null, in any nesting."""
     if isinstance(data, float) and not math.isfinite(data):
         return None
     if isinstance(data, dict):
-        return {str(k): _finite(v) for k, v in data.items()}
+        return {str(k): finite(v) for k, v in data.items()}
     if isinstance(data, list | tuple):
-        return [_finite(v) for v in data]
+        return [finite(v) for v in data]
     return data

@@ -91,3 +91,18 @@ def test_live_view_draws_every_section(hone_cli) -> None:
     for title in ("system", "CPUs", "disks", "network", "busiest processes"):
         assert title in result.stdout
     assert re.search(r"\blo\b", result.stdout) and "cpu0" in result.stdout
+
+
+def test_samples_as_json_lines_read_back(hone_cli) -> None:
+    """`--json`: one object per sample, every value valid JSON (no NaN), the busiest processes."""
+    import json
+
+    result = hone_cli("collect", "-i", "0.5", "-n", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    samples = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(samples) == 2
+    for sample in samples:
+        assert sample["interval"] == pytest.approx(0.5, abs=0.3)
+        assert 0 <= sample["metrics"]["CPU.STAT.util"] <= 100
+        assert isinstance(sample["processes"], list) and "unavailable" in sample
+    assert samples[1]["time"] > samples[0]["time"]

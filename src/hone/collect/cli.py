@@ -3,12 +3,14 @@ a live view) or a Prometheus endpoint."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import typer
 
 from hone.errors import HoneError
+from hone.output import finite
 
 
 def register(app: typer.Typer) -> None:
@@ -45,6 +47,9 @@ def collect(
         True, "--processes/--no-processes", help="per-process and per-thread CPU"
     ),
     live: bool = typer.Option(False, "--live", help="a terminal view redrawn every interval"),
+    as_json: bool = typer.Option(
+        False, "--json", help="one JSON object per sample on stdout (JSON Lines) instead of a line"
+    ),
     serve: bool = typer.Option(
         False, "--serve", help="a Prometheus endpoint (node_exporter names) at --listen"
     ),
@@ -84,7 +89,7 @@ def collect(
                 show(snapshots)
             for snapshot in snapshots:
                 if str(output) != "-":
-                    typer.echo(_line(snapshot))
+                    typer.echo(_json_line(snapshot) if as_json else _line(snapshot))
         except KeyboardInterrupt:
             pass
         finally:
@@ -118,6 +123,26 @@ def _tee(snapshots, writer):  # type: ignore[no-untyped-def]
     for snapshot in snapshots:
         writer.write(snapshot)
         yield snapshot
+
+
+def _json_line(snapshot) -> str:  # type: ignore[no-untyped-def]
+    """A sample as one JSON object: its time and interval, every metric this machine measures
+    (A-Tune's names), the metrics it cannot, and the busiest processes."""
+    return json.dumps(
+        finite(
+            {
+                "time": snapshot.time,
+                "interval": snapshot.interval,
+                "metrics": snapshot.metrics,
+                "unavailable": list(snapshot.unavailable),
+                "processes": [
+                    {"pid": p.pid, "name": p.name, "cpu": p.cpu, "threads": p.threads}
+                    for p in snapshot.processes
+                ],
+            }
+        ),
+        sort_keys=True,
+    )
 
 
 def _line(snapshot) -> str:  # type: ignore[no-untyped-def]
