@@ -30,7 +30,7 @@ def project(tmp_path: Path) -> Path:
             config: {{file: mode.txt, format: regex, pattern: '^(.*)$', restart: false}}
         benchmark: {{command: python3 bench.py, timeout: 20}}
         metrics:
-          tps: {{pattern: 'second: (\\S+)', direction: maximize}}
+          tps: {{pattern: 'second: (\\S+)', direction: maximize, unit: ops/s}}
         tuning: {{engine: gridsearch, budget: 2, baseline: 2, apply: never, seed: 1,
                   confirm: {{candidates: 1, rounds: 2}}}}
         """)
@@ -63,7 +63,8 @@ def test_output_through_a_pipe_keeps_whole_lines_cells_and_readable_numbers(
         assert "…" not in text
     # a trial line is one line, with the whole value and the number written out
     trial = next(line for line in tuned.splitlines() if MODE in line and "trial" in line)
-    assert "tps=171,250" in trial, trial
+    assert "tps=171,250 ops/s" in trial, trial
+    assert "tps=153,300 ops/s" in shown  # the baseline line of `hone show`, with its unit
     assert "153,300" in tuned and "e+05" not in tuned + shown
     rows = [line for line in shown.splitlines() if MODE in line and line.startswith("│")]
     assert rows and all("171,250" in row for row in rows)

@@ -298,7 +298,9 @@ def _metrics(doc: Node) -> list[Metric]:
     for name, spec in node.items():
         spec = expect_mapping(spec, node, name)
         check_keys(
-            spec, ("pattern", "command", "direction", "weight", "limit"), required=("direction",)
+            spec,
+            ("pattern", "command", "direction", "weight", "limit", "unit"),
+            required=("direction",),
         )
         direction = text(spec, "direction")
         if direction not in ("maximize", "minimize"):
@@ -328,6 +330,7 @@ def _metrics(doc: Node) -> list[Metric]:
                 text(spec, "command"),
                 number(spec, "weight", 1.0, low=0),
                 limit,
+                text(spec, "unit") or "",
             )  # type: ignore[arg-type]
         )
     if not any(m.weight > 0 for m in metrics):

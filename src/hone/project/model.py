@@ -68,6 +68,8 @@ class Metric:
     command: str | None = None
     weight: float = 1.0
     limit: Limit | None = None
+    #: How the figure is printed after its number (`tps`, `ms`); not used in any computation.
+    unit: str = ""
 
     @property
     def sign(self) -> float:

@@ -120,9 +120,11 @@ class RichReporter(Reporter):
             transient=True,
         )
         self.task: Any = None
+        self.units: dict[str, str] = {}
 
     def start(self, project: Project, study: str, engine: str, budget: int) -> None:
         knobs = len(project.knobs)
+        self.units = {m.name: m.unit for m in project.metrics}
         self.console.print(
             f"[bold]hone tune[/] {project.name}: study [cyan]{study}[/], {knobs} knobs, "
             f"engine {engine}, budget {budget}"
@@ -139,14 +141,16 @@ class RichReporter(Reporter):
         self, metrics: Mapping[str, float], cv: float, runs: int, gain: Callable[[float], float]
     ) -> None:
         super().baseline(metrics, cv, runs, gain)
-        self.console.print(f"baseline ({runs} runs): {measured(metrics)}  noise CV {cv:.1f} %")
+        self.console.print(
+            f"baseline ({runs} runs): {measured(metrics, self.units)}  noise CV {cv:.1f} %"
+        )
 
     def trial(self, done: int, total: int, run: Measurement) -> None:
         super().trial(done, total, run)
         if run.error:
             outcome = f"[red]failed[/]: {run.error}"
         else:
-            outcome = f"{measured(run.metrics)} ({self.gain(run.score or 0.0):+.1f} %)"
+            outcome = f"{measured(run.metrics, self.units)} ({self.gain(run.score or 0.0):+.1f} %)"
         label = {"search": f"trial {done}/{total}", "confirm": f"confirm round {done}/{total}"}
         prefix = label.get(self.current_phase, self.current_phase)
         self.console.print(f"{prefix}: {_params(run.config)} -> {outcome}", markup=True)
@@ -156,7 +160,9 @@ class RichReporter(Reporter):
     def _best_text(self) -> str:
         if self.best_score is None:
             return ""
-        return f"best {measured(self.best_metrics)} ({self.gain(self.best_score):+.1f} %)"
+        return (
+            f"best {measured(self.best_metrics, self.units)} ({self.gain(self.best_score):+.1f} %)"
+        )
 
     def note(self, message: str) -> None:
         self.console.print(f"[dim]{message}[/]")
@@ -169,8 +175,8 @@ class RichReporter(Reporter):
         self.console.print()
         if result.best is not None:
             self.console.print(f"best: {_params(result.best)}")
-            self.console.print(f"      {measured(result.best_metrics)}")
-        self.console.print(f"baseline: {measured(result.baseline_metrics)}")
+            self.console.print(f"      {measured(result.best_metrics, self.units)}")
+        self.console.print(f"baseline: {measured(result.baseline_metrics, self.units)}")
         if result.gain is not None:
             self.console.print(f"confirmed gain: [bold]{result.gain}[/]")
         colour = "green" if result.outcome == "applied" else "yellow"

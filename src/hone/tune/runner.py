@@ -496,7 +496,7 @@ class Tuner:
                 "pid": os.getpid(),
                 "sources": [str(s) for s in self.project.sources],
                 "metrics": [
-                    {"name": m.name, "direction": m.direction, "weight": m.weight}
+                    {"name": m.name, "direction": m.direction, "weight": m.weight, "unit": m.unit}
                     for m in self.project.metrics
                 ],
                 "knobs": {k.name: k.domain.describe() for k in self.project.knobs},

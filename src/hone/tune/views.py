@@ -101,16 +101,17 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     study = store.find(name)
     trials = store.trials(study)
     attrs = study.attrs
+    units = {m["name"]: m.get("unit", "") for m in attrs.get("metrics", [])}
     console.print(f"study [bold]{study.name}[/]: {study.state}, engine {attrs.get('engine')}")
     baseline = attrs.get("baseline_metrics")
     if baseline:
-        values = measured(baseline)
+        values = measured(baseline, units)
         console.print(f"baseline: {values} (noise CV {attrs.get('baseline_cv', 0):.1f} %)")
     result = attrs.get("result") or {}
     if result.get("best"):
         console.print("best: " + ", ".join(f"{k}={v}" for k, v in result["best"].items()))
         metrics = result.get("best_metrics") or {}
-        console.print("      " + measured(metrics))
+        console.print("      " + measured(metrics, units))
     if result.get("gain"):
         gain = result["gain"]
         console.print(f"confirmed gain: {gain['mean']:+.1f} % ± {gain['half_width']:.1f} % (95 %)")
