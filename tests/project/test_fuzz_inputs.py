@@ -301,6 +301,24 @@ def test_what_would_fail_or_hang_later_is_refused_at_check(tmp_path: Path) -> No
             raise AssertionError(f"{what} was accepted")
 
 
+def test_a_knob_that_cannot_be_read_needs_a_default(tmp_path: Path) -> None:
+    """A flag of a process hone starts, absent from its command line: no value to go back to."""
+    doc = {
+        "name": "flag",
+        "knobs": {"threads": {"type": "int", "range": [1, 8], "flag": "--threads"}},
+        "workload": {"process": {"command": ["sleep", "100"]}},
+        "benchmark": {"command": "echo 'x 1'"},
+        "metrics": {"x": {"pattern": "x (\\S+)", "direction": "maximize"}},
+    }
+    (tmp_path / "hone.yaml").write_text(yaml.safe_dump(doc))
+    try:
+        check_project(Console(file=io.StringIO()), str(tmp_path), None, None)
+    except HoneError as exc:
+        assert "cannot be read; give it a default" in str(exc) and "hone.yaml:" in str(exc)
+    else:
+        raise AssertionError("a flag knob with no default was accepted")
+
+
 def test_a_power_constraint_cannot_hang_a_run() -> None:
     from hone.space.constraints import Constraint
 

@@ -159,6 +159,10 @@ def _knob(name: str, node: Node, directory: Path, workload: Workload) -> Knob:
     reference = None
     if node.get("default") is not None:
         reference = _value(node, "default", domain)
+    elif not actuator.readable:
+        raise node.error(
+            chosen[0], f"knob {name!r}: its current value cannot be read; give it a default"
+        )
     # Without a workload there is nothing to restart: the next benchmark run reads the value.
     restart = boolean(node, "restart", actuator.needs_restart and workload.managed)
     if restart and not workload.managed:

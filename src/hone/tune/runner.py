@@ -468,8 +468,10 @@ class Tuner:
             elif knob.reference is not None:
                 config[knob.name] = knob.reference
                 continue
-            else:
-                continue
+            else:  # stops here, before anything changed: there would be no value to go back to
+                raise HoneError(
+                    f"knob {knob.name}: its current value cannot be read; give it a default"
+                )
             try:
                 config[knob.name] = knob.domain.parse(text)
             except ValueError:
