@@ -34,7 +34,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import wraps
 
@@ -220,14 +220,18 @@ class Auto(Optimizer):
         self.measured[self.space.key(config)] += 1
 
     @_one_blas_thread
-    def ask_batch(self, n: int) -> list[Config]:
-        """Constant liar: each pending proposal is assumed to score the best value so far, and
-        none is proposed twice (the liar makes a pending configuration look like the best, and
-        the best is what auto measures again: batches of four were one configuration)."""
+    def ask_batch(self, n: int, pending: Sequence[Config] = ()) -> list[Config]:
+        """Constant liar: each pending configuration (being measured on another machine, or
+        proposed earlier in this batch) is assumed to score the best value so far, and none is
+        proposed twice (the liar makes a pending configuration look like the best, and the
+        best is what auto measures again: batches of four were one configuration)."""
         proposals: list[Config] = []
         saved = list(self.history)
         liar = min((o.value for o in saved if o.value is not None), default=0.0)
         try:
+            for config in pending:
+                self.pending.add(self.space.key(config))
+                self.history.append(Observation(dict(config), liar))
             for _ in range(n):
                 config = self.ask()
                 proposals.append(config)

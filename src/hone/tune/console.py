@@ -47,6 +47,9 @@ class Reporter:
 
     def finish(self, result: TuneResult) -> None: ...
 
+    def stop(self) -> None:
+        """End any live display (a run that ends without a TuneResult: `hone worker`)."""
+
 
 def _values(metrics: Mapping[str, float]) -> str:
     return ",".join(f"{name}={value:.2f}" for name, value in metrics.items())
@@ -170,8 +173,11 @@ class RichReporter(Reporter):
     def warn(self, message: str) -> None:
         self.console.print(f"[yellow]warning:[/] {message}")
 
-    def finish(self, result: TuneResult) -> None:
+    def stop(self) -> None:
         self.progress.stop()
+
+    def finish(self, result: TuneResult) -> None:
+        self.stop()
         self.console.print()
         if result.best is not None:
             self.console.print(f"best: {_params(result.best)}")

@@ -79,21 +79,36 @@ def goal_text(metrics: list[Metric]) -> str:
 
 
 def studies_table(storage: str | None) -> Table:
-    store = StudyStore(storage)
-    table = Table("study", "state", "engine", "trials", "outcome", "gain", "created")
-    for study in store.studies():
-        result = study.attrs.get("result") or {}
-        gain = result.get("gain")
+    from hone.storage.summary import summaries
+
+    table = Table("study", "state", "engine", "trials", "outcome", "gain", "workers", "created")
+    for row in summaries(StudyStore(storage)):
+        gain, half = row["gain"], row["gain_half_width"]
         table.add_row(
-            study.name,
-            study.state,
-            str(study.attrs.get("engine", "")),
-            str(result.get("trials", len(store.trials(study)))),
-            str(result.get("outcome", "")),
-            f"{gain['mean']:+.1f} % ± {gain['half_width']:.1f}" if gain else "",
-            str(study.attrs.get("created", "")),
+            row["name"],
+            row["state"],
+            str(row["engine"] or ""),
+            str(row["trials"]),
+            str(row["outcome"] or ""),
+            "" if gain is None else f"{gain:+.1f} %" + ("" if half is None else f" ± {half:.1f}"),
+            workers_text(row["workers"]),
+            str(row["created"] or ""),
         )
     return table
+
+
+def workers_text(workers: list[dict]) -> str:
+    """`a: #12, b: idle, c: lost` — each worker of a shared study and what it runs now."""
+    parts = []
+    for worker in workers:
+        if worker["running"] is not None:
+            doing = f"#{worker['running']}"
+        elif worker["state"] == "running":
+            doing = "idle"
+        else:
+            doing = str(worker["state"])
+        parts.append(f"{worker['id']}: {doing}")
+    return ", ".join(parts)
 
 
 def show_study(console: Console, name: str, storage: str | None) -> None:
