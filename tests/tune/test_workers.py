@@ -89,7 +89,7 @@ def studies_json(url: str, home: Path) -> list[dict]:
 def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> None:
     names = ["w1", "w2", "w3"]
     folders = [machine(tmp_path, name, offset=10 * i) for i, name in enumerate(names)]
-    procs = [start(folder, postgres_url, name) for folder, name in zip(folders, names)]
+    procs = [start(folder, postgres_url, name) for folder, name in zip(folders, names, strict=True)]
     outputs = [finish(proc) for proc in procs]
     store = StudyStore(postgres_url)
     study = store.find("shared")
