@@ -53,6 +53,7 @@ LOST = (
     "(killed, crashed or cut off from the database)"
 )
 WAIT = "wait"  # the budget is spent but trials run elsewhere: one of them may yet be lost
+POLL = 0.5  # seconds between looks at the study while waiting for those trials
 
 
 @dataclass
@@ -149,7 +150,7 @@ class Worker(Tuner):
         while True:
             claim = self._claim(study, space, optimizer)
             if claim == WAIT:
-                time.sleep(self.heart.interval)
+                time.sleep(min(self.heart.interval, POLL))
                 continue
             if claim is None:
                 return
