@@ -111,6 +111,14 @@ def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> Non
     assert [(w["id"], w["state"], w["running"]) for w in listed["workers"]] == [
         (name, "finished", None) for name in names
     ]
+    table = subprocess.run(
+        [sys.executable, "-m", "hone", "studies", "--storage", postgres_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HONE_HOME": str(tmp_path)},
+    ).stdout
+    assert "w1: finished, w2: finished, w3: finished" in table
     assert [w["baseline_metrics"] for w in listed["workers"]] == [
         {"score": 64.0},
         {"score": 74.0},
