@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,32 +25,68 @@ def swappiness():
     SWAPPINESS.write_text(original)
 
 
+@dataclass
+class Postgres:
+    """A PostgreSQL cluster of its own: initdb in a temporary folder, run as `postgres`, on a
+    loopback port."""
+
+    folder: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def ctl(self, *args: str | Path) -> None:
+        subprocess.run(
+            [
+                "runuser",
+                "-u",
+                "postgres",
+                "--",
+                PG_BIN / "pg_ctl",
+                "-D",
+                self.folder / "data",
+                *args,
+            ],
+            check=True,
+            capture_output=True,
+        )
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self.ctl("-w", "-l", self.folder / "log", "-o", options, "start")
+
+    def stop(self) -> None:
+        self.ctl("-m", "immediate", "stop")
+
+
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A PostgreSQL cluster of its own (initdb in a temporary folder, run as `postgres`, on a
-    loopback port), stopped and deleted after the test: a study database several machines share."""
+def postgres() -> Iterator[Postgres]:
+    """A study database several machines share, stopped and deleted after the test."""
     folder = Path(tempfile.mkdtemp(prefix="hone-test-pg-"))
     shutil.chown(folder, "postgres")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    run = ["runuser", "-u", "postgres", "--"]
-    data = folder / "data"
     subprocess.run(
-        [*run, PG_BIN / "initdb", "-D", data, "-A", "trust", "-U", "postgres"],
+        [
+            *("runuser", "-u", "postgres", "--", PG_BIN / "initdb"),
+            *("-D", folder / "data", "-A", "trust", "-U", "postgres"),
+        ],
         check=True,
         capture_output=True,
     )
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-    subprocess.run(
-        [*run, PG_BIN / "pg_ctl", "-D", data, "-w", "-l", folder / "log", "-o", options, "start"],
-        check=True,
-        capture_output=True,
-    )
+    server = Postgres(folder, port)
+    server.start()
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+        yield server
     finally:
-        subprocess.run(
-            [*run, PG_BIN / "pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True
-        )
+        with contextlib.suppress(subprocess.CalledProcessError):
+            server.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres: Postgres) -> str:
+    return postgres.url

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import Postgres
 
 from hone.storage import StudyStore
 from hone.storage.summary import read_trials
@@ -175,3 +176,21 @@ def test_a_killed_worker_leaves_its_trial_failed_and_restore_brings_its_knob_bac
     )
     assert restored.returncode == 0, restored.stderr
     assert (victim_folder / "app.conf").read_text() == "level 0\n"
+
+
+def test_a_worker_cut_off_from_postgresql_puts_its_knob_back_and_stops(
+    postgres: Postgres, tmp_path: Path
+) -> None:
+    folder = machine(tmp_path, "m", search_sleep=3)
+    proc = start(folder, postgres.url, "m")
+    deadline = time.monotonic() + 40
+    while (folder / "app.conf").read_text() == "level 0\n":  # in its first search trial
+        assert time.monotonic() < deadline and proc.poll() is None, "no search trial"
+        time.sleep(0.1)
+    postgres.stop()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("hone: stopped, every knob put back: ")
+    assert "Traceback" not in err
+    assert (folder / "app.conf").read_text() == "level 0\n"
