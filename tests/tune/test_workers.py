@@ -102,6 +102,10 @@ def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> Non
     assert sorted(t.worker for t in baselines) == names  # a baseline on every machine
     assert all(t.score == 0.0 for t in baselines)  # each scored against its own baseline
     assert {t.worker for t in search} <= set(names) and len({t.worker for t in search}) >= 2
+    for trial in search:  # never proposed what another worker was measuring at the time
+        for other in search:
+            running = other.started < trial.started < other.started + other.seconds
+            assert other is trial or not running or other.config != trial.config
     for trial in search:  # a gain in % over the worker's own baseline score (100 - 36 = 64)
         level, base = trial.config["level"], 64 + 10 * names.index(trial.worker)
         assert trial.score == pytest.approx((base + 36 - (level - 6) ** 2 - base) / base * 100)

@@ -125,6 +125,9 @@ class Auto(Optimizer):
         # two of the three design points, after one measurement all three (every figure in
         # docs/optimizers.md is of this; a two-point design instead did worse on the 4-knob task).
         if self.design and len(self.history) <= len(self.design) + 3:
+            # (a design point being measured elsewhere, in a batch, is skipped)
+            while len(self.design) > 1 and self.space.key(self.design[0]) in self.pending:
+                self.design.pop(0)
             return self.design.pop(0)
         if len(done) < 3:
             return self.space.sample(self.rng)
