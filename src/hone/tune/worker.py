@@ -186,13 +186,20 @@ class Worker(Tuner):
         return study
 
     def _shared_study(self, wanted: str) -> StudyRecord | None:
-        studies = [s for s in self.store.studies() if wanted in (s.name, s.project)]
-        named = [s for s in studies if s.name == wanted]
-        if named and not (named[0].attrs.get("workers") and named[0].state == RUNNING):
-            raise HoneError(f"study {wanted} is not a running study of workers")
-        shared = [s for s in studies if s.attrs.get("workers") and s.state == RUNNING]
-        if named:
+        """The study `--study` names, else the project's newest running shared study."""
+        studies = self.store.studies()
+        if self.worker_options.study:
+            named = [s for s in studies if s.name == wanted]
+            if not named:
+                raise HoneError(f"no study named {wanted!r} in {self.store.url}")
+            if not (named[0].attrs.get("workers") and named[0].state == RUNNING):
+                raise HoneError(f"study {wanted} is not a running study of workers")
             return named[0]
+        shared = [
+            s
+            for s in studies
+            if s.project == wanted and s.attrs.get("workers") and s.state == RUNNING
+        ]
         return max(shared, key=lambda s: s.study_id) if shared else None
 
     def _study_attrs(self) -> dict[str, Any]:
