@@ -74,7 +74,7 @@ def worker(
 
         make_optimizer(engine, loaded.space())  # an unknown engine fails before any change
     options = WorkerOptions(storage, worker_id, study, engine, budget, baseline, seed, lease)
-    reporter = RichReporter()
+    reporter = RichReporter(command="hone worker")
     try:
         result = Worker(loaded, reporter, options).run()
     finally:

@@ -110,9 +110,10 @@ class AtuneReporter(Reporter):
 class RichReporter(Reporter):
     """A live progress bar with trial n/N, elapsed time, best so far and improvement."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, command: str = "hone tune") -> None:
         super().__init__()
         self.console = console or output_console()
+        self.command = command
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -129,7 +130,7 @@ class RichReporter(Reporter):
         knobs = len(project.knobs)
         self.units = {m.name: m.unit for m in project.metrics}
         self.console.print(
-            f"[bold]hone tune[/] {project.name}: study [cyan]{study}[/], {knobs} knobs, "
+            f"[bold]{self.command}[/] {project.name}: study [cyan]{study}[/], {knobs} knobs, "
             f"engine {engine}, budget {budget}"
         )
         self.progress.start()
