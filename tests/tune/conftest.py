@@ -7,11 +7,13 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 
 SWAPPINESS = Path("/proc/sys/vm/swappiness")
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -61,9 +63,8 @@ class Postgres:
         self.ctl("-m", "immediate", "stop")
 
 
-@pytest.fixture
-def postgres() -> Iterator[Postgres]:
-    """A study database several machines share, stopped and deleted after the test."""
+@contextlib.contextmanager
+def _cluster() -> Iterator[Postgres]:
     folder = Path(tempfile.mkdtemp(prefix="hone-test-pg-"))
     shutil.chown(folder, "postgres")
     with socket.socket() as sock:
@@ -88,5 +89,25 @@ def postgres() -> Iterator[Postgres]:
 
 
 @pytest.fixture
-def postgres_url(postgres: Postgres) -> str:
-    return postgres.url
+def postgres() -> Iterator[Postgres]:
+    """A server of the test's own (the test may stop it), deleted after the test."""
+    with _cluster() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def shared_postgres() -> Iterator[Postgres]:
+    with _cluster() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(shared_postgres: Postgres) -> str:
+    """A fresh database on a server the session's tests share: a study database several
+    machines would share."""
+    name = f"t{uuid.uuid4().hex[:12]}"
+    engine = sqlalchemy.create_engine(shared_postgres.url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sqlalchemy.text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    return shared_postgres.url.rsplit("/", 1)[0] + f"/{name}"

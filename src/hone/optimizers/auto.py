@@ -70,6 +70,7 @@ MAX_REPEATS = 2  # measurements after which the incumbent is not confirmed again
 REMEASURE = 4.0  # re-measure the incumbent when its spread exceeds this many expected gains
 CHALLENGERS = 16  # measured configurations considered for measuring again
 AGAIN = 4.0  # measure a configuration again when that is worth this many new ones
+SAMPLE_TRIES = 16  # random draws to get past configurations pending in a batch
 _BLAS = ThreadpoolController()
 
 
@@ -126,11 +127,12 @@ class Auto(Optimizer):
         # docs/optimizers.md is of this; a two-point design instead did worse on the 4-knob task).
         if self.design and len(self.history) <= len(self.design) + 3:
             # (a design point being measured elsewhere, in a batch, is skipped)
-            while len(self.design) > 1 and self.space.key(self.design[0]) in self.pending:
+            while self.design and self.space.key(self.design[0]) in self.pending:
                 self.design.pop(0)
-            return self.design.pop(0)
+            if self.design:
+                return self.design.pop(0)
         if len(done) < 3:
-            return self.space.sample(self.rng)
+            return self._sample()
         self._fit(done)
         # the incumbent and the centres of the search are measured configurations, never the
         # pending ones whose value is a lie (the last `lies` of the history)
@@ -163,6 +165,15 @@ class Auto(Optimizer):
             return dict(incumbent)
         challenger = self._challenger(known, pool[order[:1]], score)
         return challenger or first_feasible(self.encoder, pool, order) or dict(incumbent)
+
+    def _sample(self) -> Config:
+        """A random configuration, not one pending in a batch (a few draws at most)."""
+        config = self.space.sample(self.rng)
+        for _ in range(SAMPLE_TRIES):
+            if self.space.key(config) not in self.pending:
+                break
+            config = self.space.sample(self.rng)
+        return config
 
     def _challenger(self, known: Measured, fresh: np.ndarray, score) -> Config | None:
         """A measured configuration worth measuring again rather than the best new one, or
