@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 from conftest import Postgres
+from rich.console import Console
 
 from hone.storage import StudyStore
-from hone.storage.summary import read_trials
+from hone.storage.summary import read_trials, summaries
+from hone.tune.views import studies_table
 
-BUDGET = 9
+BUDGET = 6
 
 
 def machine(root: Path, name: str, search_sleep: float = 0.3, offset: int = 0) -> Path:
@@ -116,14 +118,9 @@ def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> Non
     assert [(w["id"], w["state"], w["running"]) for w in listed["workers"]] == [
         (name, "finished", None) for name in names
     ]
-    table = subprocess.run(
-        [sys.executable, "-m", "hone", "studies", "--storage", postgres_url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "HONE_HOME": str(tmp_path)},
-    ).stdout
-    assert "w1: finished, w2: finished, w3: finished" in table
+    console = Console(width=300, record=True)
+    console.print(studies_table(postgres_url))  # what `hone studies` prints
+    assert "w1: finished, w2: finished, w3: finished" in console.export_text()
     assert [w["baseline_metrics"] for w in listed["workers"]] == [
         {"score": 64.0},
         {"score": 74.0},
@@ -134,7 +131,7 @@ def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> Non
 def test_a_killed_worker_leaves_its_trial_failed_and_restore_brings_its_knob_back(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    victim_folder = machine(tmp_path, "victim", search_sleep=6)
+    victim_folder = machine(tmp_path, "victim", search_sleep=4)
     survivor_folder = machine(tmp_path, "survivor")
     victim = start(victim_folder, postgres_url, "victim")
     survivor = start(survivor_folder, postgres_url, "survivor")
@@ -153,7 +150,7 @@ def test_a_killed_worker_leaves_its_trial_failed_and_restore_brings_its_knob_bac
     else:
         pytest.fail("the victim never ran a search trial")
     # mid-trial, on a machine of the same kind other workers can see:
-    during = next(s for s in studies_json(postgres_url, tmp_path) if s["name"] == "shared#1")
+    during = next(s for s in summaries(store) if s["name"] == "shared#1")  # = studies --json
     victim_row = next(w for w in during["workers"] if w["id"] == "victim")
     assert victim_row["running"] == running[-1].number
     os.killpg(victim.pid, signal.SIGKILL)
