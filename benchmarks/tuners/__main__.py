@@ -47,6 +47,7 @@ from benchmarks.tuners.scoring import (
 from benchmarks.tuners.split import in_set
 from benchmarks.tuners.suite import path_tasks, promisetune_tasks, suite_tasks
 from benchmarks.tuners.tasks import TabularTask, Task
+from benchmarks.tuners.torch_peers import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = Path(__file__).resolve().parent / "tasks"
@@ -126,6 +127,9 @@ def main() -> None:
     unknown = [t for t in tuners if t not in TUNERS]
     if unknown:
         parser.error(f"unknown tuners {unknown}; known: {', '.join(TUNERS)}")
+    for reason in filter(None, map(missing, tuners)):
+        print(f"skipped: {reason}", file=sys.stderr)
+    tuners = [t for t in tuners if not missing(t)]
     started = time.monotonic()
     _TASKS[:] = tasks
     work = [
