@@ -17,7 +17,7 @@ from benchmarks.tuners.flash_peer import Flash
 from benchmarks.tuners.skopt_peer import SkoptAtune
 from benchmarks.tuners.smac_peer import SmacHpo
 from benchmarks.tuners.tasks import Task
-from benchmarks.tuners.torch_peers import Hebo, OptunaGp
+from benchmarks.tuners.torch_peers import OptunaGp
 from hone.optimizers import Optimizer, make_optimizer
 from hone.optimizers.tpe import OptunaOptimizer
 from hone.space import Config
@@ -79,7 +79,6 @@ TUNERS = {
     "optuna-gp": lambda space, seed, budget: LuckiestReading(
         OptunaGp(space, seed=seed, budget=budget)
     ),
-    "hebo": lambda space, seed, budget: Hebo(space, seed, budget),
 }
 
 
