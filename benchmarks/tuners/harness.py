@@ -14,6 +14,7 @@ import numpy as np
 import optuna
 
 from benchmarks.tuners.flash_peer import Flash
+from benchmarks.tuners.process_peer import ProcessPeer
 from benchmarks.tuners.skopt_peer import SkoptAtune
 from benchmarks.tuners.smac_peer import SmacHpo
 from benchmarks.tuners.tasks import Task
@@ -76,6 +77,7 @@ TUNERS = {
     "skopt-gp-atune": lambda space, seed, budget: SkoptAtune(space, seed, "GP"),
     "skopt-gbrt-atune": lambda space, seed, budget: SkoptAtune(space, seed, "GBRT"),
     "flash": lambda space, seed, budget: Flash(space, seed, budget),
+    "openbox": lambda space, seed, budget: ProcessPeer("openbox", space, seed, budget),
     "optuna-gp": lambda space, seed, budget: LuckiestReading(
         OptunaGp(space, seed=seed, budget=budget)
     ),
