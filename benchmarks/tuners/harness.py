@@ -78,6 +78,7 @@ TUNERS = {
     "skopt-gbrt-atune": lambda space, seed, budget: SkoptAtune(space, seed, "GBRT"),
     "flash": lambda space, seed, budget: Flash(space, seed, budget),
     "openbox": lambda space, seed, budget: ProcessPeer("openbox", space, seed, budget),
+    "hebo": lambda space, seed, budget: ProcessPeer("hebo", space, seed, budget),
     "optuna-gp": lambda space, seed, budget: LuckiestReading(
         OptunaGp(space, seed=seed, budget=budget)
     ),
