@@ -32,6 +32,9 @@ def tune(
     seed: int = typer.Option(None, help="random seed of the optimiser"),
     storage: str = typer.Option(None, help="SQLAlchemy URL of the study database"),
     atune_output: bool = typer.Option(False, "--atune-output", help="print A-Tune's lines"),
+    allow_risk: bool = typer.Option(
+        False, "--allow-risk", help="may apply a winner with risky values (fsync=off, ...)"
+    ),
 ) -> None:
     """Search the knobs against the benchmark, confirm the winner, apply it safely."""
     from hone.project import load_project
@@ -46,7 +49,7 @@ def tune(
 
         make_optimizer(engine, loaded.space())  # an unknown engine fails before any change
     reporter = AtuneReporter() if atune_output else RichReporter()
-    options = TuneOptions(engine, budget, baseline, resume, apply, seed, storage)
+    options = TuneOptions(engine, budget, baseline, resume, apply, seed, storage, allow_risk)
     result = Tuner(loaded, reporter, options).run()
     reporter.finish(result)
 

@@ -36,6 +36,7 @@ from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
 from hone.tune.console import Reporter
 from hone.tune.metrics import extract
 from hone.tune.objective import Objective
+from hone.tune.risk import Choice, choose, gain_dict, risky_changes
 from hone.tune.stats import Gain, noise, paired_gain
 from hone.workload.manager import WorkloadManager
 
@@ -52,6 +53,8 @@ class TuneOptions:
     apply: str | None = None  # auto | always | never
     seed: int | None = None
     storage: str | None = None
+    #: Apply a winner that moves a knob onto a risky value (else: the best safe one).
+    allow_risk: bool = False
 
 
 @dataclass
@@ -79,6 +82,8 @@ class TuneResult:
     trials: int
     failures: int
     elapsed: float
+    #: Set when the best confirmed configuration was risky: both gains (risk.Choice.record).
+    risk: dict[str, Any] | None = None
 
 
 class Tuner:
@@ -240,8 +245,7 @@ class Tuner:
     ) -> TuneResult:
         candidates = self._candidates(study, space, baseline, recommended)
         rounds = self.project.tuning.confirm_rounds
-        best: Config | None = None
-        best_gain: Gain | None = None
+        confirmed: list[tuple[Config, Gain]] = []
         scores: dict[int, list[float | None]] = defaultdict(list)
         metrics: dict[int, list[dict[str, float]]] = defaultdict(list)
         if candidates:
@@ -256,10 +260,10 @@ class Tuner:
                     self.reporter.trial(round_ + 1, rounds, run)
             relative = self.objective.single is not None
             for index, config in enumerate(candidates, start=1):
-                gain = paired_gain(scores[index], scores[0], relative=relative)
-                if gain.rounds and (best_gain is None or gain.mean > best_gain.mean):
-                    best, best_gain = config, gain
-        outcome, reason = self._decide(best, best_gain)
+                confirmed.append((config, paired_gain(scores[index], scores[0], relative=relative)))
+        choice = choose(self.project, baseline, confirmed, self.options.allow_risk)
+        best, best_gain = choice.best, choice.gain
+        outcome, reason = self._decide(choice)
         if outcome == "applied" and best is not None:
             self._apply(best)
             self.journal.end("applied")
@@ -279,6 +283,7 @@ class Tuner:
             trials=self.trial_count,
             failures=self.failures,
             elapsed=time.monotonic() - self.started,
+            risk=choice.record(),
         )
 
     def _candidates(
@@ -304,9 +309,30 @@ class Tuner:
                 chosen.append(configs[key])
             if len(chosen) >= self.project.tuning.confirm_candidates:
                 break
+        if all(risky_changes(self.project, c, baseline) for c in chosen):
+            # a risky winner is applied only with --allow-risk: confirm the best safe one too
+            safe = (
+                configs[k] for k in ranked if not risky_changes(self.project, configs[k], baseline)
+            )
+            extra = next((c for c in safe if space.key(c) not in keys), None)
+            if extra is not None:
+                chosen.append(extra)
         return chosen
 
-    def _decide(self, best: Config | None, gain: Gain | None) -> tuple[str, str]:
+    def _decide(self, choice: Choice) -> tuple[str, str]:
+        best, gain = choice.best, choice.gain
+        risky = ", ".join(r.short() for r in choice.risks)
+        if choice.risks and not choice.allowed:
+            held = f"the winner ({choice.other_gain}) needs --allow-risk: {risky}"
+            if best is None or gain is None:
+                return "restored", f"{held}; no safe configuration was confirmed"
+            outcome, reason = self._decide(Choice(best, gain, []))
+            return outcome, f"{held}; the best safe configuration: {reason}"
+        if choice.risks:
+            outcome, reason = self._decide(Choice(best, gain, []))
+            if outcome == "applied":
+                reason += f" (--allow-risk: {risky})"
+            return outcome, reason
         if best is None or gain is None:
             return "restored", "no configuration could be confirmed"
         if self.apply_policy == "never":
@@ -596,13 +622,8 @@ def _result_attrs(result: TuneResult) -> dict[str, Any]:
         "reason": result.reason,
         "best": result.best,
         "best_metrics": result.best_metrics,
-        "gain": None
-        if result.gain is None
-        else {
-            "mean": result.gain.mean,
-            "half_width": result.gain.half_width,
-            "rounds": result.gain.rounds,
-        },
+        "gain": gain_dict(result.gain),
+        "risk": result.risk,
         "trials": result.trials,
         "failures": result.failures,
         "elapsed": round(result.elapsed, 1),

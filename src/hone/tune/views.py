@@ -16,6 +16,7 @@ from hone.project.yamlio import load_yaml
 from hone.space import SearchSpace
 from hone.storage import StudyStore
 from hone.storage.store import TrialRecord
+from hone.tune.risk import risk_lines
 
 
 def check_project(
@@ -54,7 +55,7 @@ def check_project(
 
 
 def knob_table(knobs: list[Knob]) -> Table:
-    table = Table("knob", "type and range", "set by", "restart", "reference")
+    table = Table("knob", "type and range", "set by", "restart", "reference", "risk")
     for knob in knobs:
         table.add_row(
             knob.name,
@@ -62,8 +63,18 @@ def knob_table(knobs: list[Knob]) -> Table:
             knob.actuator.describe()[:60],
             "yes" if knob.restart else "",
             "" if knob.reference is None else str(knob.reference),
+            _risk_text(knob),
         )
     return table
+
+
+def _risk_text(knob: Knob) -> str:
+    if knob.risk is None:
+        return ""
+    return "; ".join(
+        f"{kind}: {values if isinstance(values, str) else ', '.join(values)}"
+        for kind, values in knob.risk.to_dict().items()
+    )
 
 
 def goal_text(metrics: list[Metric]) -> str:
@@ -115,6 +126,8 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     if result.get("gain"):
         gain = result["gain"]
         console.print(f"confirmed gain: {gain['mean']:+.1f} % ± {gain['half_width']:.1f} % (95 %)")
+    for line in risk_lines(result.get("risk")):
+        console.print(line, markup=False)
     if result.get("outcome"):
         console.print(f"{result['outcome']}: {result.get('reason', '')}")
     console.print(trial_table(trials))
