@@ -88,8 +88,8 @@ def _settings(hone_home: Path) -> str:
 def test_sqlite_risky_winner_needs_allow_risk(
     hone_cli, hone_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SQLITE_COMMITS", "20")  # 20 fsync-bound commits: a quick benchmark
-    args = ["tune", str(SQLITE), "--seed", "1", "--baseline", "2"]
+    monkeypatch.setenv("SQLITE_COMMITS", "10")  # 10 fsync-bound commits: a quick benchmark
+    args = ["tune", str(SQLITE), "--seed", "1", "--baseline", "2", "--max-repeats", "3"]
     held = hone_cli(*args)
     assert held.returncode == 0, held.stderr
     settings = _settings(hone_home)
@@ -109,7 +109,7 @@ def test_sqlite_risky_winner_needs_allow_risk(
 
     assert hone_cli("restore", "sqlite").returncode == 0
     # --apply always: the risky winner's 30-fold gain is certain, but on a busy machine three
-    # rounds of 20 fsync-bound commits may not say so; the decision under test is risk's
+    # rounds of 10 fsync-bound commits may not say so; the decision under test is risk's
     allowed = hone_cli(*args, "--allow-risk", "--apply", "always")
     assert allowed.returncode == 0, allowed.stderr
     settings = _settings(hone_home)

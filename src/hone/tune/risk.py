@@ -3,7 +3,7 @@ between the best confirmed configuration and the best safe one (docs/trust.md)."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hone.project.model import Project
@@ -91,10 +91,36 @@ def choose(
     return Choice(safe_config, safe_gain, risks, top, top_gain)
 
 
+def carry(later: Choice, earlier: Choice) -> Choice:
+    """A choice among the configurations confirmation went on with, keeping the other side of
+    the risk decision from the earlier look (the risky winner set aside, or the safe one)."""
+    if not earlier.risks or later.other is not None:
+        return later
+    return replace(
+        later,
+        risks=earlier.risks,
+        other=earlier.other,
+        other_gain=earlier.other_gain,
+        allowed=earlier.allowed,
+    )
+
+
 def gain_dict(gain: Gain | None) -> dict[str, Any] | None:
     if gain is None:
         return None
-    return {"mean": gain.mean, "half_width": gain.half_width, "rounds": gain.rounds}
+    return {
+        "mean": gain.mean,
+        "half_width": gain.half_width,
+        "rounds": gain.rounds,
+        "level": gain.level,
+    }
+
+
+def gain_text(gain: dict[str, Any]) -> str:
+    """A stored gain as the run printed it: mean ± half-width (level, rounds)."""
+    level = gain.get("level", 95.0)
+    rounds = f", {gain['rounds']} rounds" if gain.get("rounds") else ""
+    return f"{gain['mean']:+.1f} % ± {gain['half_width']:.1f} % ({level:.4g} %{rounds})"
 
 
 def risk_lines(record: dict[str, Any] | None) -> list[str]:
@@ -109,7 +135,7 @@ def risk_lines(record: dict[str, Any] | None) -> list[str]:
             continue
         config = ", ".join(f"{k}={v}" for k, v in (entry["config"] or {}).items())
         gain = entry.get("gain")
-        figure = f"{gain['mean']:+.1f} % ± {gain['half_width']:.1f} % (95 %)" if gain else "-"
+        figure = gain_text(gain) if gain else "-"
         note = ""
         if side == "risky":
             note = " (--allow-risk)" if record["allowed"] else " (held back: needs --allow-risk)"
