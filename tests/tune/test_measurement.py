@@ -85,3 +85,18 @@ def test_a_cpu_hog_mid_study_is_seen_and_measured_again(
     else:  # the reading before was disturbed too (a busy neighbour): this was its one re-reading
         assert trials[3].phase == "disturbed" and trials[3].config == hogged.config
     assert result.disturbed >= 1
+
+
+def test_the_looks_of_a_sequential_confirmation_spend_at_most_a_95_percent_error() -> None:
+    from hone.tune.confirm import Plan, rounds_for, rounds_needed
+
+    for planned, most in [(3, 10), (2, 2), (3, 3), (5, 40), (4, 9)]:
+        plan = Plan(planned, most)
+        levels = [plan.level(r) for r in range(1, most + 1)]
+        one_sided = sum((100 - level) / 200 for level in levels if level is not None)
+        assert one_sided <= 0.025 + 1e-12, (planned, most, levels)
+        assert plan.level(planned) is not None and plan.level(most) is not None
+    assert Plan(3, 10).extension_looks() == [6, 10]
+    assert rounds_for(5.0, 30.0, 3, 10) == 3 and rounds_for(5.0, 3.0, 3, 10) is None
+    needed = rounds_needed(5.0, 3.0)
+    assert needed is not None and rounds_for(5.0, 3.0, 3, needed) == needed

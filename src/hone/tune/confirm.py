@@ -60,6 +60,20 @@ def detectable(cv: float, rounds: int, plan: Plan) -> float:
     return detectable_gain(cv, rounds, plan.level(rounds) or 95.0)
 
 
+def rounds_for(cv: float, target: float, fewest: int, most: int) -> int | None:
+    """The fewest planned rounds, from `fewest` up to `most` (the most rounds allowed), whose
+    look confirms a `target` % gain, or None."""
+    for rounds in range(fewest, most + 1):
+        if detectable(cv, rounds, Plan(rounds, most)) <= target:
+            return rounds
+    return None
+
+
+def rounds_needed(cv: float, target: float, limit: int = 1000) -> int | None:
+    """The most rounds to allow (--max-repeats) for `target` % to be confirmable at all."""
+    return next((n for n in range(2, limit + 1) if rounds_for(cv, target, n, n)), None)
+
+
 def quality_text(quality: dict[str, Any]) -> str:
     """The measurement-quality line of a run and of `hone show`."""
     text = (

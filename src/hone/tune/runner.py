@@ -33,7 +33,7 @@ from hone.space import Config, SearchSpace, Value
 from hone.space.serialize import domain_to_dict
 from hone.storage import StudyRecord, StudyStore
 from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
-from hone.tune.confirm import Plan, detectable, quality_text
+from hone.tune.confirm import Plan, detectable, quality_text, rounds_for, rounds_needed
 from hone.tune.console import Reporter
 from hone.tune.machine import Quiet, Watch, disturbance
 from hone.tune.metrics import extract
@@ -108,6 +108,8 @@ class Tuner:
         self.budget = options.budget or tuning.budget
         self.baseline_repeats = options.baseline_repeats or tuning.baseline_repeats
         self.confirm_rounds = tuning.confirm_rounds
+        if options.min_detectable is not None and self.baseline_repeats < 3:
+            raise HoneError("--min-detectable needs at least 3 baseline runs to know the noise")
         self.apply_policy = options.apply or tuning.apply
         self.store = StudyStore(options.storage)
         self.journal = Journal.for_project(project.name)
@@ -290,26 +292,16 @@ class Tuner:
         most = max(self.options.max_repeats, self.confirm_rounds)
         target = self.options.min_detectable
         if target is not None:
-            rounds = next(
-                (
-                    n
-                    for n in range(self.confirm_rounds, most + 1)
-                    if detectable(cv, n, Plan(n, most)) <= target
-                ),
-                None,
-            )
+            rounds = rounds_for(cv, target, self.confirm_rounds, most)
             if rounds is None:
-                need = next(
-                    (n for n in range(most + 1, 1001) if detectable(cv, n, Plan(n, n)) <= target),
-                    None,
-                )
-                hint = f"--max-repeats {need}" if need else "a longer benchmark"
-                best = detectable(cv, most, Plan(most, most))
+                need = rounds_needed(cv, target)
+                allow = f", or allow --max-repeats {need}" if need else ""
+                reach = detectable(cv, most, Plan(most, most))
                 raise HoneError(
                     f"stopped before any change: the benchmark varies by {cv:.1f} % "
                     f"({len(scores)} baseline runs), so {most} confirmation rounds could confirm "
-                    f"gains of {best:.1f} % or more, not {target:g} %; "
-                    f"lengthen the benchmark, quiet the machine, or allow {hint}"
+                    f"gains of {reach:.1f} % or more, not {target:g} %; lengthen the benchmark "
+                    f"or quiet the machine{allow}"
                 )
             self.confirm_rounds = rounds
         plan = Plan(self.confirm_rounds, most)
