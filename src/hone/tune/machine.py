@@ -101,10 +101,11 @@ def _psutil_descendants(pid: int) -> list[int]:
 
 
 def _cpu_of(pid: int) -> float:
-    """User and system CPU seconds of a living process (0 once it is gone)."""
+    """CPU seconds of a living process and of the children it has reaped (a server's finished
+    workers: they left the tree without hone reaping them), 0 once it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICK
+        return sum(int(x) for x in fields[11:15]) / _TICK
     except (OSError, IndexError, ValueError):
         return 0.0
 
