@@ -89,7 +89,18 @@ def test_sqlite_risky_winner_needs_allow_risk(
     hone_cli, hone_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SQLITE_COMMITS", "10")  # 10 fsync-bound commits: a quick benchmark
-    args = ["tune", str(SQLITE), "--seed", "1", "--baseline", "2", "--max-repeats", "3"]
+    args = [
+        "tune",
+        str(SQLITE),
+        "--seed",
+        "1",
+        "--budget",
+        "6",
+        "--baseline",
+        "2",
+        "--max-repeats",
+        "3",
+    ]
     held = hone_cli(*args)
     assert held.returncode == 0, held.stderr
     settings = _settings(hone_home)
