@@ -46,6 +46,10 @@ class TrialRecord:
     apply_seconds: float | None = None
     round: int | None = None
     started: float | None = None  # POSIX time
+    #: The machine during the reading (load1, steal_pct, others_cpu, cpu_mhz), and why it
+    #: was disturbed (a `disturbed` phase: measured again).
+    machine: dict[str, Any] | None = None
+    disturbed: str | None = None
 
     @classmethod
     def from_stored(
@@ -72,6 +76,8 @@ class TrialRecord:
             apply_seconds=attrs.get("apply_seconds"),
             round=attrs.get("round"),
             started=started.timestamp() if started else None,
+            machine=attrs.get("machine"),
+            disturbed=attrs.get("disturbed"),
         )
 
 
@@ -206,10 +212,16 @@ class StudyStore:
         seconds: float | None = None,
         benchmark_seconds: float | None = None,
         apply_seconds: float | None = None,
+        phase: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Store the outcome; `seconds` is the whole trial, `benchmark_seconds` the part the
-        benchmark itself took, `apply_seconds` setting the knobs and restarting the workload."""
-        attrs: dict[str, Any] = {"metrics": metrics}
+        benchmark itself took, `apply_seconds` setting the knobs and restarting the workload.
+        `phase` replaces the phase given at the start; `extra` are further attributes (the
+        machine's state during the reading)."""
+        if phase is not None:
+            self.storage.set_trial_user_attr(trial_id, "phase", phase)
+        attrs: dict[str, Any] = {"metrics": metrics, **(extra or {})}
         timing = {
             "seconds": seconds,
             "benchmark_seconds": benchmark_seconds,
