@@ -35,6 +35,7 @@ from scipy import stats
 from benchmarks.tuners.about import ABOUT
 from benchmarks.tuners.harness import TUNERS, RunResult, run
 from benchmarks.tuners.pool import PoolTask
+from benchmarks.tuners.process_peer import missing as missing_process
 from benchmarks.tuners.promisetune import write_promisetune_report
 from benchmarks.tuners.report import checkpoints, header, overall
 from benchmarks.tuners.scoring import (
@@ -47,6 +48,7 @@ from benchmarks.tuners.scoring import (
 from benchmarks.tuners.split import in_set
 from benchmarks.tuners.suite import path_tasks, promisetune_tasks, suite_tasks
 from benchmarks.tuners.tasks import TabularTask, Task
+from benchmarks.tuners.torch_peers import missing as missing_torch
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = Path(__file__).resolve().parent / "tasks"
@@ -63,7 +65,14 @@ _TASKS: list[Task] = []  # shared with forked workers (COCO problems do not pick
 # and optimises its acquisition on every tell; a peer not listed counts as 0.1): the pool
 # starts the longest runs first, one run (task, tuner, seed) per job, so the workers finish
 # together, and the estimate printed before a run adds them up.
-COST = {"skopt-gp-atune": 230.0, "skopt-gbrt-atune": 80.0, "smac-hpo": 20.0, "auto": 2.0}
+COST = {
+    "skopt-gp-atune": 230.0,
+    "openbox": 250.0,
+    "skopt-gbrt-atune": 80.0,
+    "optuna-gp": 60.0,
+    "smac-hpo": 20.0,
+    "auto": 2.0,
+}
 EXPENSIVE = 50.0  # CPU s per run at budget 100: left out of --quick
 
 
@@ -126,6 +135,10 @@ def main() -> None:
     unknown = [t for t in tuners if t not in TUNERS]
     if unknown:
         parser.error(f"unknown tuners {unknown}; known: {', '.join(TUNERS)}")
+    absent = {t: missing_torch(t) or missing_process(t) for t in tuners}
+    for reason in filter(None, absent.values()):
+        print(f"skipped: {reason}", file=sys.stderr)
+    tuners = [t for t in tuners if not absent[t]]
     started = time.monotonic()
     _TASKS[:] = tasks
     work = [

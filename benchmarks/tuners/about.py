@@ -75,8 +75,11 @@ FLASH-era tables of `timm/moot` (SS-A ... SS-X, Apache, SQLite, x264, HSMGP, Sto
 Each table's objective is its first objective column in its source's declared direction
 (PromiseTune's redis and storm throughput maximised, as its own results files show). The tables
 are samples, not full grids, so a task's candidates are its rows (`benchmarks/tuners/pool.py`):
-- `space.candidates` holds the rows: a tuner that can choose from a finite pool (auto, and the
-  pool-native peers FLASH and PromiseTune) proposes rows directly;
+- `space.candidates` holds the rows: a tuner that can choose from a finite pool proposes rows
+  directly: FLASH and PromiseTune (pool-native), and auto, which scores its usual candidates
+  plus the pool's rows nearest its best configurations and some at random, and runs the best
+  as the nearest row it has not measured (so it never spends an evaluation on a row the system
+  would run in place of another, and its model learns each reading where it was taken);
 - every other proposal is resolved to a row by ONE rule for all tuners: the nearest row by the
   sum over knobs of |difference of unit positions| (a knob's value's rank among the table's
   values, scaled to [0, 1]), a categorical knob adding 1 on a mismatch; ties go to the row that
@@ -93,6 +96,30 @@ are samples, not full grids, so a task's candidates are its rows (`benchmarks/tu
 noise levels). `--protocol promisetune` runs PromiseTune's protocol on its systems (budget 100,
 noise-free, no baseline, the best configuration found) beside its published per-system
 results, into [tuners-promisetune.md](tuners-promisetune.md).
+
+## Peers
+Each as its authors set it up; `--tuners` names them (`python -m benchmarks.tuners --help`).
+- `optuna-tpe`, `optuna-cmaes`: Optuna's TPE and CMA-ES samplers with their defaults.
+- `smac-hpo`: SMAC3's hyperparameter-optimisation facade (random forest, log-EI, intensification),
+  non-deterministic scenario; it deploys its intensifier's incumbent.
+- `skopt-gp-atune`, `skopt-gbrt-atune`: scikit-optimize set up as A-Tune sets it up (A-Tune's
+  default engine and its GBRT); `lhs-atune`, `abtest-atune`: A-Tune's other engines in hone.
+- `flash`: FLASH (Nair et al., TSE 2018) written from the paper (`flash_peer.py`): 30 random
+  configurations of the pool, then a CART tree on everything measured picks the unmeasured
+  configuration with the best prediction; off pool tasks its pool is 10,000 random
+  configurations of the space.
+- `optuna-gp`: Optuna's GPSampler with its defaults; needs torch, from the `peers-torch` extra
+  that `make test` leaves out (skipped, saying so, when torch is absent).
+- `openbox`, `hebo`: OpenBox's Advisor (its `auto` surrogate and acquisition) and HEBO with its
+  defaults. Both pin old NumPy / scikit-learn that hone's environment cannot hold, so each runs
+  as a worker process in an environment of its own (`process_peer.py`, `workers/`), named by
+  `HONE_PEER_OPENBOX` / `HONE_PEER_HEBO`; skipped, saying how to set one up, when absent.
+- PromiseTune itself: `python -m benchmarks.tuners.promisetune --systems LLVM` runs it from a
+  checkout of its repository (`PROMISETUNE_HOME`) under its own interpreter
+  (`PROMISETUNE_PYTHON`) through `promisetune_driver.py`, which imports its module (none of its
+  code is in hone); one run costs about 6 CPU minutes, so the PromiseTune report compares auto
+  with its 30 published runs per system.
+On pool tasks every peer's proposal is resolved to a row by the rule above.
 
 ## Tasks
 - **Synthetic** (`benchmarks/tuners/tasks.py`): server-like response surfaces with a known

@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import optuna
 
+from benchmarks.tuners.flash_peer import Flash
+from benchmarks.tuners.process_peer import ProcessPeer
 from benchmarks.tuners.skopt_peer import SkoptAtune
 from benchmarks.tuners.smac_peer import SmacHpo
 from benchmarks.tuners.tasks import Task
+from benchmarks.tuners.torch_peers import OptunaGp
 from hone.optimizers import Optimizer, make_optimizer
 from hone.optimizers.tpe import OptunaOptimizer
 from hone.space import Config
@@ -73,6 +76,12 @@ TUNERS = {
     "smac-hpo": lambda space, seed, budget: SmacHpo(space, seed, budget),
     "skopt-gp-atune": lambda space, seed, budget: SkoptAtune(space, seed, "GP"),
     "skopt-gbrt-atune": lambda space, seed, budget: SkoptAtune(space, seed, "GBRT"),
+    "flash": lambda space, seed, budget: Flash(space, seed, budget),
+    "openbox": lambda space, seed, budget: ProcessPeer("openbox", space, seed, budget),
+    "hebo": lambda space, seed, budget: ProcessPeer("hebo", space, seed, budget),
+    "optuna-gp": lambda space, seed, budget: LuckiestReading(
+        OptunaGp(space, seed=seed, budget=budget)
+    ),
 }
 
 

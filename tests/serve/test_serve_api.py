@@ -51,7 +51,7 @@ def test_detail_trials_best_importance(server: Any) -> None:
 
     trials = server.get(f"/api/studies/{q('beta#1')}/trials")
     phases = {t["phase"] for t in trials}
-    assert phases == {"baseline", "search", "confirm"}
+    assert phases - {"disturbed"} == {"baseline", "search", "confirm"}  # disturbed: measured again
     assert len([t for t in trials if t["phase"] == "search"]) == 8
     failed = [t for t in trials if t["state"] == "fail"]
     assert failed, "the seed of beta hits x = 7"

@@ -44,7 +44,8 @@ def test_only_the_knob_that_matters_is_searched_after_selection(tmp_path: Path) 
     )
     reporter = Notes()
     result = Tuner(load_project(tmp_path / "hone.yaml"), reporter, TuneOptions()).run()
-    assert reporter.notes == ["kept the 1 knobs that matter most: a"]
+    kept = [note for note in reporter.notes if note.startswith("kept")]
+    assert kept == ["kept the 1 knobs that matter most: a"]
     store = StudyStore()
     search = [t for t in store.trials(store.find("select-test")) if t.phase == "search"]
     later = search[10:]

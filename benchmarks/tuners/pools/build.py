@@ -101,8 +101,8 @@ def _git(git: Path, *args: str) -> str:
 
 
 def published(git: Path) -> dict:
-    """Per tuner and system, the median over PromiseTune's runs of the best value among each
-    run's first 100 measurements (its protocol: budget 100, noise-free, best found)."""
+    """Per tuner and system, the best value among each run's first 100 measurements (its
+    protocol: budget 100, noise-free, best found), and their median over the runs."""
     files = _git(git, "ls-tree", "-r", "--name-only", "HEAD", "results").split()
     out: dict = {}
     for tuner in sorted({f.split("/")[1] for f in files}):
@@ -117,6 +117,7 @@ def published(git: Path) -> dict:
                 out.setdefault(tuner, {})[system] = {
                     "median": float(statistics.median(best)),
                     "runs": len(best),
+                    "best": [float(f"{b:.10g}") for b in best],
                 }
     return out
 

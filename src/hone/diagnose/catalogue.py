@@ -23,6 +23,8 @@ class Suggestion:
     knob: dict
     present: bool
     reason: str = ""  # why it is not present
+    #: The measurement that points to this knob (the finding of the diagnosis, in words).
+    evidence: str = ""
 
     def to_dict(self) -> dict:
         return {
@@ -31,6 +33,7 @@ class Suggestion:
             "knob": self.knob,
             "present": self.present,
             "reason": self.reason,
+            "evidence": self.evidence,
         }
 
 
@@ -47,18 +50,37 @@ def advice(kind: str) -> list[str]:
     return list(load()["kinds"].get(kind, {}).get("advice", []))
 
 
-def knobs_for(kinds: list[str]) -> list[Suggestion]:
-    """Knobs for these kinds, most important kind first, each knob once."""
+def project_kind(kind: str) -> str | None:
+    """The kind of project `--suggest-project` writes for this bottleneck when no kernel knob
+    fits it (`compiler-flags` for CPU-bound code)."""
+    return load()["kinds"].get(kind, {}).get("project")
+
+
+def knobs_for(kinds: list[str], evidence: dict[str, str] | None = None) -> list[Suggestion]:
+    """Knobs for these kinds, most important kind first, each knob once; `evidence` maps a
+    kind to the measurement that found it, which each of its knobs cites."""
     catalogue = load()
-    seen: list[str] = []
+    seen: dict[str, str] = {}
     for kind in kinds:
         for name in catalogue["kinds"].get(kind, {}).get("knobs", []):
-            if name not in seen:
-                seen.append(name)
-    return [_resolve(name, catalogue["knobs"][name]) for name in seen]
+            seen.setdefault(name, (evidence or {}).get(kind, ""))
+    return [_resolve(name, catalogue["knobs"][name], cited) for name, cited in seen.items()]
 
 
-def _resolve(name: str, entry: dict) -> Suggestion:
+def numa_nodes() -> int:
+    return len(list(Path("/sys/devices/system/node").glob("node[0-9]*"))) or 1
+
+
+def _resolve(name: str, entry: dict, evidence: str = "") -> Suggestion:
+    suggestion = _present(name, entry)
+    suggestion.evidence = evidence
+    if suggestion.present and entry.get("needs") == "numa" and numa_nodes() < 2:
+        suggestion.present = False
+        suggestion.reason = "one NUMA node: there is nothing to balance between nodes"
+    return suggestion
+
+
+def _present(name: str, entry: dict) -> Suggestion:
     knob = dict(entry["knob"])
     if "sysfs" in knob and "{disk}" in knob["sysfs"]:
         # Here, not at the top: importing hone.project loads numpy, which `hone` would

@@ -371,6 +371,8 @@ def _analyse(
     # Name the hot function in the program's own language when its stacks are there.
     named = language_profile if language_profile and language_profile.total else profile
     findings = verdict.decide(named, stats, window, cpus, off, found, td)
+    own = [f for f in findings if f.own]  # other work taking the CPUs is no reason for a knob
+    evidence = {f.kind: f.headline for f in reversed(own)}
     return Diagnosis(
         profile=profile,
         target=target,
@@ -384,7 +386,7 @@ def _analyse(
         locks=found,
         topdown=td,
         findings=findings,
-        suggestions=catalogue.knobs_for([f.kind for f in findings]),
+        suggestions=catalogue.knobs_for([f.kind for f in own], evidence),
         notes=notes,
         language_profile=language_profile,
     )

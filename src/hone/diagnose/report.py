@@ -56,6 +56,14 @@ class Diagnosis:
     def kinds(self) -> list[str]:
         return [f.kind for f in self.findings]
 
+    def own_findings(self) -> list[Finding]:
+        """The findings the process itself causes (not other work taking its CPUs)."""
+        return [f for f in self.findings if f.own]
+
+    def evidence(self) -> dict[str, str]:
+        """Each kind of bottleneck found, with the measurement that found it (its headline)."""
+        return {f.kind: f.headline for f in reversed(self.own_findings())}
+
     def runtime(self) -> dict:
         return {
             "version": DIAGNOSIS_VERSION,
@@ -166,9 +174,19 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
         if d.topdown.software:
             parts = ", ".join(f"{k} {v:.1f}%" for k, v in d.topdown.software.items())
             lines.append(f"  software split of the working threads' time instead: {parts}")
-    present = [s.name for s in d.suggestions if s.present]
-    if present:
-        lines.append(f"knobs to tune: {', '.join(present)}")
+    by_evidence: dict[str, list[str]] = {}
+    for s in d.suggestions:
+        if s.present:
+            by_evidence.setdefault(s.evidence, []).append(s.name)
+    for evidence, names in by_evidence.items():
+        because = f" (measured: {evidence})" if evidence else ""
+        lines.append(f"knobs to tune: {', '.join(names)}{because}")
+    own = d.own_findings()
+    if own and catalogue.project_kind(own[0].kind) == "compiler-flags":
+        lines.append(
+            "no kernel knob makes this code cheaper: --suggest-project DIR writes a "
+            "compiler-flags project (-O, -march, LTO, PGO) for a program you build"
+        )
     used = [i.name for i in d.capabilities.items if i.used]
     if used:
         lines.append(f"used: {', '.join(used)}")
@@ -408,12 +426,18 @@ def _section_knobs(d: Diagnosis) -> str:
             out += [f"<li>{_e(t)}</li>" for t in tips]
             out.append("</ul>")
     rows = [
-        [s.name, "yes" if s.present else f"no: {s.reason}", s.why, json.dumps(s.knob)]
+        [
+            s.name,
+            "yes" if s.present else f"no: {s.reason}",
+            s.why,
+            s.evidence,
+            json.dumps(s.knob),
+        ]
         for s in d.suggestions
     ]
     if rows:
         out.append("<h3>Knobs</h3>")
-        out.append(_table(["knob", "on this machine", "why", "hone definition"], rows))
+        out.append(_table(["knob", "on this machine", "why", "measured", "hone definition"], rows))
         out.append(
             "<p><code>hone diagnose --suggest-project DIR</code> writes these into a "
             "<code>hone tune</code> project.</p>"

@@ -42,7 +42,7 @@ def build(d: Diagnosis) -> dict:
 
     The knobs are looked up again here: what exists is a property of this machine, which may not
     be the one the diagnosis was recorded on."""
-    d.suggestions = catalogue.knobs_for(d.kinds)
+    d.suggestions = catalogue.knobs_for([f.kind for f in d.own_findings()], d.evidence())
     knobs = {s.name: s.knob for s in d.suggestions if s.present}
     if not knobs:
         raise HoneError(
@@ -67,11 +67,17 @@ def build(d: Diagnosis) -> dict:
 
 
 def write(d: Diagnosis, directory: str | Path) -> Path:
-    """Write DIRECTORY/hone.yaml (never over an existing one); returns its path."""
+    """Write DIRECTORY/hone.yaml (never over an existing one); returns its path. CPU-bound
+    code gets a compiler-flags project (module flags), everything else kernel knobs."""
     folder = Path(directory)
     path = folder / "hone.yaml"
     if path.exists():
         raise HoneError("already exists; choose another folder", file=path)
+    own = d.own_findings()
+    if own and catalogue.project_kind(own[0].kind) == "compiler-flags":
+        from hone.diagnose import flags
+
+        return flags.write(d, folder)
     project = build(d)
     folder.mkdir(parents=True, exist_ok=True)
     header = [
@@ -84,6 +90,8 @@ def write(d: Diagnosis, directory: str | Path) -> Path:
             "# TODO: the benchmark is a placeholder. Replace its command with one that loads",
             "# the workload and prints the metric (or change `metrics`), then: hone check .",
         ]
+    header.append("# Why each knob (the measurement that points to it):")
+    header += [f"#   {s.name}: {s.evidence or s.why}" for s in d.suggestions if s.present]
     missing = [s for s in d.suggestions if not s.present]
     if missing:
         header.append("# Left out (not on this machine):")

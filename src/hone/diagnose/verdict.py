@@ -29,6 +29,9 @@ class Finding:
     score: float  # thread-seconds per second (weighted for locks)
     headline: str
     details: list[str] = field(default_factory=list)
+    #: False when the cause is outside the process (other work takes the CPUs): no knob or
+    #: build of the process's own helps, so it suggests none.
+    own: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -84,14 +87,16 @@ def _runqueue(threads: list[ThreadStat], runq: float, cpu: float, cpus: int) -> 
         headline += f", most of all {waiter.label} ({waiter.runq_pct:.0f}% of the window)"
     # Whose fault: the process wants more CPUs than there are, or others take them.
     demand = cpu + runq
-    if demand >= 0.9 * cpus:
+    own = demand >= 0.9 * cpus
+    if own:
         headline += f"; its own runnable threads ({demand:.1f}) fill the {cpus} CPUs"
     else:
         headline += (
             f"; it wants only {demand:.1f} of {cpus} CPUs, so other work on the machine takes them"
         )
     load = os.getloadavg()[0]
-    return Finding("runqueue", runq, headline, [f"load average {load:.1f} on {cpus} CPUs"])
+    details = [f"load average {load:.1f} on {cpus} CPUs"]
+    return Finding("runqueue", runq, headline, details, own=own)
 
 
 def _lock(locks: Locks, window: float) -> Finding | None:

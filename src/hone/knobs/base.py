@@ -103,7 +103,9 @@ def actuator_kinds() -> dict[str, type[Actuator]]:
 def _modules() -> list[str]:
     import hone.knobs as package
 
-    return [m.name for m in pkgutil.iter_modules(package.__path__) if m.name not in ("base",)]
+    return [
+        m.name for m in pkgutil.iter_modules(package.__path__) if m.name not in ("base", "risk")
+    ]
 
 
 def actuator_from_spec(spec: Mapping[str, Any], **context: Any) -> Actuator:

@@ -55,6 +55,7 @@ from hone.optimizers.encoding import (
     neighbours,
     row_keys,
 )
+from hone.optimizers.pool import Pool
 from hone.optimizers.surrogate import expected_improvement
 from hone.space import Config, SearchSpace
 
@@ -107,7 +108,13 @@ class Auto(Optimizer):
     def __init__(self, space: SearchSpace, **options) -> None:
         super().__init__(space, **options)
         self.encoder = Encoder(space)
-        self.design = latin_hypercube(space, self.random_starts or STARTS, self.rng)
+        # a finite pool of the only configurations that can be measured: proposals come from it
+        self.pool = Pool(self.encoder, space.candidates) if space.candidates else None
+        starts = self.random_starts or STARTS
+        if self.pool:
+            self.design = self.pool.spread(starts, self.rng)
+        else:
+            self.design = latin_hypercube(space, starts, self.rng)
         self.fitted_at = -REFIT_EVERY
         self.model = AdditiveGP(self.encoder)
         self.measured: Counter[tuple] = Counter()
@@ -164,15 +171,21 @@ class Auto(Optimizer):
         if incumbent_std > REMEASURE * expected and again:
             return dict(incumbent)
         challenger = self._challenger(known, pool[order[:1]], score)
-        return challenger or first_feasible(self.encoder, pool, order) or dict(incumbent)
+        if challenger:
+            return challenger
+        if self.pool:  # a free candidate ranked first runs as the pool row nearest to it
+            return self._member(pool[order[0]], tried) or dict(incumbent)
+        return first_feasible(self.encoder, pool, order) or dict(incumbent)
 
     def _sample(self) -> Config:
-        """A random configuration, not one pending in a batch (a few draws at most)."""
-        config = self.space.sample(self.rng)
+        """A random configuration (a row of the pool, if the space has one), not one pending
+        in a batch (a few draws at most)."""
+        source = self.pool or self.space
+        config = source.sample(self.rng)
         for _ in range(SAMPLE_TRIES):
             if self.space.key(config) not in self.pending:
                 break
-            config = self.space.sample(self.rng)
+            config = source.sample(self.rng)
         return config
 
     def _challenger(self, known: Measured, fresh: np.ndarray, score) -> Config | None:
@@ -351,4 +364,14 @@ class Auto(Optimizer):
         parts.append(neighbours(self.encoder, centres[0], self.rng, 384, scale))
         for row in centres[1:]:
             parts.append(neighbours(self.encoder, row, self.rng, 96, scale))
+        if self.pool:  # and the pool's own rows near the centres, and some anywhere
+            parts.append(self.pool.around(centres, self.rng, tried))
         return fresh_candidates(np.vstack(parts), tried)
+
+    def _member(self, row: np.ndarray, tried: set[bytes]) -> Config | None:
+        """The pool's configuration at `row`, else the unmeasured pool row nearest to it."""
+        found = self.pool.config(row)
+        if found is None:
+            near = self.pool.nearest(row, 1, tried)
+            found = dict(self.pool.configs[near[0]]) if len(near) else None
+        return found

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hone.errors import HoneError
+from hone.knobs.risk import catalogued
 from hone.knobs.shell import ShellActuator
 from hone.project.common import (
     boolean,
@@ -212,6 +213,7 @@ def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, s
         restart=boolean(info, "needrestart", False),
         reference=reference,
         description=text(info, "desc") or "",
+        risk=catalogued([name]),  # A-Tune's format has no risk: the catalogue's, by name
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from hone.errors import ActuationError
 from hone.knobs import Actuator, actuator_from_spec, actuator_kinds
+from hone.knobs.risk import Risk, catalogued, identities, parse_risk, same_value
 from hone.optimizers import optimizer_names
 from hone.project.common import (
     boolean,
@@ -58,6 +59,7 @@ DOMAIN_KEYS = (
     "on",
     "off",
     "flag_style",
+    "risk",
 )
 KNOB_TYPES = ("int", "float", "ordinal", "categorical", "bool")
 #: The field a scalar actuator value fills, e.g. `sysctl: vm.swappiness`.
@@ -171,7 +173,27 @@ def _knob(name: str, node: Node, directory: Path, workload: Workload) -> Knob:
             f"knob {name!r} needs a restart but the project has no "
             "workload to restart (add workload: start/stop or process)",
         )
-    return Knob(name, domain, actuator, restart, reference, text(node, "description") or "")
+    description = text(node, "description") or ""
+    risk = _risk(name, node, domain, actuator)
+    return Knob(name, domain, actuator, restart, reference, description, risk)
+
+
+def _risk(name: str, node: Node, domain: Domain, actuator: Actuator) -> Risk | None:
+    """The knob's own `risk` (checked against its values), else the catalogue's."""
+    if "risk" not in node:
+        return catalogued(identities(name, actuator.spec()))
+    try:
+        risk = parse_risk(node["risk"])
+    except ValueError as exc:
+        raise node.error("risk", f"knob {name!r}: {exc}") from None
+    declared = [v if isinstance(v, str) else domain.format(v) for v in domain.values() or ()]
+    for values in (risk.values if risk else {}).values():
+        for value in values:
+            if declared and not any(same_value(value, d) for d in declared):
+                raise node.error(
+                    "risk", f"knob {name!r}: risky value {value!r} is not one of its values"
+                )
+    return risk
 
 
 def _domain(name: str, node: Node) -> Domain:

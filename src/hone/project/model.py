@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from hone.knobs import Actuator
+from hone.knobs.risk import Risk
 from hone.space import Constraint, Domain, SearchSpace, Value
 from hone.workload.launch import LaunchSpec
 
@@ -56,6 +57,12 @@ class Knob:
     #: The reference value (A-Tune `ref`, hone `default`); else the value read at start.
     reference: Value | None = None
     description: str = ""
+    #: Values that trade safety for speed (the project's `risk`, else the catalogue's).
+    risk: Risk | None = None
+
+    def text(self, value: Value) -> str:
+        """A value as the knob's setting shows it (`off`, not False)."""
+        return value if isinstance(value, str) else self.domain.format(value)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from hone.output import measured, number
 from hone.paths import state_dir
 from hone.report.svg import Series, chart
 from hone.storage import StudyStore
+from hone.tune.risk import gain_text, risk_lines
 from hone.tune.views import knob_importance
 
 STYLE = """
@@ -82,8 +83,9 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
         ("best metrics", _values(result.get("best_metrics") or {})),
         (
             "confirmed gain",
-            f"{gain['mean']:+.1f} % ± {gain['half_width']:.1f} % (95 %)" if gain else "",
+            gain_text(gain) if gain else "",
         ),
+        *(("risk", line) for line in risk_lines(result.get("risk"))),
         ("outcome", f"{result.get('outcome', '')}: {result.get('reason', '')}"),
     ]
     summary_rows = "".join(

@@ -52,6 +52,10 @@ class TrialRecord:
     apply_seconds: float | None = None
     round: int | None = None
     started: float | None = None  # POSIX time
+    #: The machine during the reading (load1, steal_pct, others_cpu, cpu_mhz), and why it
+    #: was disturbed (a `disturbed` phase: measured again).
+    machine: dict[str, Any] | None = None
+    disturbed: str | None = None
     worker: str | None = None  # the worker that ran it, in a study shared by several machines
     lost: bool = False  # its worker stopped reporting: the trial measured nothing
 
@@ -80,6 +84,8 @@ class TrialRecord:
             apply_seconds=attrs.get("apply_seconds"),
             round=attrs.get("round"),
             started=started.timestamp() if started else None,
+            machine=attrs.get("machine"),
+            disturbed=attrs.get("disturbed"),
             worker=attrs.get("worker"),
             lost=bool(attrs.get("lost", False)),
         )
@@ -231,10 +237,16 @@ class StudyStore:
         seconds: float | None = None,
         benchmark_seconds: float | None = None,
         apply_seconds: float | None = None,
+        phase: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Store the outcome; `seconds` is the whole trial, `benchmark_seconds` the part the
-        benchmark itself took, `apply_seconds` setting the knobs and restarting the workload."""
-        attrs: dict[str, Any] = {"metrics": metrics}
+        benchmark itself took, `apply_seconds` setting the knobs and restarting the workload.
+        `phase` replaces the phase given at the start; `extra` are further attributes (the
+        machine's state during the reading)."""
+        attrs: dict[str, Any] = {"metrics": metrics, **(extra or {})}
+        if phase is not None:
+            attrs["phase"] = phase
         timing = {
             "seconds": seconds,
             "benchmark_seconds": benchmark_seconds,
@@ -260,12 +272,18 @@ class StudyStore:
             trial = models.TrialModel.find_or_raise_by_id(trial_id, session, for_update=True)
             if trial.state != TrialState.RUNNING:
                 return False
-            session.add_all(
-                models.TrialUserAttributeModel(
-                    trial_id=trial_id, key=key, value_json=json.dumps(value)
+            table = models.TrialUserAttributeModel
+            existing = {
+                row.key: row
+                for row in session.query(table).filter(
+                    table.trial_id == trial_id, table.key.in_(list(attrs))
                 )
-                for key, value in attrs.items()
-            )
+            }
+            for key, value in attrs.items():
+                if key in existing:  # (the phase given at the start, replaced)
+                    existing[key].value_json = json.dumps(value)
+                else:
+                    session.add(table(trial_id=trial_id, key=key, value_json=json.dumps(value)))
             if score is not None:
                 stored, kind = models.TrialValueModel.value_to_stored_repr(score)
                 session.add(

@@ -32,6 +32,7 @@ PUBLIC_ATTRS = (
     "baseline_metrics",
     "baseline_score",
     "baseline_cv",
+    "quality",
     "result",
 )
 

@@ -33,12 +33,21 @@ def tune(
     seed: int = typer.Option(None, help="random seed of the optimiser"),
     storage: str = typer.Option(None, help="SQLAlchemy URL of the study database"),
     atune_output: bool = typer.Option(False, "--atune-output", help="print A-Tune's lines"),
+    allow_risk: bool = typer.Option(
+        False, "--allow-risk", help="may apply a winner with risky values (fsync=off, ...)"
+    ),
+    min_detectable: str = typer.Option(
+        None, help="smallest gain the confirmation must see, e.g. 3%: rounds raised or stop"
+    ),
+    max_repeats: int = typer.Option(10, help="most confirmation rounds (close calls, 3%)"),
 ) -> None:
     """Search the knobs against the benchmark, confirm the winner, apply it safely."""
     from hone.project import load_project
     from hone.tune.console import AtuneReporter, RichReporter
     from hone.tune.runner import TuneOptions, Tuner
 
+    if max_repeats < 2:
+        raise HoneError(f"--max-repeats must be at least 2, not {max_repeats}")
     if apply not in (None, "auto", "always", "never"):
         raise HoneError(f"--apply must be auto, always or never, not {apply!r}")
     loaded = load_project(project, server=server, client=client)
@@ -47,9 +56,33 @@ def tune(
 
         make_optimizer(engine, loaded.space())  # an unknown engine fails before any change
     reporter = AtuneReporter() if atune_output else RichReporter()
-    options = TuneOptions(engine, budget, baseline, resume, apply, seed, storage)
+    options = TuneOptions(
+        engine,
+        budget,
+        baseline,
+        resume,
+        apply,
+        seed,
+        storage,
+        allow_risk,
+        _percent(min_detectable),
+        max_repeats,
+    )
     result = Tuner(loaded, reporter, options).run()
     reporter.finish(result)
+
+
+def _percent(text: str | None) -> float | None:
+    """`3%` or `3` -> 3.0; anything else is one clear line."""
+    if text is None:
+        return None
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1000:
+        raise HoneError(f"--min-detectable must be a gain in percent such as 3%, not {text!r}")
+    return value
 
 
 def worker(

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hone.output import measured, output_console
+from hone.tune.risk import risk_lines
 
 if TYPE_CHECKING:
     from hone.project.model import Project
@@ -186,6 +187,8 @@ class RichReporter(Reporter):
         self.console.print(f"baseline: {measured(result.baseline_metrics, self.units)}")
         if result.gain is not None:
             self.console.print(f"confirmed gain: [bold]{result.gain}[/]")
+        for line in risk_lines(result.risk):
+            self.console.print(line, markup=False)
         colour = "green" if result.outcome == "applied" else "yellow"
         self.console.print(f"[{colour}]{result.outcome}[/]: {result.reason}")
         self.console.print(

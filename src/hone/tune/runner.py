@@ -14,7 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,9 +33,12 @@ from hone.space import Config, SearchSpace, Value
 from hone.space.serialize import domain_to_dict
 from hone.storage import StudyRecord, StudyStore
 from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
+from hone.tune.confirm import Plan, detectable, quality_text, rounds_for, rounds_needed
 from hone.tune.console import Reporter
+from hone.tune.machine import Quiet, Watch, disturbance
 from hone.tune.metrics import extract
 from hone.tune.objective import Objective
+from hone.tune.risk import Choice, carry, choose, gain_dict, risky_changes
 from hone.tune.stats import Gain, noise, paired_gain
 from hone.workload.manager import WorkloadManager
 
@@ -52,6 +55,12 @@ class TuneOptions:
     apply: str | None = None  # auto | always | never
     seed: int | None = None
     storage: str | None = None
+    #: Apply a winner that moves a knob onto a risky value (else: the best safe one).
+    allow_risk: bool = False
+    #: The gain (%) the confirmation must be able to see; rounds are raised for it.
+    min_detectable: float | None = None
+    #: The most confirmation rounds: for --min-detectable and for close calls.
+    max_repeats: int = 10
 
 
 @dataclass
@@ -60,6 +69,9 @@ class Measurement:
     metrics: dict[str, float] = field(default_factory=dict)
     score: float | None = None
     error: str | None = None
+    #: The machine while the benchmark ran (machine.Watch.state) and why it was disturbed.
+    machine: dict[str, Any] = field(default_factory=dict)
+    disturbed: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -79,6 +91,11 @@ class TuneResult:
     trials: int
     failures: int
     elapsed: float
+    #: Set when the best confirmed configuration was risky: both gains (risk.Choice.record).
+    risk: dict[str, Any] | None = None
+    #: Readings taken while the machine was disturbed (each measured again once).
+    disturbed: int = 0
+    confirm_rounds: int = 0
 
 
 class Tuner:
@@ -90,6 +107,9 @@ class Tuner:
         self.engine = options.engine or tuning.engine
         self.budget = options.budget or tuning.budget
         self.baseline_repeats = options.baseline_repeats or tuning.baseline_repeats
+        self.confirm_rounds = tuning.confirm_rounds
+        if options.min_detectable is not None and self.baseline_repeats < 3:
+            raise HoneError("--min-detectable needs at least 3 baseline runs to know the noise")
         self.apply_policy = options.apply or tuning.apply
         self.store = StudyStore(options.storage)
         self.journal = Journal.for_project(project.name)
@@ -102,6 +122,9 @@ class Tuner:
         self.trial_count = 0
         self.failures = 0
         self.last_error = ""
+        #: The machine's background during the baseline, which a reading is held to.
+        self.quiet: Quiet | None = None
+        self.disturbed = 0
 
     # -- the whole run ---------------------------------------------------------------------
 
@@ -141,6 +164,7 @@ class Tuner:
         baseline_runs = self._baseline(study, space, baseline, history)
         if not baseline_runs:
             raise BenchmarkError(f"every baseline run failed; the last: {self.last_error}")
+        self._check_quality(study, baseline_runs)
         for run in baseline_runs:
             if space.feasible(run.config):
                 optimizer.tell(run.config, -run.score if run.score is not None else None)
@@ -183,7 +207,7 @@ class Tuner:
         self, study: StudyRecord, space: SearchSpace, baseline: Config, history: list[Any]
     ) -> list[Measurement]:
         runs = [
-            Measurement(t.config, t.metrics, t.score)
+            Measurement(t.config, t.metrics, t.score, machine=t.machine or {})
             for t in history
             if t.phase == "baseline" and t.state == "complete"
         ]
@@ -197,8 +221,12 @@ class Tuner:
                 self.reporter.trial(0, 0, run)
             else:
                 pending.append((trial_id, run))
+        pending, disturbed = self._recheck_baseline(study, space, baseline, runs, pending)
         ok = runs + [run for _, run in pending]
         self.objective.set_baseline([r.metrics for r in ok])
+        for trial_id, run in disturbed:
+            run.score = self.objective.score(run.metrics)
+            self._finish_trial(trial_id, run, phase="disturbed")
         for trial_id, run in pending:
             run.score = self.objective.score(run.metrics)
             self._finish_trial(trial_id, run)
@@ -221,6 +249,75 @@ class Tuner:
             )
         return ok
 
+    def _recheck_baseline(
+        self,
+        study: StudyRecord,
+        space: SearchSpace,
+        baseline: Config,
+        earlier: list[Measurement],
+        pending: list[tuple[int, Measurement]],
+    ) -> tuple[list[tuple[int, Measurement]], list[tuple[int, Measurement]]]:
+        """The machine's usual background is the others' median CPU use over the baseline;
+        a baseline reading well above it is measured again once."""
+        self.quiet = Quiet.of([r.machine for r in earlier] + [run.machine for _, run in pending])
+        if self.quiet is None:
+            return pending, []
+        kept, disturbed = [], []
+        for trial_id, run in pending:
+            run.disturbed = disturbance(run.machine, self.quiet)
+            if not run.disturbed:
+                kept.append((trial_id, run))
+                continue
+            disturbed.append((trial_id, run))
+            self._note_disturbed(run)
+            again_id, again = self._run(study, space, baseline, "baseline")
+            if again.error:
+                self._finish_trial(again_id, again)
+            else:
+                kept.append((again_id, again))
+        return kept, disturbed
+
+    def _note_disturbed(self, run: Measurement) -> None:
+        self.disturbed += 1
+        self.reporter.note(f"disturbed reading ({run.disturbed}): measured again")
+
+    def _check_quality(self, study: StudyRecord, runs: list[Measurement]) -> None:
+        """Before the search: how noisy the benchmark is, which gain the planned rounds can
+        confirm, and for --min-detectable the rounds it needs (or a stop, nothing changed)."""
+        scores = [r.score for r in runs if r.score is not None]
+        relative = self.objective.single is not None
+        cv = (
+            noise(scores) if relative else float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
+        )
+        most = max(self.options.max_repeats, self.confirm_rounds)
+        target = self.options.min_detectable
+        if target is not None:
+            rounds = rounds_for(cv, target, self.confirm_rounds, most)
+            if rounds is None:
+                need = rounds_needed(cv, target)
+                allow = f", or allow --max-repeats {need}" if need else ""
+                reach = detectable(cv, most, Plan(most, most))
+                raise HoneError(
+                    f"stopped before any change: the benchmark varies by {cv:.1f} % "
+                    f"({len(scores)} baseline runs), so {most} confirmation rounds could confirm "
+                    f"gains of {reach:.1f} % or more, not {target:g} %; lengthen the benchmark "
+                    f"or quiet the machine{allow}"
+                )
+            self.confirm_rounds = rounds
+        plan = Plan(self.confirm_rounds, most)
+        quality = {
+            "cv": round(cv, 3),
+            "runs": len(scores),
+            "rounds": self.confirm_rounds,
+            "max_rounds": plan.most,
+            "detectable": round(detectable(cv, plan.planned, plan), 3),
+            "detectable_max": round(detectable(cv, plan.most, plan), 3),
+            "min_detectable": target,
+            "quiet": None if self.quiet is None else asdict(self.quiet),
+        }
+        self.store.update(study, quality=quality)
+        self.reporter.note(quality_text(quality))
+
     def _replay(self, history: list[Any], optimizer: Any) -> int:
         done = 0
         for trial in history:
@@ -239,27 +336,12 @@ class Tuner:
         self, study: StudyRecord, space: SearchSpace, baseline: Config, recommended: Config | None
     ) -> TuneResult:
         candidates = self._candidates(study, space, baseline, recommended)
-        rounds = self.project.tuning.confirm_rounds
-        best: Config | None = None
-        best_gain: Gain | None = None
-        scores: dict[int, list[float | None]] = defaultdict(list)
         metrics: dict[int, list[dict[str, float]]] = defaultdict(list)
+        choice, rounds = Choice(None, None, []), 0
         if candidates:
-            self.reporter.phase("confirm", rounds * (len(candidates) + 1))
-            lineup = [baseline, *candidates]
-            for round_ in range(rounds):
-                for index, config in enumerate(lineup):
-                    run = self.measure(study, space, config, "confirm", baseline, round=round_)
-                    scores[index].append(run.score if run.ok else None)
-                    if run.ok:
-                        metrics[index].append(run.metrics)
-                    self.reporter.trial(round_ + 1, rounds, run)
-            relative = self.objective.single is not None
-            for index, config in enumerate(candidates, start=1):
-                gain = paired_gain(scores[index], scores[0], relative=relative)
-                if gain.rounds and (best_gain is None or gain.mean > best_gain.mean):
-                    best, best_gain = config, gain
-        outcome, reason = self._decide(best, best_gain)
+            choice, rounds = self._confirm(study, space, baseline, candidates, metrics)
+        best, best_gain = choice.best, choice.gain
+        outcome, reason = self._decide(choice)
         if outcome == "applied" and best is not None:
             self._apply(best)
             self.journal.end("applied")
@@ -279,7 +361,63 @@ class Tuner:
             trials=self.trial_count,
             failures=self.failures,
             elapsed=time.monotonic() - self.started,
+            risk=choice.record(),
+            disturbed=self.disturbed,
+            confirm_rounds=rounds,
         )
+
+    def _confirm(
+        self,
+        study: StudyRecord,
+        space: SearchSpace,
+        baseline: Config,
+        candidates: list[Config],
+        metrics: dict[int, list[dict[str, float]]],
+    ) -> tuple[Choice, int]:
+        """Interleaved rounds (baseline, candidates, baseline, ...) with a look at the planned
+        rounds and a few others (confirm.Plan): stop once the choice is decisive or nothing is
+        ahead; when the leader is close, go on with it alone up to the most rounds."""
+        plan = Plan(self.confirm_rounds, max(self.options.max_repeats, self.confirm_rounds))
+        relative = self.objective.single is not None
+        scores: dict[int, list[float | None]] = defaultdict(list)
+        gains: dict[int, Gain] = {}
+        active = list(range(1, len(candidates) + 1))
+        lineup = [baseline, *candidates]
+        self.reporter.phase("confirm", plan.planned * (len(candidates) + 1))
+        choice, round_ = Choice(None, None, []), 0
+        earlier: Choice | None = None
+        while True:
+            total = plan.planned if round_ < plan.planned else plan.most
+            for index in [0, *active]:
+                run = self.measure(study, space, lineup[index], "confirm", baseline, round=round_)
+                scores[index].append(run.score if run.ok else None)
+                if run.ok:
+                    metrics[index].append(run.metrics)
+                self.reporter.trial(round_ + 1, total, run)
+            round_ += 1
+            level = plan.level(round_)
+            if level is None:
+                continue
+            for index in active:
+                gains[index] = paired_gain(scores[index], scores[0], relative, level)
+            confirmed = [(candidates[i - 1], gains[i]) for i in active]
+            choice = choose(self.project, baseline, confirmed, self.options.allow_risk)
+            if earlier is not None:  # extended: the one(s) set aside keep their earlier look
+                choice = carry(choice, earlier)
+            worse = all(g.mean + g.half_width < 0 for i, g in gains.items() if i in active)
+            if (choice.gain is not None and choice.gain.significant) or worse:
+                return choice, round_
+            if round_ < plan.planned:
+                continue
+            close = choice.gain is not None and choice.gain.mean > 0
+            if round_ >= plan.most or not close or self.apply_policy != "auto":
+                return choice, round_
+            if earlier is None:
+                earlier, active = choice, [candidates.index(choice.best) + 1]
+                self.reporter.note(
+                    f"close ({choice.gain}): more rounds, up to {plan.most}, for "
+                    + _params(choice.best or {})
+                )
 
     def _candidates(
         self, study: StudyRecord, space: SearchSpace, baseline: Config, recommended: Config | None
@@ -304,9 +442,30 @@ class Tuner:
                 chosen.append(configs[key])
             if len(chosen) >= self.project.tuning.confirm_candidates:
                 break
+        if all(risky_changes(self.project, c, baseline) for c in chosen):
+            # a risky winner is applied only with --allow-risk: confirm the best safe one too
+            safe = (
+                configs[k] for k in ranked if not risky_changes(self.project, configs[k], baseline)
+            )
+            extra = next((c for c in safe if space.key(c) not in keys), None)
+            if extra is not None:
+                chosen.append(extra)
         return chosen
 
-    def _decide(self, best: Config | None, gain: Gain | None) -> tuple[str, str]:
+    def _decide(self, choice: Choice) -> tuple[str, str]:
+        best, gain = choice.best, choice.gain
+        risky = ", ".join(r.short() for r in choice.risks)
+        if choice.risks and not choice.allowed:
+            held = f"the winner ({choice.other_gain}) needs --allow-risk: {risky}"
+            if best is None or gain is None:
+                return "restored", f"{held}; no safe configuration was confirmed"
+            outcome, reason = self._decide(Choice(best, gain, []))
+            return outcome, f"{held}; the best safe configuration: {reason}"
+        if choice.risks:
+            outcome, reason = self._decide(Choice(best, gain, []))
+            if outcome == "applied":
+                reason += f" (--allow-risk: {risky})"
+            return outcome, reason
         if best is None or gain is None:
             return "restored", "no configuration could be confirmed"
         if self.apply_policy == "never":
@@ -328,8 +487,13 @@ class Tuner:
         baseline: Config,
         **attrs: Any,
     ) -> Measurement:
-        """Apply, benchmark, record. A failure is recorded and the knobs go back to baseline."""
+        """Apply, benchmark, record. A failure is recorded and the knobs go back to baseline;
+        a reading taken while the machine was disturbed is recorded as such and taken again."""
         trial_id, run = self._run(study, space, config, phase, **attrs)
+        if run.ok and run.disturbed:
+            self._finish_trial(trial_id, run, phase="disturbed")
+            self._note_disturbed(run)
+            trial_id, run = self._run(study, space, config, phase, **attrs)
         self._finish_trial(trial_id, run)
         if run.error:
             self._recover(baseline)
@@ -355,7 +519,11 @@ class Tuner:
         try:
             self._apply(config)
             applied = time.monotonic() - started
+            watch = Watch()
             run.metrics = self._benchmark()
+            run.machine = watch.state()
+            if self.quiet is not None:
+                run.disturbed = disturbance(run.machine, self.quiet)
             run.metrics["_apply_seconds"] = applied
             broken = self.objective.violations(run.metrics)
             if broken:
@@ -371,10 +539,17 @@ class Tuner:
     def _score(self, metrics: Mapping[str, float]) -> float:
         return self.objective.score(metrics)
 
-    def _finish_trial(self, trial_id: int, run: Measurement) -> None:
+    def _finish_trial(self, trial_id: int, run: Measurement, phase: str | None = None) -> None:
+        """Store the outcome; `phase` replaces the trial's phase (`disturbed`: a reading kept
+        for the record and left out of every comparison)."""
         if run.error:
             self.failures += 1
         metrics = {k: v for k, v in run.metrics.items() if not k.startswith("_")}
+        extra: dict[str, Any] = {}
+        if run.machine:
+            extra["machine"] = run.machine
+        if run.disturbed:
+            extra["disturbed"] = run.disturbed
         self.store.finish_trial(
             trial_id,
             score=run.score if not run.error else None,
@@ -383,6 +558,8 @@ class Tuner:
             seconds=run.metrics.get("_seconds"),
             benchmark_seconds=run.metrics.get("_benchmark_seconds"),
             apply_seconds=run.metrics.get("_apply_seconds"),
+            phase=phase,
+            extra=extra,
         )
         run.metrics = metrics
 
@@ -586,6 +763,10 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
+def _params(config: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name}={value}" for name, value in config.items())
+
+
 def _comparable(space: SearchSpace, config: Config) -> bool:
     return set(space.domains) <= set(config)
 
@@ -608,13 +789,10 @@ def _result_attrs(result: TuneResult) -> dict[str, Any]:
         "reason": result.reason,
         "best": result.best,
         "best_metrics": result.best_metrics,
-        "gain": None
-        if result.gain is None
-        else {
-            "mean": result.gain.mean,
-            "half_width": result.gain.half_width,
-            "rounds": result.gain.rounds,
-        },
+        "gain": gain_dict(result.gain),
+        "risk": result.risk,
+        "disturbed": result.disturbed,
+        "confirm_rounds": result.confirm_rounds,
         "trials": result.trials,
         "failures": result.failures,
         "elapsed": round(result.elapsed, 1),

@@ -11,11 +11,13 @@ from scipy import stats
 
 @dataclass(frozen=True)
 class Gain:
-    """Relative gain over the baseline in percent, with its 95 % confidence half-width."""
+    """Relative gain over the baseline in percent, with its confidence half-width at `level`
+    (two-sided, in %: a sequential confirmation looks with stricter levels than 95 %)."""
 
     mean: float
     half_width: float
     rounds: int
+    level: float = 95.0
 
     @property
     def significant(self) -> bool:
@@ -23,11 +25,17 @@ class Gain:
         return self.rounds >= 2 and self.mean - self.half_width > 0
 
     def __str__(self) -> str:
-        return f"{self.mean:+.1f} % ± {self.half_width:.1f} % (95 %, {self.rounds} rounds)"
+        return (
+            f"{self.mean:+.1f} % ± {self.half_width:.1f} % "
+            f"({self.level:.4g} %, {self.rounds} rounds)"
+        )
 
 
 def paired_gain(
-    candidate: Sequence[float | None], baseline: Sequence[float | None], relative: bool = True
+    candidate: Sequence[float | None],
+    baseline: Sequence[float | None],
+    relative: bool = True,
+    level: float = 95.0,
 ) -> Gain:
     """Gain of higher-is-better scores measured in the same rounds (round i of each side
     side by side), so that drift of a shared, noisy machine cancels out. `relative`: scores
@@ -38,12 +46,25 @@ def paired_gain(
         if c is not None and b is not None and (b != 0 or not relative)
     ]
     if not pairs:
-        return Gain(0.0, float("inf"), 0)
+        return Gain(0.0, float("inf"), 0, level)
     diffs = np.array([(c - b) / abs(b) * 100.0 if relative else c - b for c, b in pairs])
     if len(diffs) < 2:
-        return Gain(float(diffs[0]), float("inf"), 1)
-    half = stats.t.ppf(0.975, len(diffs) - 1) * diffs.std(ddof=1) / np.sqrt(len(diffs))
-    return Gain(float(diffs.mean()), float(half), len(diffs))
+        return Gain(float(diffs[0]), float("inf"), 1, level)
+    quantile = 1 - (1 - level / 100.0) / 2
+    half = stats.t.ppf(quantile, len(diffs) - 1) * diffs.std(ddof=1) / np.sqrt(len(diffs))
+    return Gain(float(diffs.mean()), float(half), len(diffs), level)
+
+
+def detectable_gain(cv: float, rounds: int, level: float = 95.0, power: float = 0.8) -> float:
+    """The smallest true gain (in %) that `rounds` interleaved rounds confirm at `level` with
+    probability `power`, on a benchmark whose readings vary by `cv` % (one reading each side
+    per round: a paired difference varies by about sqrt(2) * cv)."""
+    if rounds < 2:
+        return float("inf")
+    df = rounds - 1
+    quantile = 1 - (1 - level / 100.0) / 2
+    spread = np.sqrt(2.0) * cv / np.sqrt(rounds)
+    return float((stats.t.ppf(quantile, df) + stats.t.ppf(power, df)) * spread)
 
 
 def noise(values: Sequence[float]) -> float:

@@ -17,6 +17,8 @@ from hone.space import SearchSpace
 from hone.storage import StudyStore
 from hone.storage.store import TrialRecord
 from hone.storage.summary import summaries, workers_of
+from hone.tune.confirm import quality_text
+from hone.tune.risk import gain_text, risk_lines
 
 
 def check_project(
@@ -55,7 +57,7 @@ def check_project(
 
 
 def knob_table(knobs: list[Knob]) -> Table:
-    table = Table("knob", "type and range", "set by", "restart", "reference")
+    table = Table("knob", "type and range", "set by", "restart", "reference", "risk")
     for knob in knobs:
         table.add_row(
             knob.name,
@@ -63,8 +65,18 @@ def knob_table(knobs: list[Knob]) -> Table:
             knob.actuator.describe()[:60],
             "yes" if knob.restart else "",
             "" if knob.reference is None else str(knob.reference),
+            _risk_text(knob),
         )
     return table
+
+
+def _risk_text(knob: Knob) -> str:
+    if knob.risk is None:
+        return ""
+    return "; ".join(
+        f"{kind}: {values if isinstance(values, str) else ', '.join(values)}"
+        for kind, values in knob.risk.to_dict().items()
+    )
 
 
 def goal_text(metrics: list[Metric]) -> str:
@@ -128,6 +140,8 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     if baseline:
         values = measured(baseline, units)
         console.print(f"baseline: {values} (noise CV {attrs.get('baseline_cv', 0):.1f} %)")
+    if attrs.get("quality"):
+        console.print(quality_text(attrs["quality"]), markup=False)
     result = attrs.get("result") or {}
     if result.get("best"):
         console.print("best: " + ", ".join(f"{k}={v}" for k, v in result["best"].items()))
@@ -135,7 +149,14 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         console.print("      " + measured(metrics, units))
     if result.get("gain"):
         gain = result["gain"]
-        console.print(f"confirmed gain: {gain['mean']:+.1f} % ± {gain['half_width']:.1f} % (95 %)")
+        console.print(f"confirmed gain: {gain_text(gain)}")
+    if result.get("disturbed"):
+        console.print(
+            f"{result['disturbed']} reading(s) taken while the machine was disturbed, "
+            "each measured again (phase disturbed below)"
+        )
+    for line in risk_lines(result.get("risk")):
+        console.print(line, markup=False)
     if result.get("outcome"):
         console.print(f"{result['outcome']}: {result.get('reason', '')}")
     console.print(trial_table(trials))

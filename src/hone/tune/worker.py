@@ -342,9 +342,9 @@ class Worker(Tuner):
         self.heart.trial_id = trial_id
         return trial_id
 
-    def _finish_trial(self, trial_id: int, run: Measurement) -> None:
+    def _finish_trial(self, trial_id: int, run: Measurement, phase: str | None = None) -> None:
         try:
-            super()._finish_trial(trial_id, run)
+            super()._finish_trial(trial_id, run, phase)
         except TrialClosed:
             # cut off from the database longer than the lease: another worker failed it
             run.error = "dropped: the study gave this trial up while the worker was cut off"

@@ -102,7 +102,9 @@ async function diagnosisPage(main, name) {
 function knobList(suggestions) {
   if (!suggestions.length) return h("p", { class: "hint" }, "No knob suggested for this bottleneck.");
   return h("ul", { class: "knobs" }, suggestions.map((s) =>
-    h("li", {}, h("strong", {}, s.name), ` — ${s.why}`, s.present ? "" : h("span", { class: "hint" }, ` · not here: ${s.reason}`))));
+    h("li", {}, h("strong", {}, s.name), ` — ${s.why}`,
+      s.evidence ? h("span", { class: "hint" }, ` · measured: ${s.evidence}`) : "",
+      s.present ? "" : h("span", { class: "hint" }, ` · not here: ${s.reason}`))));
 }
 
 function topdownView(t) {

@@ -204,6 +204,7 @@ function renderHeader(header, study, name) {
     ["trials", `${study.trials} (${study.failures} failed)`],
     ["baseline", study.band ? `${num(study.band.mean)} ± ${num((study.band.high - study.band.mean) / 2)} (σ, ${study.band.runs} runs, CV ${num(study.attrs.baseline_cv, 2)} %)` : "not measured yet"],
     ["confirmed gain", pct(study.gain, study.gain_half_width) || "—"],
+    ["measurement", quality(study.attrs.quality)],
     ["best seen", pct(study.best_gain) || "—"],
     ["created", when(study.created)],
   ];
@@ -215,6 +216,12 @@ function renderHeader(header, study, name) {
     controls,
   ];
   header.replaceChildren(...parts.filter(Boolean));
+}
+
+function quality(q) {
+  if (!q) return "—";
+  const most = q.max_rounds > q.rounds ? `, ${q.max_rounds} rounds from ${num(q.detectable_max, 2)} %` : "";
+  return `CV ${num(q.cv, 2)} %; ${q.rounds} rounds confirm gains from ${num(q.detectable, 2)} %${most}`;
 }
 
 function renderBest(el, study, trials) {
@@ -230,6 +237,17 @@ function renderBest(el, study, trials) {
   el.append(
     h("table", { class: "kv" }, h("tbody", {}, Object.entries(config).map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, String(v)))))),
   );
+  const risk = result.risk;
+  if (risk) {
+    el.append(h("p", { class: "message" }, "risky values: ", risk.risks.join("; ")));
+    for (const side of ["risky", "safe"]) {
+      const entry = risk[side];
+      const gain = entry && entry.gain ? pct(entry.gain.mean, entry.gain.half_width) : "none confirmed";
+      const config = entry ? Object.entries(entry.config).map(([k, v]) => `${k}=${v}`).join(", ") : "";
+      el.append(h("p", {}, h("strong", {}, `${side} winner`), `: ${config} ${gain}`));
+    }
+  }
+  if (result.disturbed) el.append(h("p", { class: "hint" }, `${result.disturbed} reading(s) taken while the machine was disturbed, each measured again`));
   if (result.outcome) el.append(h("p", {}, h("strong", {}, result.outcome), ": ", result.reason || ""));
   else if (top) el.append(h("p", {}, `trial #${top.number}, score ${num(top.score)}`));
 }

@@ -1,0 +1,87 @@
+"""Sequential confirmation: when to look at the interleaved rounds, and how strictly.
+
+Looking again after every round and stopping at the first interval above zero would confirm a
+placebo far more often than 1 time in 40. So the 2.5 % one-sided error of a 95 % interval is
+split between a few looks (Bonferroni): early looks before the planned rounds get 0.25 % between
+them (only a large gain stops there), the look at the planned rounds 1.25 %, and the looks of
+the extension (twice, four times the planned rounds ..., and the last allowed round) 1 %
+between them. Each look's interval is at its own, stricter level, and that is the level the
+report prints. Stopping because nothing is ahead spends no error (docs/trust.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hone.tune.stats import detectable_gain
+
+#: One-sided error of a 95 % interval, and its parts.
+TOTAL = 0.025
+EARLY = 0.0025
+PLANNED = 0.0125
+
+
+@dataclass(frozen=True)
+class Plan:
+    """`planned` rounds, extended up to `most` while the leader is close."""
+
+    planned: int
+    most: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "most", max(self.most, self.planned))
+
+    def extension_looks(self) -> list[int]:
+        looks, n = [], self.planned * 2
+        while n < self.most:
+            looks.append(n)
+            n *= 2
+        return [*looks, self.most] if self.most > self.planned else []
+
+    def level(self, round_: int) -> float | None:
+        """The two-sided confidence level (%) of the look after `round_` rounds, or None when
+        there is no look then."""
+        early = list(range(2, self.planned))
+        extension = self.extension_looks()
+        planned = PLANNED if extension else TOTAL - (EARLY if early else 0.0)
+        if round_ in early:
+            alpha = EARLY / len(early)
+        elif round_ == self.planned:
+            alpha = planned
+        elif round_ in extension:
+            alpha = (TOTAL - EARLY - PLANNED) / len(extension)
+        else:
+            return None
+        return 100.0 * (1 - 2 * alpha)
+
+
+def detectable(cv: float, rounds: int, plan: Plan) -> float:
+    """The gain that `rounds` rounds of this plan confirm 4 times in 5, at their look's level."""
+    return detectable_gain(cv, rounds, plan.level(rounds) or 95.0)
+
+
+def rounds_for(cv: float, target: float, fewest: int, most: int) -> int | None:
+    """The fewest planned rounds, from `fewest` up to `most` (the most rounds allowed), whose
+    look confirms a `target` % gain, or None."""
+    for rounds in range(fewest, most + 1):
+        if detectable(cv, rounds, Plan(rounds, most)) <= target:
+            return rounds
+    return None
+
+
+def rounds_needed(cv: float, target: float, limit: int = 1000) -> int | None:
+    """The most rounds to allow (--max-repeats) for `target` % to be confirmable at all."""
+    return next((n for n in range(2, limit + 1) if rounds_for(cv, target, n, n)), None)
+
+
+def quality_text(quality: dict[str, Any]) -> str:
+    """The measurement-quality line of a run and of `hone show`."""
+    text = (
+        f"measurement: noise CV {quality['cv']:.1f} % over {quality['runs']} baseline runs; "
+        f"{quality['rounds']} confirmation rounds confirm gains from {quality['detectable']:.1f} %"
+    )
+    if quality["max_rounds"] > quality["rounds"]:
+        text += f", {quality['max_rounds']} rounds from {quality['detectable_max']:.1f} %"
+    if quality.get("min_detectable") is not None:
+        text += f" (--min-detectable {quality['min_detectable']:g} %)"
+    return text
