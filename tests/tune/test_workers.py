@@ -13,9 +13,9 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import Postgres
 from rich.console import Console
 
 from hone.storage import StudyStore
@@ -180,7 +180,8 @@ def test_a_killed_worker_leaves_its_trial_failed_and_restore_brings_its_knob_bac
 
 
 def test_a_worker_cut_off_from_postgresql_puts_its_knob_back_and_stops(
-    postgres: Postgres, tmp_path: Path
+    postgres: Any,  # conftest.Postgres
+    tmp_path: Path,
 ) -> None:
     folder = machine(tmp_path, "m", search_sleep=3)
     proc = start(folder, postgres.url, "m")
