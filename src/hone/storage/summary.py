@@ -33,6 +33,7 @@ PUBLIC_ATTRS = (
     "baseline_cv",
     "quality",
     "result",
+    "why",
 )
 
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +36,7 @@ from hone.space import Config, SearchSpace, Value
 from hone.space.serialize import domain_to_dict
 from hone.storage import StudyRecord, StudyStore
 from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
+from hone.tune import why
 from hone.tune.confirm import Plan, detectable, quality_text, rounds_for, rounds_needed
 from hone.tune.console import Reporter
 from hone.tune.machine import Quiet, Watch, disturbance
@@ -61,6 +65,8 @@ class TuneOptions:
     min_detectable: float | None = None
     #: The most confirmation rounds: for --min-detectable and for close calls.
     max_repeats: int = 10
+    #: Profile the baseline and the winner (why.py): None = when perf can record here.
+    why: bool | None = None
 
 
 @dataclass
@@ -125,12 +131,15 @@ class Tuner:
         #: The machine's background during the baseline, which a reading is held to.
         self.quiet: Quiet | None = None
         self.disturbed = 0
+        #: Why the winner is not profiled (None: it is), decided before any change.
+        self.why_off: str | None = None
 
     # -- the whole run ---------------------------------------------------------------------
 
     def run(self) -> TuneResult:
         actuators = [knob.actuator for knob in self.project.knobs]
         with self.journal.locked(), settings_locked(actuators), _stop_on_sigterm():
+            self._check_why()
             self._prepare_environment()
             baseline = self._read_baseline()
             study = self._open_study()
@@ -341,6 +350,8 @@ class Tuner:
         if candidates:
             choice, rounds = self._confirm(study, space, baseline, candidates, metrics)
         best, best_gain = choice.best, choice.gain
+        if best is not None and best_gain is not None and best_gain.mean > 0:
+            self._why(study, baseline, best)
         outcome, reason = self._decide(choice)
         if outcome == "applied" and best is not None:
             self._apply(best)
@@ -476,6 +487,69 @@ class Tuner:
             return "applied", f"beats the baseline beyond the noise: {gain}"
         return "restored", f"not better than the baseline beyond the noise ({gain}): knobs put back"
 
+    # -- why it won ------------------------------------------------------------------------
+
+    def _check_why(self) -> None:
+        """--why needs perf (a clear stop before any change); by default it is skipped."""
+        if self.options.why is False:
+            self.why_off = "--no-why"
+            return
+        self.why_off = why.unavailable()
+        if self.why_off and self.options.why:
+            raise HoneError(f"--why: {self.why_off}")
+
+    def _why(self, study: StudyRecord, baseline: Config, best: Config) -> None:
+        """One more reading of the baseline and of the winner under perf, out of every
+        statistic, and the differential of their time profiles. A failure is one line."""
+        if self.why_off:
+            if self.why_off != "--no-why":
+                self.store.update(study, why={"missing": self.why_off})
+                self.reporter.note(f"why it won: not profiled ({self.why_off})")
+            return
+        self.reporter.note("why it won: profiling one reading of the baseline and the winner")
+        try:
+            with tempfile.TemporaryDirectory(prefix="hone-why-") as folder:
+                profiles, readings = [], {}
+                for label, config in (("baseline", baseline), ("winner", best)):
+                    self._apply(config)
+                    recordings = self._profiled_reading(Path(folder), label, readings)
+                    profiles.append(why.time_profile(recordings))
+            moved = {k: (baseline.get(k), v) for k, v in best.items() if baseline.get(k) != v}
+            record = why.compare(*profiles, moved, self._importance(study))
+            record["readings"] = readings
+        except (HoneError, OSError, subprocess.SubprocessError) as exc:
+            record = {"missing": f"profiling failed: {_first_line(exc)}"}
+        self.store.update(study, why=record)
+        for line in why.lines(record):
+            self.reporter.note(line)
+
+    def _profiled_reading(
+        self, folder: Path, label: str, readings: dict[str, dict[str, float]]
+    ) -> list[Path]:
+        """The benchmark under `perf record` (and a launched workload's process attached)."""
+        data, served = folder / f"{label}.data", folder / f"{label}-workload.data"
+        attached = None
+        process = self.workload.process
+        if process is not None and process.poll() is None:
+            attached = subprocess.Popen(
+                why.attach_argv(process.pid, served),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        try:
+            readings[label] = self._run_benchmark_once(prefix=why.record_argv(data))
+        finally:
+            if attached is not None:
+                attached.send_signal(signal.SIGINT)
+                attached.wait(timeout=60)
+        return [data] + ([served] if attached is not None else [])
+
+    def _importance(self, study: StudyRecord) -> dict[str, float]:
+        from hone.tune.views import knob_importance
+
+        return dict(knob_importance(study.attrs, self.store.trials(study)))
+
     # -- measuring -------------------------------------------------------------------------
 
     def measure(
@@ -582,9 +656,14 @@ class Tuner:
         metrics["_benchmark_seconds"] = time.monotonic() - started
         return metrics
 
-    def _run_benchmark_once(self) -> dict[str, float]:
+    def _run_benchmark_once(self, prefix: list[str] | None = None) -> dict[str, float]:
+        """One run of the benchmark command; `prefix` runs it under another program (perf)."""
         bench = self.project.benchmark
-        result = shell.run(bench.command, timeout=bench.timeout, cwd=self.project.directory)
+        result = shell.run_argv(
+            [*(prefix or []), "/bin/sh", "-c", bench.command],
+            timeout=bench.timeout,
+            cwd=self.project.directory,
+        )
         if result.timed_out:
             raise BenchmarkError(f"benchmark timed out after {bench.timeout:g}s")
         if result.returncode != 0:

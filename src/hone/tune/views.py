@@ -18,6 +18,7 @@ from hone.storage import StudyStore
 from hone.storage.store import TrialRecord
 from hone.tune.confirm import quality_text
 from hone.tune.risk import gain_text, risk_lines
+from hone.tune.why import lines as why_lines
 
 
 def check_project(
@@ -135,6 +136,8 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
             "each measured again (phase disturbed below)"
         )
     for line in risk_lines(result.get("risk")):
+        console.print(line, markup=False)
+    for line in why_lines(attrs.get("why")):
         console.print(line, markup=False)
     if result.get("outcome"):
         console.print(f"{result['outcome']}: {result.get('reason', '')}")
