@@ -36,7 +36,7 @@ from hone.space import Config, SearchSpace, Value
 from hone.space.serialize import domain_to_dict
 from hone.storage import StudyRecord, StudyStore
 from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
-from hone.tune import why
+from hone.tune import warmup, why
 from hone.tune.confirm import Plan, detectable, quality_text, rounds_for, rounds_needed
 from hone.tune.console import Reporter
 from hone.tune.machine import Quiet, Watch, disturbance
@@ -78,6 +78,8 @@ class Measurement:
     #: The machine while the benchmark ran (machine.Watch.state) and why it was disturbed.
     machine: dict[str, Any] = field(default_factory=dict)
     disturbed: str | None = None
+    #: The first reading after the workload (re)started (warmup.py checks it).
+    after_restart: bool = False
 
     @property
     def ok(self) -> bool:
@@ -102,6 +104,8 @@ class TuneResult:
     #: Readings taken while the machine was disturbed (each measured again once).
     disturbed: int = 0
     confirm_rounds: int = 0
+    #: First readings after a restart left out as a warm-up transient (each measured again).
+    warmup: int = 0
 
 
 class Tuner:
@@ -124,6 +128,9 @@ class Tuner:
         self.workload = WorkloadManager(project.workload, project.directory, self.workdir)
         self.applied: dict[str, Value | None] = {}
         self.restarted = False
+        #: The workload restarted since the last reading began.
+        self.fresh = False
+        self.warmups = 0
         self.started = time.monotonic()
         self.trial_count = 0
         self.failures = 0
@@ -231,11 +238,15 @@ class Tuner:
             else:
                 pending.append((trial_id, run))
         pending, disturbed = self._recheck_baseline(study, space, baseline, runs, pending)
+        pending, warm = self._drop_warmup(study, space, baseline, runs, pending)
         ok = runs + [run for _, run in pending]
         self.objective.set_baseline([r.metrics for r in ok])
         for trial_id, run in disturbed:
             run.score = self.objective.score(run.metrics)
             self._finish_trial(trial_id, run, phase="disturbed")
+        for trial_id, run in warm:
+            run.score = self.objective.score(run.metrics)
+            self._finish_trial(trial_id, run, phase="warmup")
         for trial_id, run in pending:
             run.score = self.objective.score(run.metrics)
             self._finish_trial(trial_id, run)
@@ -285,6 +296,34 @@ class Tuner:
             else:
                 kept.append((again_id, again))
         return kept, disturbed
+
+    def _drop_warmup(
+        self,
+        study: StudyRecord,
+        space: SearchSpace,
+        baseline: Config,
+        earlier: list[Measurement],
+        pending: list[tuple[int, Measurement]],
+    ) -> tuple[list[tuple[int, Measurement]], list[tuple[int, Measurement]]]:
+        """The first baseline reading after the workload started, against the others: a
+        warm-up transient (warmup.outlier) is left out and measured again once."""
+        first = next(((i, r) for i, r in pending if r.after_restart), None)
+        if first is None:
+            return pending, []
+        others = [r.metrics for r in earlier] + [r.metrics for i, r in pending if r is not first[1]]
+        directions = {m.name: m.direction for m in self.project.metrics if m.weight > 0}
+        reason = warmup.outlier(first[1].metrics, others, directions)
+        if reason is None:
+            return pending, []
+        self.warmups += 1
+        self.reporter.note(f"warm-up reading after a restart ({reason}): left out, measured again")
+        kept = [(i, r) for i, r in pending if r is not first[1]]
+        again_id, again = self._run(study, space, baseline, "baseline")
+        if again.error:
+            self._finish_trial(again_id, again)
+        else:
+            kept.append((again_id, again))
+        return kept, [first]
 
     def _note_disturbed(self, run: Measurement) -> None:
         self.disturbed += 1
@@ -375,6 +414,7 @@ class Tuner:
             risk=choice.record(),
             disturbed=self.disturbed,
             confirm_rounds=rounds,
+            warmup=self.warmups,
         )
 
     def _confirm(
@@ -583,6 +623,7 @@ class Tuner:
         started = time.monotonic()
         try:
             self._apply(config)
+            run.after_restart, self.fresh = self.fresh, False
             applied = time.monotonic() - started
             watch = Watch()
             run.metrics = self._benchmark()
@@ -645,7 +686,7 @@ class Tuner:
             restart = restart or knob.restart
         if self.workload.managed and (restart or not self.restarted):
             self.workload.restart()
-            self.restarted = True
+            self.restarted = self.fresh = True
             if self.project.benchmark.warmup:
                 self._run_benchmark_once()
 
@@ -859,6 +900,7 @@ def _result_attrs(result: TuneResult) -> dict[str, Any]:
         "gain": gain_dict(result.gain),
         "risk": result.risk,
         "disturbed": result.disturbed,
+        "warmup": result.warmup,
         "confirm_rounds": result.confirm_rounds,
         "trials": result.trials,
         "failures": result.failures,

@@ -135,6 +135,11 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
             f"{result['disturbed']} reading(s) taken while the machine was disturbed, "
             "each measured again (phase disturbed below)"
         )
+    if result.get("warmup"):
+        console.print(
+            f"{result['warmup']} first reading(s) after a restart left out as a warm-up "
+            "transient, each measured again (phase warmup below)"
+        )
     for line in risk_lines(result.get("risk")):
         console.print(line, markup=False)
     for line in why_lines(attrs.get("why")):
