@@ -150,7 +150,7 @@ function trialTable(box, knobs, metricNames, studyState) {
       caption: "Every trial: parameters, metrics, score and failure reason",
       rowClass: (t) => (t.state === "fail" ? "failed" : ""),
       filters: [
-        { label: "phase", options: [["", "all"], ["baseline", "baseline"], ["search", "search"], ["confirm", "confirm"]], test: (t, v) => t.phase === v },
+        { label: "phase", options: [["", "all"], ["baseline", "baseline"], ["search", "search"], ["confirm", "confirm"], ["warmup", "warm-up"], ["disturbed", "disturbed"]], test: (t, v) => t.phase === v },
         { label: "state", options: [["", "all"], ["complete", "complete"], ["fail", "failed"], ["running", "running"]], test: (t, v) => t.state === v },
       ],
     },
@@ -250,6 +250,7 @@ function renderBest(el, study, trials) {
       el.append(h("p", {}, h("strong", {}, `${side} winner`), `: ${config} ${gain}`));
     }
   }
+  if (result.warmup) el.append(h("p", { class: "hint" }, `${result.warmup} first reading(s) after a restart left out as a warm-up transient, each measured again`));
   if (result.disturbed) el.append(h("p", { class: "hint" }, `${result.disturbed} reading(s) taken while the machine was disturbed, each measured again`));
   if (result.outcome) el.append(h("p", {}, h("strong", {}, result.outcome), ": ", result.reason || ""));
   else if (top) el.append(h("p", {}, `trial #${top.number}, score ${num(top.score)}`));
