@@ -237,8 +237,9 @@ class Tuner:
                 self.reporter.trial(0, 0, run)
             else:
                 pending.append((trial_id, run))
-        pending, disturbed = self._recheck_baseline(study, space, baseline, runs, pending)
+        # a slow first reading after the start is a warm-up whatever else the machine did
         pending, warm = self._drop_warmup(study, space, baseline, runs, pending)
+        pending, disturbed = self._recheck_baseline(study, space, baseline, runs, pending)
         ok = runs + [run for _, run in pending]
         self.objective.set_baseline([r.metrics for r in ok])
         for trial_id, run in disturbed:
