@@ -39,7 +39,7 @@ from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
 from hone.tune import warmup, why
 from hone.tune.confirm import Plan, detectable, quality_text, rounds_for, rounds_needed
 from hone.tune.console import Reporter
-from hone.tune.machine import Quiet, Watch, disturbance
+from hone.tune.machine import Quiet, Watch, descendants, disturbance
 from hone.tune.metrics import extract
 from hone.tune.objective import Objective
 from hone.tune.risk import Choice, carry, choose, gain_dict, risky_changes
@@ -573,7 +573,7 @@ class Tuner:
         process = self.workload.process
         if process is not None and process.poll() is None:
             attached = subprocess.Popen(
-                why.attach_argv(process.pid, served),
+                why.attach_argv([process.pid, *descendants(process.pid)], served),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,

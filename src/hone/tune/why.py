@@ -101,9 +101,10 @@ def record_argv(output: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def attach_argv(pid: int, output: Path) -> list[str]:
-    """The same recording of a running process (a workload hone launched) until SIGINT."""
-    return [*record_argv(output)[:-1], "-p", str(pid)]
+def attach_argv(pids: list[int], output: Path) -> list[str]:
+    """The same recording of running processes (a workload hone launched and its children,
+    such as a database's server processes; those they fork later are followed) until SIGINT."""
+    return [*record_argv(output)[:-1], "-p", ",".join(map(str, pids))]
 
 
 def time_profile(recordings: list[Path]) -> Profile:
