@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from hone.diagnose.fold import Frame
+from hone.diagnose.profile import Profile
+from hone.tune import why
+
 ROOT = Path(__file__).resolve().parents[2]
 SQLITE = ROOT / "examples" / "sqlite"
 SYNC = ("fdatasync", "fsync")
@@ -77,3 +81,26 @@ def test_without_perf_the_study_finishes_and_says_why(
     attrs = json.loads(hone_cli("show", "why-missing", "--json").stdout)["study"]["attrs"]
     assert attrs["result"]["outcome"] == "applied"
     assert attrs["why"] == {"missing": "perf is not installed"}
+
+
+def test_the_paragraph_names_what_moved_and_the_knob_that_acts_on_it() -> None:
+    main, io = Frame("main", "app"), Frame("[waiting for I/O]", "")
+    sync = Frame("fdatasync", "libc.so.6")
+    work = (main, Frame("compute", "app"))
+    idle = ("sh", (Frame("do_wait", "[kernel.kallsyms]"), Frame("[sleeping]", "")))
+    before = Profile(stacks={("app", (main, sync, io)): 800, ("app", work): 200, idle: 9000})
+    after = Profile(stacks={("app", work): 190, ("app", (main, sync, io)): 10, idle: 900})
+    moved = {"synchronous": ("full", "off"), "threads": (4, 8)}
+    record = why.compare(before, after, moved, {"synchronous": 0.7, "threads": 0.3})
+    assert record["process"] == "app"  # the shell only sleeps: not the worker
+    assert record["text"] == (
+        "fdatasync (the sync of written data to the disk on commit) fell from 80 % to 5.0 % of "
+        "app's time: the winner set synchronous=off (was full). [waiting for I/O] (waiting for "
+        "the disk) fell from 80 % to 5.0 % of app's time. Knobs that matter most: synchronous "
+        "(70 %), threads (30 %)."
+    )
+    assert {c["name"] for c in record["changes"][:2]} == {"[waiting for I/O]", "fdatasync"}
+    assert record["explained"][0]["knobs"] == ["synchronous"]  # threads is not about syncing
+    assert why.lines({"missing": "perf is not installed"}) == [
+        "why it won: no profile (perf is not installed)"
+    ]
