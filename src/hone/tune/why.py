@@ -30,6 +30,7 @@ from hone.errors import HoneError
 #: On-CPU sampling rate: higher than diagnose's 99 Hz, as a benchmark reading may be short.
 FREQUENCY = 499
 ON_CPU = f"cpu-clock/freq={FREQUENCY}/"
+MAX_SIZE = "64M"
 WAIT_FRAMES = {"io": "[waiting for I/O]", "sleep": "[sleeping]", "runqueue": "[waiting for a CPU]"}
 #: Off-CPU stacks of a parent waiting for its child (the child's own time is in the profile).
 CHILD_WAIT = {"do_wait", "kernel_wait4", "__do_sys_wait4", "__x64_sys_wait4", "do_waitid"}
@@ -94,10 +95,12 @@ def unavailable() -> str | None:
 
 
 def record_argv(output: Path) -> list[str]:
-    """`perf record` of a command and its children: on-CPU samples and off-CPU switches."""
+    """`perf record` of a command and its children: on-CPU samples and off-CPU switches. The
+    file stops growing at MAX_SIZE (a benchmark switching 100,000 times a second would write
+    hundreds of megabytes): the shares then come from the reading's first part."""
     return [
         "perf", "record", "-q", "-g", "--switch-events", "-e", ON_CPU,
-        "-e", "sched:sched_switch", "-o", str(output), "--",
+        "-e", "sched:sched_switch", "--max-size", MAX_SIZE, "-o", str(output), "--",
     ]  # fmt: skip
 
 
