@@ -71,6 +71,16 @@ def points(delta: float) -> str:
 
 def diff_summary(before: Profile, after: Profile, limit: int = 5, floor: float = 0.01) -> str:
     """One line naming the functions whose total share moved most (see the module docstring)."""
+    named = notable(before, after, limit, floor)
+    if not named:
+        return "no function's share moved by 1 point or more"
+    return ", ".join(
+        f"{c.name} {points(c.delta)} ({percent(c.before)} -> {percent(c.after)})" for c in named
+    )
+
+
+def notable(before: Profile, after: Profile, limit: int = 5, floor: float = 0.01) -> list[Change]:
+    """The functions whose total share moved most, each move named once (module docstring)."""
     changes = [c for c in diff(before, after)[: limit * 8] if abs(c.delta) >= floor]
     callers = _callers({(c.name, c.module) for c in changes}, before, after)
     # Equal moves (to half a point): the outermost first, so it is the one named.
@@ -85,11 +95,7 @@ def diff_summary(before: Profile, after: Profile, limit: int = 5, floor: float =
         named.append(change)
         if len(named) == limit:
             break
-    if not named:
-        return "no function's share moved by 1 point or more"
-    return ", ".join(
-        f"{c.name} {points(c.delta)} ({percent(c.before)} -> {percent(c.after)})" for c in named
-    )
+    return named
 
 
 def _explains(change: Change, other: Change, key, callers) -> bool:

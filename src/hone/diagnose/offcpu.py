@@ -220,11 +220,12 @@ def _charge(
 
 def analyse(
     text: str,
-    pid: int,
+    pid: int | None,
     tids: set[int] | None = None,
     wakeups: dict[int, list[float]] | None = None,
 ) -> OffCpu:
-    """Off-CPU intervals of process `pid` (plus any `tids`).
+    """Off-CPU intervals of process `pid` (plus any `tids`); every thread of the recording
+    when `pid` is None (a recording of one command and its children holds only theirs).
 
     Switch-ins come from sched_switch's next_pid (a system-wide recording) or from
     PERF_RECORD_SWITCH IN records (`--switch-events`, a recording of the process alone).
@@ -242,7 +243,7 @@ def analyse(
             if not switch:
                 continue
             prev = int(switch["prev_pid"])
-            if event.pid == pid or prev in ours:
+            if pid is None or event.pid == pid or prev in ours:
                 ours.add(prev)
                 for function, module in event.stack:
                     result.modules.setdefault(function, module)

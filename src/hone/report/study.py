@@ -95,6 +95,7 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
 <title>hone report: {escape(study.name)}</title><style>{STYLE}</style>
 <h1>hone tuning report: {escape(study.name)}</h1>
 <table class="summary">{summary_rows}</table>
+{_why_section(attrs.get("why"))}
 <h2>Progress</h2>{curve}
 <h2>Knob importance</h2><table><tr><th class=l>knob</th><th>share</th></tr>{importance_rows}</table>
 <h2>Trials</h2><table>
@@ -103,6 +104,28 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
 """
     path.write_text(html)
     return path
+
+
+def _why_section(why: dict | None) -> str:
+    """The paragraph and the table of what moved between the baseline's and the winner's
+    time profiles (hone.tune.why), or the line saying why there is none."""
+    if not why:
+        return ""
+    if why.get("missing"):
+        return f"<h2>Why it won</h2><p>no profile: {escape(why['missing'])}</p>"
+    rows = "".join(
+        f"<tr><td class=l>{escape(c['name'])}</td><td>{100 * c['before']:.1f}</td>"
+        f"<td>{100 * c['after']:.1f}</td><td>{100 * c['delta']:+.1f}</td></tr>"
+        for c in why["changes"]
+    )
+    seconds = why["seconds"]
+    return (
+        f"<h2>Why it won</h2><p>{escape(why['text'])}</p>"
+        f"<p>Share of {escape(why['process'])}'s time (on a CPU and off it), one reading each "
+        f"under perf: baseline {seconds['baseline']:g} s, winner {seconds['winner']:g} s.</p>"
+        "<table><tr><th class=l>function or wait state</th><th>baseline %</th>"
+        f"<th>winner %</th><th>change (points)</th></tr>{rows}</table>"
+    )
 
 
 def _values(metrics: dict) -> str:

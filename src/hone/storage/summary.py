@@ -34,6 +34,7 @@ PUBLIC_ATTRS = (
     "baseline_cv",
     "quality",
     "result",
+    "why",
 )
 
 

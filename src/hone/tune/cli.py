@@ -40,6 +40,9 @@ def tune(
         None, help="smallest gain the confirmation must see, e.g. 3%: rounds raised or stop"
     ),
     max_repeats: int = typer.Option(10, help="most confirmation rounds (close calls, 3%)"),
+    why: bool = typer.Option(
+        None, "--why/--no-why", help="profile baseline and winner (default: when perf works)"
+    ),
 ) -> None:
     """Search the knobs against the benchmark, confirm the winner, apply it safely."""
     from hone.project import load_project
@@ -67,6 +70,7 @@ def tune(
         allow_risk,
         _percent(min_detectable),
         max_repeats,
+        why,
     )
     result = Tuner(loaded, reporter, options).run()
     reporter.finish(result)

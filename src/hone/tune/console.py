@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from hone.output import measured, output_console
 from hone.tune.risk import risk_lines
@@ -170,7 +171,7 @@ class RichReporter(Reporter):
         )
 
     def note(self, message: str) -> None:
-        self.console.print(f"[dim]{message}[/]")
+        self.console.print(Text(message, style="dim"))
 
     def warn(self, message: str) -> None:
         self.console.print(f"[yellow]warning:[/] {message}")

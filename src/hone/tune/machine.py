@@ -68,10 +68,10 @@ def _tree_cpu() -> float:
     me = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     seconds = me.ru_utime + me.ru_stime + reaped.ru_utime + reaped.ru_stime
-    return seconds + sum(_cpu_of(pid) for pid in _descendants(os.getpid()))
+    return seconds + sum(_cpu_of(pid) for pid in descendants(os.getpid()))
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
     """Living descendants, from the kernel's per-thread children lists (a walk of hone's own
     tree, not of every process: a few files instead of a scan of /proc)."""
     found, todo = [], [pid]

@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,9 +36,10 @@ from hone.space import Config, SearchSpace, Value
 from hone.space.serialize import domain_to_dict
 from hone.storage import StudyRecord, StudyStore
 from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
+from hone.tune import warmup, why
 from hone.tune.confirm import Plan, detectable, quality_text, rounds_for, rounds_needed
 from hone.tune.console import Reporter
-from hone.tune.machine import Quiet, Watch, disturbance
+from hone.tune.machine import Quiet, Watch, descendants, disturbance
 from hone.tune.metrics import extract
 from hone.tune.objective import Objective
 from hone.tune.risk import Choice, carry, choose, gain_dict, risky_changes
@@ -61,6 +65,8 @@ class TuneOptions:
     min_detectable: float | None = None
     #: The most confirmation rounds: for --min-detectable and for close calls.
     max_repeats: int = 10
+    #: Profile the baseline and the winner (why.py): None = when perf can record here.
+    why: bool | None = None
 
 
 @dataclass
@@ -72,6 +78,8 @@ class Measurement:
     #: The machine while the benchmark ran (machine.Watch.state) and why it was disturbed.
     machine: dict[str, Any] = field(default_factory=dict)
     disturbed: str | None = None
+    #: The first reading after the workload (re)started (warmup.py checks it).
+    after_restart: bool = False
 
     @property
     def ok(self) -> bool:
@@ -96,6 +104,8 @@ class TuneResult:
     #: Readings taken while the machine was disturbed (each measured again once).
     disturbed: int = 0
     confirm_rounds: int = 0
+    #: First readings after a restart left out as a warm-up transient (each measured again).
+    warmup: int = 0
 
 
 class Tuner:
@@ -118,6 +128,9 @@ class Tuner:
         self.workload = WorkloadManager(project.workload, project.directory, self.workdir)
         self.applied: dict[str, Value | None] = {}
         self.restarted = False
+        #: The workload restarted since the last reading began.
+        self.fresh = False
+        self.warmups = 0
         self.started = time.monotonic()
         self.trial_count = 0
         self.failures = 0
@@ -125,12 +138,15 @@ class Tuner:
         #: The machine's background during the baseline, which a reading is held to.
         self.quiet: Quiet | None = None
         self.disturbed = 0
+        #: Why the winner is not profiled (None: it is), decided before any change.
+        self.why_off: str | None = None
 
     # -- the whole run ---------------------------------------------------------------------
 
     def run(self) -> TuneResult:
         actuators = [knob.actuator for knob in self.project.knobs]
         with self.journal.locked(), settings_locked(actuators), _stop_on_sigterm():
+            self._check_why()
             self._prepare_environment()
             baseline = self._read_baseline()
             study = self._open_study()
@@ -221,12 +237,17 @@ class Tuner:
                 self.reporter.trial(0, 0, run)
             else:
                 pending.append((trial_id, run))
+        # a slow first reading after the start is a warm-up whatever else the machine did
+        pending, warm = self._drop_warmup(study, space, baseline, runs, pending)
         pending, disturbed = self._recheck_baseline(study, space, baseline, runs, pending)
         ok = runs + [run for _, run in pending]
         self.objective.set_baseline([r.metrics for r in ok])
         for trial_id, run in disturbed:
             run.score = self.objective.score(run.metrics)
             self._finish_trial(trial_id, run, phase="disturbed")
+        for trial_id, run in warm:
+            run.score = self.objective.score(run.metrics)
+            self._finish_trial(trial_id, run, phase="warmup")
         for trial_id, run in pending:
             run.score = self.objective.score(run.metrics)
             self._finish_trial(trial_id, run)
@@ -276,6 +297,34 @@ class Tuner:
             else:
                 kept.append((again_id, again))
         return kept, disturbed
+
+    def _drop_warmup(
+        self,
+        study: StudyRecord,
+        space: SearchSpace,
+        baseline: Config,
+        earlier: list[Measurement],
+        pending: list[tuple[int, Measurement]],
+    ) -> tuple[list[tuple[int, Measurement]], list[tuple[int, Measurement]]]:
+        """The first baseline reading after the workload started, against the others: a
+        warm-up transient (warmup.outlier) is left out and measured again once."""
+        first = next(((i, r) for i, r in pending if r.after_restart), None)
+        if first is None:
+            return pending, []
+        others = [r.metrics for r in earlier] + [r.metrics for i, r in pending if r is not first[1]]
+        directions = {m.name: m.direction for m in self.project.metrics if m.weight > 0}
+        reason = warmup.outlier(first[1].metrics, others, directions)
+        if reason is None:
+            return pending, []
+        self.warmups += 1
+        self.reporter.note(f"warm-up reading after a restart ({reason}): left out, measured again")
+        kept = [(i, r) for i, r in pending if r is not first[1]]
+        again_id, again = self._run(study, space, baseline, "baseline")
+        if again.error:
+            self._finish_trial(again_id, again)
+        else:
+            kept.append((again_id, again))
+        return kept, [first]
 
     def _note_disturbed(self, run: Measurement) -> None:
         self.disturbed += 1
@@ -341,6 +390,8 @@ class Tuner:
         if candidates:
             choice, rounds = self._confirm(study, space, baseline, candidates, metrics)
         best, best_gain = choice.best, choice.gain
+        if best is not None and best_gain is not None and best_gain.mean > 0:
+            self._why(study, baseline, best)
         outcome, reason = self._decide(choice)
         if outcome == "applied" and best is not None:
             self._apply(best)
@@ -364,6 +415,7 @@ class Tuner:
             risk=choice.record(),
             disturbed=self.disturbed,
             confirm_rounds=rounds,
+            warmup=self.warmups,
         )
 
     def _confirm(
@@ -476,6 +528,69 @@ class Tuner:
             return "applied", f"beats the baseline beyond the noise: {gain}"
         return "restored", f"not better than the baseline beyond the noise ({gain}): knobs put back"
 
+    # -- why it won ------------------------------------------------------------------------
+
+    def _check_why(self) -> None:
+        """--why needs perf (a clear stop before any change); by default it is skipped."""
+        if self.options.why is False:
+            self.why_off = "--no-why"
+            return
+        self.why_off = why.unavailable()
+        if self.why_off and self.options.why:
+            raise HoneError(f"--why: {self.why_off}")
+
+    def _why(self, study: StudyRecord, baseline: Config, best: Config) -> None:
+        """One more reading of the baseline and of the winner under perf, out of every
+        statistic, and the differential of their time profiles. A failure is one line."""
+        if self.why_off:
+            if self.why_off != "--no-why":
+                self.store.update(study, why={"missing": self.why_off})
+                self.reporter.note(f"why it won: not profiled ({self.why_off})")
+            return
+        self.reporter.note("why it won: profiling one reading of the baseline and the winner")
+        try:
+            with tempfile.TemporaryDirectory(prefix="hone-why-") as folder:
+                profiles, readings = [], {}
+                for label, config in (("baseline", baseline), ("winner", best)):
+                    self._apply(config)
+                    recordings = self._profiled_reading(Path(folder), label, readings)
+                    profiles.append(why.time_profile(recordings))
+            moved = {k: (baseline.get(k), v) for k, v in best.items() if baseline.get(k) != v}
+            record = why.compare(*profiles, moved, self._importance(study))
+            record["readings"] = readings
+        except (HoneError, OSError, subprocess.SubprocessError) as exc:
+            record = {"missing": f"profiling failed: {_first_line(exc)}"}
+        self.store.update(study, why=record)
+        for line in why.lines(record):
+            self.reporter.note(line)
+
+    def _profiled_reading(
+        self, folder: Path, label: str, readings: dict[str, dict[str, float]]
+    ) -> list[Path]:
+        """The benchmark under `perf record` (and a launched workload's process attached)."""
+        data, served = folder / f"{label}.data", folder / f"{label}-workload.data"
+        attached = None
+        process = self.workload.process
+        if process is not None and process.poll() is None:
+            attached = subprocess.Popen(
+                why.attach_argv([process.pid, *descendants(process.pid)], served),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        try:
+            readings[label] = self._run_benchmark_once(prefix=why.record_argv(data))
+        finally:
+            if attached is not None:
+                attached.send_signal(signal.SIGINT)
+                attached.wait(timeout=60)
+        return [data] + ([served] if attached is not None else [])
+
+    def _importance(self, study: StudyRecord) -> dict[str, float]:
+        from hone.tune.views import knob_importance
+
+        return dict(knob_importance(study.attrs, self.store.trials(study)))
+
     # -- measuring -------------------------------------------------------------------------
 
     def measure(
@@ -518,6 +633,7 @@ class Tuner:
         started = time.monotonic()
         try:
             self._apply(config)
+            run.after_restart, self.fresh = self.fresh, False
             applied = time.monotonic() - started
             watch = Watch()
             run.metrics = self._benchmark()
@@ -583,7 +699,7 @@ class Tuner:
             restart = restart or knob.restart
         if self.workload.managed and (restart or not self.restarted):
             self.workload.restart()
-            self.restarted = True
+            self.restarted = self.fresh = True
             if self.project.benchmark.warmup:
                 self._run_benchmark_once()
 
@@ -594,9 +710,14 @@ class Tuner:
         metrics["_benchmark_seconds"] = time.monotonic() - started
         return metrics
 
-    def _run_benchmark_once(self) -> dict[str, float]:
+    def _run_benchmark_once(self, prefix: list[str] | None = None) -> dict[str, float]:
+        """One run of the benchmark command; `prefix` runs it under another program (perf)."""
         bench = self.project.benchmark
-        result = shell.run(bench.command, timeout=bench.timeout, cwd=self.project.directory)
+        result = shell.run_argv(
+            [*(prefix or []), "/bin/sh", "-c", bench.command],
+            timeout=bench.timeout,
+            cwd=self.project.directory,
+        )
         if result.timed_out:
             raise BenchmarkError(f"benchmark timed out after {bench.timeout:g}s")
         if result.returncode != 0:
@@ -792,6 +913,7 @@ def _result_attrs(result: TuneResult) -> dict[str, Any]:
         "gain": gain_dict(result.gain),
         "risk": result.risk,
         "disturbed": result.disturbed,
+        "warmup": result.warmup,
         "confirm_rounds": result.confirm_rounds,
         "trials": result.trials,
         "failures": result.failures,

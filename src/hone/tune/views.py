@@ -19,6 +19,7 @@ from hone.storage.store import TrialRecord
 from hone.storage.summary import summaries, workers_of
 from hone.tune.confirm import quality_text
 from hone.tune.risk import gain_text, risk_lines
+from hone.tune.why import lines as why_lines
 
 
 def check_project(
@@ -155,7 +156,14 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
             f"{result['disturbed']} reading(s) taken while the machine was disturbed, "
             "each measured again (phase disturbed below)"
         )
+    if result.get("warmup"):
+        console.print(
+            f"{result['warmup']} first reading(s) after a restart left out as a warm-up "
+            "transient, each measured again (phase warmup below)"
+        )
     for line in risk_lines(result.get("risk")):
+        console.print(line, markup=False)
+    for line in why_lines(attrs.get("why")):
         console.print(line, markup=False)
     if result.get("outcome"):
         console.print(f"{result['outcome']}: {result.get('reason', '')}")

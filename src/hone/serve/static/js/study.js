@@ -23,12 +23,14 @@ export async function studyPage(main, name, { onLeave }) {
   const curve = h("div", { class: "chart", id: "trial-chart" });
   const time = h("div", { class: "chart", id: "time-chart" });
   const importance = h("div", { id: "importance" });
+  const why = h("section", { class: "card", id: "why", hidden: true });
   const parallel = h("div", { id: "parallel" });
   const tableBox = h("div", { id: "trials" });
   main.append(
     header,
     live,
     h("div", { class: "grid two" }, best, h("section", { class: "card" }, h("h2", {}, "Knob importance"), importance)),
+    why,
     h("section", { class: "card" }, h("h2", {}, "Search progress"), curve),
     h("section", { class: "card" }, h("h2", {}, "Configurations tried (parallel coordinates)"), parallel),
     h("section", { class: "card" }, h("h2", {}, "Trials"), tableBox),
@@ -52,6 +54,7 @@ export async function studyPage(main, name, { onLeave }) {
   function draw() {
     renderHeader(header, study, name);
     renderBest(best, study, trials);
+    renderWhy(why, study.attrs.why);
     const search = trials.filter((t) => t.phase === "search");
     const yLabel = study.single_metric ? scoreLabel(study) : "score (weighted % over baseline)";
     trialChart(curve, search, study.band, yLabel);
@@ -147,7 +150,7 @@ function trialTable(box, knobs, metricNames, studyState) {
       caption: "Every trial: parameters, metrics, score and failure reason",
       rowClass: (t) => (t.state === "fail" ? "failed" : ""),
       filters: [
-        { label: "phase", options: [["", "all"], ["baseline", "baseline"], ["search", "search"], ["confirm", "confirm"]], test: (t, v) => t.phase === v },
+        { label: "phase", options: [["", "all"], ["baseline", "baseline"], ["search", "search"], ["confirm", "confirm"], ["warmup", "warm-up"], ["disturbed", "disturbed"]], test: (t, v) => t.phase === v },
         { label: "state", options: [["", "all"], ["complete", "complete"], ["fail", "failed"], ["running", "running"]], test: (t, v) => t.state === v },
       ],
     },
@@ -247,7 +250,40 @@ function renderBest(el, study, trials) {
       el.append(h("p", {}, h("strong", {}, `${side} winner`), `: ${config} ${gain}`));
     }
   }
+  if (result.warmup) el.append(h("p", { class: "hint" }, `${result.warmup} first reading(s) after a restart left out as a warm-up transient, each measured again`));
   if (result.disturbed) el.append(h("p", { class: "hint" }, `${result.disturbed} reading(s) taken while the machine was disturbed, each measured again`));
   if (result.outcome) el.append(h("p", {}, h("strong", {}, result.outcome), ": ", result.reason || ""));
   else if (top) el.append(h("p", {}, `trial #${top.number}, score ${num(top.score)}`));
+}
+
+// Why it won (hone.tune.why): the paragraph, then the functions and wait states whose share of
+// the worker's time moved most between one profiled reading of the baseline and of the winner.
+function renderWhy(el, why) {
+  el.hidden = !why;
+  if (!why) return;
+  el.replaceChildren(h("h2", {}, "Why it won"));
+  if (why.missing) {
+    el.append(h("p", { class: "hint" }, `no profile: ${why.missing}`));
+    return;
+  }
+  el.append(
+    h("p", {}, why.text),
+    h("p", { class: "hint" }, `share of ${why.process}'s time on and off the CPU, one reading each under perf: baseline ${num(why.seconds.baseline)} s, winner ${num(why.seconds.winner)} s`),
+    h(
+      "table",
+      { class: "kv" },
+      h("thead", {}, h("tr", {}, ["function or wait state", "baseline", "winner", "change"].map((t) => h("th", { scope: "col" }, t)))),
+      h(
+        "tbody",
+        {},
+        why.changes.map((c) =>
+          h("tr", {}, h("td", {}, c.name), h("td", {}, share(c.before)), h("td", {}, share(c.after)), h("td", {}, `${c.delta >= 0 ? "+" : "−"}${Math.abs(100 * c.delta).toFixed(1)} points`)),
+        ),
+      ),
+    ),
+  );
+}
+
+function share(value) {
+  return `${(100 * value).toFixed(1)} %`;
 }

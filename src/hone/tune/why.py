@@ -1,0 +1,295 @@
+"""Why the winner won: where the benchmarked processes spent their time, baseline against winner.
+
+After confirmation, one more interleaved pair of readings (the baseline, then the winner) runs
+under `perf record` with hone diagnose's events: `cpu-clock` samples with call stacks (on-CPU)
+and `sched:sched_switch` with stacks plus switch records (off-CPU, hone.diagnose.offcpu).
+These two readings are kept out of every statistic: the profiler slows what it watches.
+
+Both recordings become one *time profile* each, in microseconds: on-CPU stacks weigh their
+sampled CPU time, off-CPU stacks the time the thread stayed off the CPU, with a last frame that
+names the wait state (`[waiting for I/O]`, `[sleeping]`, `[waiting for a CPU]`). Time a process
+spends waiting for its own child (wait4) is left out: the child is profiled itself. The
+differential (hone.diagnose.diff) compares each function's share of that time."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hone.diagnose import offcpu
+from hone.diagnose.diff import Change, diff, notable
+from hone.diagnose.fold import Frame, parse_perf_script
+from hone.diagnose.profile import Profile
+from hone.errors import HoneError
+
+#: On-CPU sampling rate: higher than diagnose's 99 Hz, as a benchmark reading may be short.
+FREQUENCY = 499
+ON_CPU = f"cpu-clock/freq={FREQUENCY}/"
+MAX_SIZE = "64M"
+WAIT_FRAMES = {"io": "[waiting for I/O]", "sleep": "[sleeping]", "runqueue": "[waiting for a CPU]"}
+#: Off-CPU stacks of a parent waiting for its child (the child's own time is in the profile).
+CHILD_WAIT = {"do_wait", "kernel_wait4", "__do_sys_wait4", "__x64_sys_wait4", "do_waitid"}
+
+#: Known functions and wait states: (pattern, what it is, words of knobs that act on it).
+KNOWN: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
+    (
+        re.compile(r"fdatasync|fsync|sync_file|jbd2|file_write_and_wait|blkdev_issue_flush"),
+        "the sync of written data to the disk on commit",
+        ("sync", "commit", "flush", "journal", "wal", "durab"),
+    ),
+    (
+        re.compile(r"^\[waiting for I/O\]$|io_schedule"),
+        "waiting for the disk",
+        ("sync", "commit", "flush", "journal", "wal", "cache", "buffer", "dirty"),
+    ),
+    (
+        re.compile(r"futex|pthread_mutex|pthread_cond"),
+        "lock waits between threads",
+        ("thread", "worker", "pool", "lock", "conn", "concurr"),
+    ),
+    (
+        re.compile(r"epoll_wait|ep_poll|\bpoll\b|do_select|__x64_sys_poll"),
+        "idle waiting for work",
+        ("thread", "worker", "pool", "conn", "batch", "pipeline"),
+    ),
+    (
+        re.compile(r"memcpy|memmove|copy_user|copy_to_user|copy_from_user|copyin|copyout"),
+        "copying memory",
+        ("buffer", "size", "cache", "batch", "chunk"),
+    ),
+    (
+        re.compile(r"^\[waiting for a CPU\]$"),
+        "waiting in the run queue for a CPU",
+        ("thread", "worker", "affinity", "sched", "nice"),
+    ),
+    (
+        re.compile(r"unlink|do_sys_open|openat"),
+        "creating and deleting files (such as a journal file per transaction)",
+        ("journal", "file", "mode"),
+    ),
+    (
+        re.compile(r"page_fault|handle_mm_fault|clear_page"),
+        "page faults",
+        ("cache", "size", "huge", "mem", "buffer"),
+    ),
+]
+
+
+def unavailable() -> str | None:
+    """Why profiling cannot run here, or None: perf present and allowed both events."""
+    perf = shutil.which("perf")
+    if perf is None:
+        return "perf is not installed"
+    with tempfile.TemporaryDirectory(prefix="hone-why-") as folder:
+        argv = [*record_argv(Path(folder) / "probe.data"), "true"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        return f"perf cannot record scheduler switches: {lines[-1] if lines else done.returncode}"
+    return None
+
+
+def record_argv(output: Path) -> list[str]:
+    """`perf record` of a command and its children: on-CPU samples and off-CPU switches. The
+    file stops growing at MAX_SIZE (a benchmark switching 100,000 times a second would write
+    hundreds of megabytes): the shares then come from the reading's first part."""
+    return [
+        "perf", "record", "-q", "-g", "--switch-events", "-e", ON_CPU,
+        "-e", "sched:sched_switch", "--max-size", MAX_SIZE, "-o", str(output), "--",
+    ]  # fmt: skip
+
+
+def attach_argv(pids: list[int], output: Path) -> list[str]:
+    """The same recording of running processes (a workload hone launched and its children,
+    such as a database's server processes; those they fork later are followed) until SIGINT."""
+    return [*record_argv(output)[:-1], "-p", ",".join(map(str, pids))]
+
+
+def time_profile(recordings: list[Path]) -> Profile:
+    """On-CPU and off-CPU time of every thread in the recordings, in microseconds."""
+    stacks: dict[tuple[str, tuple[Frame, ...]], int] = {}
+
+    def add(thread: str, frames: tuple[Frame, ...], us: float) -> None:
+        key = (thread, frames)
+        stacks[key] = stacks.get(key, 0) + round(us)
+
+    for data in recordings:
+        if not data.exists() or data.stat().st_size == 0:
+            raise HoneError("perf record wrote no data", file=data)
+        done = subprocess.run(
+            ["perf", "script", "-i", str(data)], capture_output=True, timeout=300, check=False
+        )
+        if done.returncode != 0:
+            raise HoneError(f"perf script failed: {done.stderr.decode(errors='replace')[:200]}")
+        on_cpu = parse_perf_script(done.stdout, count="period", event=ON_CPU)
+        for (thread, frames), nanoseconds in on_cpu.items():
+            add(thread, frames, nanoseconds / 1000)
+        off = offcpu.analyse(offcpu.script(data), None)
+        for kind, folded in off.stacks.items():
+            for line, us in folded.items():
+                thread, *names = line.split(";")
+                if CHILD_WAIT.intersection(names):
+                    continue
+                frames = tuple(Frame(_unknown(n), off.modules.get(n, "")) for n in names)
+                add(thread, (*frames, Frame(WAIT_FRAMES[kind], "")), us)
+    return Profile(stacks={k: v for k, v in stacks.items() if v > 0}, event="time (us)")
+
+
+def worker(profile: Profile) -> str:
+    """The process name (perf's comm) with the most time on a CPU or waiting for I/O: the one
+    doing the benchmark's work (a shell or a client waiting on a pipe only sleeps)."""
+    busy: dict[str, int] = {}
+    for (thread, frames), us in profile.stacks.items():
+        if frames and frames[-1].function in (WAIT_FRAMES["sleep"], WAIT_FRAMES["runqueue"]):
+            continue
+        busy[thread] = busy.get(thread, 0) + us
+    return max(busy, key=lambda t: busy[t]) if busy else "the benchmark"
+
+
+def only(profile: Profile, process: str) -> Profile:
+    """The profile's stacks of one process name."""
+    stacks = {k: v for k, v in profile.stacks.items() if k[0] == process}
+    return Profile(stacks=stacks, event=profile.event)
+
+
+def _unknown(name: str) -> str:
+    """offcpu names a frame of an unknown module `[[unknown]]`; on-CPU folding `[unknown]`."""
+    return "[unknown]" if name == "[[unknown]]" else name
+
+
+@dataclass
+class Explained:
+    """A known function or wait state that moved, what it is, and the knobs that act on it."""
+
+    change: Change
+    meaning: str
+    knobs: list[str]
+
+
+def explain(changes: list[Change], moved: dict[str, tuple[Any, Any]]) -> list[Explained]:
+    """For each known kind of time, the function of that kind that moved most (1 point or
+    more), with the changed knobs whose names suggest they act on it."""
+    found: list[Explained] = []
+    for pattern, meaning, words in KNOWN:
+        match = next((c for c in changes if abs(c.delta) >= 0.01 and pattern.search(c.name)), None)
+        if match is None or any(e.change.name == match.name for e in found):
+            continue
+        knobs = [k for k in moved if any(w in k.lower() for w in words)]
+        found.append(Explained(match, meaning, knobs))
+    found.sort(key=lambda e: -abs(e.change.delta))
+    return found
+
+
+def paragraph(
+    process: str,
+    explained: list[Explained],
+    top: list[Change],
+    moved: dict[str, tuple[Any, Any]],
+    importance: dict[str, float],
+) -> str:
+    """A few sentences in words, from the data: what moved and which knob acts on it."""
+    sentences: list[str] = []
+    said: list[str] = []
+    for entry in explained[:2]:
+        c = entry.change
+        verb = "fell" if c.delta < 0 else "rose"
+        text = (
+            f"{c.name} ({entry.meaning}) {verb} from {_pct(c.before)} to {_pct(c.after)} "
+            f"of {process}'s time"
+        )
+        knobs = sorted(entry.knobs, key=lambda k: -importance.get(k, 0.0))[:2]
+        if knobs and knobs != said:
+            said = knobs
+            text += ": the winner set " + ", ".join(
+                f"{k}={moved[k][1]} (was {moved[k][0]})" for k in knobs
+            )
+        sentences.append(text + ".")
+    if not sentences and top:
+        c = top[0]
+        verb = "fell" if c.delta < 0 else "rose"
+        sentences.append(
+            f"{c.name} {verb} from {_pct(c.before)} to {_pct(c.after)} of {process}'s time."
+        )
+    ranked = [k for k in sorted(importance, key=lambda k: -importance[k]) if k in moved]
+    if ranked:
+        sentences.append(
+            "Knobs that matter most: "
+            + ", ".join(f"{k} ({100 * importance[k]:.0f} %)" for k in ranked[:3])
+            + "."
+        )
+    return " ".join(sentences) or "no function's share of the time moved by 1 point or more."
+
+
+def compare(
+    before: Profile,
+    after: Profile,
+    moved: dict[str, tuple[Any, Any]],
+    importance: dict[str, float],
+    limit: int = 8,
+) -> dict[str, Any]:
+    """The record stored with the study (`study.attrs.why`)."""
+    process = worker(before)
+    before, after = only(before, process), only(after, process)
+    changes = diff(before, after)
+    explained = explain(changes, moved)
+    # the known functions and wait states first, then the largest other moves (an unnamed
+    # frame says nothing, and a frame without symbols may carry a neighbour's name)
+    top = [e.change for e in explained]
+    top += [c for c in notable(before, after, limit) if c not in top and c.name != "[unknown]"]
+    top = sorted(top, key=lambda c: -abs(c.delta))[:limit]
+    return {
+        "process": process,
+        "seconds": {
+            "baseline": round(before.total / 1e6, 3),
+            "winner": round(after.total / 1e6, 3),
+        },
+        "changes": [_change(c) for c in top],
+        "explained": [
+            {**_change(e.change), "meaning": e.meaning, "knobs": e.knobs} for e in explained
+        ],
+        "changed_knobs": {k: {"baseline": v[0], "winner": v[1]} for k, v in moved.items()},
+        "importance": {k: round(v, 4) for k, v in importance.items()},
+        "text": paragraph(process, explained, top, moved, importance),
+    }
+
+
+def lines(why: dict[str, Any] | None) -> list[str]:
+    """The `hone show` lines of a study's why record (or the line saying why it is missing)."""
+    if not why:
+        return []
+    if why.get("missing"):
+        return [f"why it won: no profile ({why['missing']})"]
+    out = [f"why it won: {why['text']}"]
+    out.append(
+        f"  time of {why['process']}: baseline {why['seconds']['baseline']:g} s, "
+        f"winner {why['seconds']['winner']:g} s (one reading each, under perf)"
+    )
+    out.append(f"  {'before':>7} {'after':>7} {'change':>8}  function or wait state")
+    for c in why["changes"]:
+        out.append(
+            f"  {_pct(c['before']):>7} {_pct(c['after']):>7} {_points(c['delta']):>8}  {c['name']}"
+        )
+    return out
+
+
+def _change(c: Change) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "module": c.module,
+        "before": round(c.before, 4),
+        "after": round(c.after, 4),
+        "delta": round(c.delta, 4),
+    }
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.1f} %" if share < 0.1 else f"{100 * share:.0f} %"
+
+
+def _points(delta: float) -> str:
+    return f"{100 * delta:+.1f}"

@@ -1,0 +1,106 @@
+"""Why it won: a real SQLite study profiles one reading of the baseline and of the winner under
+perf and names the sync path that moved; without perf the study still finishes and says why
+there is no profile."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hone.diagnose.fold import Frame
+from hone.diagnose.profile import Profile
+from hone.tune import why
+
+ROOT = Path(__file__).resolve().parents[2]
+SQLITE = ROOT / "examples" / "sqlite"
+SYNC = ("fdatasync", "fsync")
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
+def test_sqlite_report_names_the_sync_path(
+    hone_cli, hone_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SQLITE_COMMITS", "20")
+    run = hone_cli(
+        "tune", str(SQLITE), "--seed", "1", "--budget", "6", "--baseline", "2",
+        "--max-repeats", "3", "--allow-risk", "--apply", "always", "--why",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "why it won" in run.stdout
+    study = json.loads(hone_cli("show", "sqlite#1", "--json").stdout)["study"]
+    why = study["attrs"]["why"]
+    assert "missing" not in why, why
+    best = study["attrs"]["result"]["best"]
+    assert best["synchronous"] == "off" or best["journal_mode"] == "memory"
+    assert why["process"].startswith("python")
+    sync = [e for e in why["explained"] if any(s in e["name"] for s in SYNC)]
+    assert sync, why["explained"]
+    assert sync[0]["before"] > 0.1 and sync[0]["delta"] < -0.1  # the sync on commit went away
+    assert any(s in why["text"] for s in SYNC) and "fell" in why["text"]
+    assert set(why["readings"]) == {"baseline", "winner"}
+    shown = hone_cli("show", "sqlite#1").stdout
+    assert "why it won:" in shown and any(s in shown for s in SYNC)
+    report = Path(hone_cli("report", "sqlite#1").stdout.strip()).read_text()
+    assert "Why it won" in report and any(s in report for s in SYNC)
+
+
+def test_without_perf_the_study_finishes_and_says_why(
+    hone_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools = tmp_path / "bin"  # a PATH with a shell and its tools, and no perf
+    tools.mkdir()
+    for name in ("sh", "cat", "grep", "printf"):
+        os.symlink(shutil.which(name), tools / name)
+    monkeypatch.setenv("PATH", str(tools))
+    project = tmp_path / "hone.yaml"
+    project.write_text(
+        textwrap.dedent("""\
+        name: why-missing
+        knobs:
+          mode:
+            type: categorical
+            values: [slow, fast]
+            shell:
+              get: cat "$HONE_WORKDIR/mode" 2>/dev/null || printf slow
+              set: printf %s $value > "$HONE_WORKDIR/mode"
+        benchmark: 'grep -q fast "$HONE_WORKDIR/mode" && printf "x 200" || printf "x 100"'
+        metrics: {x: {pattern: 'x (\\d+)', direction: maximize}}
+        tuning: {budget: 4, baseline: 2, engine: random, seed: 1}
+        """)
+    )
+    asked = hone_cli("tune", str(project), "--why")
+    assert asked.returncode != 0 and "--why: perf is not installed" in asked.stderr
+    run = hone_cli("tune", str(project))
+    assert run.returncode == 0, run.stderr
+    assert "why it won: not profiled (perf is not installed)" in run.stdout
+    attrs = json.loads(hone_cli("show", "why-missing", "--json").stdout)["study"]["attrs"]
+    assert attrs["result"]["outcome"] == "applied"
+    assert attrs["why"] == {"missing": "perf is not installed"}
+
+
+def test_the_paragraph_names_what_moved_and_the_knob_that_acts_on_it() -> None:
+    main, io = Frame("main", "app"), Frame("[waiting for I/O]", "")
+    sync = Frame("fdatasync", "libc.so.6")
+    work = (main, Frame("compute", "app"))
+    idle = ("sh", (Frame("do_wait", "[kernel.kallsyms]"), Frame("[sleeping]", "")))
+    before = Profile(stacks={("app", (main, sync, io)): 800, ("app", work): 200, idle: 9000})
+    after = Profile(stacks={("app", work): 190, ("app", (main, sync, io)): 10, idle: 900})
+    moved = {"synchronous": ("full", "off"), "threads": (4, 8)}
+    record = why.compare(before, after, moved, {"synchronous": 0.7, "threads": 0.3})
+    assert record["process"] == "app"  # the shell only sleeps: not the worker
+    assert record["text"] == (
+        "fdatasync (the sync of written data to the disk on commit) fell from 80 % to 5.0 % of "
+        "app's time: the winner set synchronous=off (was full). [waiting for I/O] (waiting for "
+        "the disk) fell from 80 % to 5.0 % of app's time. Knobs that matter most: synchronous "
+        "(70 %), threads (30 %)."
+    )
+    assert {c["name"] for c in record["changes"][:2]} == {"[waiting for I/O]", "fdatasync"}
+    assert record["explained"][0]["knobs"] == ["synchronous"]  # threads is not about syncing
+    assert why.lines({"missing": "perf is not installed"}) == [
+        "why it won: no profile (perf is not installed)"
+    ]
