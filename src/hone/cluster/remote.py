@@ -1,0 +1,191 @@
+"""What a knob reads and writes on a remote host, as POSIX sh run through one ssh call per batch.
+
+A knob's value lives in a resource: a /proc or /sys file, a text file (config knobs: the file is
+read, edited here with the config knob's own code, and replaced atomically there), or a get/set
+command pair (script and shell knobs). Several knobs of one file share one read and one write.
+Every value and path enters a script through shlex.quote; a script reaches the host on ssh's
+standard input and each step runs with stdin from /dev/null, so no step can read the script."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shlex
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from hone.cluster.ssh import Host, ssh_failed
+from hone.errors import ActuationError
+from hone.knobs import Actuator
+from hone.knobs.base import _same
+from hone.knobs.config_file import ConfigFileActuator
+from hone.knobs.script import ScriptActuator, find_script
+from hone.knobs.shell import VALUE_VARIABLE, ShellActuator
+from hone.knobs.sysctl import SysctlActuator
+from hone.knobs.sysfs import SysfsActuator
+from hone.shell import render
+
+KINDS = ("sysctl", "sysfs", "config", "script", "shell")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SELECTED = re.compile(r"\[([^\]]+)\]")
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One thing read and written on a host; `key` names it so knobs can share it."""
+
+    key: str
+    read: str
+    #: The sh text that writes a raw value (`{raw}` is replaced by the quoted raw text).
+    write: str
+    #: True when the raw text is a whole file (replaced atomically), not a value.
+    whole_file: bool = False
+
+    def write_step(self, raw: str) -> str:
+        return self.write.replace("{raw}", shlex.quote(raw))
+
+
+@dataclass
+class RemoteKnob:
+    """A knob's actuator seen through its resource on some host."""
+
+    actuator: Actuator
+    resource: Resource
+    edits: bool = field(default=False)
+
+    def value(self, raw: str) -> str:
+        inner = self.actuator
+        if isinstance(inner, ConfigFileActuator):
+            return inner.value_in(raw)
+        if isinstance(inner, SysfsActuator):
+            selected = _SELECTED.search(raw)
+            return selected.group(1) if selected else raw.strip()
+        return raw.strip()
+
+    def edit(self, raw: str, value: str) -> str:
+        """The resource's new raw text with this knob at `value`."""
+        if isinstance(self.actuator, ConfigFileActuator):
+            return self.actuator.edited(raw, value)
+        return value
+
+    def same(self, actual: str, wanted: str) -> bool:
+        norm = self.actuator.normalise
+        return _same(norm(actual), norm(wanted))
+
+
+def remote_knob(actuator: Actuator) -> RemoteKnob:
+    """The remote form of a local actuator; ActuationError for a kind no host can take."""
+    q = shlex.quote
+    if isinstance(actuator, SysctlActuator):
+        relative = actuator.key.replace(".", "/") if "/" not in actuator.key else actuator.key
+        path = _clean("/proc/sys", relative, actuator.key)
+        return RemoteKnob(actuator, Resource(f"proc:{path}", f"cat {q(path)}", _proc_write(path)))
+    if isinstance(actuator, SysfsActuator):
+        path = _clean("/sys", actuator.path.removeprefix("/sys/"), actuator.path)
+        return RemoteKnob(actuator, Resource(f"sys:{path}", f"cat {q(path)}", _proc_write(path)))
+    if isinstance(actuator, ConfigFileActuator):
+        path = str(actuator.path)
+        read = f"cat {q(path)}"
+        return RemoteKnob(actuator, Resource(f"file:{path}", read, _file_write(path), True))
+    if isinstance(actuator, ScriptActuator):
+        folder = find_script(actuator.name)
+        if folder is None:
+            raise ActuationError("no helper script NAME/get.sh and NAME/set.sh", key=actuator.name)
+        get, put = (folder / "get.sh").read_text(), (folder / "set.sh").read_text()
+        read = f"sh -c {q(get)} get.sh"
+        write = f'hone_set() {{ sh -c {q(put)} set.sh "$@"; }}; hone_split {{raw}} hone_set'
+        return RemoteKnob(actuator, Resource(f"script:{actuator.name}", read, _SPLIT + write))
+    if isinstance(actuator, ShellActuator):
+        if not actuator.get_command:
+            raise ActuationError("a knob on hosts needs a get command", key=actuator.set_command)
+        env = " ".join(f"{k}={q(v)}" for k, v in actuator.env.items() if _NAME.fullmatch(k))
+        command = render(actuator.set_command, {"$value": "${" + VALUE_VARIABLE + "}"})
+        read = f"env {env} sh -c {q(actuator.get_command)}"
+        write = f"env {env} {VALUE_VARIABLE}={{raw}} sh -c {q(command)}"
+        key = f"shell:{actuator.set_command}"
+        return RemoteKnob(actuator, Resource(key, read, write))
+    raise ActuationError(
+        f"a {actuator.kind} knob cannot be put on hosts (those can: {', '.join(KINDS)})",
+        key=actuator.describe(),
+    )
+
+
+def _clean(root: str, relative: str, key: str) -> str:
+    parts = PurePosixPath(relative.lstrip("/")).parts
+    if not parts or ".." in parts:
+        raise ActuationError(f"{key!r} is not under {root}", key=key)
+    return str(PurePosixPath(root, *parts))
+
+
+def _proc_write(path: str) -> str:
+    return f"printf %s {{raw}} > {shlex.quote(path)}"
+
+
+def _file_write(path: str) -> str:
+    """Replace the file atomically (a temporary file beside it, then rename), its target when it
+    is a symlink, keeping owner and mode."""
+    return (
+        f'f=$(readlink -f -- {shlex.quote(path)}) && [ -f "$f" ] && '
+        't=$(mktemp "${f%/*}/.${f##*/}.XXXXXX") && '
+        '{ printf %s {raw} > "$t" && chown --reference="$f" -- "$t" && '
+        'chmod --reference="$f" -- "$t" && mv -f -- "$t" "$f" || { rm -f -- "$t"; false; }; }'
+    )
+
+
+#: A-Tune's set.sh takes `a b|c d` as two calls: `set.sh a b` then `set.sh c d`.
+_SPLIT = (
+    "hone_split() { v=$1; f=$2; while :; do p=${v%%|*}; "
+    'set -f; $f $p || return; set +f; [ "$p" = "$v" ] && return 0; v=${v#*|}; done; }; '
+)
+
+
+# -- batches: many steps, one ssh call --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One snippet's outcome: its standard output, or its error."""
+
+    ok: bool
+    text: str
+
+
+def run_steps(host: Host, steps: list[str], *, stop_at_failure: bool) -> list[Step]:
+    """Run the snippets in order in one shell on the host; each one's output is framed by a
+    random marker. With stop_at_failure the steps after a failed one are not run (fewer
+    results come back)."""
+    mark = "@@hone-" + secrets.token_hex(8)
+    lines = ["E=$(mktemp) || exit 97", "trap 'rm -f \"$E\"' EXIT"]
+    for i, step in enumerate(steps):
+        lines += [
+            f"printf '%s\\n' '{mark}>{i}'",
+            f'{{ {step}\n}} </dev/null 2>"$E"',
+            "r=$?",
+            f"printf '\\n%s %s\\n' '{mark}<{i}' \"$r\"",
+            f"if [ \"$r\" != 0 ]; then cat \"$E\"; printf '\\n%s\\n' '{mark}.{i}';"
+            + (" exit 0; fi" if stop_at_failure else " fi"),
+        ]
+    result = host.run("\n".join(lines) + "\n")
+    failed = ssh_failed(result)
+    if failed or result.returncode != 0:
+        raise ActuationError(failed or f"shell exited {result.returncode}", key=host.where())
+    return _parse(result.stdout, mark, len(steps))
+
+
+def _parse(output: str, mark: str, count: int) -> list[Step]:
+    steps = []
+    for i in range(count):
+        head = output.find(f"{mark}>{i}\n")
+        if head < 0:
+            break
+        start = head + len(f"{mark}>{i}\n")
+        tail = re.compile(rf"\n{re.escape(mark)}<{i} (\d+)\n").search(output, start)
+        if tail is None:
+            raise ActuationError("the host's answer was cut short", key=str(i))
+        if tail.group(1) == "0":
+            steps.append(Step(True, output[start : tail.start()]))
+            continue
+        end = output.find(f"\n{mark}.{i}\n", tail.end())
+        error = " ".join(output[tail.end() : end if end >= 0 else None].split())[:300]
+        steps.append(Step(False, error or f"exit {tail.group(1)}"))
+    return steps

@@ -1,0 +1,101 @@
+"""Knobs on a host group over real ssh to real sshds (one network namespace per host)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import CONFIG, project_yaml
+
+from benchmarks.cluster.netns import Testbed
+from hone.cluster.project import cluster_of
+from hone.cluster.restore import restore_project
+from hone.errors import ActuationError
+from hone.journal import Journal
+from hone.project import load_project
+
+
+def _load(tmp_path: Path, bed: Testbed, benchmark: str = "echo score: 1"):
+    path = tmp_path / "hone.yaml"
+    path.write_text(project_yaml(bed, benchmark))
+    return load_project(path)
+
+
+def _state(bed: Testbed, i: int) -> tuple[str, str]:
+    return bed.sysctl(i, "net.core.somaxconn"), (bed.data(i) / "app.conf").read_text()
+
+
+def test_group_knobs_applied_read_back_and_journaled_per_host(tmp_path: Path, hosts: Testbed):
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    cluster.apply({"backlog": "512", "threads": "8", "batch": "250"})
+    for i in range(3):
+        assert _state(hosts, i) == ("512", CONFIG.replace("4", "8").replace("100", "250"))
+        journal = Journal.for_project_host("fanout", hosts.name(i))
+        originals = {n: o.value for n, o in journal.originals().items()}
+        assert originals == {"backlog": "4096", "threads": "4", "batch": "100"}
+        assert journal.originals()["backlog"].spec["host"]["name"] == hosts.name(i)
+    outcomes = restore_project("fanout")
+    assert len(outcomes) == 9 and all(o.outcome.ok for o in outcomes)
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+    assert Journal.for_project_hosts("fanout") == []  # archived once every host is back
+
+
+def test_one_host_failing_rolls_every_host_back(tmp_path: Path, hosts: Testbed):
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    cluster.apply({"backlog": "300", "threads": "2", "batch": "100"})
+    before = [_state(hosts, i) for i in range(3)]
+    hosts.read_only(1)  # h2 refuses writes to its file; its sysctl still changes first
+    with pytest.raises(ActuationError) as failed:
+        cluster.apply({"backlog": "700", "threads": "12", "batch": "500"})
+    assert "h2" in str(failed.value) and "rolled back" in str(failed.value)
+    assert [_state(hosts, i) for i in range(3)] == before
+    hosts.read_only(1, False)
+    cluster.apply({"backlog": "700", "threads": "12", "batch": "500"})  # the cluster goes on
+    assert all(_state(hosts, i)[0] == "700" for i in range(3))
+    restore_project("fanout")
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+
+
+def test_kill_9_of_the_controller_then_restore_brings_every_host_back(
+    tmp_path: Path, hosts: Testbed, hone_home: Path
+):
+    # the baseline (4096) is measured at once; a trial's value makes the benchmark wait
+    bench = "v=$(cat /proc/sys/net/core/somaxconn); echo score: $v; [ $v = 4096 ] || sleep 60"
+    path = tmp_path / "hone.yaml"
+    path.write_text(project_yaml(hosts, bench))
+    env = {**os.environ, "HONE_HOME": str(hone_home)}
+    command = [sys.executable, "-m", "hone", "tune", str(path)]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while any(hosts.sysctl(i, "net.core.somaxconn") == "4096" for i in range(3)):
+            assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "no trial value reached every host"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert all(hosts.sysctl(i, "net.core.somaxconn") != "4096" for i in range(3))
+    done = subprocess.run(
+        [sys.executable, "-m", "hone", "restore", "fanout"], env=env, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+    for i in range(3):
+        assert f"{hosts.name(i)}: backlog = '4096'  ok" in done.stdout
+    records = [json.loads(x) for x in Journal.for_project("fanout").path.read_text().splitlines()]
+    assert records[0]["op"] == "begin"
