@@ -99,3 +99,19 @@ def test_kill_9_of_the_controller_then_restore_brings_every_host_back(
         assert f"{hosts.name(i)}: backlog = '4096'  ok" in done.stdout
     records = [json.loads(x) for x in Journal.for_project("fanout").path.read_text().splitlines()]
     assert records[0]["op"] == "begin"
+
+
+def test_a_file_edited_on_a_host_meanwhile_is_not_overwritten(tmp_path: Path, hosts: Testbed):
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    edited = CONFIG + "added = by hand\n"
+    (hosts.data(2) / "app.conf").write_text(edited)  # after hone read it
+    with pytest.raises(ActuationError, match="changed on the host since hone read it"):
+        cluster.apply({"backlog": "4096", "threads": "6", "batch": "100"})
+    assert (hosts.data(2) / "app.conf").read_text() == edited
+    assert all((hosts.data(i) / "app.conf").read_text() == CONFIG for i in (0, 1))
+    cluster.apply({"backlog": "4096", "threads": "6", "batch": "100"})  # read afresh: it goes on
+    assert (hosts.data(2) / "app.conf").read_text() == edited.replace("4", "6")
+    restore_project("fanout")
+    assert (hosts.data(2) / "app.conf").read_text() == edited

@@ -47,6 +47,9 @@ class Cluster:
         self.journals = {h: Journal.for_project_host(project, h) for h in self.hosts}
         #: host -> knob -> the value last read or verified there.
         self.current: dict[str, dict[str, str]] = {h: {} for h in self.hosts}
+        #: host -> resource -> its text as last read there (a later write of a whole file
+        #: checks the file still holds it): a trial costs one ssh call per host.
+        self.raw: dict[str, dict[str, str]] = {h: {} for h in self.hosts}
 
     def actuators(self) -> list[Actuator]:
         """One actuator per knob and host (for the setting locks and the journal)."""
@@ -61,7 +64,7 @@ class Cluster:
     def _prepare_host(self, host: Host) -> None:
         host.connect()
         names = self.on_host[host.name]
-        values = self._read(host, names)
+        values = self._read(host, names, self.raw[host.name])
         self.current[host.name] = dict(values)
         journal = self.journals[host.name]
         known = journal.originals()
@@ -103,7 +106,7 @@ class Cluster:
         if not failures:
             return
         back = {h: {n: v for n, v in b.items() if v is not None} for h, b in before.items()}
-        undone = self._each_quiet(lambda h: self._converge(h, back[h]), back)
+        undone = self._each_quiet(lambda h: self._converge(h, back[h], fresh=True), back)
         first = next(iter(failures.values()))
         hosts = ", ".join(sorted(failures))
         if undone:
@@ -118,12 +121,15 @@ class Cluster:
             return self.journals[host].originals()[name].value
         return value
 
-    def _converge(self, host_name: str, targets: dict[str, str]) -> None:
-        """Read, write what differs, read back: two ssh calls at most."""
+    def _converge(self, host_name: str, targets: dict[str, str], fresh: bool = False) -> None:
+        """Write what differs from what was last read there, and read it back: one ssh call
+        (two when a resource must be read first: `fresh`, or not read yet)."""
         host = self.hosts[host_name]
         knobs = {n: self.remote[n] for n in targets}
         resources = {k.resource.key: k.resource for k in knobs.values()}
-        raws = self._raw(host, list(resources.values()))
+        raws = self.raw[host_name]
+        if fresh or any(key not in raws for key in resources):
+            raws.update(self._raw(host, list(resources.values())))
         changed: dict[str, str] = {}
         for name, wanted in targets.items():
             knob = knobs[name]
@@ -135,14 +141,22 @@ class Cluster:
             changed[key] = knob.edit(changed.get(key, raws[key]), wanted)
         if not changed:
             return
-        self.current[host_name].update({n: "" for n in targets})  # unknown until read back
-        writes = [resources[key].write_step(raw) for key, raw in changed.items()]
+        for name in targets:
+            if knobs[name].resource.key in changed:
+                self.current[host_name].pop(name, None)  # unknown until read back
+        writes = [
+            resources[key].write_step(raw, raws[key] if resources[key].whole_file else None)
+            for key, raw in changed.items()
+        ]
+        for key in changed:
+            del raws[key]  # unknown until read back
         reads = [resources[key].read for key in changed]
         steps = run_steps(host, writes + reads, stop_at_failure=True)
         for key, step in zip(changed, steps, strict=False):
             if not step.ok:
                 raise ActuationError(f"cannot set {key}: {step.text}", key=host.where())
         back = dict(zip(changed, (s.text for s in steps[len(writes) :]), strict=False))
+        raws.update(back)
         for name, wanted in targets.items():
             key = knobs[name].resource.key
             if key not in changed:
@@ -158,9 +172,10 @@ class Cluster:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _read(self, host: Host, names: list[str]) -> dict[str, str]:
+    def _read(self, host: Host, names: list[str], raws: dict[str, str]) -> dict[str, str]:
+        """The knobs' values on the host; `raws` receives the resources' texts."""
         resources = {self.remote[n].resource.key: self.remote[n].resource for n in names}
-        raws = self._raw(host, list(resources.values()))
+        raws.update(self._raw(host, list(resources.values())))
         return {n: self.remote[n].value(raws[self.remote[n].resource.key]) for n in names}
 
     def _raw(self, host: Host, resources: list) -> dict[str, str]:

@@ -41,8 +41,15 @@ class Resource:
     #: True when the raw text is a whole file (replaced atomically), not a value.
     whole_file: bool = False
 
-    def write_step(self, raw: str) -> str:
-        return self.write.replace("{raw}", shlex.quote(raw))
+    def write_step(self, raw: str, expected: str | None = None) -> str:
+        """The write; with `expected` (a whole file hone read earlier) only if the file still
+        holds exactly that text, so an edit made on the host meanwhile is never overwritten."""
+        write = self.write.replace("{raw}", shlex.quote(raw))
+        if expected is None:
+            return write
+        guard = f'[ "$({self.read}; printf x)" = {shlex.quote(expected + "x")} ]'
+        changed = "echo 'changed on the host since hone read it' >&2; false"
+        return f"{{ {guard} || {{ {changed}; }}; }} && {write}"
 
 
 @dataclass
