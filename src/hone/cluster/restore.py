@@ -23,7 +23,9 @@ def restore_project(name: str, journal: Journal | None = None) -> list[HostOutco
     """Put back every knob of the project on this machine and on every host it touched."""
     main = journal or Journal.for_project(name)
     with main.locked():
-        results = [HostOutcome("", o) for o in main.restore()] if main.has_changes() else []
+        # restored even with no originals of its own: its `begin` would else read as a run
+        # that never finished
+        results = [HostOutcome("", o) for o in main.restore()] if main.records() else []
         journals = {_host_name(j): j for j in Journal.for_project_hosts(name)}
         found: dict[str, list[RestoreOutcome]] = {}
 
