@@ -34,6 +34,7 @@ def hosts(bed: Testbed) -> Testbed:
     for i in range(bed.count):
         bed.read_only(i, False)
         (bed.data(i) / "app.conf").write_text(CONFIG)
+        (bed.data(i) / "app.conf").chmod(0o640)
         bed.set_sysctl(i, "net.core.somaxconn", "4096")
     return bed
 

@@ -37,6 +37,7 @@ def test_group_knobs_applied_read_back_and_journaled_per_host(tmp_path: Path, ho
     cluster.apply({"backlog": "512", "threads": "8", "batch": "250"})
     for i in range(3):
         assert _state(hosts, i) == ("512", CONFIG.replace("4", "8").replace("100", "250"))
+        assert (hosts.data(i) / "app.conf").stat().st_mode & 0o777 == 0o640  # mode kept
         journal = Journal.for_project_host("fanout", hosts.name(i))
         originals = {n: o.value for n, o in journal.originals().items()}
         assert originals == {"backlog": "4096", "threads": "4", "batch": "100"}
@@ -114,3 +115,41 @@ def test_a_file_edited_on_a_host_meanwhile_is_not_overwritten(tmp_path: Path, ho
     assert (hosts.data(2) / "app.conf").read_text() == edited.replace("4", "6")
     restore_project("fanout")
     assert (hosts.data(2) / "app.conf").read_text() == edited
+
+
+def test_shell_and_script_knobs_on_hosts_get_values_quoted(
+    tmp_path: Path, hosts: Testbed, monkeypatch: pytest.MonkeyPatch
+):
+    target = hosts.mount / "mode.txt"
+    scripts = tmp_path / "scripts" / "level"
+    scripts.mkdir(parents=True)
+    (scripts / "get.sh").write_text(f"cat {target}.level\n")
+    (scripts / "set.sh").write_text(f'printf "%s" "$*" > {target}.level\n')
+    monkeypatch.setenv("HONE_SCRIPT_PATH", str(tmp_path / "scripts"))
+    for i in range(3):
+        (hosts.data(i) / "mode.txt").write_text("plain")
+        (hosts.data(i) / "mode.txt.level").write_text("1")
+    text = project_yaml(hosts).split("knobs:\n")[0] + (
+        "knobs:\n"
+        "  mode:\n"
+        "    type: categorical\n"
+        '    values: [plain, "it\'s $(touch /tmp/hone-pwned) a;b"]\n'
+        f"    shell: {{get: 'cat {target}', set: 'printf %s $value > {target}'}}\n"
+        "    group: brokers\n"
+        "  level: {type: int, range: [1, 9], script: {name: level}, group: brokers}\n"
+        "benchmark: 'echo score: 1'\n"
+        "metrics:\n  score: {pattern: 'score: (\\d+)', direction: maximize}\n"
+    )
+    (tmp_path / "hone.yaml").write_text(text)
+    cluster = cluster_of(load_project(tmp_path / "hone.yaml"))
+    assert cluster is not None
+    cluster.prepare()
+    hostile = "it's $(touch /tmp/hone-pwned) a;b"
+    cluster.apply({"mode": hostile, "level": "7"})
+    for i in range(3):
+        assert (hosts.data(i) / "mode.txt").read_text() == hostile
+        assert (hosts.data(i) / "mode.txt.level").read_text() == "7"
+    assert not Path("/tmp/hone-pwned").exists()
+    restore_project("fanout")
+    assert all((hosts.data(i) / "mode.txt").read_text() == "plain" for i in range(3))
+    assert all((hosts.data(i) / "mode.txt.level").read_text() == "1" for i in range(3))

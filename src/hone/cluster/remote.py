@@ -83,6 +83,8 @@ class RemoteKnob:
 def remote_knob(actuator: Actuator) -> RemoteKnob:
     """The remote form of a local actuator; ActuationError for a kind no host can take."""
     q = shlex.quote
+    # /proc and /sys are read with `cat`: many sysctls answer only a read at offset 0, so a
+    # shell's byte-by-byte `read` would get one digit
     if isinstance(actuator, SysctlActuator):
         relative = actuator.key.replace(".", "/") if "/" not in actuator.key else actuator.key
         path = _clean("/proc/sys", relative, actuator.key)
@@ -129,13 +131,14 @@ def _proc_write(path: str) -> str:
 
 
 def _file_write(path: str) -> str:
-    """Replace the file atomically (a temporary file beside it, then rename), its target when it
-    is a symlink, keeping owner and mode."""
+    """Replace the file atomically: a temporary file beside it made with its owner and mode
+    (`cp --attributes-only`), the text written into it, then a rename; a symlink's target is
+    what is replaced."""
     return (
-        f'f=$(readlink -f -- {shlex.quote(path)}) && [ -f "$f" ] && '
-        't=$(mktemp "${f%/*}/.${f##*/}.XXXXXX") && '
-        '{ printf %s {raw} > "$t" && chown --reference="$f" -- "$t" && '
-        'chmod --reference="$f" -- "$t" && mv -f -- "$t" "$f" || { rm -f -- "$t"; false; }; }'
+        f'f={shlex.quote(path)}; if [ -L "$f" ]; then f=$(readlink -f -- "$f"); fi; '
+        '[ -f "$f" ] && t="${f%/*}/.${f##*/}.hone$$" && '
+        '{ cp --attributes-only --preserve=mode,ownership -- "$f" "$t" && '
+        'printf %s {raw} > "$t" && mv -f -- "$t" "$f" || { rm -f -- "$t"; false; }; }'
     )
 
 
@@ -158,28 +161,28 @@ class Step:
 
 
 def run_steps(host: Host, steps: list[str], *, stop_at_failure: bool) -> list[Step]:
-    """Run the snippets in order in one shell on the host; each one's output is framed by a
-    random marker. With stop_at_failure the steps after a failed one are not run (fewer
-    results come back)."""
+    """Run the snippets in order in one shell on the host. Each one's output (and, apart, its
+    errors) is framed by a random marker; no temporary file, no extra process. With
+    stop_at_failure the steps after a failed one are not run (fewer results come back)."""
     mark = "@@hone-" + secrets.token_hex(8)
-    lines = ["E=$(mktemp) || exit 97", "trap 'rm -f \"$E\"' EXIT"]
+    lines = []
     for i, step in enumerate(steps):
         lines += [
-            f"printf '%s\\n' '{mark}>{i}'",
-            f'{{ {step}\n}} </dev/null 2>"$E"',
+            f"printf '%s\\n' '{mark}>{i}'; printf '%s\\n' '{mark}>{i}' >&2",
+            f"{{ {step}\n}} </dev/null",
             "r=$?",
-            f"printf '\\n%s %s\\n' '{mark}<{i}' \"$r\"",
-            f"if [ \"$r\" != 0 ]; then cat \"$E\"; printf '\\n%s\\n' '{mark}.{i}';"
-            + (" exit 0; fi" if stop_at_failure else " fi"),
+            f"printf '\\n%s %s\\n' '{mark}<{i}' \"$r\"; printf '\\n%s\\n' '{mark}<{i}' >&2",
         ]
+        if stop_at_failure:
+            lines.append('[ "$r" = 0 ] || exit 0')
     result = host.run("\n".join(lines) + "\n")
     failed = ssh_failed(result)
     if failed or result.returncode != 0:
         raise ActuationError(failed or f"shell exited {result.returncode}", key=host.where())
-    return _parse(result.stdout, mark, len(steps))
+    return _parse(result.stdout, result.stderr, mark, len(steps))
 
 
-def _parse(output: str, mark: str, count: int) -> list[Step]:
+def _parse(output: str, errors: str, mark: str, count: int) -> list[Step]:
     steps = []
     for i in range(count):
         head = output.find(f"{mark}>{i}\n")
@@ -192,7 +195,15 @@ def _parse(output: str, mark: str, count: int) -> list[Step]:
         if tail.group(1) == "0":
             steps.append(Step(True, output[start : tail.start()]))
             continue
-        end = output.find(f"\n{mark}.{i}\n", tail.end())
-        error = " ".join(output[tail.end() : end if end >= 0 else None].split())[:300]
-        steps.append(Step(False, error or f"exit {tail.group(1)}"))
+        said = _between(errors, f"{mark}>{i}\n", f"\n{mark}<{i}\n")
+        steps.append(Step(False, " ".join(said.split())[:300] or f"exit {tail.group(1)}"))
     return steps
+
+
+def _between(text: str, head: str, tail: str) -> str:
+    start = text.find(head)
+    if start < 0:
+        return ""
+    start += len(head)
+    end = text.find(tail, start)
+    return text[start : end if end >= 0 else None]
