@@ -105,8 +105,6 @@ class Testbed:
         for i in range(self.count):
             known.append(self._host(i))
         self.known_hosts.write_text("".join(known))
-        for i in range(self.count):
-            _wait_port(self.address(i), 22)
 
     def _host(self, i: int) -> str:
         ns, veth = self.namespace(i), f"{self.tag}v{i}"
@@ -129,22 +127,36 @@ class Testbed:
         _run("ip", "-n", ns, "link", "set", "lo", "up")
         _ip("link", "set", veth, "master", self.bridge)
         _ip("link", "set", veth, "up")
-        # the host's own directory at the shared path, in a mount namespace of its sshd
-        # and a home of its own: this machine's ~/.bashrc (which bash reads under sshd) is not
-        # the host's, and would cost every command its start-up time
+        self.pids.append(0)
+        self.start_sshd(i)
+        key = Path(f"{host_key}.pub").read_text().split()
+        return f"{self.address(i)} {key[0]} {key[1]}\n"
+
+    def start_sshd(self, i: int) -> None:
+        """Start host i's sshd (again): in a mount namespace of its own where the host's
+        directory is at the shared path, and with a home of its own: this machine's ~/.bashrc
+        (which bash reads under sshd) is not the host's and would cost every command its
+        start-up time."""
+        folder = self.root / "hosts" / self.name(i)
         home = folder / "home"
         home.mkdir(exist_ok=True)
         start = 'mount --bind "$1" "$2" && mount --bind "$3" "$HOME" && exec "$4" -D -e -f "$5"'
-        argv = ["ip", "netns", "exec", ns, "unshare", "--mount", "--propagation", "private"]
-        argv += ["sh", "-c", start, "sh", str(self.data(i)), str(self.mount), str(home)]
-        argv += [SSHD, str(config)]
+        argv = ["ip", "netns", "exec", self.namespace(i), "unshare", "--mount"]
+        argv += ["--propagation", "private", "sh", "-c", start, "sh", str(self.data(i))]
+        argv += [str(self.mount), str(home), SSHD, str(folder / "sshd_config")]
         log = open(folder / "sshd.log", "ab")  # noqa: SIM115 - the child keeps it
         proc = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
         log.close()
-        self.pids.append(proc.pid)
+        self.pids[i] = proc.pid
         self._save()
-        key = Path(f"{host_key}.pub").read_text().split()
-        return f"{self.address(i)} {key[0]} {key[1]}\n"
+        _wait_port(self.address(i), 22)
+
+    def stop_sshd(self, i: int) -> None:
+        """Host i goes away: its sshd and every session it holds are killed."""
+        if self.pids[i]:
+            _kill_tree(self.pids[i])
+            self.pids[i] = 0
+            self._save()
 
     def _save(self) -> None:
         (self.root / "testbed.json").write_text(json.dumps(asdict(self), default=str))
@@ -190,7 +202,8 @@ class Testbed:
 
     def down(self) -> None:
         for pid in self.pids:
-            _kill_tree(pid)
+            if pid:
+                _kill_tree(pid)
         for i in range(self.count):
             subprocess.run(["ip", "netns", "del", self.namespace(i)], capture_output=True)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)

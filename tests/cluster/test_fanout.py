@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ from conftest import CONFIG, project_yaml
 from benchmarks.cluster.netns import Testbed
 from hone.cluster.project import cluster_of
 from hone.cluster.restore import restore_project
-from hone.errors import ActuationError
+from hone.errors import ActuationError, HoneError
 from hone.journal import Journal
 from hone.project import load_project
 
@@ -153,3 +154,43 @@ def test_shell_and_script_knobs_on_hosts_get_values_quoted(
     restore_project("fanout")
     assert all((hosts.data(i) / "mode.txt").read_text() == "plain" for i in range(3))
     assert all((hosts.data(i) / "mode.txt.level").read_text() == "1" for i in range(3))
+
+
+def test_a_host_gone_mid_study_keeps_its_journal_until_it_is_back(tmp_path: Path, hosts: Testbed):
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    cluster.apply({"backlog": "600", "threads": "5", "batch": "100"})
+    hosts.stop_sshd(2)
+    try:
+        with pytest.raises(HoneError) as failed:  # not a trial failure: the study must stop
+            cluster.apply({"backlog": "900", "threads": "9", "batch": "100"})
+        assert not isinstance(failed.value, ActuationError)
+        assert "h3" in str(failed.value) and "roll-back failed on h3" in str(failed.value)
+        assert all(_state(hosts, i)[0] == "600" for i in (0, 1))  # rolled back
+        outcomes = restore_project("fanout")
+        assert {o.host for o in outcomes if not o.outcome.ok} == {"h3"}
+        assert all(_state(hosts, i) == ("4096", CONFIG) for i in (0, 1))
+        left = Journal.for_project_hosts("fanout")
+        assert [j.path.stem.rsplit("@", 1)[1] for j in left] == ["h3"]
+    finally:
+        hosts.start_sshd(2)
+    outcomes = restore_project("fanout")
+    assert outcomes and all(o.outcome.ok for o in outcomes)
+    assert _state(hosts, 2) == ("4096", CONFIG)
+    assert Journal.for_project_hosts("fanout") == []
+
+
+def test_a_whole_study_on_the_cluster_leaves_every_host_as_it_was(
+    tmp_path: Path, hosts: Testbed, hone_cli
+):
+    path = tmp_path / "hone.yaml"
+    path.write_text(project_yaml(hosts, "cat /proc/sys/net/core/somaxconn | sed s/^/score:\\ /"))
+    result = hone_cli("tune", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+    shown = hone_cli("show", "fanout", "--json")
+    assert shown.returncode == 0, shown.stderr
+    study = json.loads(shown.stdout)["study"]
+    assert study["failures"] == 0 and study["trials"] >= 4, study  # baseline + 3 trials
+    assert study["state"] == "finished", study
