@@ -2,16 +2,16 @@
 
 Before the first change every host's original values are read (one ssh call per host) and
 journaled with fsync in that host's own journal. A change is a convergence per host, all hosts in
-parallel: read the resources involved, write those that differ, read them back. When any host
-fails, every host is brought back to the values it had before this change (only what differs is
-written, so a host that changed nothing is left alone) and the change fails naming the host."""
+parallel: write what differs from what was last read there, read it back (one ssh call). When any
+host fails, every host is brought back to the values it had before this change, from a fresh read
+(only what differs is written, so a host that changed nothing is left alone), and the change
+fails naming the host."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
 
 from hone.cluster.remote import RemoteKnob, remote_knob, run_steps
 from hone.cluster.ssh import Host
@@ -19,9 +19,6 @@ from hone.errors import ActuationError, HoneError
 from hone.journal import Journal
 from hone.knobs import Actuator
 from hone.knobs.remote import RemoteActuator
-
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 @dataclass
@@ -59,7 +56,9 @@ class Cluster:
 
     def prepare(self) -> None:
         """Connect to every host, read every knob there and journal what is not journaled."""
-        self._each(self._prepare_host, self.hosts.values())
+        failures = parallel(lambda name: self._prepare_host(self.hosts[name]), list(self.hosts))
+        if failures:
+            raise ActuationError(failures[sorted(failures)[0]])
 
     def _prepare_host(self, host: Host) -> None:
         host.connect()
@@ -102,11 +101,11 @@ class Cluster:
         for name in targets:
             self.journals[name].require_on_disk()
         before = {h: {n: self.current[h].get(n) for n in t} for h, t in targets.items()}
-        failures = self._each_quiet(lambda h: self._converge(h, targets[h]), targets)
+        failures = parallel(lambda h: self._converge(h, targets[h]), list(targets))
         if not failures:
             return
         back = {h: {n: v for n, v in b.items() if v is not None} for h, b in before.items()}
-        undone = self._each_quiet(lambda h: self._converge(h, back[h], fresh=True), back)
+        undone = parallel(lambda h: self._converge(h, back[h], fresh=True), list(back))
         first = next(iter(failures.values()))
         hosts = ", ".join(sorted(failures))
         if undone:
@@ -189,19 +188,6 @@ class Cluster:
 
     def _knob(self, name: str) -> GroupKnob:
         return next(k for k in self.knobs if k.name == name)
-
-    # -- parallel ---------------------------------------------------------------------------
-
-    def _each(self, work: Callable[[Host], None], hosts: Iterable[Host]) -> None:
-        """Run on every host at once; the first failure (by host name) is raised."""
-        failures = self._each_quiet(lambda name: work(self.hosts[name]), [h.name for h in hosts])
-        if failures:
-            name = sorted(failures)[0]
-            raise ActuationError(failures[name])
-
-    def _each_quiet(self, work: Callable[[str], None], names: Iterable[str]) -> dict[str, str]:
-        """Run on every named host at once; host -> its error, for those that failed."""
-        return parallel(work, list(names))
 
 
 def parallel(work: Callable[[str], None], names: list[str]) -> dict[str, str]:
