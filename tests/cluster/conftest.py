@@ -11,9 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.cluster.netns import Testbed, available  # noqa: E402
+from cluster_bed import CONFIG  # noqa: E402
 
-CONFIG = "threads = 4\nbatch = 100\n# kept as it is\n"
+from benchmarks.cluster.netns import Testbed, available  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -37,19 +37,3 @@ def hosts(bed: Testbed) -> Testbed:
         (bed.data(i) / "app.conf").chmod(0o640)
         bed.set_sysctl(i, "net.core.somaxconn", "4096")
     return bed
-
-
-def project_yaml(bed: Testbed, benchmark: str = "echo score: 1") -> str:
-    """Three knobs on the group `brokers` (all three hosts); the benchmark on h1."""
-    conf = bed.mount / "app.conf"
-    return (
-        "name: fanout\n" + bed.hosts_yaml({"brokers": [0, 1, 2]}) + "knobs:\n"
-        "  backlog: {type: int, range: [128, 1024], sysctl: net.core.somaxconn, group: brokers}\n"
-        f"  threads: {{type: int, range: [1, 16], config: {{file: {conf}, key: threads}},"
-        " group: brokers}\n"
-        f"  batch: {{type: int, range: [10, 1000], config: {{file: {conf}, key: batch}},"
-        " group: brokers}\n"
-        f"benchmark: {{command: '{benchmark}', host: h1}}\n"
-        "metrics:\n  score: {pattern: 'score: (\\d+)', direction: maximize}\n"
-        "tuning: {engine: random, budget: 3, baseline: 1, seed: 1, apply: never}\n"
-    )

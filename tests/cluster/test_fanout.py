@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CONFIG, project_yaml
+from cluster_bed import CONFIG, project_yaml
 
 from benchmarks.cluster.netns import Testbed
 from hone.cluster.project import cluster_of
