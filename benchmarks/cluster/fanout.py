@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -121,6 +122,7 @@ def measure(count: int, repeats: int) -> dict[str, float]:
         }
     finally:
         bed.down()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
