@@ -98,9 +98,13 @@ class RunResult:
     measured: list[float] = field(default_factory=list)
 
 
-def run(task: Task, tuner: str, seed: int, budget: int, baseline: bool = True) -> RunResult:
+def run(
+    task: Task, tuner: str, seed: int, budget: int, baseline: bool = True, workers: int = 1
+) -> RunResult:
     """One tuner's run; `baseline`: the default measured three times first (hone's protocol;
-    PromiseTune's starts cold)."""
+    PromiseTune's starts cold). `workers` > 1: as `hone worker` on that many machines, each
+    proposal is made while the previous workers - 1 are still being measured (passed as
+    pending) and trials end in the order they started."""
     rng = np.random.default_rng(10_000 + seed)  # the same measurement noise for every tuner
     optimizer = TUNERS[tuner](task.space, seed, budget)
     default = task.space.defaults
@@ -112,10 +116,16 @@ def run(task: Task, tuner: str, seed: int, budget: int, baseline: bool = True) -
     reference = reference if reference is not None and reference != optimum else task.worst()
     gaps, regrets, asks, measured = [], [], [], []
     best = _gap(task, default) if baseline else float("inf")
+    inflight: list[tuple[Config, float]] = []  # proposed, not yet measured, with ask time
+    proposed = 0
     for _ in range(budget):
-        started = time.perf_counter()
-        config = optimizer.ask()
-        asked = time.perf_counter() - started
+        while proposed < budget and len(inflight) < workers:
+            started = time.perf_counter()
+            pending = [c for c, _ in inflight]
+            config = optimizer.ask_batch(1, pending=pending)[0] if pending else optimizer.ask()
+            inflight.append((config, time.perf_counter() - started))
+            proposed += 1
+        config, asked = inflight.pop(0)
         value = _minimised(task, task.measure(config, rng))
         started = time.perf_counter()
         optimizer.tell(config, value)  # some peers (scikit-optimize) fit their model here

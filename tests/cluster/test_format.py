@@ -62,3 +62,13 @@ def test_mistakes_are_one_line(tmp_path: Path, change: str, line: int, words: st
     message = str(error.value)
     assert words in message and "\n" not in message, message
     assert f"hone.yaml:{line}:" in message, message
+
+
+def test_hone_worker_refuses_a_cluster_project(tmp_path: Path, hone_cli, hone_home: Path):
+    knobs = "knobs:\n  k: {type: int, range: [1, 9], sysctl: net.core.somaxconn, group: brokers}\n"
+    (tmp_path / "hone.yaml").write_text(HEAD + knobs + TAIL)
+    storage = f"sqlite:///{hone_home / 'shared.db'}"
+    result = hone_cli("worker", str(tmp_path / "hone.yaml"), "--storage", storage)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "not with `hone worker`" in result.stderr and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr

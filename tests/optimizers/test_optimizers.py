@@ -133,6 +133,24 @@ def test_auto_batch_is_diverse() -> None:
     assert len(optimizer.history) == 12
 
 
+@pytest.mark.parametrize("engine", ["auto", "random", "gridsearch"])
+def test_a_proposal_avoids_what_other_workers_are_running(engine: str) -> None:
+    """`hone worker` passes the trials running on other machines as pending: a proposal given
+    them is none of them (auto, asked twice without it, proposed the same configuration for 5
+    of 10 seeds), and nothing is learnt from them (they are not told)."""
+    for seed in range(4):
+        s = space()
+        optimizer = make_optimizer(engine, s, seed=seed, budget=40)
+        rng = np.random.default_rng(seed)
+        for _ in range(10):
+            config = optimizer.ask()
+            optimizer.tell(config, noisy(config, rng))
+        pending = optimizer.ask_batch(1)
+        proposal = optimizer.ask_batch(1, pending=pending)[0]
+        assert s.key(proposal) != s.key(pending[0])
+        assert len(optimizer.history) == 10
+
+
 def test_auto_leaves_the_default_when_the_first_trials_look_like_noise() -> None:
     """4 knobs at 10 % noise (the tuner suite's task): the first trials look like noise. With the
     model's additive variance free to fall to nothing, it said so and auto stayed by the default

@@ -2,58 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from hone.space import IntRange, SearchSpace
 from hone.storage import StudyStore
-
-BIN = Path("/usr/lib/postgresql/15/bin")
-
-
-@pytest.fixture
-def postgres_url(tmp_path_factory: pytest.TempPathFactory):
-    folder = Path("/tmp") / f"hone-test-pg-{id(tmp_path_factory)}"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
-    shutil.chown(folder, "postgres")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    run = ["runuser", "-u", "postgres", "--"]
-    subprocess.run(
-        [*run, BIN / "initdb", "-D", folder / "data", "-A", "trust", "-U", "postgres"],
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run(
-        [
-            *run,
-            BIN / "pg_ctl",
-            "-D",
-            folder / "data",
-            "-w",
-            "-l",
-            folder / "log",
-            "-o",
-            f"-p {port} -k {folder} -c listen_addresses=127.0.0.1",
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(
-            [*run, BIN / "pg_ctl", "-D", folder / "data", "-m", "immediate", "stop"],
-            capture_output=True,
-        )
-        shutil.rmtree(folder, ignore_errors=True)
+from hone.storage.lease import running_trials
+from hone.storage.store import TrialClosed
 
 
 def test_studies_and_trials_round_trip_in_postgresql(postgres_url: str) -> None:
@@ -69,3 +23,25 @@ def test_studies_and_trials_round_trip_in_postgresql(postgres_url: str) -> None:
         ({"x": 3}, 6.0, "complete"),
         ({"x": 5}, 10.0, "complete"),
     ]
+
+
+def test_a_lost_trial_is_closed_once_and_a_late_result_is_refused(postgres_url: str) -> None:
+    """What a worker cut off longer than its lease meets: another worker failed its trial
+    (once: the row is locked), and its late result is refused rather than written over it."""
+    store = StudyStore(postgres_url)
+    study = store.create("leased", {"engine": "auto"})
+    space = SearchSpace({"x": IntRange(1, 9)})
+    trial = store.start_trial(study, space, {"x": 4}, "search", lease=True, worker="w1")
+    (running,) = running_trials(store, study.study_id)
+    assert running.worker == "w1" and 0 <= running.silent < 5  # its first heartbeat is there
+    assert store.fail_trial(trial, "worker w1 stopped reporting", lost=True)
+    assert not store.fail_trial(trial, "twice")
+    with pytest.raises(TrialClosed):
+        store.finish_trial(trial, score=1.0, metrics={"v": 1.0})
+    (stored,) = store.trials(study)
+    assert (stored.state, stored.error, stored.lost) == (
+        "fail",
+        "worker w1 stopped reporting",
+        True,
+    )
+    assert running_trials(store, study.study_id) == []

@@ -9,6 +9,8 @@ import sys
 
 
 def main():
+    out = sys.stdout  # the protocol's; libraries that print go to stderr
+    sys.stdout = sys.stderr
     import numpy as np
     import pandas as pd
     import torch
@@ -32,13 +34,13 @@ def main():
     hebo = HEBO(DesignSpace().parse(params), scramble_seed=setup["seed"])
     names = [knob["name"] for knob in setup["knobs"]]
     seen = []
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": True}), file=out, flush=True)
     for line in sys.stdin:
         message = json.loads(line)
         if "ask" in message:
             row = hebo.suggest(n_suggestions=1).iloc[0]
             values = {n: row[n].item() if hasattr(row[n], "item") else row[n] for n in names}
-            print(json.dumps({"config": values}), flush=True)
+            print(json.dumps({"config": values}), file=out, flush=True)
             continue
         value = message["value"]
         if value is not None:
@@ -46,7 +48,7 @@ def main():
         observed = value if value is not None else (max(seen) if seen else 0.0)
         frame = pd.DataFrame({n: [message["tell"][n]] for n in names})
         hebo.observe(frame, np.array([[observed]]))
-        print(json.dumps({"ok": True}), flush=True)
+        print(json.dumps({"ok": True}), file=out, flush=True)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ def space(knobs):
 
 
 def main():
+    out = sys.stdout  # the protocol's; libraries that print go to stderr
+    sys.stdout = sys.stderr
     from ConfigSpace import Configuration
     from openbox import Advisor, Observation
     from openbox.utils.constants import FAILED, SUCCESS
@@ -40,14 +42,14 @@ def main():
         logger_kwargs={"level": "ERROR"},
     )
     pending = {}
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": True}), file=out, flush=True)
     for line in sys.stdin:
         message = json.loads(line)
         if "ask" in message:
             config = advisor.get_suggestion()
             values = config.get_dictionary()
             pending[json.dumps(values, sort_keys=True)] = config
-            print(json.dumps({"config": values}), flush=True)
+            print(json.dumps({"config": values}), file=out, flush=True)
             continue
         values = message["tell"]
         config = pending.pop(json.dumps(values, sort_keys=True), None)
@@ -57,7 +59,7 @@ def main():
         state = SUCCESS if value is not None else FAILED
         objective = value if value is not None else float("inf")
         advisor.update_observation(Observation(config, [objective], trial_state=state))
-        print(json.dumps({"ok": True}), flush=True)
+        print(json.dumps({"ok": True}), file=out, flush=True)
 
 
 if __name__ == "__main__":

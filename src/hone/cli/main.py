@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import sys
 import traceback
 
@@ -76,6 +77,8 @@ def _is_storage_error(exc: Exception) -> bool:
     if type(exc).__module__.startswith("sqlalchemy"):
         return True
     frames = traceback.extract_tb(exc.__traceback__)
+    if isinstance(exc, json.JSONDecodeError):  # an attribute hone's own queries read
+        return any("/hone/storage/" in frame.filename for frame in frames)
     return any("/optuna/storages/" in frame.filename for frame in frames)
 
 

@@ -6,6 +6,7 @@ import importlib
 import pkgutil
 from abc import ABC, abstractmethod
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -15,6 +16,7 @@ from hone.errors import HoneError
 from hone.space import Config, SearchSpace
 
 _REGISTRY: dict[str, type[Optimizer]] = {}
+RETRIES = 8  # asks to get past configurations pending elsewhere, in the default ask_batch
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,22 @@ class Optimizer(ABC):
     def ask(self) -> Config:
         """The next configuration to measure."""
 
-    def ask_batch(self, n: int) -> list[Config]:
-        """n configurations to measure at once (on several machines). Override to diversify."""
-        return [self.ask() for _ in range(n)]
+    def ask_batch(self, n: int, pending: Sequence[Config] = ()) -> list[Config]:
+        """n configurations to measure at once (on several machines), given the `pending`
+        ones being measured elsewhere. This default only avoids proposing a pending or
+        already proposed configuration again (a few asks at most, so a small space still
+        gets its n); override to diversify."""
+        taken = {self.space.key(config) for config in pending}
+        proposals: list[Config] = []
+        for _ in range(n):
+            config = self.ask()
+            for _ in range(RETRIES):
+                if self.space.key(config) not in taken:
+                    break
+                config = self.ask()
+            taken.add(self.space.key(config))
+            proposals.append(config)
+        return proposals
 
     def tell(self, config: Config, value: float | None) -> None:
         """Learn one result; `value` None means the configuration failed."""

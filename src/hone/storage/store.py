@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,12 +23,16 @@ from optuna.distributions import (
 from optuna.storages._rdb import models  # Optuna's schema, written directly for speed
 from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
+from sqlalchemy.pool import NullPool
 
 from hone.errors import HoneError
 from hone.paths import default_storage_url
 from hone.space import Boolean, Config, Domain, FloatRange, IntRange, SearchSpace
 
 optuna.logging.set_verbosity(logging.WARNING)
+
+#: The PostgreSQL advisory lock taken while Optuna's schema is created ("hone" in ASCII).
+SCHEMA_LOCK = 0x686F6E65
 
 #: Study states kept in the study's user attributes.
 RUNNING, FINISHED, FAILED, INTERRUPTED = "running", "finished", "failed", "interrupted"
@@ -50,6 +56,8 @@ class TrialRecord:
     #: was disturbed (a `disturbed` phase: measured again).
     machine: dict[str, Any] | None = None
     disturbed: str | None = None
+    worker: str | None = None  # the worker that ran it, in a study shared by several machines
+    lost: bool = False  # its worker stopped reporting: the trial measured nothing
 
     @classmethod
     def from_stored(
@@ -78,7 +86,13 @@ class TrialRecord:
             started=started.timestamp() if started else None,
             machine=attrs.get("machine"),
             disturbed=attrs.get("disturbed"),
+            worker=attrs.get("worker"),
+            lost=bool(attrs.get("lost", False)),
         )
+
+
+class TrialClosed(HoneError):
+    """The trial was ended by another process (a worker's lease ran out while it was cut off)."""
 
 
 @dataclass
@@ -115,9 +129,10 @@ class StudyStore:
     def __init__(self, url: str | None = None) -> None:
         self.url = url or default_storage_url()
         try:
-            self.storage = optuna.storages.RDBStorage(
-                self.url, engine_kwargs=_engine_options(self.url)
-            )
+            with _schema_locked(self.url):
+                self.storage = optuna.storages.RDBStorage(
+                    self.url, engine_kwargs=_engine_options(self.url)
+                )
         except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
             raise HoneError(f"cannot open study storage {self.url}: {exc}") from None
 
@@ -160,9 +175,17 @@ class StudyStore:
     # -- trials ----------------------------------------------------------------------------
 
     def start_trial(
-        self, study: StudyRecord, space: SearchSpace, config: Config, phase: str, **attrs: Any
+        self,
+        study: StudyRecord,
+        space: SearchSpace,
+        config: Config,
+        phase: str,
+        *,
+        lease: bool = False,
+        **attrs: Any,
     ) -> int:
-        """Create a RUNNING trial with its parameters in one transaction.
+        """Create a RUNNING trial with its parameters in one transaction; with `lease`, its first
+        heartbeat too (Optuna's heartbeat table), so a trial is never without one.
 
         Optuna's own `create_new_trial(template_trial=...)` checks every parameter against
         every earlier trial of the study, which grows with the study; hone's distributions
@@ -199,6 +222,8 @@ class StudyStore:
                 )
                 for key, value in user_attrs.items()
             )
+            if lease:
+                session.add(models.TrialHeartbeatModel(trial_id=trial.trial_id))
             session.flush()
             return trial.trial_id
 
@@ -219,9 +244,9 @@ class StudyStore:
         benchmark itself took, `apply_seconds` setting the knobs and restarting the workload.
         `phase` replaces the phase given at the start; `extra` are further attributes (the
         machine's state during the reading)."""
-        if phase is not None:
-            self.storage.set_trial_user_attr(trial_id, "phase", phase)
         attrs: dict[str, Any] = {"metrics": metrics, **(extra or {})}
+        if phase is not None:
+            attrs["phase"] = phase
         timing = {
             "seconds": seconds,
             "benchmark_seconds": benchmark_seconds,
@@ -233,17 +258,42 @@ class StudyStore:
         failed = error is not None or score is None
         if failed:
             attrs["error"] = error or "no value"
+        if not self._close(trial_id, None if failed else score, attrs):
+            raise TrialClosed(f"trial {trial_id} was closed by another process: result dropped")
+
+    def fail_trial(self, trial_id: int, reason: str, **attrs: Any) -> bool:
+        """Mark a RUNNING trial failed with its reason; False when it had already ended."""
+        return self._close(trial_id, None, {"error": reason, **attrs})
+
+    def _close(self, trial_id: int, score: float | None, attrs: dict[str, Any]) -> bool:
+        """End a trial that is still RUNNING, attributes, value and state in one transaction
+        (the row is locked: two processes closing one trial cannot both succeed)."""
         with _create_scoped_session(self.storage.scoped_session) as session:
-            session.add_all(
-                models.TrialUserAttributeModel(
-                    trial_id=trial_id, key=key, value_json=json.dumps(value)
+            trial = models.TrialModel.find_or_raise_by_id(trial_id, session, for_update=True)
+            if trial.state != TrialState.RUNNING:
+                return False
+            table = models.TrialUserAttributeModel
+            existing = {
+                row.key: row
+                for row in session.query(table).filter(
+                    table.trial_id == trial_id, table.key.in_(list(attrs))
                 )
-                for key, value in attrs.items()
-            )
-        if failed:
-            self.storage.set_trial_state_values(trial_id, TrialState.FAIL)
-        else:
-            self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE, [score])
+            }
+            for key, value in attrs.items():
+                if key in existing:  # (the phase given at the start, replaced)
+                    existing[key].value_json = json.dumps(value)
+                else:
+                    session.add(table(trial_id=trial_id, key=key, value_json=json.dumps(value)))
+            if score is not None:
+                stored, kind = models.TrialValueModel.value_to_stored_repr(score)
+                session.add(
+                    models.TrialValueModel(
+                        trial_id=trial_id, objective=0, value=stored, value_type=kind
+                    )
+                )
+            trial.state = TrialState.FAIL if score is None else TrialState.COMPLETE
+            trial.datetime_complete = dt.datetime.now()
+        return True
 
     def fail_running(self, study: StudyRecord, reason: str) -> int:
         """Mark trials left RUNNING by a killed run as failed; returns how many."""
@@ -267,6 +317,27 @@ class StudyStore:
             )
             for trial in self.storage.get_all_trials(study.study_id, deepcopy=False)
         ]
+
+
+@contextmanager
+def _schema_locked(url: str) -> Iterator[None]:
+    """Several workers opening a new PostgreSQL database at once would all create Optuna's
+    tables and types, and all but one fail: the first to take this lock creates them."""
+    if not url.startswith("postgresql"):
+        yield
+        return
+    engine = sqlalchemy.create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK})
+            try:
+                yield
+            finally:
+                conn.execute(
+                    sqlalchemy.text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK}
+                )
+    finally:
+        engine.dispose()
 
 
 def _engine_options(url: str) -> dict[str, Any]:

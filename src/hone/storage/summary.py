@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 from optuna.storages._rdb import models
+from optuna.trial import TrialState
 
 from hone.storage import StudyRecord, StudyStore
 from hone.storage.store import RUNNING, TrialRecord
@@ -44,11 +45,11 @@ def single_metric(attrs: dict[str, Any]) -> bool:
 
 def gain_of(attrs: dict[str, Any], score: float | None) -> float | None:
     """The same gain the tuner reports: % of the baseline for one metric, else the difference
-    of scores that are already weighted percentages."""
+    of scores that are already percentages (weighted, or a worker's gain over its baseline)."""
     base = attrs.get("baseline_score")
     if score is None or base is None:
         return None
-    if not single_metric(attrs):
+    if attrs.get("scores") == "relative" or not single_metric(attrs):
         return float(score - base)
     return float((score - base) / abs(base) * 100.0) if base else None
 
@@ -61,15 +62,63 @@ def summaries(store: StudyStore) -> list[dict[str, Any]]:
         names = dict(conn.execute(sa.select(s.c.study_id, s.c.study_name)).all())
         for study_id, key, value in conn.execute(
             sa.select(ua.c.study_id, ua.c.key, ua.c.value_json).where(
-                ua.c.key.in_([*PUBLIC_ATTRS, "pid"])
+                sa.or_(ua.c.key.in_([*PUBLIC_ATTRS, "pid"]), ua.c.key.like("worker:%"))
             )
         ):
             attrs[study_id][key] = json.loads(value)
         counts, best = _trial_counts(conn)
+        running = _running_by_worker(conn)
     return [
-        summary_row(name, study_id, attrs[study_id], counts[study_id], best.get(study_id))
+        summary_row(
+            name,
+            study_id,
+            attrs[study_id],
+            counts[study_id],
+            best.get(study_id),
+            running.get(study_id, {}),
+        )
         for study_id, name in sorted(names.items())
     ]
+
+
+def _running_by_worker(
+    conn: sa.Connection, study_id: int | None = None
+) -> dict[int, dict[str, int]]:
+    """The trial number each worker of a shared study is running now, per study."""
+    t = models.TrialModel.__table__
+    worker = models.TrialUserAttributeModel.__table__
+    query = (
+        sa.select(t.c.study_id, t.c.number, worker.c.value_json)
+        .join(worker, sa.and_(worker.c.trial_id == t.c.trial_id, worker.c.key == "worker"))
+        .where(t.c.state == TrialState.RUNNING)
+    )
+    if study_id is not None:
+        query = query.where(t.c.study_id == study_id)
+    found: dict[int, dict[str, int]] = defaultdict(dict)
+    for sid, number, name in conn.execute(query):
+        found[sid][json.loads(name)] = number
+    return found
+
+
+def workers_of(attrs: dict[str, Any], running: dict[str, int]) -> list[dict[str, Any]]:
+    """The workers of a shared study: where each runs, its state and the trial it runs now."""
+    found = []
+    for key in sorted(k for k in attrs if k.startswith("worker:")):
+        record = attrs[key] if isinstance(attrs[key], dict) else {}
+        name = key.removeprefix("worker:")
+        found.append(
+            {
+                "id": name,
+                "host": record.get("host"),
+                "pid": record.get("pid"),
+                "state": record.get("state"),
+                "running": running.get(name),
+                "baseline_metrics": record.get("baseline_metrics"),
+                "baseline_cv": record.get("baseline_cv"),
+                "error": record.get("error"),
+            }
+        )
+    return found
 
 
 def _trial_counts(
@@ -123,6 +172,7 @@ def summary_row(
     attrs: dict[str, Any],
     counts: dict[str, int],
     best_score: float | None,
+    running: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     result = attrs.get("result") or {}
     confirmed = result.get("gain") or {}
@@ -143,6 +193,7 @@ def summary_row(
         "gain": confirmed.get("mean"),
         "gain_half_width": _finite(confirmed.get("half_width")),
         "baseline_score": attrs.get("baseline_score"),
+        "workers": workers_of(attrs, running or {}),
     }
 
 
@@ -250,8 +301,14 @@ def detail(store: StudyStore, study: StudyRecord) -> dict[str, Any]:
     with store.storage.engine.connect() as conn:
         counts, best = _trial_counts(conn, study.study_id)
         base = _baseline_scores(conn, study.study_id)
+        running = _running_by_worker(conn, study.study_id)
     row = summary_row(
-        study.name, study.study_id, attrs, counts[study.study_id], best.get(study.study_id)
+        study.name,
+        study.study_id,
+        attrs,
+        counts[study.study_id],
+        best.get(study.study_id),
+        running.get(study.study_id, {}),
     )
     band = None
     if base:

@@ -12,6 +12,7 @@ from hone.output import output_console, print_json
 
 def register(app: typer.Typer) -> None:
     app.command("tune")(tune)
+    app.command("worker")(worker)
     app.command("restore")(restore)
     app.command("studies")(studies)
     app.command("show")(show)
@@ -82,6 +83,43 @@ def _percent(text: str | None) -> float | None:
     if not 0 < value < 1000:
         raise HoneError(f"--min-detectable must be a gain in percent such as 3%, not {text!r}")
     return value
+
+
+def worker(
+    project: str = typer.Argument(..., help="project folder or hone YAML file"),
+    storage: str = typer.Option(..., help="SQLAlchemy URL of the shared study database"),
+    worker_id: str = typer.Option(None, "--worker-id", help="this worker's name (hostname)"),
+    study: str = typer.Option(None, help="study to join (default: the project's running one)"),
+    engine: str = typer.Option(None, help="optimiser, when this worker creates the study"),
+    budget: int = typer.Option(None, help="search trials of the study, when creating it"),
+    baseline: int = typer.Option(None, help="baseline runs on this machine (default 3)"),
+    seed: int = typer.Option(None, help="random seed of the optimiser"),
+    lease: float = typer.Option(60.0, help="seconds without a heartbeat before a trial is lost"),
+) -> None:
+    """Run trials of a study shared by several machines (docs/scale.md)."""
+    from hone.project import load_project
+    from hone.tune.console import RichReporter
+    from hone.tune.worker import Worker, WorkerOptions
+
+    loaded = load_project(project)
+    if engine:
+        from hone.optimizers import make_optimizer
+
+        make_optimizer(engine, loaded.space())  # an unknown engine fails before any change
+    options = WorkerOptions(storage, worker_id, study, engine, budget, baseline, seed, lease)
+    reporter = RichReporter(command="hone worker")
+    try:
+        result = Worker(loaded, reporter, options).run()
+    finally:
+        reporter.stop()
+    console = output_console()
+    if result.best is not None:
+        best = ", ".join(f"{k}={v}" for k, v in result.best.items())
+        console.print(f"best of the study so far: {best} ({result.best_gain:+.1f} %, unconfirmed)")
+    console.print(
+        f"worker {result.worker}: {result.trials} trials ({result.failures} failed) in "
+        f"{result.elapsed:.0f} s; study {result.study} {result.study_state}; knobs put back"
+    )
 
 
 def restore(

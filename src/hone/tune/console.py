@@ -48,6 +48,9 @@ class Reporter:
 
     def finish(self, result: TuneResult) -> None: ...
 
+    def stop(self) -> None:
+        """End any live display (a run that ends without a TuneResult: `hone worker`)."""
+
 
 def _values(metrics: Mapping[str, float]) -> str:
     return ",".join(f"{name}={value:.2f}" for name, value in metrics.items())
@@ -108,9 +111,10 @@ class AtuneReporter(Reporter):
 class RichReporter(Reporter):
     """A live progress bar with trial n/N, elapsed time, best so far and improvement."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, command: str = "hone tune") -> None:
         super().__init__()
         self.console = console or output_console()
+        self.command = command
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -127,7 +131,7 @@ class RichReporter(Reporter):
         knobs = len(project.knobs)
         self.units = {m.name: m.unit for m in project.metrics}
         self.console.print(
-            f"[bold]hone tune[/] {project.name}: study [cyan]{study}[/], {knobs} knobs, "
+            f"[bold]{self.command}[/] {project.name}: study [cyan]{study}[/], {knobs} knobs, "
             f"engine {engine}, budget {budget}"
         )
         self.progress.start()
@@ -171,8 +175,11 @@ class RichReporter(Reporter):
     def warn(self, message: str) -> None:
         self.console.print(f"[yellow]warning:[/] {message}")
 
-    def finish(self, result: TuneResult) -> None:
+    def stop(self) -> None:
         self.progress.stop()
+
+    def finish(self, result: TuneResult) -> None:
+        self.stop()
         self.console.print()
         if result.best is not None:
             self.console.print(f"best: {_params(result.best)}")

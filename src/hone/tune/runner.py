@@ -509,9 +509,18 @@ class Tuner:
     def _run(
         self, study: StudyRecord, space: SearchSpace, config: Config, phase: str, **attrs: Any
     ) -> tuple[int, Measurement]:
+        trial_id = self._start_trial(study, space, config, phase, **attrs)
+        return trial_id, self._execute(config, phase)
+
+    def _start_trial(
+        self, study: StudyRecord, space: SearchSpace, config: Config, phase: str, **attrs: Any
+    ) -> int:
         self.trial_count += 1
         os.environ["ITERATION"] = str(self.trial_count)
-        trial_id = self.store.start_trial(study, space, config, phase, **attrs)
+        return self.store.start_trial(study, space, config, phase, **attrs)
+
+    def _execute(self, config: Config, phase: str) -> Measurement:
+        """Apply and benchmark one configuration of a started trial; a failure is in `error`."""
         run = Measurement(dict(config))
         started = time.monotonic()
         try:
@@ -527,12 +536,15 @@ class Tuner:
             if broken:
                 raise BenchmarkError("; ".join(broken))
             if self.objective.baseline or phase != "baseline":
-                run.score = self.objective.score(run.metrics)
+                run.score = self._score(run.metrics)
         except HoneError as exc:
             run.error = self.last_error = str(exc)
         run_seconds = time.monotonic() - started
         run.metrics.setdefault("_seconds", round(run_seconds, 3))
-        return trial_id, run
+        return run
+
+    def _score(self, metrics: Mapping[str, float]) -> float:
+        return self.objective.score(metrics)
 
     def _finish_trial(self, trial_id: int, run: Measurement, phase: str | None = None) -> None:
         """Store the outcome; `phase` replaces the trial's phase (`disturbed`: a reading kept

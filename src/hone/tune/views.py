@@ -16,6 +16,7 @@ from hone.project.yamlio import load_yaml
 from hone.space import SearchSpace
 from hone.storage import StudyStore
 from hone.storage.store import TrialRecord
+from hone.storage.summary import summaries, workers_of
 from hone.tune.confirm import quality_text
 from hone.tune.risk import gain_text, risk_lines
 
@@ -95,21 +96,34 @@ def goal_text(metrics: list[Metric]) -> str:
 
 
 def studies_table(storage: str | None) -> Table:
-    store = StudyStore(storage)
-    table = Table("study", "state", "engine", "trials", "outcome", "gain", "created")
-    for study in store.studies():
-        result = study.attrs.get("result") or {}
-        gain = result.get("gain")
+    table = Table("study", "state", "engine", "trials", "outcome", "gain", "workers", "created")
+    for row in summaries(StudyStore(storage)):
+        gain, half = row["gain"], row["gain_half_width"]
         table.add_row(
-            study.name,
-            study.state,
-            str(study.attrs.get("engine", "")),
-            str(result.get("trials", len(store.trials(study)))),
-            str(result.get("outcome", "")),
-            f"{gain['mean']:+.1f} % ± {gain['half_width']:.1f}" if gain else "",
-            str(study.attrs.get("created", "")),
+            row["name"],
+            row["state"],
+            str(row["engine"] or ""),
+            str(row["trials"]),
+            str(row["outcome"] or ""),
+            "" if gain is None else f"{gain:+.1f} %" + ("" if half is None else f" ± {half:.1f}"),
+            workers_text(row["workers"]),
+            str(row["created"] or ""),
         )
     return table
+
+
+def workers_text(workers: list[dict]) -> str:
+    """`a: #12, b: idle, c: lost` — each worker of a shared study and what it runs now."""
+    parts = []
+    for worker in workers:
+        if worker["running"] is not None:
+            doing = f"#{worker['running']}"
+        elif worker["state"] == "running":
+            doing = "idle"
+        else:
+            doing = str(worker["state"])
+        parts.append(f"{worker['id']}: {doing}")
+    return ", ".join(parts)
 
 
 def show_study(console: Console, name: str, storage: str | None) -> None:
@@ -119,6 +133,13 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     attrs = study.attrs
     units = {m["name"]: m.get("unit", "") for m in attrs.get("metrics", [])}
     console.print(f"study [bold]{study.name}[/]: {study.state}, engine {attrs.get('engine')}")
+    for worker in workers_of(attrs, {}):
+        base = measured(worker["baseline_metrics"] or {}, units)
+        console.print(
+            f"worker {worker['id']} on {worker['host']}: {worker['state']}, baseline {base} "
+            f"(noise CV {worker['baseline_cv'] or 0:.1f} %)"
+            + (f"; {worker['error']}" if worker["error"] else "")
+        )
     baseline = attrs.get("baseline_metrics")
     if baseline:
         values = measured(baseline, units)
@@ -159,11 +180,15 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
 def trial_table(trials: list[TrialRecord]) -> Table:
     names = sorted({k for t in trials for k in t.config})
     metric_names = sorted({k for t in trials for k in t.metrics})
-    table = Table("#", "phase", *names, *metric_names, "score", "state")
+    shared = any(t.worker for t in trials)  # a study of `hone worker`s: who ran each trial
+    table = Table("#", "phase", *(["worker"] if shared else []), *names, *metric_names)
+    table.add_column("score")
+    table.add_column("state")
     for trial in trials:
         table.add_row(
             str(trial.number),
             trial.phase + (f" r{trial.round + 1}" if trial.round is not None else ""),
+            *([trial.worker or ""] if shared else []),
             *(str(trial.config.get(n, "")) for n in names),
             *(number(trial.metrics[m]) if m in trial.metrics else "" for m in metric_names),
             "" if trial.score is None else number(trial.score),

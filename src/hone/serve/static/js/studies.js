@@ -18,6 +18,11 @@ export async function studiesPage(main, { onLeave }) {
     tableBox,
     startForm(),
   );
+  // A study shared by `hone worker`s: each worker and the trial it runs now (docs/scale.md).
+  const workersText = (workers) =>
+    (workers ?? [])
+      .map((w) => `${w.id}: ${w.running !== null ? `#${w.running}` : w.state === "running" ? "idle" : w.state}`)
+      .join(", ");
   const badgeText = (r) => `${r.state}${r.state === "running" && r.alive === false ? " (stale)" : ""}`;
   const table = new DataTable(
     tableBox,
@@ -31,6 +36,7 @@ export async function studiesPage(main, { onLeave }) {
       { key: "outcome", label: "outcome", value: (r) => r.outcome ?? "" },
       { key: "gain", label: "confirmed gain", value: (r) => r.gain, text: (r) => pct(r.gain, r.gain_half_width), numeric: true },
       { key: "best_gain", label: "best seen", value: (r) => r.best_gain, text: (r) => pct(r.best_gain), numeric: true },
+      { key: "workers", label: "workers", value: (r) => workersText(r.workers) },
       { key: "created", label: "created", value: (r) => r.created ?? "", text: (r) => when(r.created) },
     ],
     { caption: "Every tuning study; click a name to open it" },

@@ -1,0 +1,213 @@
+"""A real 3-broker Kafka cluster (KRaft: every broker is also a controller, no ZooKeeper) and
+Kafka's own producer and consumer performance tools as its benchmark.
+
+Brokers listen on the addresses given (loopback ports by default; the address of a network
+namespace when each "host" is one: `prefix` puts a command in front of each broker's, such as
+`ip netns exec NAME`). Every load is bounded: a producer run sends a fixed number of records
+and every command has a timeout. The jars come from Maven Central as the analyze benchmark
+fetches them (`kafka_libs`).
+
+    python -m benchmarks.scale.kafka_cluster --repeats 5   # the benchmark's noise here
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import signal
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks.analyze.workloads import free_port, kafka_libs
+
+TIMEOUT = 120  # seconds any one command may take
+
+
+@dataclass
+class Broker:
+    node: int
+    host: str  # the address it listens on
+    port: int
+    controller: int
+    data: Path
+    prefix: list[str] = field(default_factory=list)  # e.g. ["ip", "netns", "exec", "h1"]
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def brokers(root: Path, hosts: Sequence[str] = ("127.0.0.1",) * 3, prefixes=None) -> list[Broker]:
+    """One broker per host address, each with its own ports and data folder under `root`."""
+    prefixes = prefixes or [[] for _ in hosts]
+    return [
+        Broker(i + 1, host, free_port(), free_port(), root / f"broker-{i + 1}", list(prefix))
+        for i, (host, prefix) in enumerate(zip(hosts, prefixes, strict=True))
+    ]
+
+
+def server_properties(broker: Broker, cluster: list[Broker], settings: dict[str, str]) -> str:
+    """A broker's configuration: the KRaft quorum of all brokers, replication 3 for Kafka's own
+    topics, then `settings` (the knobs a study tunes) last, so they win."""
+    voters = ",".join(f"{b.node}@{b.host}:{b.controller}" for b in cluster)
+    lines = {
+        "process.roles": "broker,controller",
+        "node.id": str(broker.node),
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://{broker.host}:{broker.port},"
+        f"CONTROLLER://{broker.host}:{broker.controller}",
+        "advertised.listeners": f"PLAINTEXT://{broker.address}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": str(broker.data / "log"),
+        "num.partitions": "3",
+        "default.replication.factor": str(min(3, len(cluster))),
+        "offsets.topic.replication.factor": str(min(3, len(cluster))),
+        "transaction.state.log.replication.factor": str(min(3, len(cluster))),
+        "transaction.state.log.min.isr": "1",
+        "log.retention.bytes": "268435456",
+        "log.segment.bytes": "67108864",
+        **settings,
+    }
+    return "".join(f"{key}={value}\n" for key, value in lines.items())
+
+
+def _java(heap: str = "-Xmx512m") -> list[str]:
+    return ["java", heap, "-cp", f"{kafka_libs()}/*"]
+
+
+@contextlib.contextmanager
+def running(cluster: list[Broker], settings: dict[str, str] | None = None) -> Iterator[str]:
+    """Format and start every broker, wait until all serve, yield the bootstrap list; stop them
+    all (process groups, SIGKILL after SIGTERM) on exit."""
+    uuid = subprocess.run(
+        [*_java(), "kafka.tools.StorageTool", "random-uuid"],
+        check=True, capture_output=True, text=True, timeout=TIMEOUT,
+    ).stdout.split()[-1]  # fmt: skip
+    procs = []
+    try:
+        for broker in cluster:
+            broker.data.mkdir(parents=True, exist_ok=True)
+            config = broker.data / "server.properties"
+            config.write_text(server_properties(broker, cluster, settings or {}))
+            subprocess.run(
+                [*broker.prefix, *_java(), "kafka.tools.StorageTool", "format", "-t", uuid,
+                 "-c", str(config), "--ignore-formatted"],
+                check=True, capture_output=True, timeout=TIMEOUT,
+            )  # fmt: skip
+            log = (broker.data / "broker.log").open("w")
+            procs.append(
+                subprocess.Popen(
+                    [*broker.prefix, *_java(), "kafka.Kafka", str(config)],
+                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                )
+            )  # fmt: skip
+        bootstrap = ",".join(b.address for b in cluster)
+        _wait_ready(cluster, bootstrap)
+        yield bootstrap
+    finally:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _wait_ready(cluster: list[Broker], bootstrap: str, timeout: float = TIMEOUT) -> None:
+    """Until the cluster reports every broker (kafka-broker-api-versions lists each)."""
+    deadline = time.monotonic() + timeout
+    tool = [*_java("-Xmx128m"), "kafka.admin.BrokerApiVersionsCommand"]
+    while time.monotonic() < deadline:
+        out = subprocess.run(
+            [*cluster[0].prefix, *tool, "--bootstrap-server", bootstrap],
+            capture_output=True, text=True, timeout=TIMEOUT,
+        )  # fmt: skip
+        if out.returncode == 0 and all(f"id: {b.node}" in out.stdout for b in cluster):
+            return
+        time.sleep(1)
+    raise RuntimeError(f"the Kafka cluster at {bootstrap} is not up after {timeout:.0f} s")
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 3, replicas: int = 3, prefix=()):
+    subprocess.run(
+        [*prefix, *_java("-Xmx128m"), "org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
+         bootstrap, "--create", "--if-not-exists", "--topic", topic, "--partitions",
+         str(partitions), "--replication-factor", str(replicas),
+         "--config", "min.insync.replicas=2"],
+        check=True, capture_output=True, timeout=TIMEOUT,
+    )  # fmt: skip
+
+
+def describe_topic(bootstrap: str, topic: str, prefix=()) -> str:
+    return subprocess.run(
+        [*prefix, *_java("-Xmx128m"), "org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
+         bootstrap, "--describe", "--topic", topic],
+        check=True, capture_output=True, text=True, timeout=TIMEOUT,
+    ).stdout  # fmt: skip
+
+
+def produce(bootstrap: str, topic: str, records: int = 200_000, size: int = 100,
+            props: dict[str, str] | None = None, prefix=()) -> dict[str, float]:  # fmt: skip
+    """ProducerPerformance with a fixed number of records (acks=all unless `props` says):
+    records/s, MB/s and the average and 99th-percentile latency in ms of its summary line."""
+    settings = {"bootstrap.servers": bootstrap, "acks": "all", **(props or {})}
+    out = subprocess.run(
+        [*prefix, *_java("-Xmx256m"), "org.apache.kafka.tools.ProducerPerformance",
+         "--topic", topic, "--num-records", str(records), "--record-size", str(size),
+         "--throughput", "-1", "--producer-props", *(f"{k}={v}" for k, v in settings.items())],
+        check=True, capture_output=True, text=True, timeout=TIMEOUT,
+    ).stdout  # fmt: skip
+    summary = out.strip().splitlines()[-1]
+    numbers = re.search(
+        r"([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency.*?"
+        r"([\d.]+) ms 99th", summary,
+    )  # fmt: skip
+    if not numbers:
+        raise RuntimeError(f"no summary in ProducerPerformance's output: {summary!r}")
+    rate, mb, latency, p99 = map(float, numbers.groups())
+    return {"records_per_s": rate, "mb_per_s": mb, "latency_ms": latency, "p99_ms": p99}
+
+
+def consume(bootstrap: str, topic: str, messages: int, prefix=()) -> float:
+    """ConsumerPerformance reading `messages` records: MB/s."""
+    out = subprocess.run(
+        [*prefix, *_java("-Xmx256m"), "org.apache.kafka.tools.ConsumerPerformance",
+         "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(messages),
+         "--timeout", str(TIMEOUT * 1000)],
+        check=True, capture_output=True, text=True, timeout=TIMEOUT,
+    ).stdout  # fmt: skip
+    header, row = out.strip().splitlines()[-2:]
+    columns = dict(zip(header.split(", "), row.split(", "), strict=False))
+    return float(columns["MB.sec"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--records", type=int, default=200_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as root, running(brokers(Path(root))) as bootstrap:
+        create_topic(bootstrap, "bench")
+        rates = [
+            produce(bootstrap, "bench", args.records)["records_per_s"] for _ in range(args.repeats)
+        ]
+        mean = statistics.mean(rates)
+        cv = statistics.stdev(rates) / mean if len(rates) > 1 else 0.0
+        print(f"producer, 3 brokers, acks=all, {args.records} records of 100 bytes: "
+              f"{mean:.0f} records/s, CV {100 * cv:.1f} % over {len(rates)} runs "
+              f"({', '.join(f'{r:.0f}' for r in rates)})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Wall time of one study run by 1, 2 and 4 `hone worker` processes sharing a PostgreSQL
+database. Target: >= 3.5x faster with 4 workers than with 1.
+
+    python -m benchmarks.tune.workers [--trials 40] [--workers 1 2 4] [--sleep 1] [--baseline 3]
+
+Each worker is a "machine" of its own (its own HONE_HOME and project folder, whose four knobs are
+keys of a config file); the benchmark sleeps (so that workers do not compete for the 2 cores)
+and scores the file with awk. The PostgreSQL cluster is started here (initdb in a temporary
+folder, as the `postgres` user, on a loopback port) and deleted after. Printed per count of
+workers: the whole wall time (baseline on every worker included), the search phase (first search
+trial started to last finished, from the database) and the best true score found."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+IDEAL = {"a": 7, "b": 3, "c": 12, "d": 5}
+
+
+@contextmanager
+def postgres() -> Iterator[str]:
+    folder = Path(tempfile.mkdtemp(prefix="hone-bench-pg-"))
+    shutil.chown(folder, "postgres")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = ["runuser", "-u", "postgres", "--"]
+    data = folder / "data"
+    subprocess.run(
+        [*run, PG_BIN / "initdb", "-D", data, "-A", "trust", "-U", "postgres"],
+        check=True,
+        capture_output=True,
+    )
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1"
+    subprocess.run(
+        [*run, PG_BIN / "pg_ctl", "-D", data, "-w", "-l", folder / "log", "-o", options, "start"],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            [*run, PG_BIN / "pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def machine(folder: Path, name: str, sleep: float, trials: int, baseline: int) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "app.conf").write_text("a 1\nb 1\nc 1\nd 1\n")
+    score = " ".join(f'if ($1 == "{k}") s -= ($2 - {v}) ^ 2;' for k, v in IDEAL.items())
+    knobs = "".join(
+        f"  {k}: {{type: int, range: [1, 16], config: {{file: app.conf, format: space, "
+        f"key: {k}}}}}\n"
+        for k in IDEAL
+    )
+    (folder / "hone.yaml").write_text(
+        f"name: {name}\nknobs:\n"
+        + knobs
+        + textwrap.dedent(f"""\
+            benchmark:
+              command: >-
+                sleep {sleep} && awk 'BEGIN {{s = 1000}} {{{score}}} END {{print "score", s}}'
+                app.conf
+            metrics:
+              score: {{pattern: 'score (\\S+)', direction: maximize}}
+            tuning: {{engine: auto, budget: {trials}, baseline: {baseline}, seed: 1}}
+        """)
+    )
+    return folder
+
+
+def study_times(url: str, name: str) -> dict[str, float]:
+    """From the database: the study's span (first trial started to last finished, baselines
+    included: what separate machines would see), its search phase, and the best true score."""
+    from hone.storage import StudyStore
+
+    store = StudyStore(url)
+    study = store.find(name)
+    trials = store.storage.get_all_trials(study.study_id, deepcopy=False)
+    search = [t for t in trials if t.user_attrs.get("phase") == "search"]
+    end = max(t.datetime_complete for t in trials if t.datetime_complete)
+    best = max(
+        1000 - sum((t.user_attrs["config"][k] - v) ** 2 for k, v in IDEAL.items()) for t in search
+    )
+    return {
+        "span": (end - min(t.datetime_start for t in trials)).total_seconds(),
+        "search": (end - min(t.datetime_start for t in search)).total_seconds(),
+        "trials": len(search),
+        "best": best,
+    }
+
+
+def run(url: str, root: Path, workers: int, args: argparse.Namespace) -> dict[str, float]:
+    name = f"workers{workers}"
+    folders = [
+        machine(root / name / f"m{i}", name, args.sleep, args.trials, args.baseline)
+        for i in range(workers)
+    ]
+    started = time.monotonic()
+    procs = [
+        subprocess.Popen(
+            [
+                *(sys.executable, "-m", "hone", "worker", str(folder), "--storage", url),
+                *("--worker-id", f"m{i}"),
+            ],
+            env={**os.environ, "HONE_HOME": str(folder / "home")},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for i, folder in enumerate(folders)
+    ]
+    for proc in procs:
+        _, err = proc.communicate()
+        if proc.returncode:
+            raise SystemExit(f"a worker failed: {err.decode()[-500:]}")
+    return {"wall": time.monotonic() - started, **study_times(url, name)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--sleep", type=float, default=1.0)
+    parser.add_argument("--baseline", type=int, default=3)
+    args = parser.parse_args()
+    results: dict[int, dict[str, float]] = {}
+    with postgres() as url, tempfile.TemporaryDirectory() as tmp:
+        for workers in args.workers:
+            results[workers] = run(url, Path(tmp), workers, args)
+    one = results.get(1)
+    print(
+        f"{args.trials} search trials, benchmark sleeps {args.sleep:g} s, "
+        f"{args.baseline} baseline runs per worker, load {os.getloadavg()[0]:.1f}"
+    )
+    print("| workers | study (first trial to last) | search phase | wall, processes started |")
+    print("|---|---|---|---|")
+    for workers, r in results.items():
+        cells = [
+            f"{r[key]:.1f} s" + (f" ({one[key] / r[key]:.2f}x)" if one else "")
+            for key in ("span", "search", "wall")
+        ]
+        print(f"| {workers} | {' | '.join(cells)} |")
+    print(
+        "best true score found (1000 is the optimum): "
+        + ", ".join(f"{w} worker(s) {r['best']:.0f}" for w, r in results.items())
+    )
+
+
+if __name__ == "__main__":
+    main()

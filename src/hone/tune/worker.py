@@ -1,0 +1,438 @@
+"""`hone worker`: one of several machines of the same kind running the trials of one study kept
+in a shared database (PostgreSQL).
+
+Each worker journals its own knobs and measures its own baseline (machines of one kind still
+differ a little), so every score it stores is its gain in percent over its own baseline: scores
+of different machines compare as gains, never as raw numbers. Proposals are made one at a time
+under a lock on the study, by the worker's optimiser fed every finished trial of every worker,
+with the trials still running elsewhere passed as pending (the constant liar of `ask_batch`).
+A running trial holds a lease (Optuna's heartbeat table, renewed by a thread); a trial whose
+lease runs out is failed with the reason by the next worker that looks, and is not counted in
+the budget. Workers put their knobs back when the study's budget is spent: nothing is applied."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from optuna.exceptions import StorageInternalError
+from sqlalchemy.exc import SQLAlchemyError
+
+from hone.errors import BenchmarkError, HoneError
+from hone.journal.settings import settings_locked
+from hone.optimizers import make_optimizer
+from hone.optimizers.base import Optimizer
+from hone.project.model import Project
+from hone.space import Config, SearchSpace
+from hone.space.serialize import domain_to_dict
+from hone.storage import StudyRecord, TrialRecord
+from hone.storage.lease import Heartbeat, running_trials, study_locked
+from hone.storage.store import FINISHED, RUNNING, TrialClosed, _now
+from hone.storage.summary import read_trials
+from hone.tune.console import Reporter
+from hone.tune.runner import (
+    CUT_OFF,
+    Measurement,
+    Stopped,
+    TuneOptions,
+    Tuner,
+    _first_line,
+    _stop_on_sigterm,
+)
+from hone.tune.stats import noise
+
+#: The reason stored with a trial whose worker stopped renewing its lease.
+LOST = (
+    "worker {worker} stopped reporting: no heartbeat for {silent:.0f} s "
+    "(killed, crashed or cut off from the database)"
+)
+WAIT = "wait"  # the budget is spent but trials run elsewhere: one of them may yet be lost
+POLL = 0.5  # seconds between looks at the study while waiting for those trials
+
+
+@dataclass
+class WorkerOptions:
+    storage: str | None = None
+    worker_id: str | None = None
+    study: str | None = None  # a study to join; default: the project's running shared study
+    engine: str | None = None
+    budget: int | None = None
+    baseline_repeats: int | None = None
+    seed: int | None = None
+    lease: float = 60.0  # seconds without a heartbeat after which a trial is lost
+
+
+@dataclass
+class WorkerResult:
+    study: str
+    worker: str
+    trials: int  # run by this worker, baseline included
+    failures: int
+    study_state: str
+    best: Config | None  # the best search trial of the study so far (not confirmed)
+    best_gain: float | None  # its gain over its worker's baseline, in percent
+    elapsed: float
+
+
+class Worker(Tuner):
+    def __init__(self, project: Project, reporter: Reporter, options: WorkerOptions) -> None:
+        super().__init__(
+            project,
+            reporter,
+            TuneOptions(
+                engine=options.engine,
+                budget=options.budget,
+                baseline_repeats=options.baseline_repeats,
+                apply="never",
+                seed=options.seed,
+                storage=options.storage,
+            ),
+        )
+        if options.lease <= 0:
+            raise HoneError("--lease must be a positive number of seconds")
+        if self.cluster is not None:
+            raise HoneError(
+                f"{project.name} puts knobs on host groups: a cluster project runs with"
+                " `hone tune` on one controller, not with `hone worker` (docs/cluster.md)"
+            )
+        self.worker_options = options
+        self.id = options.worker_id or socket.gethostname()
+        self.heart = Heartbeat(self.store, max(0.2, options.lease / 6))
+        self.base_score = 0.0
+        self.told: set[int] = set()
+        self.record: dict[str, Any] = {}
+
+    # -- the whole run ---------------------------------------------------------------------
+
+    def run(self) -> WorkerResult:  # type: ignore[override]
+        actuators = [knob.actuator for knob in self.project.knobs]
+        with self.journal.locked(), settings_locked(actuators), _stop_on_sigterm():
+            self._prepare_environment()
+            baseline = self._read_baseline()
+            study = self._join()
+            space = self.project.space(
+                {n: v for n, v in baseline.items() if self.project.knob(n).domain.contains(v)}
+            )
+            self.journal.begin(study=study.name, engine=self.engine, worker=self.id)
+            for knob in self.project.knobs:
+                self.journal.remember(knob.name, knob.actuator)
+            self.heart.start()
+            try:
+                self._work(study, space, baseline)
+                self._restore_all()
+                self._stop_owned_workload()
+            except BaseException as exc:
+                self._abort(study, exc)
+                if isinstance(exc, OSError | SQLAlchemyError | StorageInternalError):
+                    raise HoneError(f"stopped, every knob put back: {_first_line(exc)}") from None
+                raise
+            finally:
+                self.heart.stop()
+            self._record(study, state="finished", finished=_now())
+            return self._result(study)
+
+    def _work(self, study: StudyRecord, space: SearchSpace, baseline: Config) -> None:
+        seed = self.options.seed if self.options.seed is not None else self.project.tuning.seed
+        optimizer = make_optimizer(
+            self.engine,
+            space,
+            # each worker its own random stream: the same seed would give the same designs
+            seed=None if seed is None else seed + zlib.crc32(self.id.encode()) % 65536,
+            budget=self.budget,
+            random_starts=self.project.tuning.random_starts,
+            split_count=self.project.tuning.split_count,
+        )
+        for run in self._measure_baseline(study, space, baseline):
+            if space.feasible(run.config) and run.score is not None:
+                optimizer.tell(run.config, -run.score)
+        self.reporter.phase("search", self.budget)
+        while True:
+            claim = self._claim(study, space, optimizer)
+            if claim == WAIT:
+                time.sleep(min(self.heart.interval, POLL))
+                continue
+            if claim is None:
+                return
+            trial_id, rank, config = claim
+            run = self._execute(config, "search")
+            self._finish_trial(trial_id, run)
+            if run.error:
+                self._recover(baseline)
+            self.reporter.trial(rank, self.budget, run)
+
+    # -- joining the study -----------------------------------------------------------------
+
+    def _join(self) -> StudyRecord:
+        """Join the project's running shared study, or create it; under a lock, so workers
+        started together make one study."""
+        wanted = self.worker_options.study or self.project.name
+        with study_locked(self.store, f"project:{wanted}"):
+            study = self._shared_study(wanted)
+            if study is None:
+                study = self.store.create(self.project.name, self._study_attrs())
+            self.engine = str(study.attrs.get("engine", self.engine))
+            self.budget = int(study.attrs.get("budget", self.budget))
+            self._cut_off_predecessor(study)
+            self._record(
+                study,
+                state="running",
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                started=_now(),
+            )
+        self.reporter.start(self.project, study.name, self.engine, self.budget)
+        self.reporter.note(f"worker {self.id} joined {study.name}")
+        return study
+
+    def _shared_study(self, wanted: str) -> StudyRecord | None:
+        """The study `--study` names, else the project's newest running shared study."""
+        studies = self.store.studies()
+        if self.worker_options.study:
+            named = [s for s in studies if s.name == wanted]
+            if not named:
+                raise HoneError(f"no study named {wanted!r} in {self.store.url}")
+            if not (named[0].attrs.get("workers") and named[0].state == RUNNING):
+                raise HoneError(f"study {wanted} is not a running study of workers")
+            return named[0]
+        shared = [
+            s
+            for s in studies
+            if s.project == wanted and s.attrs.get("workers") and s.state == RUNNING
+        ]
+        return max(shared, key=lambda s: s.study_id) if shared else None
+
+    def _study_attrs(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "budget": self.budget,
+            "workers": True,
+            # every score is a gain in % over its own worker's baseline
+            "scores": "relative",
+            "baseline_score": 0.0,
+            "sources": [str(s) for s in self.project.sources],
+            "metrics": [
+                {"name": m.name, "direction": m.direction, "weight": m.weight, "unit": m.unit}
+                for m in self.project.metrics
+            ],
+            "knobs": {k.name: k.domain.describe() for k in self.project.knobs},
+            "space": {k.name: domain_to_dict(k.domain) for k in self.project.knobs},
+        }
+
+    def _cut_off_predecessor(self, study: StudyRecord) -> None:
+        """A trial still running under this worker's name: from an earlier process of this
+        worker that was killed (failed now), or from a live worker using the same name."""
+        mine = [t for t in running_trials(self.store, study.study_id) if t.worker == self.id]
+        if not mine:
+            return
+        before = study.attrs.get(f"worker:{self.id}") or {}
+        dead = before.get("host") == socket.gethostname() and not _alive(before.get("pid"))
+        for trial in mine:
+            if not dead and trial.silent <= self.heart.interval * 6:
+                raise HoneError(
+                    f"worker {self.id} is already running trial #{trial.number} of "
+                    f"{study.name}; give each worker its own --worker-id"
+                )
+            self.store.fail_trial(trial.trial_id, CUT_OFF, lost=True)
+
+    # -- proposals -------------------------------------------------------------------------
+
+    def _claim(
+        self, study: StudyRecord, space: SearchSpace, optimizer: Optimizer
+    ) -> tuple[int, int, Config] | str | None:
+        """Under the study's lock: fail lost trials, learn every finished one, propose the
+        next configuration given those running elsewhere and start its trial. WAIT when the
+        budget is spent but trials still run; None when the study is over."""
+        with study_locked(self.store, f"study:{study.study_id}"):
+            self._reap(study)
+            trials = read_trials(self.store, study)
+            counted = [t for t in trials if t.phase == "search" and _counts(t)]
+            running = [t for t in trials if t.state == "running"]
+            if len(counted) >= self.budget:
+                if running:
+                    return WAIT
+                self._close_study(study, trials)
+                return None
+            for trial in counted:
+                if trial.state != "running" and trial.number not in self.told:
+                    score = trial.score if trial.state == "complete" else None
+                    optimizer.tell(trial.config, -score if score is not None else None)
+                    self.told.add(trial.number)
+            pending = [t.config for t in running if t.phase == "search"]
+            config = optimizer.ask_batch(1, pending=pending)[0]
+            trial_id = self._start_trial(study, space, config, "search")
+        return trial_id, len(counted) + 1, config
+
+    def _reap(self, study: StudyRecord) -> None:
+        """Fail the trials whose worker stopped renewing its lease, with the reason."""
+        for stale in running_trials(self.store, study.study_id):
+            if stale.silent <= self.worker_options.lease:
+                continue
+            reason = LOST.format(worker=stale.worker or "?", silent=stale.silent)
+            if self.store.fail_trial(stale.trial_id, reason, lost=True):
+                self.reporter.warn(f"trial #{stale.number}: {reason}")
+                if stale.worker:
+                    self._mark(study, stale.worker, state="lost", error=reason)
+
+    def _close_study(self, study: StudyRecord, trials: list[TrialRecord]) -> None:
+        if self.store.storage.get_study_user_attrs(study.study_id).get("state") == FINISHED:
+            return
+        search = [t for t in trials if t.phase == "search"]
+        best, gain = _best(search)
+        self.store.update(
+            study,
+            state=FINISHED,
+            result={
+                "outcome": "restored",
+                "reason": "workers put their knobs back; the best search trial is unconfirmed",
+                "best_search": best,
+                "best_search_gain": gain,
+                "trials": len(trials),
+                "failures": sum(t.state == "fail" for t in trials),
+                "lost": sum(t.lost for t in trials),
+            },
+        )
+
+    # -- trials ----------------------------------------------------------------------------
+
+    def _measure_baseline(
+        self, study: StudyRecord, space: SearchSpace, baseline: Config
+    ) -> list[Measurement]:
+        """This machine's baseline: its raw scores set the zero of every score it stores."""
+        self.reporter.phase("baseline", self.baseline_repeats)
+        self._apply(baseline)
+        measured: list[tuple[int, Measurement]] = []
+        for _ in range(self.baseline_repeats):
+            trial_id, run = self._run(study, space, baseline, "baseline")
+            if run.error:
+                self._finish_trial(trial_id, run)
+                self.reporter.trial(0, 0, run)
+            else:
+                measured.append((trial_id, run))
+        if not measured:
+            raise BenchmarkError(f"every baseline run failed; the last: {self.last_error}")
+        self.objective.set_baseline([run.metrics for _, run in measured])
+        raw = [self.objective.score(run.metrics) for _, run in measured]
+        self.base_score = float(np.mean(raw))
+        for trial_id, run in measured:
+            run.score = self._score(run.metrics)
+            self._finish_trial(trial_id, run)
+        self._record(
+            study,
+            baseline_metrics=self.objective.baseline,
+            baseline_score=self.base_score,
+            baseline_cv=noise(raw),
+        )
+        self.reporter.baseline(self.objective.baseline, noise(raw), len(raw), lambda s: s)
+        return [run for _, run in measured]
+
+    def _score(self, metrics: Any) -> float:
+        """The gain over this worker's own baseline, in percent."""
+        return self.objective.gain(self.objective.score(metrics), self.base_score)
+
+    def _start_trial(
+        self, study: StudyRecord, space: SearchSpace, config: Config, phase: str, **attrs: Any
+    ) -> int:
+        self.trial_count += 1
+        os.environ["ITERATION"] = str(self.trial_count)
+        with study_locked(self.store, f"study:{study.study_id}"):  # trial numbers stay unique
+            trial_id = self.store.start_trial(
+                study, space, config, phase, lease=True, worker=self.id, **attrs
+            )
+        self.heart.trial_id = trial_id
+        return trial_id
+
+    def _finish_trial(self, trial_id: int, run: Measurement, phase: str | None = None) -> None:
+        try:
+            super()._finish_trial(trial_id, run, phase)
+        except TrialClosed:
+            # cut off from the database longer than the lease: another worker failed it
+            run.error = "dropped: the study gave this trial up while the worker was cut off"
+            self.reporter.warn(run.error)
+        finally:
+            self.heart.trial_id = None
+
+    # -- records ---------------------------------------------------------------------------
+
+    def _record(self, study: StudyRecord, **fields: Any) -> None:
+        """This worker's entry in the study: host, pid, state, baseline."""
+        self.record.update(fields)
+        self.store.storage.set_study_user_attr(study.study_id, f"worker:{self.id}", self.record)
+
+    def _mark(self, study: StudyRecord, worker: str, **fields: Any) -> None:
+        key = f"worker:{worker}"
+        record = dict(self.store.storage.get_study_user_attrs(study.study_id).get(key) or {})
+        self.store.storage.set_study_user_attr(study.study_id, key, {**record, **fields})
+
+    def _abort(self, study: StudyRecord, exc: BaseException) -> None:
+        """Knobs back and owned workload stopped first; then the trial it was running is
+        failed with the reason and the worker marked stopped (the study goes on without it)."""
+        try:
+            self._restore_all()
+        except HoneError as restore_error:
+            self.reporter.warn(str(restore_error))
+        self._stop_owned_workload()
+        stopped = isinstance(exc, Stopped | KeyboardInterrupt)
+        reason = CUT_OFF if stopped else f"worker {self.id} stopped: {_first_line(exc)}"
+        try:
+            if self.heart.trial_id is not None:
+                self.store.fail_trial(self.heart.trial_id, reason, lost=True)
+            self._record(study, state="stopped", error=reason[:300])
+        except Exception as record_error:
+            self.reporter.warn(f"the worker's end could not be recorded: {record_error}")
+
+    def _result(self, study: StudyRecord) -> WorkerResult:
+        trials = read_trials(self.store, study)
+        best, gain = _best([t for t in trials if t.phase == "search"])
+        state = self.store.storage.get_study_user_attrs(study.study_id).get("state", RUNNING)
+        return WorkerResult(
+            study=study.name,
+            worker=self.id,
+            trials=self.trial_count,
+            failures=self.failures,
+            study_state=str(state),
+            best=best,
+            best_gain=gain,
+            elapsed=time.monotonic() - self.started,
+        )
+
+
+def _counts(trial: TrialRecord) -> bool:
+    """Whether a search trial uses the budget: a lost or cut-off one measured nothing."""
+    return not trial.lost and trial.error != CUT_OFF
+
+
+def _config_key(config: Config) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in config.items()))
+
+
+def _best(trials: list[TrialRecord]) -> tuple[Config | None, float | None]:
+    """The configuration with the best mean gain over the finished search trials."""
+    gains: dict[tuple, list[float]] = defaultdict(list)
+    configs: dict[tuple, Config] = {}
+    for trial in trials:
+        if trial.state == "complete" and trial.score is not None:
+            key = _config_key(trial.config)
+            gains[key].append(trial.score)
+            configs[key] = trial.config
+    if not gains:
+        return None, None
+    top = max(gains, key=lambda k: float(np.mean(gains[k])))
+    return configs[top], round(float(np.mean(gains[top])), 3)
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,198 @@
+"""`hone worker`: several worker processes, each a "machine" of its own (its own HONE_HOME,
+project folder and config-file knob), share one study in a real PostgreSQL server; a kill -9
+of one mid-trial leaves that trial failed with the reason, the others finish the study, and
+`hone restore` on the killed worker's journal puts its knob back."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from hone.storage import StudyStore
+from hone.storage.summary import read_trials, summaries
+from hone.tune.views import studies_table
+
+BUDGET = 6
+
+
+def machine(root: Path, name: str, search_sleep: float = 0.3, offset: int = 0) -> Path:
+    """A project folder whose knob is a key of app.conf (0 before tuning, outside the range,
+    so every search trial changes it); the benchmark sleeps 0.3 s, `search_sleep` in search,
+    and scores `offset` more than on other machines (machines of one kind still differ)."""
+    folder = root / name
+    folder.mkdir()
+    (folder / "app.conf").write_text("level 0\n")
+    (folder / "bench.py").write_text(
+        textwrap.dedent(f"""\
+        import time
+        level = int(open("app.conf").read().split()[1])
+        time.sleep(0.3 if level == 0 else {search_sleep})
+        print(f"score: {{{100 + offset} - (level - 6) ** 2}}")
+    """)
+    )
+    (folder / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: shared
+        knobs:
+          level:
+            type: int
+            range: [1, 9]
+            config: {file: app.conf, format: space, key: level}
+        benchmark: {command: python3 bench.py, timeout: 20}
+        metrics:
+          score: {pattern: 'score: (\\S+)', direction: maximize}
+        tuning: {engine: auto, baseline: 1, seed: 1}
+    """)
+    )
+    return folder
+
+
+def start(folder: Path, url: str, name: str, lease: float = 2.0) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            *(sys.executable, "-m", "hone", "worker", str(folder), "--storage", url),
+            *("--worker-id", name, "--budget", str(BUDGET), "--lease", str(lease)),
+        ],
+        env={**os.environ, "HONE_HOME": str(folder / "home")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def finish(proc: subprocess.Popen) -> str:
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-800:]
+    return out
+
+
+def studies_json(url: str, home: Path) -> list[dict]:
+    result = subprocess.run(
+        [sys.executable, "-m", "hone", "studies", "--storage", url, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HONE_HOME": str(home)},
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> None:
+    names = ["w1", "w2", "w3"]
+    folders = [machine(tmp_path, name, offset=10 * i) for i, name in enumerate(names)]
+    procs = [start(folder, postgres_url, name) for folder, name in zip(folders, names, strict=True)]
+    outputs = [finish(proc) for proc in procs]
+    store = StudyStore(postgres_url)
+    study = store.find("shared")
+    assert study.name == "shared#1"  # started together, the workers made one study
+    trials = read_trials(store, study)
+    search = [t for t in trials if t.phase == "search"]
+    assert len(search) == BUDGET and all(t.state == "complete" for t in search)
+    baselines = [t for t in trials if t.phase == "baseline"]
+    assert sorted(t.worker for t in baselines) == names  # a baseline on every machine
+    assert all(t.score == 0.0 for t in baselines)  # each scored against its own baseline
+    assert {t.worker for t in search} <= set(names) and len({t.worker for t in search}) >= 2
+    for trial in search:  # never proposed what another worker was measuring at the time
+        for other in search:
+            running = other.started < trial.started < other.started + other.seconds
+            assert other is trial or not running or other.config != trial.config
+    for trial in search:  # a gain in % over the worker's own baseline score (100 - 36 = 64)
+        level, base = trial.config["level"], 64 + 10 * names.index(trial.worker)
+        assert trial.score == pytest.approx((base + 36 - (level - 6) ** 2 - base) / base * 100)
+    assert all("knobs put back" in out for out in outputs)
+    assert all((f / "app.conf").read_text() == "level 0\n" for f in folders)
+    listed = next(s for s in studies_json(postgres_url, tmp_path) if s["name"] == "shared#1")
+    assert listed["state"] == "finished" and listed["trials"] == BUDGET + 3
+    assert [(w["id"], w["state"], w["running"]) for w in listed["workers"]] == [
+        (name, "finished", None) for name in names
+    ]
+    console = Console(width=300, record=True)
+    console.print(studies_table(postgres_url))  # what `hone studies` prints
+    assert "w1: finished, w2: finished, w3: finished" in console.export_text()
+    assert [w["baseline_metrics"] for w in listed["workers"]] == [
+        {"score": 64.0},
+        {"score": 74.0},
+        {"score": 84.0},
+    ]
+
+
+def test_a_killed_worker_leaves_its_trial_failed_and_restore_brings_its_knob_back(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    victim_folder = machine(tmp_path, "victim", search_sleep=4)
+    survivor_folder = machine(tmp_path, "survivor")
+    victim = start(victim_folder, postgres_url, "victim")
+    survivor = start(survivor_folder, postgres_url, "survivor")
+    store = StudyStore(postgres_url)
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:  # the victim's first search trial, knob changed
+        time.sleep(0.1)
+        try:
+            trials = read_trials(store, store.find("shared"))
+        except Exception:  # the study is not there yet
+            continue
+        running = [t for t in trials if t.worker == "victim" and t.phase == "search"]
+        changed = (victim_folder / "app.conf").read_text() != "level 0\n"
+        if running and running[-1].state == "running" and changed:
+            break
+    else:
+        pytest.fail("the victim never ran a search trial")
+    # mid-trial, on a machine of the same kind other workers can see:
+    during = next(s for s in summaries(store) if s["name"] == "shared#1")  # = studies --json
+    victim_row = next(w for w in during["workers"] if w["id"] == "victim")
+    assert victim_row["running"] == running[-1].number
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+    finish(survivor)
+    trials = read_trials(store, store.find("shared"))
+    lost = next(t for t in trials if t.number == running[-1].number)
+    assert lost.state == "fail" and lost.lost
+    assert "worker victim stopped reporting: no heartbeat" in (lost.error or "")
+    counted = [t for t in trials if t.phase == "search" and not t.lost]
+    assert len(counted) == BUDGET and all(t.state == "complete" for t in counted)
+    assert not [t for t in trials if t.state == "running"]
+    listed = next(s for s in studies_json(postgres_url, tmp_path) if s["name"] == "shared#1")
+    assert listed["state"] == "finished"
+    states = {w["id"]: w["state"] for w in listed["workers"]}
+    assert states == {"victim": "lost", "survivor": "finished"}
+    assert (victim_folder / "app.conf").read_text() != "level 0\n"  # left changed by the kill
+    restored = subprocess.run(
+        [sys.executable, "-m", "hone", "restore", str(victim_folder)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HONE_HOME": str(victim_folder / "home")},
+    )
+    assert restored.returncode == 0, restored.stderr
+    assert (victim_folder / "app.conf").read_text() == "level 0\n"
+
+
+def test_a_worker_cut_off_from_postgresql_puts_its_knob_back_and_stops(
+    postgres: Any,  # conftest.Postgres
+    tmp_path: Path,
+) -> None:
+    folder = machine(tmp_path, "m", search_sleep=3)
+    proc = start(folder, postgres.url, "m")
+    deadline = time.monotonic() + 40
+    while (folder / "app.conf").read_text() == "level 0\n":  # in its first search trial
+        assert time.monotonic() < deadline and proc.poll() is None, "no search trial"
+        time.sleep(0.1)
+    postgres.stop()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("hone: stopped, every knob put back: ")
+    assert "Traceback" not in err
+    assert (folder / "app.conf").read_text() == "level 0\n"
