@@ -57,9 +57,24 @@ class Journal:
     @classmethod
     def for_project(cls, name: str) -> Journal:
         """The journal of a tuning project: one per exact name (`dup` and `dup.` are two)."""
+        return cls._in_state_dir(cls._stem(name))
+
+    @classmethod
+    def for_project_host(cls, name: str, host: str) -> Journal:
+        """The journal of one host of a cluster project, beside the project's own."""
+        return cls(cls.for_project(name).path.with_name(f"{cls._stem(name)}@{host}.jsonl"))
+
+    @classmethod
+    def for_project_hosts(cls, name: str) -> list[Journal]:
+        """Every host journal of a project still holding originals (not yet archived)."""
+        folder = cls.for_project(name).path.parent
+        found = sorted(folder.glob(f"{cls._stem(name)}@*.jsonl"))
+        return [cls(p) for p in found if not p.name.endswith(".done.jsonl")]
+
+    @staticmethod
+    def _stem(name: str) -> str:
         safe = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:60]
-        digest = hashlib.sha256(name.encode()).hexdigest()[:12]
-        return cls._in_state_dir(f"project.{safe}.{digest}")
+        return f"project.{safe}.{hashlib.sha256(name.encode()).hexdigest()[:12]}"
 
     @classmethod
     def for_profiles(cls) -> Journal:
@@ -74,9 +89,13 @@ class Journal:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def _append(self, record: dict[str, Any]) -> None:
-        record = {"time": time.time(), **record}
-        line = (json.dumps(record, sort_keys=True) + "\n").encode()
+    def _append(self, *records: dict[str, Any]) -> None:
+        """Write the records with one write and one fsync (a host's originals at once)."""
+        now = time.time()
+        line = b"".join(
+            (json.dumps({"time": now, **record}, sort_keys=True) + "\n").encode()
+            for record in records
+        )
         new = not self.path.exists()
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -107,6 +126,19 @@ class Journal:
         self._append({"op": "original", "name": name, "spec": original.spec, "value": value})
         known[name] = original
         return value
+
+    def remember_values(self, items: list[tuple[str, Actuator, str]]) -> None:
+        """Durably record values already read (name, actuator, value), in one fsync; names
+        already recorded keep their first original."""
+        known = self.originals()
+        new = [(n, a, v) for n, a, v in items if n not in known]
+        if not new:
+            return
+        self._append(
+            *({"op": "original", "name": n, "spec": a.spec(), "value": v} for n, a, v in new)
+        )
+        for name, actuator, value in new:
+            known[name] = Original(name, actuator.spec(), value)
 
     def require_on_disk(self) -> None:
         """Refuse to change anything once the recorded originals have left the disk (the journal

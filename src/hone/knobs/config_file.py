@@ -134,14 +134,21 @@ class ConfigFileActuator(Actuator):
         return self._line_pattern().search(text, start, end)
 
     def get(self) -> str:
-        match = self._find(self._read())
+        return self.value_in(self._read())
+
+    def value_in(self, text: str) -> str:
+        """The key's value in this text of the file (a remote host's file is read elsewhere)."""
+        match = self._find(text)
         if match is None:
             raise ActuationError(f"key not found in {self.file}", key=self.key or self.pattern)
         value = match.group("value") if self.format != "regex" else match.group(1)
         return _unquote(value.strip())
 
     def set(self, value: str) -> None:
-        text = self._read()
+        self._write(self.edited(self._read(), value))
+
+    def edited(self, text: str, value: str) -> str:
+        """The file's text with the key set to `value`, every other byte as it was."""
         match = self._find(text)
         if match is None:
             if self.format == "regex":
@@ -152,13 +159,12 @@ class ConfigFileActuator(Actuator):
             prefix = (
                 text[:end] if text[:end].endswith("\n") or not text[:end] else text[:end] + "\n"
             )
-            self._write(prefix + line + text[end:])
-            return
+            return prefix + line + text[end:]
         group = "value" if self.format != "regex" else 1
         old = match.group(group)
         quote = old.strip()[:1] if old.strip()[:1] in "\"'" and len(old.strip()) > 1 else ""
         start, end = match.span(group)
-        self._write(text[:start] + f"{quote}{value}{quote}" + text[end:])
+        return text[:start] + f"{quote}{value}{quote}" + text[end:]
 
     def spec(self) -> dict[str, Any]:
         spec: dict[str, Any] = {"kind": self.kind, "file": str(self.path), "format": self.format}

@@ -21,6 +21,7 @@ from hone.project.common import (
     text,
 )
 from hone.project.devices import device_environment
+from hone.project.hosts import parse_hosts
 from hone.project.model import (
     Benchmark,
     FeatureFilter,
@@ -46,6 +47,8 @@ TOP_KEYS = (
     "benchmark",
     "metrics",
     "tuning",
+    "ssh",
+    "hosts",
 )
 DOMAIN_KEYS = (
     "type",
@@ -60,6 +63,7 @@ DOMAIN_KEYS = (
     "off",
     "flag_style",
     "risk",
+    "group",
 )
 KNOB_TYPES = ("int", "float", "ordinal", "categorical", "bool")
 #: The field a scalar actuator value fills, e.g. `sysctl: vm.swappiness`.
@@ -73,6 +77,7 @@ def load_hone(path: Path) -> Project:
     check_keys(doc, TOP_KEYS, required=("name", "knobs", "benchmark", "metrics"))
     directory = (path.parent / (text(doc, "directory") or ".")).resolve()
     workload = _workload(doc.get("workload"), doc)
+    hosts, groups = parse_hosts(doc, directory)
     knobs_node = expect_mapping(doc["knobs"], doc, "knobs")
     if not knobs_node:
         raise doc.error("knobs", "needs at least one knob")
@@ -81,18 +86,43 @@ def load_hone(path: Path) -> Project:
         for name, spec in knobs_node.items()
     ]
     constraints = _constraints(doc, {k.name for k in knobs})
+    _check_groups(knobs_node, knobs, groups)
+    benchmark = _benchmark(doc)
+    if benchmark.host is not None and benchmark.host not in hosts:
+        raise doc["benchmark"].error("host", f"no host {benchmark.host!r} in hosts")
     return Project(
         name=_name(doc),
         description=text(doc, "description") or "",
         knobs=knobs,
-        benchmark=_benchmark(doc),
+        benchmark=benchmark,
         metrics=_metrics(doc),
         directory=directory,
         sources=[path],
         workload=workload,
         tuning=_tuning(doc.get("tuning"), doc),
         constraints=constraints,
+        hosts=hosts,
+        groups=groups,
     )
+
+
+def _check_groups(node: Node, knobs: list[Knob], groups: dict[str, list[str]]) -> None:
+    """A knob's group must exist, and its kind must be one a remote host can take."""
+    from hone.cluster.remote import remote_knob
+
+    for knob in knobs:
+        if knob.group is None:
+            continue
+        spec = node[knob.name]
+        if knob.group not in groups:
+            known = ", ".join(groups) or "none: add a hosts section"
+            raise spec.error("group", f"knob {knob.name!r}: no group {knob.group!r} ({known})")
+        if knob.restart:
+            raise spec.error("group", f"knob {knob.name!r}: a restart on hosts is not supported")
+        try:
+            remote_knob(knob.actuator)
+        except ActuationError as exc:
+            raise spec.error("group", f"knob {knob.name!r}: {exc.message}") from None
 
 
 def _error(path: Path, message: str) -> Exception:
@@ -149,7 +179,7 @@ def _workload(node: Any, doc: Node) -> Workload:
 
 
 def _knob(name: str, node: Node, directory: Path, workload: Workload) -> Knob:
-    kinds = actuator_kinds()
+    kinds = [k for k in actuator_kinds() if k != "remote"]  # a group, not a kind, puts it there
     check_keys(node, (*DOMAIN_KEYS, *kinds))
     chosen = [k for k in kinds if k in node]
     if len(chosen) != 1:
@@ -175,7 +205,8 @@ def _knob(name: str, node: Node, directory: Path, workload: Workload) -> Knob:
         )
     description = text(node, "description") or ""
     risk = _risk(name, node, domain, actuator)
-    return Knob(name, domain, actuator, restart, reference, description, risk)
+    group = text(node, "group")
+    return Knob(name, domain, actuator, restart, reference, description, risk, group)
 
 
 def _risk(name: str, node: Node, domain: Domain, actuator: Actuator) -> Risk | None:
@@ -304,7 +335,7 @@ def _benchmark(doc: Node) -> Benchmark:
     if isinstance(node, str):
         return Benchmark(command=node)
     node = expect_mapping(node, doc, "benchmark")
-    check_keys(node, ("command", "timeout", "repeats", "warmup"), required=("command",))
+    check_keys(node, ("command", "timeout", "repeats", "warmup", "host"), required=("command",))
     repeats = number(node, "repeats", 1, integer=True, low=1, high=1000)
     if repeats < 1:
         raise node.error("repeats", "must be at least 1")
@@ -313,6 +344,7 @@ def _benchmark(doc: Node) -> Benchmark:
         timeout=number(node, "timeout", 600.0, low=0.001),
         repeats=repeats,
         warmup=boolean(node, "warmup", False),
+        host=text(node, "host"),
     )
 
 

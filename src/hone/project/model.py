@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from hone.cluster.ssh import Host
 from hone.knobs import Actuator
 from hone.knobs.risk import Risk
 from hone.space import Constraint, Domain, SearchSpace, Value
@@ -59,6 +60,8 @@ class Knob:
     description: str = ""
     #: Values that trade safety for speed (the project's `risk`, else the catalogue's).
     risk: Risk | None = None
+    #: The host group the knob is set on (cluster projects), else this machine.
+    group: str | None = None
 
     def text(self, value: Value) -> str:
         """A value as the knob's setting shows it (`off`, not False)."""
@@ -92,6 +95,8 @@ class Benchmark:
     repeats: int = 1
     #: Run once, unrecorded, after every (re)start of the workload.
     warmup: bool = False
+    #: The host it runs on (cluster projects), else this machine.
+    host: str | None = None
 
 
 @dataclass
@@ -154,6 +159,9 @@ class Project:
     description: str = ""
     #: A-Tune's maxiterations cap from the server file.
     max_iterations: int | None = None
+    #: Cluster projects: every host by name, and every group's host names.
+    hosts: dict[str, Host] = field(default_factory=dict)
+    groups: dict[str, list[str]] = field(default_factory=dict)
 
     def knob(self, name: str) -> Knob:
         return next(k for k in self.knobs if k.name == name)

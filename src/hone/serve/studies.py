@@ -15,7 +15,6 @@ from optuna.storages._rdb import models
 from pydantic import BaseModel, ConfigDict, Field
 
 from hone.errors import HoneError
-from hone.journal import Journal
 from hone.optimizers import optimizer_names
 from hone.serve.deps import find_study, store
 from hone.serve.runs import RunManager
@@ -156,16 +155,20 @@ def restore_project(project: str, request: Request, db: StudyStore = Store) -> d
         raise HTTPException(404, f"no study or served project named {project!r}")
     if runs(request).active(project) is not None:
         raise HTTPException(409, f"a run of {project} is going; stop it first")
-    journal = Journal.for_project(project)
-    try:
-        with journal.locked():
-            outcomes = journal.restore()
+    from hone.cluster.restore import restore_project as restore_everywhere
+
+    try:  # this machine's journal, and every host's of a cluster project
+        outcomes = restore_everywhere(project)
     except HoneError as exc:
         raise HTTPException(409, str(exc)) from None
     return {
         "project": project,
-        "restored": [{"name": o.name, "value": o.value, "error": o.error} for o in outcomes],
-        "ok": all(o.ok for o in outcomes),
+        "restored": [
+            {"name": o.outcome.name, "value": o.outcome.value, "error": o.outcome.error}
+            | ({"host": o.host} if o.host else {})
+            for o in outcomes
+        ],
+        "ok": all(o.outcome.ok for o in outcomes),
     }
 
 

@@ -129,20 +129,22 @@ def worker(
 def restore(
     project: str = typer.Argument(..., help="project name (or its folder)"),
 ) -> None:
-    """Put every knob a tuning run changed back to the value it had before."""
-    from hone.journal import Journal
+    """Put every knob a tuning run changed back to the value it had before (on every host of
+    a cluster project)."""
+    from hone.cluster.restore import has_changes, restore_project
 
     name = _project_name(project)
-    journal = Journal.for_project(name)
-    if not journal.has_changes():
+    if not has_changes(name):
         output_console().print(f"nothing to restore for {name}: no recorded changes")
         return
-    outcomes = journal.restore()
+    outcomes = restore_project(name)
     console = output_console()
-    for outcome in outcomes:
+    for item in outcomes:
+        outcome = item.outcome
+        where = f"{item.host}: " if item.host else ""
         status = "ok" if outcome.ok else f"[red]failed[/]: {outcome.error}"
-        console.print(f"{outcome.name} = {outcome.value!r}  {status}")
-    failed = [o for o in outcomes if not o.ok]
+        console.print(f"{where}{outcome.name} = {outcome.value!r}  {status}")
+    failed = [o for o in outcomes if not o.outcome.ok]
     if failed:
         raise HoneError(f"{len(failed)} knob(s) could not be restored; journal kept")
     console.print(f"restored {len(outcomes)} knob(s) of {name}")

@@ -25,6 +25,8 @@ from optuna.exceptions import StorageInternalError
 from sqlalchemy.exc import SQLAlchemyError
 
 from hone import shell
+from hone.cluster.project import cluster_of, remote_benchmark
+from hone.cluster.restore import restore_project
 from hone.errors import ActuationError, BenchmarkError, HoneError
 from hone.journal import Journal
 from hone.journal.settings import settings_locked
@@ -140,14 +142,18 @@ class Tuner:
         self.disturbed = 0
         #: Why the winner is not profiled (None: it is), decided before any change.
         self.why_off: str | None = None
+        self.cluster = cluster_of(project)
 
     # -- the whole run ---------------------------------------------------------------------
 
     def run(self) -> TuneResult:
-        actuators = [knob.actuator for knob in self.project.knobs]
+        actuators = [knob.actuator for knob in self.project.knobs if knob.group is None]
+        actuators += self.cluster.actuators() if self.cluster else []
         with self.journal.locked(), settings_locked(actuators), _stop_on_sigterm():
             self._check_why()
             self._prepare_environment()
+            if self.cluster:
+                self.cluster.prepare()  # every host's originals journaled, nothing changed
             baseline = self._read_baseline()
             study = self._open_study()
             space = self.project.space(
@@ -155,7 +161,8 @@ class Tuner:
             )
             self.journal.begin(study=study.name, engine=self.engine)
             for knob in self.project.knobs:
-                self.journal.remember(knob.name, knob.actuator)
+                if knob.group is None:
+                    self.journal.remember(knob.name, knob.actuator)
             try:
                 result = self._tune(study, space, baseline)
             except BaseException as exc:
@@ -535,7 +542,12 @@ class Tuner:
         if self.options.why is False:
             self.why_off = "--no-why"
             return
-        self.why_off = why.unavailable()
+        host = self.project.benchmark.host
+        self.why_off = (
+            f"the benchmark runs on host {host}, perf records this machine"
+            if host is not None
+            else why.unavailable()
+        )
         if self.why_off and self.options.why:
             raise HoneError(f"--why: {self.why_off}")
 
@@ -683,11 +695,15 @@ class Tuner:
         """Set the knobs whose value differs from what is known to be set; restart if needed."""
         self.journal.require_on_disk()
         restart = False
+        remote: dict[str, Value] = {}
         for knob in self.project.knobs:
             if knob.name not in config or self.applied.get(knob.name) == config[knob.name]:
                 continue
             value = config[knob.name]
             self.applied[knob.name] = None  # unknown until the set is verified
+            if knob.group is not None:
+                remote[knob.name] = value
+                continue
             if isinstance(knob.actuator, ShellActuator):
                 knob.actuator.env["ITERATION"] = str(self.trial_count)
             text = value if isinstance(value, str) else knob.domain.format(value)
@@ -697,6 +713,9 @@ class Tuner:
                 raise ActuationError(f"knob {knob.name}: {exc.message}") from None
             self.applied[knob.name] = value
             restart = restart or knob.restart
+        if remote and self.cluster:
+            self.cluster.apply({n: self.project.knob(n).text(v) for n, v in remote.items()})
+            self.applied.update(remote)
         if self.workload.managed and (restart or not self.restarted):
             self.workload.restart()
             self.restarted = self.fresh = True
@@ -713,11 +732,14 @@ class Tuner:
     def _run_benchmark_once(self, prefix: list[str] | None = None) -> dict[str, float]:
         """One run of the benchmark command; `prefix` runs it under another program (perf)."""
         bench = self.project.benchmark
-        result = shell.run_argv(
-            [*(prefix or []), "/bin/sh", "-c", bench.command],
-            timeout=bench.timeout,
-            cwd=self.project.directory,
-        )
+        if bench.host is not None:  # on a host of the cluster (not profiled: perf runs here)
+            result = remote_benchmark(self.project.hosts[bench.host], bench.command, bench.timeout)
+        else:
+            result = shell.run_argv(
+                [*(prefix or []), "/bin/sh", "-c", bench.command],
+                timeout=bench.timeout,
+                cwd=self.project.directory,
+            )
         if result.timed_out:
             raise BenchmarkError(f"benchmark timed out after {bench.timeout:g}s")
         if result.returncode != 0:
@@ -765,9 +787,12 @@ class Tuner:
     def _read_baseline(self) -> Config:
         """The configuration before tuning: journaled originals, else what the system shows."""
         originals = self.journal.originals()
+        on_hosts = self.cluster.baseline() if self.cluster else {}
         config: Config = {}
         for knob in self.project.knobs:
-            if knob.name in originals:
+            if knob.name in on_hosts:
+                text = on_hosts[knob.name]
+            elif knob.name in originals:
                 text = originals[knob.name].value
             elif knob.actuator.readable:
                 text = knob.actuator.get()  # a failing get stops here: nothing changed yet
@@ -786,7 +811,7 @@ class Tuner:
                 config[knob.name] = knob.domain.parse(text)
             except ValueError:
                 config[knob.name] = text
-            if knob.name not in originals:
+            if knob.name not in originals and knob.group is None:
                 self.applied[knob.name] = config[knob.name]
         return config
 
@@ -819,12 +844,14 @@ class Tuner:
         return study
 
     def _restore_all(self) -> None:
-        outcomes = self.journal.restore()
-        failed = [o for o in outcomes if not o.ok]
+        outcomes = restore_project(self.project.name, self.journal)
+        failed = [o for o in outcomes if not o.outcome.ok]
         if failed:
             raise HoneError(
                 "could not restore: "
-                + "; ".join(f"{o.name}: {o.error}" for o in failed)
+                + "; ".join(
+                    f"{o.host or 'here'} {o.outcome.name}: {o.outcome.error}" for o in failed
+                )
                 + f" (journal kept: {self.journal.path})"
             )
         if self.restarted and not self._owns_workload():

@@ -47,7 +47,11 @@ def check_project(
     console.print(knob_table(loaded.knobs))
     for constraint in loaded.constraints:
         console.print(f"constraint: {constraint.expression}")
-    console.print(f"benchmark: {loaded.benchmark.command}")
+    for group, names in loaded.groups.items():
+        hosts = ", ".join(f"{n} ({loaded.hosts[n].target()})" for n in names)
+        console.print(f"group {group}: {hosts}")
+    where = f" (on {loaded.benchmark.host})" if loaded.benchmark.host else ""
+    console.print(f"benchmark{where}: {loaded.benchmark.command}")
     console.print(goal_text(loaded.metrics))
     tuning = loaded.tuning
     console.print(
@@ -63,7 +67,7 @@ def knob_table(knobs: list[Knob]) -> Table:
         table.add_row(
             knob.name,
             knob.domain.describe(),
-            knob.actuator.describe()[:60],
+            knob.actuator.describe()[:60] + (f" on {knob.group}" if knob.group else ""),
             "yes" if knob.restart else "",
             "" if knob.reference is None else str(knob.reference),
             _risk_text(knob),

@@ -96,6 +96,11 @@ class Worker(Tuner):
         )
         if options.lease <= 0:
             raise HoneError("--lease must be a positive number of seconds")
+        if self.cluster is not None:
+            raise HoneError(
+                f"{project.name} puts knobs on host groups: a cluster project runs with"
+                " `hone tune` on one controller, not with `hone worker` (docs/cluster.md)"
+            )
         self.worker_options = options
         self.id = options.worker_id or socket.gethostname()
         self.heart = Heartbeat(self.store, max(0.2, options.lease / 6))

@@ -1,0 +1,207 @@
+"""Applying a trial's values on every host of each knob's group at once.
+
+Before the first change every host's original values are read (one ssh call per host) and
+journaled with fsync in that host's own journal. A change is a convergence per host, all hosts in
+parallel: write what differs from what was last read there, read it back (one ssh call). When any
+host fails, every host is brought back to the values it had before this change, from a fresh read
+(only what differs is written, so a host that changed nothing is left alone), and the change
+fails naming the host."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from hone.cluster.remote import RemoteKnob, remote_knob, run_steps
+from hone.cluster.ssh import Host
+from hone.errors import ActuationError, HoneError
+from hone.journal import Journal
+from hone.knobs import Actuator
+from hone.knobs.remote import RemoteActuator
+
+
+@dataclass
+class GroupKnob:
+    """A knob of the project put on a host group."""
+
+    name: str
+    actuator: Actuator
+    hosts: list[Host]
+
+
+class Cluster:
+    """The hosts of a project, the knobs each holds, their journals and last known values."""
+
+    def __init__(self, project: str, knobs: Iterable[GroupKnob]) -> None:
+        self.project = project
+        self.knobs = list(knobs)
+        self.hosts: dict[str, Host] = {h.name: h for k in self.knobs for h in k.hosts}
+        self.remote: dict[str, RemoteKnob] = {k.name: remote_knob(k.actuator) for k in self.knobs}
+        self.on_host: dict[str, list[str]] = {
+            h: [k.name for k in self.knobs if any(x.name == h for x in k.hosts)] for h in self.hosts
+        }
+        self.journals = {h: Journal.for_project_host(project, h) for h in self.hosts}
+        #: host -> knob -> the value last read or verified there.
+        self.current: dict[str, dict[str, str]] = {h: {} for h in self.hosts}
+        #: host -> resource -> its text as last read there (a later write of a whole file
+        #: checks the file still holds it): a trial costs one ssh call per host.
+        self.raw: dict[str, dict[str, str]] = {h: {} for h in self.hosts}
+
+    def actuators(self) -> list[Actuator]:
+        """One actuator per knob and host (for the setting locks and the journal)."""
+        return [RemoteActuator(h.spec(), k.actuator.spec()) for k in self.knobs for h in k.hosts]
+
+    # -- before the first change -----------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Connect to every host, read every knob there and journal what is not journaled."""
+        failures = parallel(lambda name: self._prepare_host(self.hosts[name]), list(self.hosts))
+        if failures:
+            raise ActuationError(failures[sorted(failures)[0]])
+
+    def _prepare_host(self, host: Host) -> None:
+        host.connect()
+        names = self.on_host[host.name]
+        values = self._read(host, names, self.raw[host.name])
+        self.current[host.name] = dict(values)
+        journal = self.journals[host.name]
+        known = journal.originals()
+        new = [
+            (n, RemoteActuator(host.spec(), self._knob(n).actuator.spec()), values[n])
+            for n in names
+            if n not in known
+        ]
+        for name, actuator, value in new:
+            try:
+                actuator.check_value(value)
+            except ActuationError as exc:
+                raise ActuationError(f"knob {name} on {host.name}: {exc.message}") from None
+        journal.remember_values(new)
+
+    def baseline(self) -> dict[str, str]:
+        """Each knob's value before tuning: its first host's journaled original."""
+        result = {}
+        for knob in self.knobs:
+            first = knob.hosts[0].name
+            result[knob.name] = self.journals[first].originals()[knob.name].value
+        return result
+
+    # -- changes ---------------------------------------------------------------------------
+
+    def apply(self, values: dict[str, str]) -> None:
+        """Set these knobs on every host of their groups; all or nothing. A knob's baseline
+        value means each host's own original (hosts of a group may start different)."""
+        base = self.baseline()
+        targets = {
+            h: {n: self._own(h, n, v, base[n]) for n, v in values.items() if n in self.on_host[h]}
+            for h in self.hosts
+        }
+        targets = {h: t for h, t in targets.items() if t}
+        for name in targets:
+            self.journals[name].require_on_disk()
+        before = {h: {n: self.current[h].get(n) for n in t} for h, t in targets.items()}
+        failures = parallel(lambda h: self._converge(h, targets[h]), list(targets))
+        if not failures:
+            return
+        back = {h: {n: v for n, v in b.items() if v is not None} for h, b in before.items()}
+        undone = parallel(lambda h: self._converge(h, back[h], fresh=True), list(back))
+        first = next(iter(failures.values()))
+        hosts = ", ".join(sorted(failures))
+        if undone:
+            raise HoneError(
+                f"{hosts}: {first}; and the roll-back failed on {', '.join(sorted(undone))}: "
+                f"{next(iter(undone.values()))}"
+            )
+        raise ActuationError(f"{hosts}: {first}; every host rolled back to its previous values")
+
+    def _own(self, host: str, name: str, value: str, base: str) -> str:
+        if self.remote[name].same(value, base):
+            return self.journals[host].originals()[name].value
+        return value
+
+    def _converge(self, host_name: str, targets: dict[str, str], fresh: bool = False) -> None:
+        """Write what differs from what was last read there, and read it back: one ssh call
+        (two when a resource must be read first: `fresh`, or not read yet)."""
+        host = self.hosts[host_name]
+        knobs = {n: self.remote[n] for n in targets}
+        resources = {k.resource.key: k.resource for k in knobs.values()}
+        raws = self.raw[host_name]
+        if fresh or any(key not in raws for key in resources):
+            raws.update(self._raw(host, list(resources.values())))
+        changed: dict[str, str] = {}
+        for name, wanted in targets.items():
+            knob = knobs[name]
+            key = knob.resource.key
+            if key not in changed and knob.same(knob.value(raws[key]), wanted):
+                self.current[host_name][name] = wanted
+                continue
+            knob.actuator.check_value(wanted)
+            changed[key] = knob.edit(changed.get(key, raws[key]), wanted)
+        if not changed:
+            return
+        for name in targets:
+            if knobs[name].resource.key in changed:
+                self.current[host_name].pop(name, None)  # unknown until read back
+        writes = [
+            resources[key].write_step(raw, raws[key] if resources[key].whole_file else None)
+            for key, raw in changed.items()
+        ]
+        for key in changed:
+            del raws[key]  # unknown until read back
+        reads = [resources[key].read for key in changed]
+        steps = run_steps(host, writes + reads, stop_at_failure=True)
+        for key, step in zip(changed, steps, strict=False):
+            if not step.ok:
+                raise ActuationError(f"cannot set {key}: {step.text}", key=host.where())
+        back = dict(zip(changed, (s.text for s in steps[len(writes) :]), strict=False))
+        raws.update(back)
+        for name, wanted in targets.items():
+            key = knobs[name].resource.key
+            if key not in changed:
+                continue
+            if key not in back:
+                raise ActuationError(f"{key} could not be read back", key=host.where())
+            actual = knobs[name].value(back[key])
+            if not knobs[name].same(actual, wanted):
+                raise ActuationError(
+                    f"knob {name}: wrote {wanted!r} but reads back {actual!r}", key=host.where()
+                )
+            self.current[host_name][name] = wanted
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _read(self, host: Host, names: list[str], raws: dict[str, str]) -> dict[str, str]:
+        """The knobs' values on the host; `raws` receives the resources' texts."""
+        resources = {self.remote[n].resource.key: self.remote[n].resource for n in names}
+        raws.update(self._raw(host, list(resources.values())))
+        return {n: self.remote[n].value(raws[self.remote[n].resource.key]) for n in names}
+
+    def _raw(self, host: Host, resources: list) -> dict[str, str]:
+        steps = run_steps(host, [r.read for r in resources], stop_at_failure=False)
+        raws = {}
+        for resource, step in zip(resources, steps, strict=True):
+            if not step.ok:
+                raise ActuationError(f"cannot read {resource.key}: {step.text}", key=host.where())
+            raws[resource.key] = step.text
+        return raws
+
+    def _knob(self, name: str) -> GroupKnob:
+        return next(k for k in self.knobs if k.name == name)
+
+
+def parallel(work: Callable[[str], None], names: list[str]) -> dict[str, str]:
+    """Call `work(name)` for every name in threads; name -> error text for each that failed."""
+    if not names:
+        return {}
+
+    def one(name: str) -> str | None:
+        try:
+            work(name)
+        except HoneError as exc:
+            return str(exc)
+        return None
+
+    with ThreadPoolExecutor(max_workers=min(32, len(names))) as pool:
+        results = list(pool.map(one, names))
+    return {n: r for n, r in zip(names, results, strict=True) if r is not None}

@@ -1,0 +1,61 @@
+"""`hone restore` of a cluster project: the project's own journal, then every host's journal,
+all hosts at once. A host that cannot be reached keeps its journal (the others are archived), so
+running restore again once it is back finishes the job."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from hone.cluster.fanout import parallel
+from hone.cluster.ssh import Host
+from hone.errors import HoneError
+from hone.journal import Journal, RestoreOutcome
+
+
+@dataclass(frozen=True)
+class HostOutcome:
+    host: str  # "" for this machine
+    outcome: RestoreOutcome
+
+
+def restore_project(name: str, journal: Journal | None = None) -> list[HostOutcome]:
+    """Put back every knob of the project on this machine and on every host it touched."""
+    main = journal or Journal.for_project(name)
+    with main.locked():
+        # restored even with no originals of its own: its `begin` would else read as a run
+        # that never finished
+        results = [HostOutcome("", o) for o in main.restore()] if main.records() else []
+        journals = {_host_name(j): j for j in Journal.for_project_hosts(name)}
+        found: dict[str, list[RestoreOutcome]] = {}
+
+        def one(host: str) -> None:
+            journal = journals[host]
+            _connect(journal)
+            found[host] = journal.restore()
+
+        failed = parallel(one, list(journals))
+        for host in sorted(journals):
+            if host in failed:
+                results.append(HostOutcome(host, RestoreOutcome("*", "", failed[host])))
+            results.extend(HostOutcome(host, o) for o in found.get(host, []))
+    return results
+
+
+def has_changes(name: str) -> bool:
+    return Journal.for_project(name).has_changes() or any(
+        j.has_changes() for j in Journal.for_project_hosts(name)
+    )
+
+
+def _host_name(journal: Journal) -> str:
+    return journal.path.stem.rsplit("@", 1)[1]
+
+
+def _connect(journal: Journal) -> None:
+    """One master connection before the knob-by-knob restore (else a handshake per call); a
+    host that refuses is left to fail knob by knob, each with its reason."""
+    originals = list(journal.originals().values())
+    if originals and originals[0].spec.get("kind") == "remote":
+        with contextlib.suppress(HoneError, TypeError):
+            Host.from_spec(originals[0].spec["host"]).connect()

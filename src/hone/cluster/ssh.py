@@ -1,0 +1,143 @@
+"""Running shell scripts on a host with OpenSSH itself.
+
+Keys only (BatchMode: never a password prompt), the host key checked against a known_hosts file
+(StrictHostKeyChecking=yes: an unknown or changed key is refused), and one master connection per
+host kept for 60 s (ControlMaster) so that each further command costs a channel, not a handshake.
+A script travels on ssh's standard input to `sh -s`: values are quoted inside it by the caller
+(shlex.quote) and never appear on a command line."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hone.errors import ActuationError
+from hone.paths import state_dir
+
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
+#: How long a master connection outlives its last use.
+PERSIST_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class Host:
+    """One machine of a cluster project, as the project names it."""
+
+    name: str
+    address: str
+    user: str = "root"
+    port: int = 22
+    #: The private key file (else ssh's defaults and agent).
+    identity: str | None = None
+    #: The known_hosts file the host key is checked against (else ssh's default).
+    known_hosts: str | None = None
+
+    def spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"name": self.name, "address": self.address, "user": self.user}
+        spec["port"] = self.port
+        if self.identity:
+            spec["identity"] = self.identity
+        if self.known_hosts:
+            spec["known_hosts"] = self.known_hosts
+        return spec
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> Host:
+        return cls(**spec)
+
+    def target(self) -> str:
+        return f"{self.user}@{self.address}:{self.port}"
+
+    def control_path(self) -> Path:
+        """A short socket name (Unix sockets allow about 100 bytes of path)."""
+        folder = state_dir() / "ssh"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        return folder / hashlib.sha256(self.target().encode()).hexdigest()[:16]
+
+    def options(self) -> list[str]:
+        options = [
+            "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=yes",
+            "-o", "ConnectTimeout=10",
+            "-o", "ServerAliveInterval=5",
+            "-o", "ServerAliveCountMax=3",
+            "-o", f"ControlPath={self.control_path()}",
+            "-p", str(self.port),
+            "-l", self.user,
+        ]  # fmt: skip
+        if self.known_hosts:
+            options += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
+        if self.identity:
+            options += ["-o", "IdentitiesOnly=yes", "-i", self.identity]
+        return options
+
+    def connect(self, timeout: float = 20.0) -> None:
+        """Start the master connection (once; a live one is reused). Its errors are kept in a
+        file, not a pipe: the master lives on in the background and would hold a pipe open."""
+        if self.control_path().exists() and self._master_alive():
+            return
+        with tempfile.TemporaryFile() as errors:
+            argv = ["ssh", *self.options(), "-o", "ControlMaster=yes"]
+            argv += ["-o", f"ControlPersist={PERSIST_SECONDS}", "-f", "-N", "--", self.address]
+            try:
+                done = subprocess.run(
+                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
+                    timeout=timeout,
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                raise ActuationError(
+                    f"no connection within {timeout:g} s", key=self.where()
+                ) from None
+            if done.returncode != 0:
+                errors.seek(0)
+                raise ActuationError(
+                    f"ssh cannot connect: {_last_line(errors.read().decode(errors='replace'))}",
+                    key=self.where(),
+                )
+
+    def _master_alive(self) -> bool:
+        argv = ["ssh", *self.options(), "-O", "check", "--", self.address]
+        done = subprocess.run(argv, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+        return done.returncode == 0
+
+    def run(self, script: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """Run a POSIX sh script on the host (through the master connection when it is up)."""
+        argv = ["ssh", *self.options(), "-o", "ControlMaster=no", "--", self.address, "sh -s"]
+        try:
+            return subprocess.run(
+                argv, input=script, capture_output=True, text=True, timeout=timeout,
+                errors="replace",
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise ActuationError(f"no answer within {timeout:g} s", key=self.where()) from None
+
+    def where(self) -> str:
+        return f"host {self.name} ({self.address})"
+
+    def stop_master(self) -> None:
+        """Close the master connection (tests; a restore after the host came back)."""
+        path = self.control_path()
+        if path.exists():
+            argv = ["ssh", *self.options(), "-O", "exit", "--", self.address]
+            subprocess.run(argv, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 5
+        while path.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+def ssh_failed(result: subprocess.CompletedProcess[str]) -> str | None:
+    """ssh's own failure (exit 255: no connection, host key refused), else None."""
+    if result.returncode == 255:
+        return "ssh: " + _last_line(result.stderr)
+    return None
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no reason given"

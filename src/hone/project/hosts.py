@@ -1,0 +1,105 @@
+"""The `ssh` and `hosts` sections of a cluster project: host groups reached over OpenSSH.
+
+Passwords are refused: hosts are reached with keys only, and their host keys are checked
+against a known_hosts file (docs/cluster.md)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from hone.cluster.ssh import HOST_NAME, Host
+from hone.project.common import check_keys, expect_mapping, number, text
+from hone.project.yamlio import Node, NodeList
+
+HOST_KEYS = ("name", "address", "user", "port", "identity", "known_hosts")
+SECRET_KEYS = ("password", "passphrase", "secret")
+_ADDRESS = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:_-]*")
+_USER = re.compile(r"[a-z_][a-z0-9_.-]*[$]?")
+
+
+def parse_hosts(doc: Node, directory: Path) -> tuple[dict[str, Host], dict[str, list[str]]]:
+    """Every host by name and every group's host names (empty when the project has none)."""
+    if doc.get("hosts") is None:
+        if doc.get("ssh") is not None:
+            raise doc.error("ssh", "ssh settings need a hosts section")
+        return {}, {}
+    defaults = _defaults(doc, directory)
+    groups_node = expect_mapping(doc["hosts"], doc, "hosts")
+    hosts: dict[str, Host] = {}
+    groups: dict[str, list[str]] = {}
+    for group, items in groups_node.items():
+        if not HOST_NAME.fullmatch(group):
+            raise groups_node.error(group, "a group name is letters, digits, '_' or '-'")
+        if not isinstance(items, NodeList) or not items:
+            raise groups_node.error(group, f"group {group!r} needs a list of hosts")
+        groups[group] = []
+        for index, item in enumerate(items):
+            host = _host(item, items, index, defaults, directory)
+            known = hosts.get(host.name)
+            if known is not None and known != host and not isinstance(item, str):
+                raise items.error(index, f"host {host.name!r} is given twice, differently")
+            hosts.setdefault(host.name, host)
+            if host.name in groups[group]:
+                raise items.error(index, f"host {host.name!r} twice in group {group!r}")
+            groups[group].append(host.name)
+    return hosts, groups
+
+
+def _defaults(doc: Node, directory: Path) -> dict[str, Any]:
+    if doc.get("ssh") is None:
+        return {}
+    node = expect_mapping(doc["ssh"], doc, "ssh")
+    _refuse_secrets(node)
+    check_keys(node, ("user", "port", "identity", "known_hosts"))
+    return _fields(node, directory)
+
+
+def _host(
+    item: Any, items: NodeList, index: int, defaults: dict[str, Any], directory: Path
+) -> Host:
+    if isinstance(item, str):
+        item_node = Node({"name": item})
+        item_node.file, item_node.line, item_node.key_lines = items.file, None, {}
+        item_node.line = items.item_lines[index]
+        item = item_node
+    if not isinstance(item, Node):
+        raise items.error(index, "a host is a name or a mapping (name, address, ...)")
+    _refuse_secrets(item)
+    check_keys(item, HOST_KEYS, required=("name",))
+    name = text(item, "name") or ""
+    if not HOST_NAME.fullmatch(name):
+        raise item.error("name", "a host name is 1-63 letters, digits, '_' or '-'")
+    fields = {**defaults, **_fields(item, directory)}
+    address = text(item, "address") or name
+    if not _ADDRESS.fullmatch(address):
+        raise item.error("address", f"{address!r} is not a host name or IP address")
+    return Host(name=name, address=address, **fields)
+
+
+def _fields(node: Node, directory: Path) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if node.get("user") is not None:
+        user = text(node, "user") or ""
+        if not _USER.fullmatch(user):
+            raise node.error("user", f"{user!r} is not a user name")
+        fields["user"] = user
+    if node.get("port") is not None:
+        fields["port"] = number(node, "port", integer=True, low=1, high=65535)
+    for key in ("identity", "known_hosts"):
+        if node.get(key) is not None:
+            path = Path(text(node, key) or "").expanduser()
+            path = path if path.is_absolute() else directory / path
+            if not path.is_file():
+                raise node.error(key, f"no such file: {path}")
+            fields[key] = str(path)
+    return fields
+
+
+def _refuse_secrets(node: Node) -> None:
+    for key in SECRET_KEYS:
+        if key in node:
+            raise node.error(
+                key, "passwords are never kept in project files: use a key file (identity)"
+            )

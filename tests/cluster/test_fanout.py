@@ -1,0 +1,196 @@
+"""Knobs on a host group over real ssh to real sshds (one network namespace per host)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cluster_bed import CONFIG, project_yaml
+
+from benchmarks.cluster.netns import Testbed
+from hone.cluster.project import cluster_of
+from hone.cluster.restore import restore_project
+from hone.errors import ActuationError, HoneError
+from hone.journal import Journal
+from hone.project import load_project
+
+
+def _load(tmp_path: Path, bed: Testbed, benchmark: str = "echo score: 1"):
+    path = tmp_path / "hone.yaml"
+    path.write_text(project_yaml(bed, benchmark))
+    return load_project(path)
+
+
+def _state(bed: Testbed, i: int) -> tuple[str, str]:
+    return bed.sysctl(i, "net.core.somaxconn"), (bed.data(i) / "app.conf").read_text()
+
+
+def test_group_knobs_applied_read_back_and_journaled_per_host(tmp_path: Path, hosts: Testbed):
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    cluster.apply({"backlog": "512", "threads": "8", "batch": "250"})
+    for i in range(3):
+        assert _state(hosts, i) == ("512", CONFIG.replace("4", "8").replace("100", "250"))
+        assert (hosts.data(i) / "app.conf").stat().st_mode & 0o777 == 0o640  # mode kept
+        journal = Journal.for_project_host("fanout", hosts.name(i))
+        originals = {n: o.value for n, o in journal.originals().items()}
+        assert originals == {"backlog": "4096", "threads": "4", "batch": "100"}
+        assert journal.originals()["backlog"].spec["host"]["name"] == hosts.name(i)
+    outcomes = restore_project("fanout")
+    assert len(outcomes) == 9 and all(o.outcome.ok for o in outcomes)
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+    assert Journal.for_project_hosts("fanout") == []  # archived once every host is back
+
+
+def test_one_host_failing_rolls_every_host_back(tmp_path: Path, hosts: Testbed):
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    cluster.apply({"backlog": "300", "threads": "2", "batch": "100"})
+    before = [_state(hosts, i) for i in range(3)]
+    hosts.read_only(1)  # h2 refuses writes to its file; its sysctl still changes first
+    with pytest.raises(ActuationError) as failed:
+        cluster.apply({"backlog": "700", "threads": "12", "batch": "500"})
+    assert "h2" in str(failed.value) and "rolled back" in str(failed.value)
+    assert [_state(hosts, i) for i in range(3)] == before
+    hosts.read_only(1, False)
+    cluster.apply({"backlog": "700", "threads": "12", "batch": "500"})  # the cluster goes on
+    assert all(_state(hosts, i)[0] == "700" for i in range(3))
+    restore_project("fanout")
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+
+
+def test_kill_9_of_the_controller_then_restore_brings_every_host_back(
+    tmp_path: Path, hosts: Testbed, hone_home: Path
+):
+    # the baseline (4096) is measured at once; a trial's value makes the benchmark wait
+    bench = "v=$(cat /proc/sys/net/core/somaxconn); echo score: $v; [ $v = 4096 ] || sleep 60"
+    path = tmp_path / "hone.yaml"
+    path.write_text(project_yaml(hosts, bench))
+    env = {**os.environ, "HONE_HOME": str(hone_home)}
+    command = [sys.executable, "-m", "hone", "tune", str(path)]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while any(hosts.sysctl(i, "net.core.somaxconn") == "4096" for i in range(3)):
+            assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "no trial value reached every host"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert all(hosts.sysctl(i, "net.core.somaxconn") != "4096" for i in range(3))
+    done = subprocess.run(
+        [sys.executable, "-m", "hone", "restore", "fanout"], env=env, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+    for i in range(3):
+        assert f"{hosts.name(i)}: backlog = '4096'  ok" in done.stdout
+    assert not Journal.for_project("fanout").path.exists()  # the run's records archived too
+    assert Journal.for_project_hosts("fanout") == []
+
+
+def test_a_file_edited_on_a_host_meanwhile_is_not_overwritten(tmp_path: Path, hosts: Testbed):
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    edited = CONFIG + "added = by hand\n"
+    (hosts.data(2) / "app.conf").write_text(edited)  # after hone read it
+    with pytest.raises(ActuationError, match="changed on the host since hone read it"):
+        cluster.apply({"backlog": "4096", "threads": "6", "batch": "100"})
+    assert (hosts.data(2) / "app.conf").read_text() == edited
+    assert all((hosts.data(i) / "app.conf").read_text() == CONFIG for i in (0, 1))
+    cluster.apply({"backlog": "4096", "threads": "6", "batch": "100"})  # read afresh: it goes on
+    assert (hosts.data(2) / "app.conf").read_text() == edited.replace("4", "6")
+    restore_project("fanout")
+    assert (hosts.data(2) / "app.conf").read_text() == edited
+
+
+def test_shell_and_script_knobs_on_hosts_get_values_quoted(
+    tmp_path: Path, hosts: Testbed, monkeypatch: pytest.MonkeyPatch
+):
+    target = hosts.mount / "mode.txt"
+    scripts = tmp_path / "scripts" / "level"
+    scripts.mkdir(parents=True)
+    (scripts / "get.sh").write_text(f"cat {target}.level\n")
+    (scripts / "set.sh").write_text(f'printf "%s" "$*" > {target}.level\n')
+    monkeypatch.setenv("HONE_SCRIPT_PATH", str(tmp_path / "scripts"))
+    for i in range(3):
+        (hosts.data(i) / "mode.txt").write_text("plain")
+        (hosts.data(i) / "mode.txt.level").write_text("1")
+    text = project_yaml(hosts).split("knobs:\n")[0] + (
+        "knobs:\n"
+        "  mode:\n"
+        "    type: categorical\n"
+        '    values: [plain, "it\'s $(touch /tmp/hone-pwned) a;b"]\n'
+        f"    shell: {{get: 'cat {target}', set: 'printf %s $value > {target}'}}\n"
+        "    group: brokers\n"
+        "  level: {type: int, range: [1, 9], script: {name: level}, group: brokers}\n"
+        "benchmark: 'echo score: 1'\n"
+        "metrics:\n  score: {pattern: 'score: (\\d+)', direction: maximize}\n"
+    )
+    (tmp_path / "hone.yaml").write_text(text)
+    cluster = cluster_of(load_project(tmp_path / "hone.yaml"))
+    assert cluster is not None
+    cluster.prepare()
+    hostile = "it's $(touch /tmp/hone-pwned) a;b"
+    cluster.apply({"mode": hostile, "level": "7"})
+    for i in range(3):
+        assert (hosts.data(i) / "mode.txt").read_text() == hostile
+        assert (hosts.data(i) / "mode.txt.level").read_text() == "7"
+    assert not Path("/tmp/hone-pwned").exists()
+    restore_project("fanout")
+    assert all((hosts.data(i) / "mode.txt").read_text() == "plain" for i in range(3))
+    assert all((hosts.data(i) / "mode.txt.level").read_text() == "1" for i in range(3))
+
+
+def test_a_host_gone_mid_study_keeps_its_journal_until_it_is_back(tmp_path: Path, hosts: Testbed):
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    cluster.apply({"backlog": "600", "threads": "5", "batch": "100"})
+    hosts.stop_sshd(2)
+    try:
+        with pytest.raises(HoneError) as failed:  # not a trial failure: the study must stop
+            cluster.apply({"backlog": "900", "threads": "9", "batch": "100"})
+        assert not isinstance(failed.value, ActuationError)
+        assert "h3" in str(failed.value) and "roll-back failed on h3" in str(failed.value)
+        assert all(_state(hosts, i)[0] == "600" for i in (0, 1))  # rolled back
+        outcomes = restore_project("fanout")
+        assert {o.host for o in outcomes if not o.outcome.ok} == {"h3"}
+        assert all(_state(hosts, i) == ("4096", CONFIG) for i in (0, 1))
+        left = Journal.for_project_hosts("fanout")
+        assert [j.path.stem.rsplit("@", 1)[1] for j in left] == ["h3"]
+    finally:
+        hosts.start_sshd(2)
+    outcomes = restore_project("fanout")
+    assert outcomes and all(o.outcome.ok for o in outcomes)
+    assert _state(hosts, 2) == ("4096", CONFIG)
+    assert Journal.for_project_hosts("fanout") == []
+
+
+def test_a_whole_study_on_the_cluster_leaves_every_host_as_it_was(
+    tmp_path: Path, hosts: Testbed, hone_cli
+):
+    path = tmp_path / "hone.yaml"
+    path.write_text(project_yaml(hosts, "cat /proc/sys/net/core/somaxconn | sed s/^/score:\\ /"))
+    result = hone_cli("tune", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+    shown = hone_cli("show", "fanout", "--json")
+    assert shown.returncode == 0, shown.stderr
+    study = json.loads(shown.stdout)["study"]
+    assert study["failures"] == 0 and study["trials"] >= 4, study  # baseline + 3 trials
+    assert study["state"] == "finished", study

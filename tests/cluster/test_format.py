@@ -1,0 +1,74 @@
+"""The hosts, ssh and group keys of a project: each mistake is one line naming file, line, key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hone.errors import HoneError
+from hone.project import load_project
+
+HEAD = """name: c
+ssh: {user: root}
+hosts:
+  brokers:
+    - {name: b1, address: 10.0.0.1}
+    - b2
+  clients: [c1, b1]
+"""
+TAIL = """benchmark: {command: 'echo s: 1', host: c1}
+metrics: {s: {pattern: 's: (\\d+)', direction: maximize}}
+"""
+
+
+def _load(tmp_path: Path, text: str):
+    path = tmp_path / "hone.yaml"
+    path.write_text(text)
+    return load_project(path)
+
+
+def test_groups_hosts_and_knob_groups_load(tmp_path: Path):
+    knobs = "knobs:\n  k: {type: int, range: [1, 9], sysctl: net.core.somaxconn, group: brokers}\n"
+    project = _load(tmp_path, HEAD + knobs + TAIL)
+    assert project.groups == {"brokers": ["b1", "b2"], "clients": ["c1", "b1"]}
+    assert project.hosts["b1"].address == "10.0.0.1" and project.hosts["b2"].address == "b2"
+    assert project.knob("k").group == "brokers" and project.benchmark.host == "c1"
+
+
+@pytest.mark.parametrize(
+    ("change", "line", "words"),
+    [
+        ("    - {name: b1, address: 10.0.0.1, password: x}", 5, "passwords are never kept"),
+        (
+            "knobs:\n  k: {type: int, range: [1, 9], sysctl: vm.x, group: nope}",
+            9,
+            "no group 'nope'",
+        ),
+        ("knobs:\n  k: {type: int, range: [1, 9], flag: -k, group: brokers}", 9, "flag"),
+        ("benchmark: {command: 'echo', host: zz}", 10, "no host 'zz'"),
+    ],
+)
+def test_mistakes_are_one_line(tmp_path: Path, change: str, line: int, words: str):
+    text = HEAD + "knobs:\n  k: {type: int, range: [1, 9], sysctl: vm.x, group: brokers}\n" + TAIL
+    if change.startswith("    - {name: b1"):
+        text = text.replace("    - {name: b1, address: 10.0.0.1}", change)
+    elif change.startswith("knobs:"):
+        text = HEAD + change + "\n" + TAIL
+    else:
+        text = text.replace("benchmark: {command: 'echo s: 1', host: c1}", change)
+    with pytest.raises(HoneError) as error:
+        _load(tmp_path, text)
+    message = str(error.value)
+    assert words in message and "\n" not in message, message
+    assert f"hone.yaml:{line}:" in message, message
+
+
+def test_hone_worker_refuses_a_cluster_project(tmp_path: Path, hone_cli, hone_home: Path):
+    knobs = "knobs:\n  k: {type: int, range: [1, 9], sysctl: net.core.somaxconn, group: brokers}\n"
+    (tmp_path / "hone.yaml").write_text(HEAD + knobs + TAIL)
+    storage = f"sqlite:///{hone_home / 'shared.db'}"
+    result = hone_cli("worker", str(tmp_path / "hone.yaml"), "--storage", storage)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "not with `hone worker`" in result.stderr and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
