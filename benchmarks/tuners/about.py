@@ -114,6 +114,7 @@ Each as its authors set it up; `--tuners` names them (`python -m benchmarks.tune
   defaults. Both pin old NumPy / scikit-learn that hone's environment cannot hold, so each runs
   as a worker process in an environment of its own (`process_peer.py`, `workers/`), named by
   `HONE_PEER_OPENBOX` / `HONE_PEER_HEBO`; skipped, saying how to set one up, when absent.
+  Their CPU time is the worker's, which the per-tuner CPU figures of a report do not count.
 - PromiseTune itself: `python -m benchmarks.tuners.promisetune --systems LLVM` runs it from a
   checkout of its repository (`PROMISETUNE_HOME`) under its own interpreter
   (`PROMISETUNE_PYTHON`) through `promisetune_driver.py`, which imports its module (none of its
