@@ -201,13 +201,18 @@ def summary_row(
 def _alive(attrs: dict[str, Any]) -> bool | None:
     """Whether the process that runs the study still exists on this machine."""
     pid = attrs.get("pid")
+    return pid_alive(pid) if isinstance(pid, int) and pid > 0 else None
+
+
+def pid_alive(pid: Any) -> bool:
+    """Whether a process of this id exists on this machine (a non-id: no)."""
     if not isinstance(pid, int) or pid <= 0:
-        return None
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except PermissionError:  # it exists, as another user's
         return True
     return True
 

@@ -831,13 +831,7 @@ class Tuner:
                 "engine": self.engine,
                 "budget": self.budget,
                 "pid": os.getpid(),
-                "sources": [str(s) for s in self.project.sources],
-                "metrics": [
-                    {"name": m.name, "direction": m.direction, "weight": m.weight, "unit": m.unit}
-                    for m in self.project.metrics
-                ],
-                "knobs": {k.name: k.domain.describe() for k in self.project.knobs},
-                "space": {k.name: domain_to_dict(k.domain) for k in self.project.knobs},
+                **project_attrs(self.project),
             },
         )
         self.reporter.start(self.project, study.name, self.engine, self.budget)
@@ -902,6 +896,19 @@ def _stop_on_sigterm() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def project_attrs(project: Project) -> dict[str, Any]:
+    """What a study stores of its project: sources, metrics, knobs and their domains."""
+    return {
+        "sources": [str(s) for s in project.sources],
+        "metrics": [
+            {"name": m.name, "direction": m.direction, "weight": m.weight, "unit": m.unit}
+            for m in project.metrics
+        ],
+        "knobs": {k.name: k.domain.describe() for k in project.knobs},
+        "space": {k.name: domain_to_dict(k.domain) for k in project.knobs},
+    }
 
 
 def _first_line(exc: BaseException) -> str:

@@ -30,11 +30,10 @@ from hone.optimizers import make_optimizer
 from hone.optimizers.base import Optimizer
 from hone.project.model import Project
 from hone.space import Config, SearchSpace
-from hone.space.serialize import domain_to_dict
 from hone.storage import StudyRecord, TrialRecord
 from hone.storage.lease import Heartbeat, running_trials, study_locked
 from hone.storage.store import FINISHED, RUNNING, TrialClosed, _now
-from hone.storage.summary import read_trials
+from hone.storage.summary import pid_alive, read_trials
 from hone.tune.console import Reporter
 from hone.tune.runner import (
     CUT_OFF,
@@ -44,6 +43,7 @@ from hone.tune.runner import (
     Tuner,
     _first_line,
     _stop_on_sigterm,
+    project_attrs,
 )
 from hone.tune.stats import noise
 
@@ -215,13 +215,7 @@ class Worker(Tuner):
             # every score is a gain in % over its own worker's baseline
             "scores": "relative",
             "baseline_score": 0.0,
-            "sources": [str(s) for s in self.project.sources],
-            "metrics": [
-                {"name": m.name, "direction": m.direction, "weight": m.weight, "unit": m.unit}
-                for m in self.project.metrics
-            ],
-            "knobs": {k.name: k.domain.describe() for k in self.project.knobs},
-            "space": {k.name: domain_to_dict(k.domain) for k in self.project.knobs},
+            **project_attrs(self.project),
         }
 
     def _cut_off_predecessor(self, study: StudyRecord) -> None:
@@ -231,7 +225,7 @@ class Worker(Tuner):
         if not mine:
             return
         before = study.attrs.get(f"worker:{self.id}") or {}
-        dead = before.get("host") == socket.gethostname() and not _alive(before.get("pid"))
+        dead = before.get("host") == socket.gethostname() and not pid_alive(before.get("pid"))
         for trial in mine:
             if not dead and trial.silent <= self.heart.interval * 6:
                 raise HoneError(
@@ -424,15 +418,3 @@ def _best(trials: list[TrialRecord]) -> tuple[Config | None, float | None]:
         return None, None
     top = max(gains, key=lambda k: float(np.mean(gains[k])))
     return configs[top], round(float(np.mean(gains[top])), 3)
-
-
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
