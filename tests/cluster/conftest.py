@@ -19,8 +19,7 @@ from benchmarks.cluster.netns import Testbed, available  # noqa: E402
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
     why = available()
-    if why:
-        pytest.skip(f"no namespace test bed: {why}")
+    assert not why, f"no namespace test bed: {why} (scripts/setup installs what it needs)"
     testbed = Testbed(tmp_path_factory.mktemp("bed"), 3).up()
     try:
         yield testbed

@@ -4,10 +4,7 @@ every broker, records produced with acks=all and read back by Kafka's own tools.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
-
-import pytest
 
 from benchmarks.scale.kafka_cluster import (
     brokers,
@@ -18,8 +15,6 @@ from benchmarks.scale.kafka_cluster import (
     running,
     server_properties,
 )
-
-pytestmark = pytest.mark.skipif(not shutil.which("java"), reason="needs Java")
 
 
 def test_the_knobs_a_study_sets_win_over_the_beds_own(tmp_path: Path) -> None:

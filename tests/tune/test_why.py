@@ -21,7 +21,6 @@ SQLITE = ROOT / "examples" / "sqlite"
 SYNC = ("fdatasync", "fsync")
 
 
-@pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
 def test_sqlite_report_names_the_sync_path(
     hone_cli, hone_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
