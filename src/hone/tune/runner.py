@@ -140,6 +140,8 @@ class Tuner:
         #: The machine's background during the baseline, which a reading is held to.
         self.quiet: Quiet | None = None
         self.disturbed = 0
+        #: The baseline phase's scores: with the confirmation's, the noise pooled into an interval.
+        self.baseline_scores: list[float] = []
         #: Why the winner is not profiled (None: it is), decided before any change.
         self.why_off: str | None = None
         self.cluster = cluster_of(project)
@@ -341,10 +343,8 @@ class Tuner:
         """Before the search: how noisy the benchmark is, which gain the planned rounds can
         confirm, and for --min-detectable the rounds it needs (or a stop, nothing changed)."""
         scores = [r.score for r in runs if r.score is not None]
-        relative = self.objective.single is not None
-        cv = (
-            noise(scores) if relative else float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
-        )
+        self.baseline_scores = scores
+        cv = self._spread(scores)
         most = max(self.options.max_repeats, self.confirm_rounds)
         target = self.options.min_detectable
         if target is not None:
@@ -373,6 +373,13 @@ class Tuner:
         }
         self.store.update(study, quality=quality)
         self.reporter.note(quality_text(quality))
+
+    def _spread(self, scores: list[float]) -> float:
+        """The noise of baseline scores: CV in % for one metric, else the standard deviation
+        of the combined score in points."""
+        if self.objective.single is not None:
+            return noise(scores)
+        return float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
 
     def _replay(self, history: list[Any], optimizer: Any) -> int:
         done = 0
@@ -457,8 +464,11 @@ class Tuner:
             level = plan.level(round_)
             if level is None:
                 continue
+            # the baseline's noise over the whole study is pooled into each interval (stats.py)
+            base = self.baseline_scores + [s for s in scores[0] if s is not None]
+            spread = (self._spread(base), len(base) - 1)
             for index in active:
-                gains[index] = paired_gain(scores[index], scores[0], relative, level)
+                gains[index] = paired_gain(scores[index], scores[0], relative, level, spread)
             confirmed = [(candidates[i - 1], gains[i]) for i in active]
             choice = choose(self.project, baseline, confirmed, self.options.allow_risk)
             if earlier is not None:  # extended: the one(s) set aside keep their earlier look
@@ -581,22 +591,13 @@ class Tuner:
     ) -> list[Path]:
         """The benchmark under `perf record` (and a launched workload's process attached)."""
         data, served = folder / f"{label}.data", folder / f"{label}-workload.data"
-        attached = None
         process = self.workload.process
-        if process is not None and process.poll() is None:
-            attached = subprocess.Popen(
-                why.attach_argv([process.pid, *descendants(process.pid)], served),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        try:
+        if process is None or process.poll() is not None:
             readings[label] = self._run_benchmark_once(prefix=why.record_argv(data))
-        finally:
-            if attached is not None:
-                attached.send_signal(signal.SIGINT)
-                attached.wait(timeout=60)
-        return [data] + ([served] if attached is not None else [])
+            return [data]
+        with why.attached(lambda: [process.pid, *descendants(process.pid)], served):
+            readings[label] = self._run_benchmark_once(prefix=why.record_argv(data))
+        return [data, served]
 
     def _importance(self, study: StudyRecord) -> dict[str, float]:
         from hone.tune.views import knob_importance

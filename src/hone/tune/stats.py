@@ -36,10 +36,18 @@ def paired_gain(
     baseline: Sequence[float | None],
     relative: bool = True,
     level: float = 95.0,
+    baseline_noise: tuple[float, int] = (0.0, 0),
 ) -> Gain:
     """Gain of higher-is-better scores measured in the same rounds (round i of each side
     side by side), so that drift of a shared, noisy machine cancels out. `relative`: scores
-    are raw values (gain in % of the baseline); else they are already percentages."""
+    are raw values (gain in % of the baseline); else they are already percentages.
+
+    `baseline_noise` is the baseline's spread over the whole study and its degrees of freedom
+    (CV in % when `relative`, else the standard deviation in points; readings - 1). Two or three
+    paired differences can agree by chance and give a narrow interval, so the half-width is the
+    wider of the paired t-interval and the interval whose variance pools the differences' with the
+    baseline's (a difference varies by sqrt(2) x the baseline's spread, scaled by the
+    candidate's ratio to the baseline when relative)."""
     pairs = [
         (c, b)
         for c, b in zip(candidate, baseline, strict=False)
@@ -51,7 +59,15 @@ def paired_gain(
     if len(diffs) < 2:
         return Gain(float(diffs[0]), float("inf"), 1, level)
     quantile = 1 - (1 - level / 100.0) / 2
-    half = stats.t.ppf(quantile, len(diffs) - 1) * diffs.std(ddof=1) / np.sqrt(len(diffs))
+    df = len(diffs) - 1
+    variance = float(diffs.var(ddof=1))
+    half = stats.t.ppf(quantile, df) * np.sqrt(variance / len(diffs))
+    spread, spread_df = baseline_noise
+    if spread > 0 and spread_df > 0:
+        scale = float(np.mean([abs(c / b) for c, b in pairs])) if relative else 1.0
+        prior = 2.0 * (spread * scale) ** 2
+        pooled = (df * variance + spread_df * prior) / (df + spread_df)
+        half = max(half, stats.t.ppf(quantile, df + spread_df) * np.sqrt(pooled / len(diffs)))
     return Gain(float(diffs.mean()), float(half), len(diffs), level)
 
 

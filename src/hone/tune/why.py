@@ -13,10 +13,16 @@ differential (hone.diagnose.diff) compares each function's share of that time.""
 
 from __future__ import annotations
 
+import os
 import re
+import select
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,10 +110,81 @@ def record_argv(output: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def attach_argv(pids: list[int], output: Path) -> list[str]:
+def attach_argv(pids: list[int], output: Path, control: Path) -> list[str]:
     """The same recording of running processes (a workload hone launched and its children,
-    such as a database's server processes; those they fork later are followed) until SIGINT."""
-    return [*record_argv(output)[:-1], "-p", ",".join(map(str, pids))]
+    such as a database's server processes; those they fork later are followed) until SIGINT.
+    It starts disabled and is enabled through the `control` FIFOs (ctl, ack), so hone knows
+    when it records."""
+    fifos = f"fifo:{control / 'ctl'},{control / 'ack'}"
+    targets = ",".join(map(str, pids))
+    return [*record_argv(output)[:-1], "-D", "-1", "--control", fifos, "-p", targets]
+
+
+@contextmanager
+def attached(pids: Callable[[], list[int]], output: Path, timeout: float = 15.0) -> Iterator[None]:
+    """Record the processes `pids()` names while the body runs; the body starts only once perf
+    is recording (its attach takes a few tenths of a second, in which a database would fork the
+    benchmark's connections unseen). A process that exits before perf attaches fails the attach:
+    it is tried once more with the processes living then."""
+    control = output.parent / f"{output.stem}-control"
+    control.mkdir()
+    os.mkfifo(control / "ctl")
+    os.mkfifo(control / "ack")
+    perf = None
+    for _ in range(2):
+        perf = subprocess.Popen(
+            attach_argv(pids(), output, control),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        if _enable(perf, control, timeout):
+            break
+        perf = None
+    if perf is None:
+        raise HoneError("perf could not attach to the workload's processes")
+    try:
+        yield
+    finally:
+        perf.send_signal(signal.SIGINT)
+        try:
+            perf.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            perf.kill()
+            perf.communicate()
+
+
+def _enable(perf: subprocess.Popen[bytes], control: Path, timeout: float) -> bool:
+    """Enable a recording started disabled and wait for perf's ack; False when perf died."""
+    deadline = time.monotonic() + timeout
+    ctl = -1
+    while ctl < 0:
+        if perf.poll() is not None:
+            perf.communicate()
+            return False
+        if time.monotonic() > deadline:
+            perf.kill()
+            perf.communicate()
+            return False
+        try:
+            ctl = os.open(control / "ctl", os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: perf has not opened it yet
+            time.sleep(0.02)
+    ack = os.open(control / "ack", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.write(ctl, b"enable\n")
+        while time.monotonic() < deadline and perf.poll() is None:
+            ready, _, _ = select.select([ack], [], [], 0.1)
+            if ready and os.read(ack, 16).startswith(b"ack"):
+                return True
+    finally:
+        os.close(ctl)
+        os.close(ack)
+    if perf.poll() is None:
+        perf.kill()
+    perf.communicate()
+    return False
 
 
 def time_profile(recordings: list[Path]) -> Profile:

@@ -6,6 +6,7 @@ until it succeeds, while checking that a launched process is still alive."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from hone import shell
 from hone.errors import BenchmarkError
 from hone.project.model import Workload
 from hone.shell import expand
+from hone.tune.machine import descendants
 
 
 class WorkloadManager:
@@ -56,12 +58,17 @@ class WorkloadManager:
             self._command(self.workload.start, "start")
 
     def stop(self) -> None:
+        """Stop the workload and, for a launched one, wait until every process it had started
+        is gone: a server's children can outlive its first process (runuser's, or a database's
+        backends), and a new server started beside them finds their lock file or shared memory."""
         if self.process is not None:
             launch = self.workload.launch
+            tree = [(pid, _started(pid)) for pid in descendants(self.process.pid)]
             _terminate(
                 self.process, kill_at_once=launch is not None and launch.stop_signal == "KILL"
             )
             self.process = None
+            _wait_gone(tree, self.workload.ready_timeout)
         elif self.workload.stop:
             self._command(self.workload.stop, "stop")
 
@@ -98,6 +105,37 @@ class WorkloadManager:
         except OSError:
             return ""
         return " | ".join(lines[-3:])[:300]
+
+
+def _started(pid: int) -> str | None:
+    """The start time of a living process (field 22 of its stat), None when it is gone or a
+    zombie: with the pid it names the process, not a later one that reused the number."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def _wait_gone(tree: list[tuple[int, str | None]], timeout: float) -> None:
+    """Wait until these processes have exited; SIGKILL those left after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    left = [(pid, start) for pid, start in tree if start is not None]
+    while left:
+        left = [(pid, start) for pid, start in left if _started(pid) == start]
+        if not left or time.monotonic() > deadline + 5:
+            break
+        if time.monotonic() > deadline:
+            for pid, _ in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+    if left:
+        raise BenchmarkError(
+            "the stopped workload's processes did not exit: "
+            + ", ".join(str(pid) for pid, _ in left)
+        )
 
 
 def _terminate(
