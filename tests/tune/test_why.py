@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from hone.diagnose.fold import Frame
 from hone.diagnose.profile import Profile
@@ -103,3 +104,37 @@ def test_the_paragraph_names_what_moved_and_the_knob_that_acts_on_it() -> None:
     assert why.lines({"missing": "perf is not installed"}) == [
         "why it won: no profile (perf is not installed)"
     ]
+
+
+POSTGRESQL = ROOT / "examples" / "postgresql"
+WAL = ("fdatasync", "fsync", "XLogFlush")
+
+
+def test_postgresql_report_names_the_wal_sync_path(
+    hone_cli, hone_home: Path, tmp_path: Path
+) -> None:
+    """The PostgreSQL example with synchronous_commit alone and 2 s pgbench runs: the server
+    hone launched is recorded beside pgbench, and its backends' WAL sync on commit falls."""
+    project = yaml.safe_load((POSTGRESQL / "hone.yaml").read_text())
+    project["knobs"] = {"synchronous_commit": project["knobs"]["synchronous_commit"]}
+    project["benchmark"]["command"] = project["benchmark"]["command"].replace("-T 4", "-T 2")
+    project["benchmark"]["warmup"] = False
+    project["tuning"] = {"engine": "gridsearch", "budget": 2, "baseline": 2,
+                         "confirm": {"candidates": 1, "rounds": 2}}  # fmt: skip
+    shutil.copy(POSTGRESQL / "setup.sh", tmp_path / "setup.sh")
+    (tmp_path / "hone.yaml").write_text(yaml.safe_dump(project))
+    run = hone_cli(
+        "tune", str(tmp_path), "--max-repeats", "2", "--allow-risk", "--apply", "never", "--why",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    study = json.loads(hone_cli("show", "postgresql#1", "--json").stdout)["study"]
+    assert study["attrs"]["result"]["best"] == {"synchronous_commit": "off"}
+    why = study["attrs"]["why"]
+    assert "missing" not in why, why
+    assert why["process"] == "postgres"  # the server's backends, not pgbench
+    sync = [e for e in why["explained"] if any(s in e["name"] for s in WAL)]
+    assert sync, why["explained"]
+    assert sync[0]["before"] > 0.05 and sync[0]["delta"] < -0.05
+    assert "synchronous_commit=off" in why["text"] and "fell" in why["text"]
+    report = Path(hone_cli("report", "postgresql#1").stdout.strip()).read_text()
+    assert "Why it won" in report and any(s in report for s in WAL)

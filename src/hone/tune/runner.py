@@ -108,6 +108,8 @@ class TuneResult:
     confirm_rounds: int = 0
     #: First readings after a restart left out as a warm-up transient (each measured again).
     warmup: int = 0
+    #: Workload (re)starts by stage: restarts cost time and disturb a service.
+    restarts: dict[str, int] = field(default_factory=dict)
 
 
 class Tuner:
@@ -133,6 +135,9 @@ class Tuner:
         #: The workload restarted since the last reading began.
         self.fresh = False
         self.warmups = 0
+        #: Workload (re)starts by stage of the study (baseline, search, confirm, why, end).
+        self.restarts: dict[str, int] = {}
+        self.stage = "baseline"
         self.started = time.monotonic()
         self.trial_count = 0
         self.failures = 0
@@ -195,6 +200,7 @@ class Tuner:
                 optimizer.tell(run.config, -run.score if run.score is not None else None)
         done = self._replay(history, optimizer)
         self.reporter.phase("search", self.budget)
+        self.stage = "search"
         selector = self.project.tuning.feature_filter
         held: Config = {}
         while done < self.budget:
@@ -237,6 +243,7 @@ class Tuner:
             if t.phase == "baseline" and t.state == "complete"
         ]
         self.reporter.phase("baseline", self.baseline_repeats)
+        self.stage = "baseline"
         self._apply(baseline)
         pending: list[tuple[int, Measurement]] = []
         for _ in range(self.baseline_repeats - len(runs)):
@@ -405,7 +412,9 @@ class Tuner:
             choice, rounds = self._confirm(study, space, baseline, candidates, metrics)
         best, best_gain = choice.best, choice.gain
         if best is not None and best_gain is not None and best_gain.mean > 0:
+            self.stage = "why"
             self._why(study, baseline, best)
+        self.stage = "end"
         outcome, reason = self._decide(choice)
         if outcome == "applied" and best is not None:
             self._apply(best)
@@ -430,6 +439,7 @@ class Tuner:
             disturbed=self.disturbed,
             confirm_rounds=rounds,
             warmup=self.warmups,
+            restarts=dict(self.restarts),
         )
 
     def _confirm(
@@ -450,11 +460,14 @@ class Tuner:
         active = list(range(1, len(candidates) + 1))
         lineup = [baseline, *candidates]
         self.reporter.phase("confirm", plan.planned * (len(candidates) + 1))
+        self.stage = "confirm"
         choice, round_ = Choice(None, None, []), 0
         earlier: Choice | None = None
+        order: list[int] = []
         while True:
             total = plan.planned if round_ < plan.planned else plan.most
-            for index in [0, *active]:
+            order = self._round_order(lineup, [0, *active], order)
+            for index in order:
                 run = self.measure(study, space, lineup[index], "confirm", baseline, round=round_)
                 scores[index].append(run.score if run.ok else None)
                 if run.ok:
@@ -487,6 +500,31 @@ class Tuner:
                     f"close ({choice.gain}): more rounds, up to {plan.most}, for "
                     + _params(choice.best or {})
                 )
+
+    def _round_order(self, lineup: list[Config], members: list[int], last: list[int]) -> list[int]:
+        """The order of one confirmation round. A workload that restarts for a configuration
+        and warms up after each restart (`benchmark: {warmup: true}`) is measured in a snake:
+        each round reverses the last one, so a round starts with the configuration that is
+        running and the restart between rounds is saved (and drift cancels as in A B B A);
+        the first round starts with the running configuration when it is in the lineup.
+        Otherwise every reading follows the same restart and the order stays fixed."""
+        if not (self.workload.managed and self.project.benchmark.warmup):
+            return members
+        if not last:
+            running = next((i for i in members if not self._needs_restart(lineup[i])), None)
+            return members if running is None else [running, *(i for i in members if i != running)]
+        order = [i for i in reversed(last) if i in members]
+        return order + [i for i in members if i not in order]
+
+    def _needs_restart(self, config: Mapping[str, Value]) -> bool:
+        """Whether applying `config` now would restart the workload."""
+        if not self.restarted:
+            return self.workload.managed
+        return any(
+            knob.restart and self.applied.get(knob.name) != config[knob.name]
+            for knob in self.project.knobs
+            if knob.name in config
+        )
 
     def _candidates(
         self, study: StudyRecord, space: SearchSpace, baseline: Config, recommended: Config | None
@@ -573,7 +611,10 @@ class Tuner:
         try:
             with tempfile.TemporaryDirectory(prefix="hone-why-") as folder:
                 profiles, readings = [], {}
-                for label, config in (("baseline", baseline), ("winner", best)):
+                pair = [("baseline", baseline), ("winner", best)]
+                if self._needs_restart(baseline) and not self._needs_restart(best):
+                    pair.reverse()  # the running one first: one restart fewer
+                for label, config in pair:
                     self._apply(config)
                     recordings = self._profiled_reading(Path(folder), label, readings)
                     profiles.append(why.time_profile(recordings))
@@ -720,6 +761,7 @@ class Tuner:
         if self.workload.managed and (restart or not self.restarted):
             self.workload.restart()
             self.restarted = self.fresh = True
+            self.restarts[self.stage] = self.restarts.get(self.stage, 0) + 1
             if self.project.benchmark.warmup:
                 self._run_benchmark_once()
 
@@ -851,6 +893,7 @@ class Tuner:
             )
         if self.restarted and not self._owns_workload():
             self.workload.restart()  # a system service: leave it running its original config
+            self.restarts["end"] = self.restarts.get("end", 0) + 1
 
     def _owns_workload(self) -> bool:
         return self.project.workload.launch is not None or self.project.workload.owned
@@ -950,6 +993,7 @@ def _result_attrs(result: TuneResult) -> dict[str, Any]:
         "disturbed": result.disturbed,
         "warmup": result.warmup,
         "confirm_rounds": result.confirm_rounds,
+        "restarts": result.restarts,
         "trials": result.trials,
         "failures": result.failures,
         "elapsed": round(result.elapsed, 1),

@@ -44,7 +44,9 @@ CHILD_WAIT = {"do_wait", "kernel_wait4", "__do_sys_wait4", "__x64_sys_wait4", "d
 #: Known functions and wait states: (pattern, what it is, words of knobs that act on it).
 KNOWN: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
     (
-        re.compile(r"fdatasync|fsync|sync_file|jbd2|file_write_and_wait|blkdev_issue_flush"),
+        re.compile(
+            r"fdatasync|fsync|sync_file|jbd2|file_write_and_wait|blkdev_issue_flush|XLogFlush"
+        ),
         "the sync of written data to the disk on commit",
         ("sync", "commit", "flush", "journal", "wal", "durab"),
     ),

@@ -1,0 +1,118 @@
+"""Restarts: a study restarts its workload only when a knob that needs it changed, records how
+often it did, and measures a warmed-up workload's confirmation rounds in a snake (each round
+reverses the last) so that the restart between two rounds is saved."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import textwrap
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from hone.project.model import Workload
+from hone.workload.launch import LaunchSpec
+from hone.workload.manager import WorkloadManager
+
+
+def _project(folder: Path, warmup: bool) -> Path:
+    """A workload whose every start is counted in a file, a knob that needs a restart, one that
+    does not, and a benchmark that varies a little whatever the knobs say."""
+    (folder / "hone.yaml").write_text(
+        textwrap.dedent(f"""\
+        name: restarts
+        workload:
+          start: echo started >> "$HONE_WORKDIR/starts"
+          stop: "true"
+        knobs:
+          mode:
+            type: categorical
+            values: [a, b, c]
+            restart: true
+            shell:
+              get: cat "$HONE_WORKDIR/mode" 2>/dev/null || echo a
+              set: echo $value > "$HONE_WORKDIR/mode"
+          tag:
+            type: categorical
+            values: [x, y]
+            restart: false
+            shell:
+              get: cat "$HONE_WORKDIR/tag" 2>/dev/null || echo x
+              set: echo $value > "$HONE_WORKDIR/tag"
+        benchmark:
+          command: echo "ops $((1000 + (ITERATION * 7) % 11))"
+          warmup: {"true" if warmup else "false"}
+        metrics: {{ops: {{pattern: 'ops ([0-9]+)', direction: maximize}}}}
+        tuning: {{budget: 4, baseline: 2, engine: random, seed: 3, apply: never,
+                 confirm: {{candidates: 2, rounds: 3}}}}
+        """)
+    )
+    return folder
+
+
+def _study(hone_cli, hone_home: Path, folder: Path) -> tuple[dict, list[dict], int]:
+    run = hone_cli("tune", str(folder), "--no-why", "--max-repeats", "3")
+    assert run.returncode == 0, run.stderr
+    shown = json.loads(hone_cli("show", "restarts", "--json").stdout)
+    starts = (hone_home / "work" / "restarts" / "starts").read_text().count("started")
+    return shown["study"]["attrs"]["result"], shown["trials"], starts
+
+
+def test_confirmation_rounds_of_a_warmed_up_workload_save_restarts(
+    hone_cli, hone_home: Path, tmp_path: Path
+) -> None:
+    result, trials, starts = _study(hone_cli, hone_home, _project(tmp_path, warmup=True))
+    restarts = result["restarts"]
+    assert sum(restarts.values()) == starts  # the record counts every real start
+    assert restarts["baseline"] == 1  # the baseline runs share one start
+    confirm = [t for t in trials if t["phase"] == "confirm"]
+    rounds: dict[int, list[str]] = defaultdict(list)
+    for trial in confirm:
+        rounds[trial["round"]].append(trial["config"]["mode"] + trial["config"]["tag"])
+    assert len(rounds) >= 2
+    for number in range(1, len(rounds)):  # a snake: each round reverses the one before
+        assert rounds[number] == rounds[number - 1][::-1]
+    # a round that starts with the configuration running needs no restart for it
+    assert restarts.get("confirm", 0) <= len(confirm) - (len(rounds) - 1)
+
+
+def test_without_a_warmup_every_confirmation_reading_follows_a_restart(
+    hone_cli, hone_home: Path, tmp_path: Path
+) -> None:
+    result, trials, starts = _study(hone_cli, hone_home, _project(tmp_path, warmup=False))
+    assert sum(result["restarts"].values()) == starts
+    confirm = [t for t in trials if t["phase"] == "confirm"]
+    lineups = {t["round"]: [] for t in confirm}
+    for trial in confirm:
+        lineups[trial["round"]].append(trial["config"]["mode"])
+    assert all(lineup == lineups[0] for lineup in lineups.values())  # the same fixed order
+    changed = [a != b for a, b in zip(lineups[0], lineups[0][1:] + lineups[0][:1], strict=True)]
+    # every reading whose restart knob differs from the one before it restarted the workload
+    assert result["restarts"]["confirm"] >= sum(changed) * (len(lineups) - 1)
+
+
+def test_a_stop_waits_for_every_process_the_workload_started(tmp_path: Path) -> None:
+    """A server's child in its own session that ignores SIGTERM outlives the server's first
+    process: the stop waits for it, and kills it after the timeout."""
+    script = "setsid sh -c 'trap \"\" TERM; echo $$ > child; exec sleep 60' & exec sleep 60"
+    workload = Workload(launch=LaunchSpec(["sh", "-c", script]), ready_timeout=1)
+    manager = WorkloadManager(workload, tmp_path, tmp_path)
+    manager.start()
+    deadline = time.monotonic() + 5
+    while not (tmp_path / "child").exists() or not (tmp_path / "child").read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.2)  # the child has exec'd sleep and ignores SIGTERM
+    child = int((tmp_path / "child").read_text())
+    started = time.monotonic()
+    try:
+        manager.stop()
+        assert time.monotonic() - started >= 0.9  # it waited for the child ...
+        state = Path(f"/proc/{child}/stat")
+        assert not state.exists() or state.read_text().split(") ")[1][0] in "ZX"  # ... killed it
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
