@@ -610,16 +610,18 @@ class Tuner:
         self.reporter.note("why it won: profiling one reading of the baseline and the winner")
         try:
             with tempfile.TemporaryDirectory(prefix="hone-why-") as folder:
-                profiles, readings = [], {}
+                profiles, readings = {}, {}
                 pair = [("baseline", baseline), ("winner", best)]
                 if self._needs_restart(baseline) and not self._needs_restart(best):
                     pair.reverse()  # the running one first: one restart fewer
                 for label, config in pair:
                     self._apply(config)
                     recordings = self._profiled_reading(Path(folder), label, readings)
-                    profiles.append(why.time_profile(recordings))
+                    profiles[label] = why.time_profile(recordings)
             moved = {k: (baseline.get(k), v) for k, v in best.items() if baseline.get(k) != v}
-            record = why.compare(*profiles, moved, self._importance(study))
+            record = why.compare(
+                profiles["baseline"], profiles["winner"], moved, self._importance(study)
+            )
             record["readings"] = readings
         except (HoneError, OSError, subprocess.SubprocessError) as exc:
             record = {"missing": f"profiling failed: {_first_line(exc)}"}

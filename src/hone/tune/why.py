@@ -41,6 +41,9 @@ WAIT_FRAMES = {"io": "[waiting for I/O]", "sleep": "[sleeping]", "runqueue": "[w
 #: Off-CPU stacks of a parent waiting for its child (the child's own time is in the profile).
 CHILD_WAIT = {"do_wait", "kernel_wait4", "__do_sys_wait4", "__x64_sys_wait4", "do_waitid"}
 
+#: Waiting for work: a request, a connection, a readable socket.
+IDLE = re.compile(r"epoll_wait|ep_poll|\bpoll\b|do_select|__x64_sys_poll|__x64_sys_select")
+
 #: Known functions and wait states: (pattern, what it is, words of knobs that act on it).
 KNOWN: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
     (
@@ -236,6 +239,22 @@ def only(profile: Profile, process: str) -> Profile:
     return Profile(stacks=stacks, event=profile.event)
 
 
+def working(profile: Profile) -> Profile:
+    """The profile without the time asleep waiting for work (in epoll_wait, poll or select): a
+    server's processes idle whenever its client is busy, and that time would dilute the share
+    of everything they do for a request (a database's WAL sync on commit)."""
+    stacks = {
+        key: us
+        for key, us in profile.stacks.items()
+        if not (
+            key[1]
+            and key[1][-1].function == WAIT_FRAMES["sleep"]
+            and any(IDLE.search(frame.function) for frame in key[1])
+        )
+    }
+    return Profile(stacks=stacks, event=profile.event)
+
+
 def _unknown(name: str) -> str:
     """offcpu names a frame of an unknown module `[[unknown]]`; on-CPU folding `[unknown]`."""
     return "[unknown]" if name == "[[unknown]]" else name
@@ -313,7 +332,7 @@ def compare(
 ) -> dict[str, Any]:
     """The record stored with the study (`study.attrs.why`)."""
     process = worker(before)
-    before, after = only(before, process), only(after, process)
+    before, after = working(only(before, process)), working(only(after, process))
     changes = diff(before, after)
     explained = explain(changes, moved)
     # the known functions and wait states first, then the largest other moves (an unnamed
