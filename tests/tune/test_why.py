@@ -113,13 +113,14 @@ WAL = ("fdatasync", "fsync", "XLogFlush")
 def test_postgresql_report_names_the_wal_sync_path(
     hone_cli, hone_home: Path, tmp_path: Path
 ) -> None:
-    """The PostgreSQL example with synchronous_commit alone and 2 s pgbench runs: the server
+    """The PostgreSQL example with synchronous_commit alone and 1 s pgbench runs: the server
     hone launched is recorded beside pgbench, and its backends' WAL sync on commit falls."""
     project = yaml.safe_load((POSTGRESQL / "hone.yaml").read_text())
-    project["knobs"] = {"synchronous_commit": project["knobs"]["synchronous_commit"]}
-    project["benchmark"]["command"] = project["benchmark"]["command"].replace("-T 4", "-T 2")
+    sync = {**project["knobs"]["synchronous_commit"], "values": ["off", "on"]}  # off first
+    project["knobs"] = {"synchronous_commit": sync}
+    project["benchmark"]["command"] = project["benchmark"]["command"].replace("-T 4", "-T 1")
     project["benchmark"]["warmup"] = False
-    project["tuning"] = {"engine": "gridsearch", "budget": 2, "baseline": 2,
+    project["tuning"] = {"engine": "gridsearch", "budget": 1, "baseline": 2,
                          "confirm": {"candidates": 1, "rounds": 2}}  # fmt: skip
     shutil.copy(POSTGRESQL / "setup.sh", tmp_path / "setup.sh")
     (tmp_path / "hone.yaml").write_text(yaml.safe_dump(project))
