@@ -46,7 +46,7 @@ def _project(folder: Path, warmup: bool) -> Path:
           command: echo "ops $((1000 + (ITERATION * 7) % 11))"
           warmup: {"true" if warmup else "false"}
         metrics: {{ops: {{pattern: 'ops ([0-9]+)', direction: maximize}}}}
-        tuning: {{budget: 4, baseline: 2, engine: random, seed: 3, apply: never,
+        tuning: {{budget: 3, baseline: 2, engine: random, seed: 3, apply: never,
                  confirm: {{candidates: 2, rounds: 3}}}}
         """)
     )
@@ -77,6 +77,7 @@ def test_confirmation_rounds_of_a_warmed_up_workload_save_restarts(
         assert rounds[number] == rounds[number - 1][::-1]
     # a round that starts with the configuration running needs no restart for it
     assert restarts.get("confirm", 0) <= len(confirm) - (len(rounds) - 1)
+    assert f"workload restarts: {starts} (baseline 1" in hone_cli("show", "restarts").stdout
 
 
 def test_without_a_warmup_every_confirmation_reading_follows_a_restart(

@@ -165,6 +165,13 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
             f"{result['warmup']} first reading(s) after a restart left out as a warm-up "
             "transient, each measured again (phase warmup below)"
         )
+    if result.get("restarts"):
+        stages = result["restarts"]
+        console.print(
+            f"workload restarts: {sum(stages.values())} ("
+            + ", ".join(f"{stage} {count}" for stage, count in stages.items())
+            + ")"
+        )
     for line in risk_lines(result.get("risk")):
         console.print(line, markup=False)
     for line in why_lines(attrs.get("why")):
