@@ -95,3 +95,22 @@ def test_paired_gain_within_noise_is_not_significant() -> None:
     assert "95 %" in str(gain)
     assert paired_gain([None, 5.0], [1.0, None]).rounds == 0
     assert math.isclose(noise([10.0, 10.0]), 0.0)
+
+
+def test_differences_that_agree_by_chance_do_not_make_a_narrow_interval() -> None:
+    """Three rounds at +20.0, +20.5, +19.5 % say ± 2 % by themselves; the baseline's readings
+    over the study vary by 9 %, so the pooled interval is what those rounds can resolve."""
+    baseline = [100.0, 100.0, 100.0]
+    candidate = [120.0, 120.5, 119.5]
+    alone = paired_gain(candidate, baseline, level=97.5)  # the planned look's level
+    assert alone.half_width < 2.5 and alone.significant
+    pooled = paired_gain(candidate, baseline, level=97.5, baseline_noise=(9.0, 5))
+    assert pooled.mean == alone.mean
+    # variance pooled with (sqrt(2) x 9 % x 1.2, the candidate's ratio)^2 on 5 + 2 degrees of
+    # freedom: ± 21 %, which does not exclude zero
+    assert 19.0 < pooled.half_width < 23.0 and not pooled.significant
+    # differences noisier than the baseline keep their own, wider interval
+    noisy = paired_gain([150.0, 100.0, 110.0], baseline, baseline_noise=(1.0, 5))
+    assert noisy.half_width == pytest.approx(
+        paired_gain([150.0, 100.0, 110.0], baseline).half_width
+    )
