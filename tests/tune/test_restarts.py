@@ -5,6 +5,7 @@ reverses the last) so that the restart between two rounds is saved."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -77,6 +78,12 @@ def test_confirmation_rounds_of_a_warmed_up_workload_save_restarts(
         assert rounds[number] == rounds[number - 1][::-1]
     # a round that starts with the configuration running needs no restart for it
     assert restarts.get("confirm", 0) <= len(confirm) - (len(rounds) - 1)
+    modes = [mode[0] for mode in rounds[0]]  # readings sharing the restart knob side by side
+    assert all(m not in modes[:n] or modes[n - 1] == m for n, m in enumerate(modes))
+    # a restart exactly when the restart knob changed from the reading before
+    search = [t["config"]["mode"] for t in trials if t["phase"] == "search"]
+    sequence = [search[-1]] + [t["config"]["mode"] for t in confirm]
+    assert restarts.get("confirm", 0) == sum(a != b for a, b in itertools.pairwise(sequence))
     assert f"workload restarts: {starts} (baseline 1" in hone_cli("show", "restarts").stdout
 
 

@@ -504,17 +504,25 @@ class Tuner:
     def _round_order(self, lineup: list[Config], members: list[int], last: list[int]) -> list[int]:
         """The order of one confirmation round. A workload that restarts for a configuration
         and warms up after each restart (`benchmark: {warmup: true}`) is measured in a snake:
-        each round reverses the last one, so a round starts with the configuration that is
-        running and the restart between rounds is saved (and drift cancels as in A B B A);
-        the first round starts with the running configuration when it is in the lineup.
+        the first round measures configurations that share their restart knobs' values side
+        by side, those of the running one first, and each later round reverses the one before,
+        so the restart between two rounds is saved too (and drift cancels as in A B B A).
         Otherwise every reading follows the same restart and the order stays fixed."""
         if not (self.workload.managed and self.project.benchmark.warmup):
             return members
-        if not last:
-            running = next((i for i in members if not self._needs_restart(lineup[i])), None)
-            return members if running is None else [running, *(i for i in members if i != running)]
-        order = [i for i in reversed(last) if i in members]
-        return order + [i for i in members if i not in order]
+        if last:
+            order = [i for i in reversed(last) if i in members]
+            return order + [i for i in members if i not in order]
+        keys = [self._restart_values(lineup[i]) for i in members]
+        running = self._restart_values(self.applied) if self.restarted else None
+        groups = sorted(dict.fromkeys(keys), key=lambda key: key != running)  # stable
+        ranked = sorted(range(len(members)), key=lambda n: (groups.index(keys[n]), n))
+        return [members[n] for n in ranked]
+
+    def _restart_values(self, config: Mapping[str, Value | None]) -> tuple[Any, ...]:
+        """The values of the knobs that need a restart: readings with equal ones can follow
+        each other without one."""
+        return tuple(config.get(k.name) for k in self.project.knobs if k.restart)
 
     def _needs_restart(self, config: Mapping[str, Value]) -> bool:
         """Whether applying `config` now would restart the workload."""
