@@ -135,7 +135,7 @@ def attached(pids: Callable[[], list[int]], output: Path, timeout: float = 15.0)
     control.mkdir()
     os.mkfifo(control / "ctl")
     os.mkfifo(control / "ack")
-    perf = None
+    perf, failure = None, ""
     for _ in range(2):
         perf = subprocess.Popen(
             attach_argv(pids(), output, control),
@@ -144,11 +144,12 @@ def attached(pids: Callable[[], list[int]], output: Path, timeout: float = 15.0)
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        if _enable(perf, control, timeout):
+        failure = _enable(perf, control, timeout)
+        if not failure:
             break
         perf = None
     if perf is None:
-        raise HoneError("perf could not attach to the workload's processes")
+        raise HoneError(f"perf could not attach to the workload's processes: {failure}")
     try:
         yield
     finally:
@@ -160,18 +161,14 @@ def attached(pids: Callable[[], list[int]], output: Path, timeout: float = 15.0)
             perf.communicate()
 
 
-def _enable(perf: subprocess.Popen[bytes], control: Path, timeout: float) -> bool:
-    """Enable a recording started disabled and wait for perf's ack; False when perf died."""
+def _enable(perf: subprocess.Popen[bytes], control: Path, timeout: float) -> str:
+    """Enable a recording started disabled and wait for perf's ack: "" when it records, else
+    why not (perf's last words)."""
     deadline = time.monotonic() + timeout
     ctl = -1
     while ctl < 0:
-        if perf.poll() is not None:
-            perf.communicate()
-            return False
-        if time.monotonic() > deadline:
-            perf.kill()
-            perf.communicate()
-            return False
+        if perf.poll() is not None or time.monotonic() > deadline:
+            return _ended(perf)
         try:
             ctl = os.open(control / "ctl", os.O_WRONLY | os.O_NONBLOCK)
         except OSError:  # ENXIO: perf has not opened it yet
@@ -182,14 +179,22 @@ def _enable(perf: subprocess.Popen[bytes], control: Path, timeout: float) -> boo
         while time.monotonic() < deadline and perf.poll() is None:
             ready, _, _ = select.select([ack], [], [], 0.1)
             if ready and os.read(ack, 16).startswith(b"ack"):
-                return True
+                return ""
     finally:
         os.close(ctl)
         os.close(ack)
-    if perf.poll() is None:
+    return _ended(perf)
+
+
+def _ended(perf: subprocess.Popen[bytes]) -> str:
+    """Stop a perf that did not start recording; its last line of error, or a timeout."""
+    timed_out = perf.poll() is None
+    if timed_out:
         perf.kill()
-    perf.communicate()
-    return False
+    lines = [line for line in perf.communicate()[1].decode(errors="replace").splitlines() if line]
+    if lines:
+        return lines[-1][:200]
+    return "no ack in time" if timed_out else f"exit {perf.returncode}"
 
 
 def time_profile(recordings: list[Path]) -> Profile:
