@@ -10,7 +10,8 @@ Each study runs on a copy of the project in its own temporary HONE_HOME (seed = 
 index, default options otherwise, no profile); the re-measurement sets the knobs with the
 project's own actuators and puts the baseline back. Projects whose workload hone restarts are
 not supported (a restart per reading would have to be replayed). Prints one line per study
-and the totals."""
+(with the half-width the paired differences alone would have given, to see when the
+baseline's pooled noise widened the interval) and the totals."""
 
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ from hone import shell
 from hone.project import load_project
 from hone.project.model import Project
 from hone.space import Config
+from hone.storage import StudyStore
 from hone.tune.console import Reporter
 from hone.tune.metrics import extract
 from hone.tune.objective import Objective
 from hone.tune.runner import TuneOptions, Tuner, TuneResult
-from hone.tune.stats import paired_gain
+from hone.tune.stats import Gain, paired_gain
 
 
 def apply(project: Project, config: Config) -> None:
@@ -63,6 +65,29 @@ def remeasure(project: Project, result: TuneResult, rounds: int) -> float:
     return paired_gain(best, base, objective.single is not None).mean
 
 
+def paired_alone(project: Project, result: TuneResult) -> Gain:
+    """The confirmed best's interval from its paired differences alone (the t-interval
+    without the baseline's pooled noise), at the level the study's look used."""
+    assert result.best is not None and result.gain is not None
+    store = StudyStore()
+    trials = [t for t in store.trials(store.find(result.study)) if t.phase == "confirm"]
+
+    def scores(config: Config) -> dict[int, float | None]:
+        wanted = {k: str(v) for k, v in config.items()}
+        return {
+            t.round: t.score
+            for t in trials
+            if t.round is not None and {k: str(v) for k, v in t.config.items()} == wanted
+        }
+
+    base, best = scores(result.baseline), scores(result.best)
+    rounds = sorted(set(base) & set(best))
+    relative = Objective(project.metrics, project.tuning.objective).single is not None
+    return paired_gain(
+        [best[r] for r in rounds], [base[r] for r in rounds], relative, result.gain.level
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("project")
@@ -86,6 +111,7 @@ def main() -> None:
             if result.best is None or result.gain is None:
                 print(f"seed {seed}: no confirmed configuration", flush=True)
                 continue
+            alone = paired_alone(project, result)
             again = remeasure(project, result, args.rounds)
         gain = result.gain
         inside = gain.mean - gain.half_width <= again <= gain.mean + gain.half_width
@@ -95,9 +121,9 @@ def main() -> None:
         applied += significant
         applied_held += inside and significant
         print(
-            f"seed {seed}: confirmed {gain} -> re-measured {again:+.1f} % over {args.rounds} "
-            f"rounds: {'holds' if inside else 'OUTSIDE'}"
-            + (" (beyond the noise)" if significant else ""),
+            f"seed {seed}: confirmed {gain} (paired differences alone: ± {alone.half_width:.1f} %)"
+            f" -> re-measured {again:+.1f} % over {args.rounds} rounds: "
+            f"{'holds' if inside else 'OUTSIDE'}" + (" (beyond the noise)" if significant else ""),
             flush=True,
         )
     print(
