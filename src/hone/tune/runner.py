@@ -25,6 +25,7 @@ from optuna.exceptions import StorageInternalError
 from sqlalchemy.exc import SQLAlchemyError
 
 from hone import shell
+from hone.cluster.metrics import HostMetrics
 from hone.cluster.project import cluster_of, remote_benchmark
 from hone.cluster.restore import restore_project
 from hone.errors import ActuationError, BenchmarkError, HoneError
@@ -143,6 +144,7 @@ class Tuner:
         #: Why the winner is not profiled (None: it is), decided before any change.
         self.why_off: str | None = None
         self.cluster = cluster_of(project)
+        self.host_metrics = HostMetrics(project)
 
     # -- the whole run ---------------------------------------------------------------------
 
@@ -732,6 +734,7 @@ class Tuner:
     def _run_benchmark_once(self, prefix: list[str] | None = None) -> dict[str, float]:
         """One run of the benchmark command; `prefix` runs it under another program (perf)."""
         bench = self.project.benchmark
+        counters = self.host_metrics.before() if self.host_metrics else {}
         if bench.host is not None:  # on a host of the cluster (not profiled: perf runs here)
             result = remote_benchmark(self.project.hosts[bench.host], bench.command, bench.timeout)
         else:
@@ -745,9 +748,11 @@ class Tuner:
         if result.returncode != 0:
             raise BenchmarkError(f"benchmark exited {result.returncode}: {result.tail()}")
         output = result.stdout + result.stderr
-        return {
-            m.name: extract(m, output, cwd=self.project.directory) for m in self.project.metrics
-        }
+        metrics = self.host_metrics.after(counters) if self.host_metrics else {}
+        for m in self.project.metrics:
+            if not m.remote:
+                metrics[m.name] = extract(m, output, cwd=self.project.directory)
+        return {m.name: metrics[m.name] for m in self.project.metrics}
 
     def _recover(self, baseline: Config) -> None:
         """Put the knobs back after a failed trial; if even that fails, stop the study."""
