@@ -146,7 +146,9 @@ def worker_machine(folder: Path, gates: Gates) -> Path:
             range: [1, 9]
             shell:
               get: cat mode.txt
-              set: '[ "$value" = 0 ] || sh {g} before-apply || exit 1; printf %s "$value" > mode.txt'
+              set: >-
+                [ "$value" = 0 ] || sh {g} before-apply || exit 1;
+                printf %s "$value" > mode.txt
           level:
             type: int
             range: [1, 9]
@@ -188,7 +190,9 @@ def worker_point(url: str, root: Path, point: str) -> Outcome:
     proc = start(home, *worker)
     reached = gates.wait(point, proc)
     if not reached:
-        out = proc.communicate(timeout=60)[0].decode()[-300:] if proc.poll() is None else ""
+        if proc.poll() is None:
+            kill(proc)
+        out = proc.communicate(timeout=60)[0].decode()[-300:]
         gates.release()
         return Outcome(f"worker {point}", False, False, False, out)
     kill(proc)
@@ -234,9 +238,7 @@ def controller_project(path: Path, bed: Testbed, gates: Gates) -> Path:
     )
     bench = f'[ "$(cat {m}/mode.txt)" = 0 ] || sh {g} during-benchmark || exit 1; echo score: 1'
     path.write_text(
-        "name: faults-cluster\n"
-        + bed.hosts_yaml({"brokers": list(range(bed.count))})
-        + "knobs:\n"
+        "name: faults-cluster\n" + bed.hosts_yaml({"brokers": list(range(bed.count))}) + "knobs:\n"
         "  backlog: {type: int, range: [128, 1024], sysctl: net.core.somaxconn, group: brokers}\n"
         f"  threads: {{type: int, range: [1, 16], config: {{file: {m}/app.conf, key: threads}},"
         " group: brokers}\n"
@@ -283,11 +285,12 @@ ARMS = {
 }
 
 
-def controller_point(bed: Testbed, root: Path, point: str) -> Outcome:
+def controller_point(bed: Testbed, root: Path, point: str, home: Path | None = None) -> Outcome:
     """Kill the controller (`hone tune`) at `point`, or stop a host's sshd there; then
-    `hone restore` on the controller brings every host back."""
+    `hone restore` on the controller brings every host back. `home` is its HONE_HOME (short:
+    the ssh sockets live there)."""
     gates = Gates(bed.root / "gates")
-    home = root / "home"
+    home = home or root / "home"
     root.mkdir(parents=True)
     path = controller_project(root / "hone.yaml", bed, gates)
     reset_hosts(bed)
@@ -299,7 +302,9 @@ def controller_point(bed: Testbed, root: Path, point: str) -> Outcome:
     proc = start(home, "tune", str(path))
     reached = gates.wait(gate, proc)
     if not reached:
-        out = proc.communicate(timeout=60)[0].decode()[-300:] if proc.poll() is None else ""
+        if proc.poll() is None:
+            kill(proc)
+        out = proc.communicate(timeout=60)[0].decode()[-300:]
         gates.release()
         return Outcome(f"controller {point}", False, False, False, out)
     said = ""
