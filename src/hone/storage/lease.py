@@ -56,6 +56,44 @@ def study_locked(store: StudyStore, name: str) -> Iterator[None]:
 
 
 @contextmanager
+def try_locked(store: StudyStore, name: str) -> Iterator[bool]:
+    """Take the lock named `name` if no other worker holds it; yields whether it was taken.
+    Held for as long as the block runs, and released by the server (or the kernel, for a file
+    lock) when the holder dies: the election of one worker for a job that outlives a lock
+    wait (confirming the winner), with a successor elected if it is killed."""
+    key = zlib.crc32(f"hone:{name}".encode())
+    dialect = store.storage.engine.dialect.name
+    if dialect == "postgresql":
+        engine = store.storage.engine.execution_options(isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            taken = conn.execute(sa.text("SELECT pg_try_advisory_lock(:key)"), {"key": key})
+            if not taken.scalar_one():
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+    elif dialect == "sqlite":
+        database = store.storage.engine.url.database
+        if not database or database == ":memory:":
+            yield True
+            return
+        fd = os.open(f"{database}.{key:08x}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
+    else:
+        raise HoneError(f"hone worker needs PostgreSQL or SQLite storage, not {dialect}")
+
+
+@contextmanager
 def _advisory(store: StudyStore, key: int) -> Iterator[None]:
     engine = store.storage.engine.execution_options(isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:

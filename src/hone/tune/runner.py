@@ -112,6 +112,9 @@ class TuneResult:
 
 
 class Tuner:
+    #: Scores are stored as gains in % over a baseline (hone worker), not as raw values.
+    gains_stored = False
+
     def __init__(self, project: Project, reporter: Reporter, options: TuneOptions) -> None:
         self.project = project
         self.reporter = reporter
@@ -343,7 +346,7 @@ class Tuner:
         """Before the search: how noisy the benchmark is, which gain the planned rounds can
         confirm, and for --min-detectable the rounds it needs (or a stop, nothing changed)."""
         scores = [r.score for r in runs if r.score is not None]
-        relative = self.objective.single is not None
+        relative = self.objective.single is not None and not self.gains_stored
         cv = (
             noise(scores) if relative else float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
         )
@@ -439,7 +442,7 @@ class Tuner:
         rounds and a few others (confirm.Plan): stop once the choice is decisive or nothing is
         ahead; when the leader is close, go on with it alone up to the most rounds."""
         plan = Plan(self.confirm_rounds, max(self.options.max_repeats, self.confirm_rounds))
-        relative = self.objective.single is not None
+        relative = self.objective.single is not None and not self.gains_stored
         scores: dict[int, list[float | None]] = defaultdict(list)
         gains: dict[int, Gain] = {}
         active = list(range(1, len(candidates) + 1))
