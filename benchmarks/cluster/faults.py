@@ -164,7 +164,7 @@ def worker_machine(folder: Path, gates: Gates) -> Path:
           timeout: 90
         metrics:
           score: {{command: 'echo "$out" | sh score.sh', direction: maximize}}
-        tuning: {{engine: random, budget: 2, baseline: 1, seed: 1}}
+        tuning: {{engine: random, budget: 2, baseline: 1, seed: 1, apply: never}}
         """)
     )
     return folder

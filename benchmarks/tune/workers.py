@@ -84,13 +84,16 @@ def machine(folder: Path, name: str, sleep: float, trials: int, baseline: int) -
 
 
 def study_times(url: str, name: str) -> dict[str, float]:
-    """From the database: the study's span (first trial started to last finished, baselines
-    included: what separate machines would see), its search phase, and the best true score."""
+    """From the database: the study's span (first trial started to last search trial finished,
+    baselines included: what separate machines would see), its search phase, the best true
+    score, and the confirmation after the search (one worker's rounds, left out of the span)."""
     from hone.storage import StudyStore
 
     store = StudyStore(url)
     study = store.find(name)
-    trials = store.storage.get_all_trials(study.study_id, deepcopy=False)
+    every = store.storage.get_all_trials(study.study_id, deepcopy=False)
+    confirm = [t for t in every if t.user_attrs.get("phase") == "confirm"]
+    trials = [t for t in every if t.user_attrs.get("phase") in ("baseline", "search")]
     search = [t for t in trials if t.user_attrs.get("phase") == "search"]
     end = max(t.datetime_complete for t in trials if t.datetime_complete)
     best = max(
@@ -101,6 +104,10 @@ def study_times(url: str, name: str) -> dict[str, float]:
         "search": (end - min(t.datetime_start for t in search)).total_seconds(),
         "trials": len(search),
         "best": best,
+        # one worker confirms the winner after the search, the same work for any count
+        "confirm": (
+            (max(t.datetime_complete for t in confirm) - end).total_seconds() if confirm else 0.0
+        ),
     }
 
 
@@ -154,6 +161,10 @@ def main() -> None:
             for key in ("span", "search", "wall")
         ]
         print(f"| {workers} | {' | '.join(cells)} |")
+    print(
+        "confirmation after the search (one worker): "
+        + ", ".join(f"{w} worker(s) {r['confirm']:.1f} s" for w, r in results.items())
+    )
     print(
         "best true score found (1000 is the optimum): "
         + ", ".join(f"{w} worker(s) {r['best']:.0f}" for w, r in results.items())

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from optuna.storages._rdb import models
@@ -151,6 +152,24 @@ def running_trials(store: StudyStore, study_id: int) -> list[Running]:
         )
         for trial_id, number, beat, worker_json in rows
     ]
+
+
+def started_since(store: StudyStore, study_id: int, number: int) -> list[dict[str, Any]]:
+    """The configurations of the study's trials numbered above `number`: what other workers
+    started since a look at the study (one small query)."""
+    t = models.TrialModel.__table__
+    ua = models.TrialUserAttributeModel.__table__
+    query = (
+        sa.select(ua.c.value_json)
+        .join(t, t.c.trial_id == ua.c.trial_id)
+        .where(
+            t.c.study_id == study_id,
+            t.c.number > number,
+            ua.c.key == "config",
+        )
+    )
+    with store.storage.engine.connect() as conn:
+        return [json.loads(row) for row in conn.execute(query).scalars()]
 
 
 class Heartbeat:

@@ -33,7 +33,13 @@ from hone.optimizers.base import Optimizer
 from hone.project.model import Project
 from hone.space import Config, SearchSpace
 from hone.storage import StudyRecord, TrialRecord
-from hone.storage.lease import Heartbeat, running_trials, study_locked, try_locked
+from hone.storage.lease import (
+    Heartbeat,
+    running_trials,
+    started_since,
+    study_locked,
+    try_locked,
+)
 from hone.storage.store import FINISHED, RUNNING, TrialClosed, _now
 from hone.storage.summary import pid_alive, read_trials
 from hone.tune.console import Reporter
@@ -255,25 +261,47 @@ class Worker(Tuner):
     def _claim(
         self, study: StudyRecord, space: SearchSpace, optimizer: Optimizer
     ) -> tuple[int, int, Config] | str | None:
-        """Under the study's lock: fail lost trials, learn every finished one, propose the
-        next configuration given those running elsewhere and start its trial. WAIT when the
-        budget is spent but trials still run; None when the study is over."""
+        """Fail lost trials, learn every finished one and propose the next configuration given
+        those running elsewhere, then start its trial under the study's lock. WAIT when the
+        budget is spent but search trials still run; None when the search is over.
+
+        The proposal is made outside the lock, from a look at the study; under the lock only
+        the trials started since are read: if one of them runs the same configuration, or
+        they may have spent the budget, the proposal is made again there with a fresh look.
+        Workers whose trials end together so queue for the trial's creation alone, not for
+        each other's reading and optimiser (what kept 4 workers in step waiting)."""
+        self._reap(study)  # outside the lock: a lost trial is failed once, by whoever is first
+        trials = read_trials(self.store, study)
+        proposal = self._propose(trials, optimizer)
+        if not isinstance(proposal, dict):
+            return proposal  # a finished search trial stays counted: no need to lock
+        seen = max((t.number for t in trials), default=-1)
+        counted = sum(t.phase == "search" and _counts(t) for t in trials)
         with study_locked(self.store, f"study:{study.study_id}"):
-            self._reap(study)
-            trials = read_trials(self.store, study)
-            counted = [t for t in trials if t.phase == "search" and _counts(t)]
-            running = [t for t in trials if t.state == "running" and t.phase == "search"]
-            if len(counted) >= self.budget:
-                return WAIT if running else None
-            for trial in counted:
-                if trial.state != "running" and trial.number not in self.told:
-                    score = trial.score if trial.state == "complete" else None
-                    optimizer.tell(trial.config, -score if score is not None else None)
-                    self.told.add(trial.number)
-            pending = [t.config for t in running]
-            config = optimizer.ask_batch(1, pending=pending)[0]
-            trial_id = self._start_trial(study, space, config, "search")
-        return trial_id, len(counted) + 1, config
+            since = started_since(self.store, study.study_id, seen)
+            taken = {space.key(config) for config in since}
+            if counted + len(since) >= self.budget or space.key(proposal) in taken:
+                trials = read_trials(self.store, study)
+                proposal = self._propose(trials, optimizer)
+                if not isinstance(proposal, dict):
+                    return proposal
+                counted, since = sum(t.phase == "search" and _counts(t) for t in trials), []
+            trial_id = self._start_trial(study, space, proposal, "search")
+        return trial_id, counted + len(since) + 1, proposal
+
+    def _propose(self, trials: list[TrialRecord], optimizer: Optimizer) -> Config | str | None:
+        """Tell the optimiser the search trials finished since it last looked, and ask for
+        one configuration given the running ones; WAIT or None once the budget is spent."""
+        counted = [t for t in trials if t.phase == "search" and _counts(t)]
+        running = [t for t in trials if t.state == "running" and t.phase == "search"]
+        if len(counted) >= self.budget:
+            return WAIT if running else None
+        for trial in counted:
+            if trial.state != "running" and trial.number not in self.told:
+                score = trial.score if trial.state == "complete" else None
+                optimizer.tell(trial.config, -score if score is not None else None)
+                self.told.add(trial.number)
+        return optimizer.ask_batch(1, pending=[t.config for t in running])[0]
 
     def _reap(self, study: StudyRecord) -> None:
         """Fail the trials whose worker stopped renewing its lease, with the reason."""
