@@ -4,8 +4,9 @@ in a shared database (PostgreSQL).
 Each worker journals its own knobs and measures its own baseline (machines of one kind still
 differ a little), so every score it stores is its gain in percent over its own baseline: scores
 of different machines compare as gains, never as raw numbers. Proposals are made one at a time
-under a lock on the study, by the worker's optimiser fed every finished trial of every worker,
-with the trials still running elsewhere passed as pending (the constant liar of `ask_batch`).
+by the worker's optimiser fed every finished trial of every worker, with the trials still
+running elsewhere passed as pending (the constant liar of `ask_batch`), and started under a lock
+on the study that first checks nothing started meanwhile clashes with them.
 A running trial holds a lease (Optuna's heartbeat table, renewed by a thread); a trial whose
 lease runs out is failed with the reason by the next worker that looks, and is not counted in
 the budget. When the budget is spent, one worker (elected by a lock the database releases if
