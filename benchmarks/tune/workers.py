@@ -13,9 +13,11 @@ trial started to last finished, from the database) and the best true score found
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,11 +106,27 @@ def study_times(url: str, name: str) -> dict[str, float]:
         "search": (end - min(t.datetime_start for t in search)).total_seconds(),
         "trials": len(search),
         "best": best,
+        "gap_ms": _median_gap(search),
         # one worker confirms the winner after the search, the same work for any count
         "confirm": (
             (max(t.datetime_complete for t in confirm) - end).total_seconds() if confirm else 0.0
         ),
     }
+
+
+def _median_gap(search: list) -> float:
+    """Median time from a worker's search trial ending to its next one starting, in ms: the
+    proposal and the wait for the study's lock."""
+    gaps = []
+    by_worker: dict[str, list] = {}
+    for trial in search:
+        by_worker.setdefault(trial.user_attrs.get("worker", ""), []).append(trial)
+    for trials in by_worker.values():
+        trials.sort(key=lambda t: t.datetime_start)
+        for done, nxt in itertools.pairwise(trials):
+            if done.datetime_complete:
+                gaps.append((nxt.datetime_start - done.datetime_complete).total_seconds())
+    return 1000 * statistics.median(gaps) if gaps else 0.0
 
 
 def run(url: str, root: Path, workers: int, args: argparse.Namespace) -> dict[str, float]:
@@ -161,6 +179,10 @@ def main() -> None:
             for key in ("span", "search", "wall")
         ]
         print(f"| {workers} | {' | '.join(cells)} |")
+    print(
+        "median gap between a worker's search trials (proposal + lock): "
+        + ", ".join(f"{w} worker(s) {r['gap_ms']:.0f} ms" for w, r in results.items())
+    )
     print(
         "confirmation after the search (one worker): "
         + ", ".join(f"{w} worker(s) {r['confirm']:.1f} s" for w, r in results.items())
