@@ -13,9 +13,11 @@ trial started to last finished, from the database) and the best true score found
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -84,13 +86,16 @@ def machine(folder: Path, name: str, sleep: float, trials: int, baseline: int) -
 
 
 def study_times(url: str, name: str) -> dict[str, float]:
-    """From the database: the study's span (first trial started to last finished, baselines
-    included: what separate machines would see), its search phase, and the best true score."""
+    """From the database: the study's span (first trial started to last search trial finished,
+    baselines included: what separate machines would see), its search phase, the best true
+    score, and the confirmation after the search (one worker's rounds, left out of the span)."""
     from hone.storage import StudyStore
 
     store = StudyStore(url)
     study = store.find(name)
-    trials = store.storage.get_all_trials(study.study_id, deepcopy=False)
+    every = store.storage.get_all_trials(study.study_id, deepcopy=False)
+    confirm = [t for t in every if t.user_attrs.get("phase") == "confirm"]
+    trials = [t for t in every if t.user_attrs.get("phase") in ("baseline", "search")]
     search = [t for t in trials if t.user_attrs.get("phase") == "search"]
     end = max(t.datetime_complete for t in trials if t.datetime_complete)
     best = max(
@@ -101,7 +106,27 @@ def study_times(url: str, name: str) -> dict[str, float]:
         "search": (end - min(t.datetime_start for t in search)).total_seconds(),
         "trials": len(search),
         "best": best,
+        "gap_ms": _median_gap(search),
+        # one worker confirms the winner after the search, the same work for any count
+        "confirm": (
+            (max(t.datetime_complete for t in confirm) - end).total_seconds() if confirm else 0.0
+        ),
     }
+
+
+def _median_gap(search: list) -> float:
+    """Median time from a worker's search trial ending to its next one starting, in ms: the
+    proposal and the wait for the study's lock."""
+    gaps = []
+    by_worker: dict[str, list] = {}
+    for trial in search:
+        by_worker.setdefault(trial.user_attrs.get("worker", ""), []).append(trial)
+    for trials in by_worker.values():
+        trials.sort(key=lambda t: t.datetime_start)
+        for done, nxt in itertools.pairwise(trials):
+            if done.datetime_complete:
+                gaps.append((nxt.datetime_start - done.datetime_complete).total_seconds())
+    return 1000 * statistics.median(gaps) if gaps else 0.0
 
 
 def run(url: str, root: Path, workers: int, args: argparse.Namespace) -> dict[str, float]:
@@ -154,6 +179,14 @@ def main() -> None:
             for key in ("span", "search", "wall")
         ]
         print(f"| {workers} | {' | '.join(cells)} |")
+    print(
+        "median gap between a worker's search trials (proposal + lock): "
+        + ", ".join(f"{w} worker(s) {r['gap_ms']:.0f} ms" for w, r in results.items())
+    )
+    print(
+        "confirmation after the search (one worker): "
+        + ", ".join(f"{w} worker(s) {r['confirm']:.1f} s" for w, r in results.items())
+    )
     print(
         "best true score found (1000 is the optimum): "
         + ", ".join(f"{w} worker(s) {r['best']:.0f}" for w, r in results.items())

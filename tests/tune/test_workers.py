@@ -111,10 +111,16 @@ def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> Non
     for trial in search:  # a gain in % over the worker's own baseline score (100 - 36 = 64)
         level, base = trial.config["level"], 64 + 10 * names.index(trial.worker)
         assert trial.score == pytest.approx((base + 36 - (level - 6) ** 2 - base) / base * 100)
-    assert all("knobs put back" in out for out in outputs)
-    assert all((f / "app.conf").read_text() == "level 0\n" for f in folders)
+    # one worker confirmed the best against its own baseline; every worker applied the winner
+    result = store.storage.get_study_user_attrs(study.study_id)["result"]
+    confirm = [t for t in trials if t.phase == "confirm"]
+    assert confirm and {t.worker for t in confirm} == {result["confirmed_by"]}
+    assert result["outcome"] == "applied" and result["gain"]["mean"] > 0, result
+    winner = f"level {result['best']['level']}\n"
+    assert all("winner applied here" in out for out in outputs)
+    assert all((f / "app.conf").read_text() == winner for f in folders)
     listed = next(s for s in studies_json(postgres_url, tmp_path) if s["name"] == "shared#1")
-    assert listed["state"] == "finished" and listed["trials"] == BUDGET + 3
+    assert listed["state"] == "finished" and listed["trials"] == BUDGET + 3 + len(confirm)
     assert [(w["id"], w["state"], w["running"]) for w in listed["workers"]] == [
         (name, "finished", None) for name in names
     ]
@@ -126,6 +132,15 @@ def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> Non
         {"score": 74.0},
         {"score": 84.0},
     ]
+    restored = subprocess.run(  # the winner stays undoable: the journal keeps the originals
+        [sys.executable, "-m", "hone", "restore", str(folders[0])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HONE_HOME": str(folders[0] / "home")},
+    )
+    assert restored.returncode == 0, restored.stderr
+    assert (folders[0] / "app.conf").read_text() == "level 0\n"
 
 
 def test_a_killed_worker_leaves_its_trial_failed_and_restore_brings_its_knob_back(
@@ -196,3 +211,48 @@ def test_a_worker_cut_off_from_postgresql_puts_its_knob_back_and_stops(
     assert lines[-1].startswith("hone: stopped, every knob put back: ")
     assert "Traceback" not in err
     assert (folder / "app.conf").read_text() == "level 0\n"
+
+
+def test_a_confirming_worker_killed_is_replaced_and_the_winner_still_applied(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    names = ["a", "b"]
+    folders = {n: machine(tmp_path, n, search_sleep=1.0) for n in names}
+    procs = {n: start(folders[n], postgres_url, n) for n in names}
+    store = StudyStore(postgres_url)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:  # the elected worker measuring a confirmation round
+        time.sleep(0.1)
+        try:
+            trials = read_trials(store, store.find("shared"))
+        except Exception:  # the study is not there yet
+            continue
+        confirming = [t for t in trials if t.phase == "confirm" and t.state == "running"]
+        if confirming:
+            break
+    else:
+        pytest.fail("no worker confirmed")
+    victim = confirming[0].worker
+    survivor = next(n for n in names if n != victim)
+    os.killpg(procs[victim].pid, signal.SIGKILL)
+    procs[victim].wait()
+    out = finish(procs[survivor])
+    trials = read_trials(store, store.find("shared"))
+    killed = next(t for t in trials if t.number == confirming[0].number)
+    assert killed.state == "fail" and killed.lost and f"worker {victim} stopped" in killed.error
+    assert not [t for t in trials if t.state == "running"]
+    study = store.find("shared")
+    result = store.storage.get_study_user_attrs(study.study_id)["result"]
+    assert study.state == "finished" and result["confirmed_by"] == survivor, result
+    assert result["outcome"] == "applied", result
+    assert "winner applied here" in out
+    assert (folders[survivor] / "app.conf").read_text() == f"level {result['best']['level']}\n"
+    restored = subprocess.run(  # the victim's machine: back with `hone restore` there
+        [sys.executable, "-m", "hone", "restore", str(folders[victim])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HONE_HOME": str(folders[victim] / "home")},
+    )
+    assert restored.returncode == 0, restored.stderr
+    assert (folders[victim] / "app.conf").read_text() == "level 0\n"

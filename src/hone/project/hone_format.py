@@ -21,7 +21,7 @@ from hone.project.common import (
     text,
 )
 from hone.project.devices import device_environment
-from hone.project.hosts import parse_hosts
+from hone.project.hosts import PLACE_KEYS, metric_place, parse_hosts
 from hone.project.model import (
     Benchmark,
     FeatureFilter,
@@ -95,7 +95,7 @@ def load_hone(path: Path) -> Project:
         description=text(doc, "description") or "",
         knobs=knobs,
         benchmark=benchmark,
-        metrics=_metrics(doc),
+        metrics=_metrics(doc, hosts, groups),
         directory=directory,
         sources=[path],
         workload=workload,
@@ -348,7 +348,7 @@ def _benchmark(doc: Node) -> Benchmark:
     )
 
 
-def _metrics(doc: Node) -> list[Metric]:
+def _metrics(doc: Node, hosts: dict[str, Any], groups: dict[str, list[str]]) -> list[Metric]:
     node = expect_mapping(doc["metrics"], doc, "metrics")
     if not node:
         raise doc.error("metrics", "needs at least one metric")
@@ -357,13 +357,14 @@ def _metrics(doc: Node) -> list[Metric]:
         spec = expect_mapping(spec, node, name)
         check_keys(
             spec,
-            ("pattern", "command", "direction", "weight", "limit", "unit"),
+            ("pattern", "command", "direction", "weight", "limit", "unit", *PLACE_KEYS),
             required=("direction",),
         )
+        place = metric_place(spec, name, hosts, groups)
         direction = text(spec, "direction")
         if direction not in ("maximize", "minimize"):
             raise spec.error("direction", f"metric {name!r}: must be maximize or minimize")
-        if ("pattern" in spec) == ("command" in spec):
+        if ("pattern" in spec) == ("command" in spec) and not place:
             raise spec.error(None, f"metric {name!r} needs exactly one of pattern or command")
         pattern = text(spec, "pattern")
         if pattern is not None:
@@ -389,6 +390,7 @@ def _metrics(doc: Node) -> list[Metric]:
                 number(spec, "weight", 1.0, low=0),
                 limit,
                 text(spec, "unit") or "",
+                **place,
             )  # type: ignore[arg-type]
         )
     if not any(m.weight > 0 for m in metrics):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hone.cluster.ssh import HOST_NAME, Host
-from hone.project.common import check_keys, expect_mapping, number, text
+from hone.project.common import boolean, check_keys, expect_mapping, number, text
 from hone.project.yamlio import Node, NodeList
 
 HOST_KEYS = ("name", "address", "user", "port", "identity", "known_hosts")
@@ -103,3 +103,47 @@ def _refuse_secrets(node: Node) -> None:
             raise node.error(
                 key, "passwords are never kept in project files: use a key file (identity)"
             )
+
+
+#: A metric's keys that read it on hosts of the cluster instead of the benchmark's output.
+PLACE_KEYS = ("host", "group", "aggregate", "delta")
+AGGREGATES = ("sum", "mean", "max", "min")
+
+
+def metric_place(
+    spec: Node, name: str, hosts: dict[str, Host], groups: dict[str, list[str]]
+) -> dict[str, Any]:
+    """Where a metric is read: {} for the benchmark's output, else `host` or `group` (with its
+    `aggregate`) and `delta`. Such a metric is a `command` run there, its number the last line
+    of that command's output (or what `pattern` takes from it)."""
+    if spec.get("host") is None and spec.get("group") is None:
+        for key in ("aggregate", "delta"):
+            if key in spec:
+                raise spec.error(key, f"metric {name!r}: {key} needs a host or group to read on")
+        return {}
+    if spec.get("host") is not None and spec.get("group") is not None:
+        raise spec.error("group", f"metric {name!r}: give host or group, not both")
+    if spec.get("command") is None:
+        raise spec.error(None, f"metric {name!r}: a metric read on hosts needs a command")
+    if "$out" in (text(spec, "command") or ""):
+        raise spec.error(
+            "command", f"metric {name!r}: $out is the benchmark's output, not a host's"
+        )
+    place: dict[str, Any] = {"delta": boolean(spec, "delta", False)}
+    host, group = text(spec, "host"), text(spec, "group")
+    if host is not None:
+        if host not in hosts:
+            raise spec.error("host", f"metric {name!r}: no host {host!r} in hosts")
+        if "aggregate" in spec:
+            raise spec.error("aggregate", f"metric {name!r}: one host needs no aggregate")
+        return {**place, "host": host}
+    if group not in groups:
+        known = ", ".join(groups) or "none: add a hosts section"
+        raise spec.error("group", f"metric {name!r}: no group {group!r} ({known})")
+    aggregate = text(spec, "aggregate")
+    if aggregate not in AGGREGATES:
+        raise spec.error(
+            "aggregate",
+            f"metric {name!r}: a group's values need aggregate: {', '.join(AGGREGATES)}",
+        )
+    return {**place, "group": group, "aggregate": aggregate}

@@ -80,6 +80,18 @@ class Metric:
     limit: Limit | None = None
     #: How the figure is printed after its number (`tps`, `ms`); not used in any computation.
     unit: str = ""
+    #: Read on this host of the cluster by `command`, after the benchmark (cluster projects).
+    host: str | None = None
+    #: Read on every host of this group, combined by `aggregate` (sum, mean, max, min).
+    group: str | None = None
+    aggregate: str | None = None
+    #: Read before and after the benchmark: the metric is the difference (a /proc counter).
+    delta: bool = False
+
+    @property
+    def remote(self) -> bool:
+        """Read on hosts of the cluster, not from the benchmark's output."""
+        return self.host is not None or self.group is not None
 
     @property
     def sign(self) -> float:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from optuna.storages._rdb import models
@@ -53,6 +54,44 @@ def study_locked(store: StudyStore, name: str) -> Iterator[None]:
             _held[key] -= 1
             if not _held[key]:
                 del _held[key]
+
+
+@contextmanager
+def try_locked(store: StudyStore, name: str) -> Iterator[bool]:
+    """Take the lock named `name` if no other worker holds it; yields whether it was taken.
+    Held for as long as the block runs, and released by the server (or the kernel, for a file
+    lock) when the holder dies: the election of one worker for a job that outlives a lock
+    wait (confirming the winner), with a successor elected if it is killed."""
+    key = zlib.crc32(f"hone:{name}".encode())
+    dialect = store.storage.engine.dialect.name
+    if dialect == "postgresql":
+        engine = store.storage.engine.execution_options(isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            taken = conn.execute(sa.text("SELECT pg_try_advisory_lock(:key)"), {"key": key})
+            if not taken.scalar_one():
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+    elif dialect == "sqlite":
+        database = store.storage.engine.url.database
+        if not database or database == ":memory:":
+            yield True
+            return
+        fd = os.open(f"{database}.{key:08x}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
+    else:
+        raise HoneError(f"hone worker needs PostgreSQL or SQLite storage, not {dialect}")
 
 
 @contextmanager
@@ -113,6 +152,24 @@ def running_trials(store: StudyStore, study_id: int) -> list[Running]:
         )
         for trial_id, number, beat, worker_json in rows
     ]
+
+
+def started_since(store: StudyStore, study_id: int, number: int) -> list[dict[str, Any]]:
+    """The configurations of the study's trials numbered above `number`: what other workers
+    started since a look at the study (one small query)."""
+    t = models.TrialModel.__table__
+    ua = models.TrialUserAttributeModel.__table__
+    query = (
+        sa.select(ua.c.value_json)
+        .join(t, t.c.trial_id == ua.c.trial_id)
+        .where(
+            t.c.study_id == study_id,
+            t.c.number > number,
+            ua.c.key == "config",
+        )
+    )
+    with store.storage.engine.connect() as conn:
+        return [json.loads(row) for row in conn.execute(query).scalars()]
 
 
 class Heartbeat:

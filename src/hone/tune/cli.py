@@ -99,6 +99,9 @@ def worker(
     baseline: int = typer.Option(None, help="baseline runs on this machine (default 3)"),
     seed: int = typer.Option(None, help="random seed of the optimiser"),
     lease: float = typer.Option(60.0, help="seconds without a heartbeat before a trial is lost"),
+    apply: str = typer.Option(
+        None, help="auto|always|never: the study's winner policy, when this worker creates it"
+    ),
 ) -> None:
     """Run trials of a study shared by several machines (docs/scale.md)."""
     from hone.project import load_project
@@ -110,19 +113,23 @@ def worker(
         from hone.optimizers import make_optimizer
 
         make_optimizer(engine, loaded.space())  # an unknown engine fails before any change
-    options = WorkerOptions(storage, worker_id, study, engine, budget, baseline, seed, lease)
+    if apply not in (None, "auto", "always", "never"):
+        raise HoneError(f"--apply must be auto, always or never, not {apply!r}")
+    options = WorkerOptions(storage, worker_id, study, engine, budget, baseline, seed, lease, apply)
     reporter = RichReporter(command="hone worker")
     try:
         result = Worker(loaded, reporter, options).run()
     finally:
         reporter.stop()
     console = output_console()
-    if result.best is not None:
+    if result.best is not None and result.best_gain is not None:
         best = ", ".join(f"{k}={v}" for k, v in result.best.items())
-        console.print(f"best of the study so far: {best} ({result.best_gain:+.1f} %, unconfirmed)")
+        console.print(f"best of the study: {best} ({result.best_gain:+.1f} %)")
+    where = "winner applied here" if result.outcome == "applied" else "knobs put back"
     console.print(
         f"worker {result.worker}: {result.trials} trials ({result.failures} failed) in "
-        f"{result.elapsed:.0f} s; study {result.study} {result.study_state}; knobs put back"
+        f"{result.elapsed:.0f} s; study {result.study} {result.study_state}; {where}"
+        + (f" ({result.reason})" if result.reason else "")
     )
 
 

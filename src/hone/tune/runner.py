@@ -25,6 +25,7 @@ from optuna.exceptions import StorageInternalError
 from sqlalchemy.exc import SQLAlchemyError
 
 from hone import shell
+from hone.cluster.metrics import HostMetrics
 from hone.cluster.project import cluster_of, remote_benchmark
 from hone.cluster.restore import restore_project
 from hone.errors import ActuationError, BenchmarkError, HoneError
@@ -113,6 +114,9 @@ class TuneResult:
 
 
 class Tuner:
+    #: Scores are stored as gains in % over a baseline (hone worker), not as raw values.
+    gains_stored = False
+
     def __init__(self, project: Project, reporter: Reporter, options: TuneOptions) -> None:
         self.project = project
         self.reporter = reporter
@@ -150,6 +154,7 @@ class Tuner:
         #: Why the winner is not profiled (None: it is), decided before any change.
         self.why_off: str | None = None
         self.cluster = cluster_of(project)
+        self.host_metrics = HostMetrics(project)
 
     # -- the whole run ---------------------------------------------------------------------
 
@@ -383,8 +388,8 @@ class Tuner:
 
     def _spread(self, scores: list[float]) -> float:
         """The noise of baseline scores: CV in % for one metric, else the standard deviation
-        of the combined score in points."""
-        if self.objective.single is not None:
+        of the combined score in points (and of gains already relative, as workers store)."""
+        if self.objective.single is not None and not self.gains_stored:
             return noise(scores)
         return float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
 
@@ -454,7 +459,7 @@ class Tuner:
         rounds and a few others (confirm.Plan): stop once the choice is decisive or nothing is
         ahead; when the leader is close, go on with it alone up to the most rounds."""
         plan = Plan(self.confirm_rounds, max(self.options.max_repeats, self.confirm_rounds))
-        relative = self.objective.single is not None
+        relative = self.objective.single is not None and not self.gains_stored
         scores: dict[int, list[float | None]] = defaultdict(list)
         gains: dict[int, Gain] = {}
         active = list(range(1, len(candidates) + 1))
@@ -785,6 +790,7 @@ class Tuner:
     def _run_benchmark_once(self, prefix: list[str] | None = None) -> dict[str, float]:
         """One run of the benchmark command; `prefix` runs it under another program (perf)."""
         bench = self.project.benchmark
+        counters = self.host_metrics.before() if self.host_metrics else {}
         if bench.host is not None:  # on a host of the cluster (not profiled: perf runs here)
             result = remote_benchmark(self.project.hosts[bench.host], bench.command, bench.timeout)
         else:
@@ -798,9 +804,11 @@ class Tuner:
         if result.returncode != 0:
             raise BenchmarkError(f"benchmark exited {result.returncode}: {result.tail()}")
         output = result.stdout + result.stderr
-        return {
-            m.name: extract(m, output, cwd=self.project.directory) for m in self.project.metrics
-        }
+        metrics = self.host_metrics.after(counters) if self.host_metrics else {}
+        for m in self.project.metrics:
+            if not m.remote:
+                metrics[m.name] = extract(m, output, cwd=self.project.directory)
+        return {m.name: metrics[m.name] for m in self.project.metrics}
 
     def _recover(self, baseline: Config) -> None:
         """Put the knobs back after a failed trial; if even that fails, stop the study."""

@@ -4,11 +4,14 @@ in a shared database (PostgreSQL).
 Each worker journals its own knobs and measures its own baseline (machines of one kind still
 differ a little), so every score it stores is its gain in percent over its own baseline: scores
 of different machines compare as gains, never as raw numbers. Proposals are made one at a time
-under a lock on the study, by the worker's optimiser fed every finished trial of every worker,
-with the trials still running elsewhere passed as pending (the constant liar of `ask_batch`).
+by the worker's optimiser fed every finished trial of every worker, with the trials still
+running elsewhere passed as pending (the constant liar of `ask_batch`), and started under a lock
+on the study that first checks nothing started meanwhile clashes with them.
 A running trial holds a lease (Optuna's heartbeat table, renewed by a thread); a trial whose
 lease runs out is failed with the reason by the next worker that looks, and is not counted in
-the budget. Workers put their knobs back when the study's budget is spent: nothing is applied."""
+the budget. When the budget is spent, one worker (elected by a lock the database releases if
+it dies) confirms the best configurations against its own baseline and stores the decision;
+every worker then applies the winner on its own machine, or puts its knobs back."""
 
 from __future__ import annotations
 
@@ -31,10 +34,17 @@ from hone.optimizers.base import Optimizer
 from hone.project.model import Project
 from hone.space import Config, SearchSpace
 from hone.storage import StudyRecord, TrialRecord
-from hone.storage.lease import Heartbeat, running_trials, study_locked
+from hone.storage.lease import (
+    Heartbeat,
+    running_trials,
+    started_since,
+    study_locked,
+    try_locked,
+)
 from hone.storage.store import FINISHED, RUNNING, TrialClosed, _now
 from hone.storage.summary import pid_alive, read_trials
 from hone.tune.console import Reporter
+from hone.tune.risk import Choice, gain_dict
 from hone.tune.runner import (
     CUT_OFF,
     Measurement,
@@ -52,6 +62,11 @@ LOST = (
     "worker {worker} stopped reporting: no heartbeat for {silent:.0f} s "
     "(killed, crashed or cut off from the database)"
 )
+#: The reason stored with a confirming worker's trial when another worker took over.
+SUPERSEDED = (
+    "worker {worker} stopped while confirming (the database released its confirm lock: "
+    "killed, crashed or cut off); another worker confirms instead"
+)
 WAIT = "wait"  # the budget is spent but trials run elsewhere: one of them may yet be lost
 POLL = 0.5  # seconds between looks at the study while waiting for those trials
 
@@ -66,6 +81,7 @@ class WorkerOptions:
     baseline_repeats: int | None = None
     seed: int | None = None
     lease: float = 60.0  # seconds without a heartbeat after which a trial is lost
+    apply: str | None = None  # auto | always | never, when this worker creates the study
 
 
 @dataclass
@@ -75,12 +91,16 @@ class WorkerResult:
     trials: int  # run by this worker, baseline included
     failures: int
     study_state: str
-    best: Config | None  # the best search trial of the study so far (not confirmed)
+    best: Config | None  # the winner the study decided on, else its best search trial
     best_gain: float | None  # its gain over its worker's baseline, in percent
     elapsed: float
+    outcome: str  # applied (the winner is on this machine) | restored
+    reason: str
 
 
 class Worker(Tuner):
+    gains_stored = True
+
     def __init__(self, project: Project, reporter: Reporter, options: WorkerOptions) -> None:
         super().__init__(
             project,
@@ -89,7 +109,7 @@ class Worker(Tuner):
                 engine=options.engine,
                 budget=options.budget,
                 baseline_repeats=options.baseline_repeats,
-                apply="never",
+                apply=options.apply,
                 seed=options.seed,
                 storage=options.storage,
             ),
@@ -107,6 +127,7 @@ class Worker(Tuner):
         self.base_score = 0.0
         self.told: set[int] = set()
         self.record: dict[str, Any] = {}
+        self.decision: dict[str, Any] = {}
 
     # -- the whole run ---------------------------------------------------------------------
 
@@ -125,7 +146,7 @@ class Worker(Tuner):
             self.heart.start()
             try:
                 self._work(study, space, baseline)
-                self._restore_all()
+                self.decision = self._end(study, space, baseline)
                 self._stop_owned_workload()
             except BaseException as exc:
                 self._abort(study, exc)
@@ -178,6 +199,7 @@ class Worker(Tuner):
                 study = self.store.create(self.project.name, self._study_attrs())
             self.engine = str(study.attrs.get("engine", self.engine))
             self.budget = int(study.attrs.get("budget", self.budget))
+            self.apply_policy = str(study.attrs.get("apply", self.apply_policy))
             self._cut_off_predecessor(study)
             self._record(
                 study,
@@ -211,6 +233,7 @@ class Worker(Tuner):
         return {
             "engine": self.engine,
             "budget": self.budget,
+            "apply": self.apply_policy,
             "workers": True,
             # every score is a gain in % over its own worker's baseline
             "scores": "relative",
@@ -239,28 +262,47 @@ class Worker(Tuner):
     def _claim(
         self, study: StudyRecord, space: SearchSpace, optimizer: Optimizer
     ) -> tuple[int, int, Config] | str | None:
-        """Under the study's lock: fail lost trials, learn every finished one, propose the
-        next configuration given those running elsewhere and start its trial. WAIT when the
-        budget is spent but trials still run; None when the study is over."""
+        """Fail lost trials, learn every finished one and propose the next configuration given
+        those running elsewhere, then start its trial under the study's lock. WAIT when the
+        budget is spent but search trials still run; None when the search is over.
+
+        The proposal is made outside the lock, from a look at the study; under the lock only
+        the trials started since are read: if one of them runs the same configuration, or
+        they may have spent the budget, the proposal is made again there with a fresh look.
+        Workers whose trials end together so queue for the trial's creation alone, not for
+        each other's reading and optimiser (what kept 4 workers in step waiting)."""
+        self._reap(study)  # outside the lock: a lost trial is failed once, by whoever is first
+        trials = read_trials(self.store, study)
+        proposal = self._propose(trials, optimizer)
+        if not isinstance(proposal, dict):
+            return proposal  # a finished search trial stays counted: no need to lock
+        seen = max((t.number for t in trials), default=-1)
+        counted = sum(t.phase == "search" and _counts(t) for t in trials)
         with study_locked(self.store, f"study:{study.study_id}"):
-            self._reap(study)
-            trials = read_trials(self.store, study)
-            counted = [t for t in trials if t.phase == "search" and _counts(t)]
-            running = [t for t in trials if t.state == "running"]
-            if len(counted) >= self.budget:
-                if running:
-                    return WAIT
-                self._close_study(study, trials)
-                return None
-            for trial in counted:
-                if trial.state != "running" and trial.number not in self.told:
-                    score = trial.score if trial.state == "complete" else None
-                    optimizer.tell(trial.config, -score if score is not None else None)
-                    self.told.add(trial.number)
-            pending = [t.config for t in running if t.phase == "search"]
-            config = optimizer.ask_batch(1, pending=pending)[0]
-            trial_id = self._start_trial(study, space, config, "search")
-        return trial_id, len(counted) + 1, config
+            since = started_since(self.store, study.study_id, seen)
+            taken = {space.key(config) for config in since}
+            if counted + len(since) >= self.budget or space.key(proposal) in taken:
+                trials = read_trials(self.store, study)
+                proposal = self._propose(trials, optimizer)
+                if not isinstance(proposal, dict):
+                    return proposal
+                counted, since = sum(t.phase == "search" and _counts(t) for t in trials), []
+            trial_id = self._start_trial(study, space, proposal, "search")
+        return trial_id, counted + len(since) + 1, proposal
+
+    def _propose(self, trials: list[TrialRecord], optimizer: Optimizer) -> Config | str | None:
+        """Tell the optimiser the search trials finished since it last looked, and ask for
+        one configuration given the running ones; WAIT or None once the budget is spent."""
+        counted = [t for t in trials if t.phase == "search" and _counts(t)]
+        running = [t for t in trials if t.state == "running" and t.phase == "search"]
+        if len(counted) >= self.budget:
+            return WAIT if running else None
+        for trial in counted:
+            if trial.state != "running" and trial.number not in self.told:
+                score = trial.score if trial.state == "complete" else None
+                optimizer.tell(trial.config, -score if score is not None else None)
+                self.told.add(trial.number)
+        return optimizer.ask_batch(1, pending=[t.config for t in running])[0]
 
     def _reap(self, study: StudyRecord) -> None:
         """Fail the trials whose worker stopped renewing its lease, with the reason."""
@@ -273,24 +315,77 @@ class Worker(Tuner):
                 if stale.worker:
                     self._mark(study, stale.worker, state="lost", error=reason)
 
-    def _close_study(self, study: StudyRecord, trials: list[TrialRecord]) -> None:
-        if self.store.storage.get_study_user_attrs(study.study_id).get("state") == FINISHED:
-            return
-        search = [t for t in trials if t.phase == "search"]
-        best, gain = _best(search)
-        self.store.update(
-            study,
-            state=FINISHED,
-            result={
-                "outcome": "restored",
-                "reason": "workers put their knobs back; the best search trial is unconfirmed",
-                "best_search": best,
-                "best_search_gain": gain,
-                "trials": len(trials),
-                "failures": sum(t.state == "fail" for t in trials),
-                "lost": sum(t.lost for t in trials),
-            },
-        )
+    # -- the end: one worker confirms, every worker applies --------------------------------
+
+    def _end(self, study: StudyRecord, space: SearchSpace, baseline: Config) -> dict[str, Any]:
+        """Wait for the study's decision, making it if this worker is elected: the first to
+        take the study's confirm lock, which the database releases if its holder dies (a
+        waiting worker then takes over). Then the winner goes on this machine, or the knobs
+        go back."""
+        self._apply(baseline)  # this machine at its originals while the winner is decided
+        decision = self._decision(study)
+        while decision is None:
+            with try_locked(self.store, f"confirm:{study.study_id}") as elected:
+                if elected:
+                    decision = self._decision(study) or self._confirm_winner(study, space, baseline)
+                    break
+            with study_locked(self.store, f"study:{study.study_id}"):
+                self._reap(study)  # a confirmer killed mid-trial: its trial failed, it lost
+            time.sleep(POLL)
+            decision = self._decision(study)
+        best = decision.get("best")
+        if decision.get("outcome") == "applied" and best:
+            self._apply(best)
+            self.journal.end("applied")
+            self.reporter.note(f"the study's winner applied on this machine: {decision['reason']}")
+        else:
+            self._restore_all()
+        return decision
+
+    def _decision(self, study: StudyRecord) -> dict[str, Any] | None:
+        attrs = self.store.storage.get_study_user_attrs(study.study_id)
+        result = attrs.get("result")
+        return result if attrs.get("state") == FINISHED and isinstance(result, dict) else None
+
+    def _confirm_winner(
+        self, study: StudyRecord, space: SearchSpace, baseline: Config
+    ) -> dict[str, Any]:
+        """As `hone tune` ends: the best few search configurations of every worker, measured
+        here in rounds interleaved with this machine's baseline, and the decision by the
+        study's apply policy. Stored in the study, which ends."""
+        self.reporter.note(f"worker {self.id} confirms the best configurations of the study")
+        self._record(study, confirming=True)
+        for stale in running_trials(self.store, study.study_id):
+            # this lock was free: whoever confirmed before is gone, its trial with it
+            if stale.worker != self.id:
+                reason = SUPERSEDED.format(worker=stale.worker or "?")
+                if self.store.fail_trial(stale.trial_id, reason, lost=True) and stale.worker:
+                    self._mark(study, stale.worker, state="lost", error=reason, confirming=False)
+        candidates = self._candidates(study, space, baseline, None)
+        metrics: dict[int, list[dict[str, float]]] = defaultdict(list)
+        choice, rounds = Choice(None, None, []), 0
+        if candidates:
+            choice, rounds = self._confirm(study, space, baseline, candidates, metrics)
+        outcome, reason = self._decide(choice)
+        trials = read_trials(self.store, study)
+        best_search, best_search_gain = _best([t for t in trials if t.phase == "search"])
+        decision = {
+            "outcome": outcome,
+            "reason": reason,
+            "best": choice.best,
+            "gain": gain_dict(choice.gain),
+            "risk": choice.record(),
+            "confirm_rounds": rounds,
+            "confirmed_by": self.id,
+            "best_search": best_search,
+            "best_search_gain": best_search_gain,
+            "trials": len(trials),
+            "failures": sum(t.state == "fail" for t in trials),
+            "lost": sum(t.lost for t in trials),
+        }
+        self.store.update(study, state=FINISHED, result=decision)
+        self._record(study, confirming=False)
+        return decision
 
     # -- trials ----------------------------------------------------------------------------
 
@@ -383,6 +478,8 @@ class Worker(Tuner):
     def _result(self, study: StudyRecord) -> WorkerResult:
         trials = read_trials(self.store, study)
         best, gain = _best([t for t in trials if t.phase == "search"])
+        if self.decision.get("best"):
+            best, gain = self.decision["best"], (self.decision.get("gain") or {}).get("mean")
         state = self.store.storage.get_study_user_attrs(study.study_id).get("state", RUNNING)
         return WorkerResult(
             study=study.name,
@@ -393,6 +490,8 @@ class Worker(Tuner):
             best=best,
             best_gain=gain,
             elapsed=time.monotonic() - self.started,
+            outcome=str(self.decision.get("outcome", "restored")),
+            reason=str(self.decision.get("reason", "")),
         )
 
 
