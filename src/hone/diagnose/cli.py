@@ -304,16 +304,17 @@ def _record(
     try:
         _await_start({n: outputs[n] for n in jobs if n in outputs}, jobs, started)
         sampler = threads.ThreadSampler(pid).start()
-        memory, network = heap.Watch(pid), softirq.snapshot(pid)
+        memory, network = heap.Watch(pid), softirq.Watch(pid)
         time.sleep(min(0.5, duration / 4))
         early_names, _ = threads.language_names(pid, language)
         while time.monotonic() - sampler.started < duration and _alive(pid):
             time.sleep(0.05)
-            if time.monotonic() - memory.at >= 0.5:
+            if time.monotonic() - memory.at >= 0.5:  # a command may exit with the window
                 memory.sample()
+                network.sample()
         memory.sample()
+        network.sample()
         stats = sampler.stop()  # the window ends here; the recorders end with it
-        receive = softirq.measure(network, softirq.snapshot(pid))
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
         stop.set()
@@ -323,9 +324,8 @@ def _record(
     threads.name_threads(stats, {**early_names, **names})
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
-    heap_use = memory.result(caps.has("hardware counters"))
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
-                    heap_use, receive)  # fmt: skip
+                    memory.result(caps.has("hardware counters")), network.result())  # fmt: skip
 
 
 def _await_start(outputs: dict[str, Path], jobs: dict[str, _Job], since: float) -> None:

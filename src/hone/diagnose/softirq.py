@@ -20,6 +20,7 @@ import os
 import re
 import time
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 
 #: NET_RX softirqs on one CPU, as a share of all of them, from which the work counts as piled up.
@@ -91,6 +92,24 @@ def snapshot(pid: int | None = None) -> Snapshot:
         ksoftirqd=_ksoftirqd(),
         rx_packets=_rx_packets(pid),
     )
+
+
+class Watch:
+    """Snapshots over the window; the last one taken while the process's devices could still be
+    read counts as the end (a diagnosed command may exit just before the window does)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.first = snapshot(pid)
+        self.last = self.first
+
+    def sample(self) -> None:
+        now = snapshot(self.pid)
+        if now.rx_packets or not self.first.rx_packets:
+            self.last = now
+
+    def result(self) -> Softirq:
+        return measure(self.first, self.last)
 
 
 def measure(before: Snapshot, after: Snapshot) -> Softirq:
@@ -176,16 +195,28 @@ def _net_rx() -> dict[int, int]:
 
 
 def _ksoftirqd() -> dict[int, int]:
+    """CPU ticks (utime + stime) of each CPU's ksoftirqd thread."""
+    found = {}
+    for cpu, stat in _ksoftirqd_threads().items():
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        found[cpu] = int(fields[11]) + int(fields[12])
+    return found
+
+
+@cache
+def _ksoftirqd_threads() -> dict[int, Path]:
+    """Each CPU's ksoftirqd (kernel threads that live as long as the machine): found once."""
     found = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            text = stat.read_text()
+            match = re.match(r"\d+ \(ksoftirqd/(\d+)\)", stat.read_text())
         except OSError:
             continue
-        match = re.match(r"\d+ \(ksoftirqd/(\d+)\) (.*)", text)
         if match:
-            fields = match[2].split()
-            found[int(match[1])] = int(fields[11]) + int(fields[12])  # utime + stime
+            found[int(match[1])] = stat
     return found
 
 
