@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from benchmarks.diagnose.inputs import build
 from hone.diagnose import catalogue, heap
 from hone.diagnose.report import Diagnosis
@@ -13,10 +15,10 @@ from hone.diagnose.report import Diagnosis
 THP = ("transparent_hugepage.enabled", "transparent_hugepage.defrag")
 
 
-def _diagnose(hone_cli, tmp_path: Path, megabytes: int) -> tuple[Diagnosis, str]:
+def _diagnose(hone_cli, tmp_path: Path, megabytes: int, *options: str) -> tuple[Diagnosis, str]:
     program = build("heap_walk", tmp_path)
     done = hone_cli(
-        "diagnose", "--no-offcpu", "--no-locks", "-o", str(tmp_path / "rep"),
+        "diagnose", "--no-offcpu", "--no-locks", "-o", str(tmp_path / "rep"), *options,
         "--", str(program), str(megabytes), "2.5",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -24,7 +26,7 @@ def _diagnose(hone_cli, tmp_path: Path, megabytes: int) -> tuple[Diagnosis, str]
 
 
 def test_a_large_heap_points_to_huge_pages(hone_cli, tmp_path: Path) -> None:
-    d, printed = _diagnose(hone_cli, tmp_path, 1200)
+    d, printed = _diagnose(hone_cli, tmp_path, 1200, "--suggest-project", str(tmp_path / "p"))
     assert d.heap is not None and d.heap.evidence
     assert d.heap.anonymous >= heap.LARGE_HEAP
     assert d.heap.verdict.startswith("Large heap: 1.1") and "no hardware counters" in d.heap.verdict
@@ -36,6 +38,13 @@ def test_a_large_heap_points_to_huge_pages(hone_cli, tmp_path: Path) -> None:
         assert found[name].present == (catalogue.numa_nodes() > 1)
         if catalogue.numa_nodes() == 1:
             assert "one NUMA node" in found[name].reason
+
+    # a CPU-bound program gets a compiler-flags project, with the huge pages its heap points to
+    text = (tmp_path / "p" / "hone.yaml").read_text()
+    project = yaml.safe_load(text)
+    assert "opt" in project["knobs"] and "transparent_hugepage.enabled" in project["knobs"]
+    assert "#   transparent_hugepage.enabled: Large heap: " in text
+    assert hone_cli("check", str(tmp_path / "p")).returncode == 0
 
 
 def test_a_small_heap_gets_no_huge_pages(hone_cli, tmp_path: Path) -> None:
