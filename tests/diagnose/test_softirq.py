@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hone.diagnose import catalogue, softirq
+from hone.diagnose import catalogue, softirq, suggest
 from hone.diagnose.report import Diagnosis
 from hone.diagnose.softirq import Snapshot
 
@@ -177,3 +177,37 @@ def test_receive_work_spread_over_the_cpus_suggests_no_rps(hone_cli, veth, tmp_p
     assert max(c.net_rx for c in s.cpus) < softirq.CONCENTRATION, s.verdict
     assert s.busy_cpu is None and "spread over the CPUs already" in s.verdict
     assert not any("rps" in x.name for x in d.suggestions)
+
+
+def test_rps_knobs_of_a_measured_device_make_a_project_and_apply(
+    hone_cli, veth, tmp_path: Path
+) -> None:
+    """The knob path without depending on the machine's load: a diagnosis whose receive work
+    piled on CPU0 of the test's veth gives per-queue knobs that `hone check` accepts, and each
+    mask written to the veth's queue reads back equal (then the queue is put back)."""
+    from hone.diagnose.profile import Profile
+    from hone.diagnose.softirq import CpuShare, Softirq
+    from hone.diagnose.verdict import Finding
+    from hone.knobs.sysfs import SysfsActuator
+
+    measured = Softirq(5.0, [CpuShare(0, 0.4, 0.02, 0.95), CpuShare(1, 0.01, 0.6, 0.05)],
+                       90_000.0, veth[1], 200_000.0)  # fmt: skip
+    softirq._decide(measured)
+    assert measured.busy_cpu == 0
+    finding = Finding("softirq", 0.4, measured.verdict)
+    profile = Profile.from_folded({"sink;recv": 5})
+    d = Diagnosis(profile, target="pid 1 (sink)", findings=[finding], softirq=measured)
+    path = suggest.write(d, tmp_path / "proj")
+    project = yaml.safe_load(path.read_text())
+    rps = project["knobs"][f"rps_cpus.{veth[1]}.rx-0"]
+    assert rps["sysfs"] == f"/sys/class/net/{veth[1]}/queues/rx-0/rps_cpus"
+    assert f"rps_flow_cnt.{veth[1]}.rx-0" in project["knobs"]
+    assert "NET_RX softirq: 95% on CPU0" in path.read_text()
+    assert hone_cli("check", str(tmp_path / "proj")).returncode == 0
+    queue = SysfsActuator(rps["sysfs"])
+    before = queue.get()
+    try:
+        for mask in rps["values"]:
+            queue.apply(mask)  # set, then read back and compare
+    finally:
+        queue.set(before)
