@@ -7,8 +7,8 @@ queue) moves the protocol work to other CPUs, and Receive Flow Steering (`rps_so
 `rps_flow_cnt`) sends each flow to the CPU where its reader runs. When the work is spread already,
 or no other CPU is idle, RPS has nothing to gain, and hone suggests neither.
 
-Everything comes from /proc, read at the start and at the end of the window, so it costs nothing
-during it and needs no perf: the softirq time of each CPU (/proc/stat) plus the CPU time of that
+Everything comes from a few /proc files, read at the start of the window and every half second
+(cheap, and no perf needed): the softirq time of each CPU (/proc/stat) plus the CPU time of that
 CPU's `ksoftirqd` thread (with IRQ time accounting the kernel charges softirqs run by ksoftirqd to
 the thread, not to the softirq column), each CPU's idle time, the NET_RX counts of
 /proc/softirqs, and the received packets of each device of the process's network namespace
