@@ -16,7 +16,6 @@ from pathlib import Path
 import yaml
 
 from hone.diagnose import catalogue
-
 from hone.diagnose.report import Diagnosis
 
 SOURCES = {".c": "gcc", ".cc": "g++", ".cpp": "g++", ".cxx": "g++"}
