@@ -5,6 +5,7 @@ moved to debugfs, a disk scheduler the kernel lacks), so a suggested project can
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -95,7 +96,8 @@ def _per_queue(name: str, entry: dict, evidence: str, context: dict[str, str]) -
         knob["sysfs"] = knob["sysfs"].format(network=device, queue=queue.name)
         if "masks" in entry:
             knob["values"] = _masks(entry["masks"], Path(knob["sysfs"]), context)
-        suggestion = _present(f"{name}.{device}.{queue.name}", {**entry, "knob": knob})
+        label = re.sub(r"[^A-Za-z0-9_.-]+", "-", device)  # knob names allow no more
+        suggestion = _present(f"{name}.{label}.{queue.name}", {**entry, "knob": knob})
         suggestion.evidence = evidence
         found.append(suggestion)
     return found
