@@ -147,7 +147,7 @@ def test_receive_work_pinned_to_one_cpu_points_to_rps(hone_cli, veth, tmp_path: 
     assert s is not None and s.device == veth[1], s  # the root-side veth received the packets
     cpu0 = next(c for c in s.cpus if c.cpu == 0)
     assert cpu0.net_rx >= softirq.CONCENTRATION, s.verdict  # the sender's CPU took it
-    assert f"receive path: NET_RX softirq: {cpu0.net_rx:.0%} on CPU0" in printed, printed
+    assert f"NET_RX softirq: {cpu0.net_rx:.0%} on CPU0" in printed, printed
     other_idle = max(c.idle for c in s.cpus if c.cpu != 0)
     if other_idle >= softirq.MIN_IDLE and cpu0.softirq >= softirq.MIN_SOFTIRQ:
         assert s.busy_cpu == 0

@@ -188,9 +188,10 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
         if d.topdown.software:
             parts = ", ".join(f"{k} {v:.1f}%" for k, v in d.topdown.software.items())
             lines.append(f"  software split of the working threads' time instead: {parts}")
-    if d.heap:
+    shown = {f.headline for f in d.findings[:4]}  # a finding's headline is printed already
+    if d.heap and d.heap.verdict not in shown:
         lines.append(f"heap: {d.heap.verdict}")
-    if d.softirq:
+    if d.softirq and d.softirq.verdict not in shown:
         lines.append(f"receive path: {d.softirq.verdict}")
     by_evidence: dict[str, list[str]] = {}
     for s in d.suggestions:
