@@ -115,6 +115,8 @@ def test_the_start_point_is_asked_first_and_once() -> None:
     proposals = batch.ask_batch(3)
     assert proposals[0] == {"a": 1, "b": 1} and len(proposals) == 3
     assert start_first(batch.inner, []) is batch.inner
+    elsewhere = start_first(make_optimizer("random", space, seed=1), [{"a": 1, "b": 1}])
+    assert {"a": 1, "b": 1} not in elsewhere.ask_batch(2, pending=[{"a": 1, "b": 1}])
 
 
 @pytest.fixture
