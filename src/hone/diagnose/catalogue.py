@@ -5,6 +5,7 @@ moved to debugfs, a disk scheduler the kernel lacks), so a suggested project can
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -56,15 +57,69 @@ def project_kind(kind: str) -> str | None:
     return load()["kinds"].get(kind, {}).get("project")
 
 
-def knobs_for(kinds: list[str], evidence: dict[str, str] | None = None) -> list[Suggestion]:
+def knobs_for(
+    kinds: list[str], evidence: dict[str, str] | None = None, context: dict[str, str] | None = None
+) -> list[Suggestion]:
     """Knobs for these kinds, most important kind first, each knob once; `evidence` maps a
-    kind to the measurement that found it, which each of its knobs cites."""
+    kind to the measurement that found it, which each of its knobs cites. `context` holds what
+    the measurement found that a knob needs: `network` (the receiving device) and `busy_cpu`
+    (the CPU the receive work piled on) for the per-queue RPS knobs."""
     catalogue = load()
     seen: dict[str, str] = {}
     for kind in kinds:
         for name in catalogue["kinds"].get(kind, {}).get("knobs", []):
             seen.setdefault(name, (evidence or {}).get(kind, ""))
-    return [_resolve(name, catalogue["knobs"][name], cited) for name, cited in seen.items()]
+    found: list[Suggestion] = []
+    for name, cited in seen.items():
+        entry = catalogue["knobs"][name]
+        if entry.get("per") == "rx-queue":
+            found += _per_queue(name, entry, cited, context or {})
+        else:
+            found.append(_resolve(name, entry, cited))
+    return found
+
+
+def _per_queue(name: str, entry: dict, evidence: str, context: dict[str, str]) -> list[Suggestion]:
+    """One knob per receive queue of the measured device, named NAME.DEVICE.rx-N."""
+    device = context.get("network", "")
+    queues = sorted(Path(f"/sys/class/net/{device}/queues").glob("rx-*")) if device else []
+    if not queues:
+        reason = (
+            f"/sys/class/net/{device} has no receive queue here"
+            if device
+            else "no receiving device was measured"
+        )
+        return [Suggestion(name, entry["why"], dict(entry["knob"]), False, reason, evidence)]
+    found = []
+    for queue in queues:
+        knob = dict(entry["knob"])
+        knob["sysfs"] = knob["sysfs"].format(network=device, queue=queue.name)
+        if "masks" in entry:
+            knob["values"] = _masks(entry["masks"], Path(knob["sysfs"]), context)
+        label = re.sub(r"[^A-Za-z0-9_.-]+", "-", device)  # knob names allow no more
+        suggestion = _present(f"{name}.{label}.{queue.name}", {**entry, "knob": knob})
+        suggestion.evidence = evidence
+        found.append(suggestion)
+    return found
+
+
+def _masks(kinds: list[str], path: Path, context: dict[str, str]) -> list[str]:
+    """CPU masks as the file shows them: none (0), every CPU but the busy one, every CPU."""
+    from hone.diagnose.softirq import cpu_mask
+
+    try:
+        like = path.read_text().strip()
+    except OSError:
+        like = "0"
+    cpus = sorted(int(c.name[3:]) for c in Path("/sys/devices/system/cpu").glob("cpu[0-9]*"))
+    busy = int(context.get("busy_cpu", "-1") or -1)
+    chosen = {"none": [], "others": [c for c in cpus if c != busy], "all": cpus}
+    values: list[str] = []
+    for kind in kinds:
+        mask = cpu_mask(chosen[kind], like)
+        if mask not in values:
+            values.append(mask)
+    return values
 
 
 def numa_nodes() -> int:
@@ -91,8 +146,9 @@ def _present(name: str, entry: dict) -> Suggestion:
     path = _path_of(knob)
     if not path.exists():
         return Suggestion(name, entry["why"], knob, False, f"{path} does not exist on this kernel")
-    if "sysfs" in knob and knob["type"] == "categorical":
-        offered = path.read_text().replace("[", "").replace("]", "").split()
+    shown = path.read_text() if "sysfs" in knob and knob["type"] == "categorical" else ""
+    if "[" in shown:  # a list of choices, the active one in brackets
+        offered = shown.replace("[", "").replace("]", "").split()
         values = [v for v in knob["values"] if v in offered] or offered
         if len(values) < 2:
             return Suggestion(name, entry["why"], knob, False, f"{path} offers only {values}")

@@ -25,7 +25,17 @@ from pathlib import Path
 
 import typer
 
-from hone.diagnose import catalogue, locks, offcpu, suggest, threads, topdown, verdict
+from hone.diagnose import (
+    catalogue,
+    heap,
+    locks,
+    offcpu,
+    softirq,
+    suggest,
+    threads,
+    topdown,
+    verdict,
+)
 from hone.diagnose.fold import Frame
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
 from hone.diagnose.profile import Profile
@@ -294,10 +304,16 @@ def _record(
     try:
         _await_start({n: outputs[n] for n in jobs if n in outputs}, jobs, started)
         sampler = threads.ThreadSampler(pid).start()
+        memory, network = heap.Watch(pid), softirq.Watch(pid)
         time.sleep(min(0.5, duration / 4))
         early_names, _ = threads.language_names(pid, language)
         while time.monotonic() - sampler.started < duration and _alive(pid):
             time.sleep(0.05)
+            if time.monotonic() - memory.at >= 0.5:  # a command may exit with the window
+                memory.sample()
+                network.sample()
+        memory.sample()
+        network.sample()
         stats = sampler.stop()  # the window ends here; the recorders end with it
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
@@ -308,7 +324,8 @@ def _record(
     threads.name_threads(stats, {**early_names, **names})
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
-    return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes)
+    return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
+                    memory.result(caps.has("hardware counters")), network.result())  # fmt: skip
 
 
 def _await_start(outputs: dict[str, Path], jobs: dict[str, _Job], since: float) -> None:
@@ -335,6 +352,8 @@ def _analyse(
     window: float,
     work: Path,
     notes: list[str],
+    memory: heap.Heap | None = None,
+    receive: softirq.Softirq | None = None,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
     if oncpu.error:
@@ -370,10 +389,8 @@ def _analyse(
     language_profile = jobs["py-spy"].result if "py-spy" in jobs else None
     # Name the hot function in the program's own language when its stacks are there.
     named = language_profile if language_profile and language_profile.total else profile
-    findings = verdict.decide(named, stats, window, cpus, off, found, td)
-    own = [f for f in findings if f.own]  # other work taking the CPUs is no reason for a knob
-    evidence = {f.kind: f.headline for f in reversed(own)}
-    return Diagnosis(
+    findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive)
+    result = Diagnosis(
         profile=profile,
         target=target,
         pid=pid,
@@ -386,10 +403,16 @@ def _analyse(
         locks=found,
         topdown=td,
         findings=findings,
-        suggestions=catalogue.knobs_for([f.kind for f in own], evidence),
         notes=notes,
         language_profile=language_profile,
+        heap=memory,
+        softirq=receive,
     )
+    # other work taking the CPUs is no reason for a knob: only the process's own findings count
+    result.suggestions = catalogue.knobs_for(
+        [f.kind for f in result.own_findings()], result.evidence(), result.context()
+    )
+    return result
 
 
 def _describe(pid: int) -> str:

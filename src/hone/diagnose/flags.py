@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from hone.diagnose import catalogue
 from hone.diagnose.report import Diagnosis
 
 SOURCES = {".c": "gcc", ".cc": "g++", ".cpp": "g++", ".cxx": "g++"}
@@ -114,11 +115,17 @@ def write(d: Diagnosis, folder: Path) -> Path:
             " >&2; exit 1"
         )
         run = shlex.join(d.command) if d.command else 'echo "TODO: run your program here"'
-    finding = d.own_findings()[0]
+    finding, *others = d.own_findings()
+    # knobs of the other findings measured beside the hot code (a large heap: huge pages)
+    also = [
+        s
+        for s in catalogue.knobs_for([f.kind for f in others], d.evidence(), d.context())
+        if s.present
+    ]
     project = {
         "name": f"flags-{name}"[:60],
         "description": f"Compiler flags for: {finding.headline}"[:200],
-        "knobs": knobs(),
+        "knobs": {**knobs(), **{s.name: s.knob for s in also}},
         "benchmark": {"command": "sh build_and_run.sh", "timeout": 600},
         "metrics": {"seconds": {"pattern": r"seconds: ([0-9.]+)", "direction": "minimize"}},
         "tuning": {"budget": 16, "baseline": 3, "confirm": {"candidates": 2, "rounds": 3}},
@@ -136,6 +143,9 @@ def write(d: Diagnosis, folder: Path) -> Path:
         "# loop unrolling, link-time optimisation and profile-guided optimisation (flags.conf,",
         "# read by build_and_run.sh, which prints the fastest of three runs).",
     ]
+    if also:
+        header.append("# Also measured, with the knobs it points to:")
+        header += [f"#   {s.name}: {s.evidence or s.why}" for s in also]
     if source is None:
         header += [
             "# TODO: the build line in build_and_run.sh is a placeholder: build your program",

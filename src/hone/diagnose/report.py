@@ -19,10 +19,12 @@ from hone.diagnose.catalogue import Suggestion
 from hone.diagnose.diff import diff, diff_summary, format_diff
 from hone.diagnose.flamegraph import diff_flamegraph_svg, modules_of, render
 from hone.diagnose.fold import Frame
+from hone.diagnose.heap import Heap
 from hone.diagnose.locks import Locks
 from hone.diagnose.offcpu import OffCpu
 from hone.diagnose.probe import Capabilities
 from hone.diagnose.profile import Profile
+from hone.diagnose.softirq import Softirq
 from hone.diagnose.tables import function_table, module_name, module_table, summary
 from hone.diagnose.threads import ThreadStat
 from hone.diagnose.topdown import Topdown
@@ -51,6 +53,8 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)
     command: list[str] = field(default_factory=list)  # the diagnosed command, if hone started it
     language_profile: Profile | None = None  # language-level stacks (Python: py-spy)
+    heap: Heap | None = None  # the process's memory and page faults (module heap)
+    softirq: Softirq | None = None  # the machine's receive path per CPU (module softirq)
 
     @property
     def kinds(self) -> list[str]:
@@ -63,6 +67,12 @@ class Diagnosis:
     def evidence(self) -> dict[str, str]:
         """Each kind of bottleneck found, with the measurement that found it (its headline)."""
         return {f.kind: f.headline for f in reversed(self.own_findings())}
+
+    def context(self) -> dict[str, str]:
+        """What the measurements found that a knob definition needs (catalogue.knobs_for)."""
+        if self.softirq and self.softirq.concentrated:
+            return {"network": self.softirq.device, "busy_cpu": str(self.softirq.busy_cpu)}
+        return {}
 
     def runtime(self) -> dict:
         return {
@@ -83,6 +93,8 @@ class Diagnosis:
             "notes": self.notes,
             "command": self.command,
             "language_profile": _profile_rows(self.language_profile),
+            "heap": self.heap.to_dict() if self.heap else None,
+            "softirq": self.softirq.to_dict() if self.softirq else None,
         }
 
     def save(self, path: str | Path) -> Path:
@@ -125,6 +137,8 @@ class Diagnosis:
                 notes=list(data["notes"]),
                 command=list(data.get("command", [])),
                 language_profile=_profile_of_rows(data.get("language_profile")),
+                heap=Heap.from_dict(data["heap"]) if data.get("heap") else None,
+                softirq=Softirq.from_dict(data["softirq"]) if data.get("softirq") else None,
             )
         except (KeyError, TypeError, ValueError) as error:
             raise HoneError(f"damaged diagnosis section: {error}", file=path) from None
@@ -174,6 +188,11 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
         if d.topdown.software:
             parts = ", ".join(f"{k} {v:.1f}%" for k, v in d.topdown.software.items())
             lines.append(f"  software split of the working threads' time instead: {parts}")
+    shown = {f.headline for f in d.findings[:4]}  # a finding's headline is printed already
+    if d.heap and d.heap.verdict not in shown:
+        lines.append(f"heap: {d.heap.verdict}")
+    if d.softirq and d.softirq.verdict not in shown:
+        lines.append(f"receive path: {d.softirq.verdict}")
     by_evidence: dict[str, list[str]] = {}
     for s in d.suggestions:
         if s.present:
@@ -442,6 +461,12 @@ def _section_knobs(d: Diagnosis) -> str:
             "<p><code>hone diagnose --suggest-project DIR</code> writes these into a "
             "<code>hone tune</code> project.</p>"
         )
+    measured = [(what, m.verdict) for what, m in (("Heap", d.heap), ("Receive path", d.softirq))
+                if m]  # fmt: skip
+    if measured:
+        out.append("<h3>Evidence for memory and network knobs</h3><ul>")
+        out += [f"<li>{_e(what)}: {_e(text)}</li>" for what, text in measured]
+        out.append("</ul>")
     return "".join(out) or "<p>No knobs suggested.</p>"
 
 

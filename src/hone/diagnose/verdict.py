@@ -12,20 +12,25 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
+from hone.diagnose.heap import Heap
 from hone.diagnose.locks import Locks
 from hone.diagnose.offcpu import OffCpu
 from hone.diagnose.profile import Profile
+from hone.diagnose.softirq import Softirq
 from hone.diagnose.tables import function_table, module_name
 from hone.diagnose.threads import ThreadStat
 from hone.diagnose.topdown import Topdown
 
 LOCK_WEIGHT = 2.0
 MIN_SCORE = 0.05
+#: A heap's weight against the CPU time it may slow: huge pages help a CPU-bound process only
+#: by the part of its time spent on TLB misses and faults, unknown without counters.
+HEAP_WEIGHT = 0.5
 
 
 @dataclass
 class Finding:
-    kind: str  # cpu, runqueue, lock, io, idle, memory, frontend, speculation
+    kind: str  # cpu, runqueue, lock, io, idle, memory, frontend, speculation, heap, softirq
     score: float  # thread-seconds per second (weighted for locks)
     headline: str
     details: list[str] = field(default_factory=list)
@@ -162,6 +167,17 @@ def _topdown(topdown: Topdown, cpu_finding: Finding) -> Finding | None:
     return Finding(kind, cpu_finding.score * share / 100, headline, [f"method {topdown.method}"])
 
 
+def _heap(heap: Heap, cpu: float) -> Finding:
+    """A large heap or many faults: worth trying huge pages, in proportion to the CPU time."""
+    return Finding("heap", HEAP_WEIGHT * cpu, heap.verdict)
+
+
+def _softirq(softirq: Softirq) -> Finding:
+    """NET_RX piled on one CPU while another idles: its softirq time is what RPS can move."""
+    busy = next(c for c in softirq.cpus if c.cpu == softirq.busy_cpu)
+    return Finding("softirq", busy.softirq, softirq.verdict)
+
+
 def decide(
     profile: Profile,
     threads: list[ThreadStat],
@@ -170,8 +186,11 @@ def decide(
     offcpu: OffCpu | None = None,
     locks: Locks | None = None,
     topdown: Topdown | None = None,
+    heap: Heap | None = None,
+    softirq: Softirq | None = None,
 ) -> list[Finding]:
-    """Findings, the top bottleneck first; 'mostly idle' when nothing stands out."""
+    """Findings, the top bottleneck first; 'mostly idle' when nothing stands out. A heap and
+    the receive path become findings only on their evidence (modules heap and softirq)."""
     cpu = sum(t.cpu_pct for t in threads) / 100
     runq = sum(t.runq_pct for t in threads) / 100
     cpu_finding = _cpu(profile, threads, cpu)
@@ -184,6 +203,10 @@ def decide(
         refined = _topdown(topdown, cpu_finding)
         if refined:
             findings.append(refined)
+    if heap and heap.evidence:
+        findings.append(_heap(heap, cpu))
+    if softirq and softirq.concentrated:
+        findings.append(_softirq(softirq))
     findings = sorted((f for f in findings if f.score >= MIN_SCORE), key=lambda f: -f.score)
     if not findings or (cpu < 0.1 and findings[0].kind != "lock" and findings[0].score < 0.1):
         findings.insert(0, _idle(offcpu, threads, window_s))

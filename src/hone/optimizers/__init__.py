@@ -3,6 +3,20 @@
 Every optimiser is one module with one `Optimizer` subclass registered under its names (A-Tune's
 engine names among them). Adding an optimiser means adding one file here."""
 
-from hone.optimizers.base import Observation, Optimizer, make_optimizer, optimizer_names, register
+from hone.optimizers.base import (
+    Observation,
+    Optimizer,
+    make_optimizer,
+    optimizer_names,
+    register,
+    start_first,
+)
 
-__all__ = ["Observation", "Optimizer", "make_optimizer", "optimizer_names", "register"]
+__all__ = [
+    "Observation",
+    "Optimizer",
+    "make_optimizer",
+    "optimizer_names",
+    "register",
+    "start_first",
+]

@@ -102,6 +102,45 @@ class Optimizer(ABC):
         return None
 
 
+class StartFirst:
+    """An optimiser that has given configurations measured first (a static profile's values,
+    `tuning: {start: ...}`), in order, then asks the one it wraps. Every result still reaches
+    the wrapped optimiser through `tell`, the start points' too, so its model learns from them;
+    a point already measured (a resumed study) or infeasible is not asked again."""
+
+    def __init__(self, inner: Optimizer, points: Sequence[Config]) -> None:
+        self.inner = inner
+        self.queue = [dict(point) for point in points]
+
+    def _next_start(self, taken: set[tuple]) -> Config | None:
+        taken = taken | {self.inner.space.key(o.config) for o in self.inner.history}
+        while self.queue:
+            point = self.queue.pop(0)
+            if self.inner.space.key(point) not in taken and self.inner.space.feasible(point):
+                return point
+        return None
+
+    def ask(self) -> Config:
+        return self._next_start(set()) or self.inner.ask()
+
+    def ask_batch(self, n: int, pending: Sequence[Config] = ()) -> list[Config]:
+        taken = {self.inner.space.key(config) for config in pending}
+        firsts: list[Config] = []
+        while len(firsts) < n and (point := self._next_start(taken)) is not None:
+            firsts.append(point)
+            taken.add(self.inner.space.key(point))
+        rest = self.inner.ask_batch(n - len(firsts), [*pending, *firsts]) if len(firsts) < n else []
+        return firsts + rest
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # tell, recommend, history, space, ...
+
+
+def start_first(optimizer: Optimizer, points: Sequence[Config]) -> Optimizer | StartFirst:
+    """The optimiser itself when there is nothing to measure first."""
+    return StartFirst(optimizer, points) if points else optimizer
+
+
 def register(cls: type[Optimizer]) -> type[Optimizer]:
     """Class decorator: make an optimiser available under its name and aliases."""
     for name in (cls.name, *cls.aliases):

@@ -10,10 +10,62 @@ from rich.table import Table
 from hone.output import output_console, print_json
 
 profile_app = typer.Typer(help="Static tuning profiles (A-Tune's format), applied as transactions.")
+JSON = typer.Option(False, "--json", help="machine-readable output")
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(profile_app, name="profile")
+    app.command(name="new")(new)
+
+
+def new(
+    folder: Path = typer.Argument(..., help="the project's folder (hone.yaml is written in it)"),
+    from_profile: str = typer.Option(None, "--from-profile", help="a profile's name"),
+    workload: str = typer.Option(
+        None, "--workload", help="an application (memcached, nginx, ...) or workload class"
+    ),
+    catalogue: Path = typer.Option(
+        None, "--catalogue", help="A-Tune's tuning_params_all.yaml, for ranges hone lacks"
+    ),
+    benchmark: str = typer.Option(None, "--benchmark", help="the benchmark command"),
+    metric: str = typer.Option(
+        None, "--metric", help="NAME=REGEX: the figure in the benchmark's output (one group)"
+    ),
+    minimize: bool = typer.Option(False, "--minimize", help="smaller is better"),
+    as_json: bool = JSON,
+) -> None:
+    """Start a tuning project from a static profile: its knobs, ranges, its values first."""
+    import os
+
+    from hone.errors import HoneError
+    from hone.profiles import load
+    from hone.profiles import start as starting
+
+    if (from_profile is None) == (workload is None):
+        raise HoneError("give one of --from-profile NAME or --workload APP")
+    figure = None
+    if metric is not None:
+        name, sep, pattern = metric.partition("=")
+        if not sep or not name or not pattern:
+            raise HoneError(f"--metric must be NAME=REGEX, got {metric!r}")
+        figure = (name, pattern, "minimize" if minimize else "maximize")
+    profile = load(from_profile or starting.profile_for(workload))
+    source = catalogue or os.environ.get("HONE_ATUNE_CATALOGUE")
+    atune = starting.atune_catalogue(Path(source)) if source else None
+    drafted, left = starting.draft(profile, atune)
+    path = starting.write(folder, profile, drafted, left, benchmark, figure)
+    if as_json:
+        print_json({"project": str(path), "profile": profile.name,
+                    "knobs": [{"name": d.name, "start": d.start, "range_from": d.source,
+                               **d.knob} for d in drafted],
+                    "left_out": left})  # fmt: skip
+        return
+    typer.echo(f"project: {path} (profile {profile.name}, {len(drafted)} knobs)")
+    for d in drafted:
+        typer.echo(f"  {d.name} = {d.start}  (range from {d.source})")
+    for line in left:
+        typer.echo(f"  left out: {line}")
+    typer.echo(f"check it with: hone check {path.parent}")
 
 
 def _placeholders(placeholders: dict[str, tuple[str, str]]) -> None:
@@ -33,9 +85,6 @@ def print_apply(result) -> None:  # type: ignore[no-untyped-def]
             f"{outcome.item.value}{detail}"
         )
     typer.echo(f"applied {result.profile}: {result.changed} settings changed")
-
-
-JSON = typer.Option(False, "--json", help="machine-readable output")
 
 
 def _item(item) -> dict:  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ import yaml
 
 from hone.knobs.shell import ShellActuator
 from hone.project.model import Knob, Project
-from hone.space import Boolean, Categorical, FloatRange, IntRange, Ordinal
+from hone.space import Boolean, Categorical, Domain, FloatRange, IntRange, Ordinal
 
 
 def to_hone_yaml(project: Project, destination: Path | None = None) -> str:
@@ -64,9 +64,9 @@ def to_hone_yaml(project: Project, destination: Path | None = None) -> str:
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
 
 
-def _knob(knob: Knob) -> dict[str, Any]:
+def domain_entry(domain: Domain) -> dict[str, Any]:
+    """The type and the range (or values) of a knob, as a hone project writes them."""
     entry: dict[str, Any] = {}
-    domain = knob.domain
     if isinstance(domain, IntRange | FloatRange):
         entry["type"] = "int" if isinstance(domain, IntRange) else "float"
         entry["range"] = [domain.low, domain.high]
@@ -80,6 +80,11 @@ def _knob(knob: Knob) -> dict[str, Any]:
         entry["type"], entry["values"] = "categorical", list(domain.choices)
     elif isinstance(domain, Boolean):
         entry.update(type="bool", on=domain.on, off=domain.off)
+    return entry
+
+
+def _knob(knob: Knob) -> dict[str, Any]:
+    entry = domain_entry(knob.domain)
     if knob.reference is not None:
         entry["default"] = knob.reference
     if knob.restart:

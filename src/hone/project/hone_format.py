@@ -33,7 +33,16 @@ from hone.project.model import (
     Workload,
 )
 from hone.project.yamlio import Node, NodeList, load_yaml
-from hone.space import Boolean, Categorical, Constraint, Domain, FloatRange, IntRange, Ordinal
+from hone.space import (
+    Boolean,
+    Categorical,
+    Constraint,
+    Domain,
+    FloatRange,
+    IntRange,
+    Ordinal,
+    Value,
+)
 from hone.space.domains import LIMIT
 from hone.workload.launch import LaunchSpec
 
@@ -99,7 +108,7 @@ def load_hone(path: Path) -> Project:
         directory=directory,
         sources=[path],
         workload=workload,
-        tuning=_tuning(doc.get("tuning"), doc),
+        tuning=_tuning(doc.get("tuning"), doc, knobs),
         constraints=constraints,
         hosts=hosts,
         groups=groups,
@@ -398,7 +407,27 @@ def _metrics(doc: Node, hosts: dict[str, Any], groups: dict[str, list[str]]) -> 
     return metrics
 
 
-def _tuning(node: Any, doc: Node) -> Tuning:
+def _start(node: Node, knobs: list[Knob]) -> list[dict[str, Value]]:
+    """`start`: configurations to measure first, each a mapping of some knobs to values."""
+    points = node.get("start")
+    if points is None:
+        return []
+    if not isinstance(points, list):
+        raise node.error("start", "must be a list of mappings from knob names to values")
+    domains = {k.name: k.domain for k in knobs}
+    found = []
+    for index, point in enumerate(points):
+        point = expect_mapping(point, node, "start")
+        if not point:
+            raise node.error("start", f"point {index + 1} names no knob")
+        for name in point:
+            if name not in domains:
+                raise point.error(name, f"start point {index + 1}: no knob named {name!r}")
+        found.append({name: _value(point, name, domains[name]) for name in point})
+    return found
+
+
+def _tuning(node: Any, doc: Node, knobs: list[Knob]) -> Tuning:
     if node is None:
         return Tuning()
     node = expect_mapping(node, doc, "tuning")
@@ -415,6 +444,7 @@ def _tuning(node: Any, doc: Node) -> Tuning:
             "objective",
             "seed",
             "select",
+            "start",
         ),
     )
     confirm = expect_mapping(node.get("confirm") or Node(), node, "confirm")
@@ -449,6 +479,7 @@ def _tuning(node: Any, doc: Node) -> Tuning:
         objective=objective,  # type: ignore[arg-type]
         seed=number(node, "seed", None, integer=True, high=2**32 - 1),
         feature_filter=select,
+        start=_start(node, knobs),
     )
     if tuning.budget < 1:
         raise node.error("budget", "must be at least 1")

@@ -155,6 +155,9 @@ class Tuning:
     objective: Literal["weighted", "atune"] = "weighted"
     seed: int | None = None
     feature_filter: FeatureFilter | None = None
+    #: Configurations measured first, in order, before the optimiser proposes any (a static
+    #: profile's values, say); each names some knobs, the others keep the baseline's values.
+    start: list[dict[str, Value]] = field(default_factory=list)
 
 
 @dataclass

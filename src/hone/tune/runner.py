@@ -32,7 +32,7 @@ from hone.errors import ActuationError, BenchmarkError, HoneError
 from hone.journal import Journal
 from hone.journal.settings import settings_locked
 from hone.knobs.shell import ShellActuator
-from hone.optimizers import make_optimizer
+from hone.optimizers import make_optimizer, start_first
 from hone.paths import state_dir
 from hone.project.model import Project
 from hone.space import Config, SearchSpace, Value
@@ -204,6 +204,8 @@ class Tuner:
             if space.feasible(run.config):
                 optimizer.tell(run.config, -run.score if run.score is not None else None)
         done = self._replay(history, optimizer)
+        # a profile's values (tuning.start) first; the other knobs keep the baseline's values
+        optimizer = start_first(optimizer, [{**baseline, **p} for p in self.project.tuning.start])
         self.reporter.phase("search", self.budget)
         self.stage = "search"
         selector = self.project.tuning.feature_filter

@@ -59,6 +59,9 @@ def check_project(
         f"confirm {tuning.confirm_candidates} candidates x {tuning.confirm_rounds} rounds, "
         f"apply {tuning.apply}"
     )
+    for index, point in enumerate(tuning.start, 1):
+        values = ", ".join(f"{name}={value}" for name, value in point.items())
+        console.print(f"measured first ({index}): {values}")
 
 
 def knob_table(knobs: list[Knob]) -> Table:

@@ -1,0 +1,32 @@
+/* A heap of MB megabytes, filled once, then read page by page at random until SECONDS pass:
+ * the large-heap case of huge pages (a TLB covers a few MB; this walks far beyond it). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv) {
+    size_t mb = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
+    double seconds = argc > 2 ? atof(argv[2]) : 5.0;
+    size_t size = mb << 20;
+    unsigned char *heap = malloc(size);
+    if (!heap) return 1;
+    memset(heap, 1, size);
+    uint64_t x = 88172645463325252ull, sum = 0;
+    double end = now() + seconds;
+    while (now() < end) {
+        for (int i = 0; i < 100000; i++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            sum += heap[x % size];
+        }
+    }
+    printf("%llu\n", (unsigned long long)sum);
+    return 0;
+}
