@@ -61,7 +61,7 @@ from hone.space import Config, SearchSpace
 
 WINDOW = 128  # points the model is trained on, at most
 REFIT_EVERY = 8  # trials between hyperparameter fits
-STARTS = 3  # space-filling points after the default (knob selection after 6 trials needs them)
+STARTS = 8  # space-filling points planned after the default; the first five are proposed
 GLOBAL = 256  # global random candidates per suggestion
 EXPLORE = 0.1  # proposals rank by gains beyond this many standard deviations of the values
 CLIMBS, CLIMB_STEPS = 3, 4  # candidates improved knob by knob, and steps each
@@ -130,8 +130,9 @@ class Auto(Optimizer):
             return first
         done = [o for o in self.history if o.value is not None]
         # While the history is short: after the default's three measurements this proposes
-        # two of the three design points, after one measurement all three (every figure in
-        # docs/optimizers.md is of this; a two-point design instead did worse on the 4-knob task).
+        # five of the eight design points, after one measurement six (two points, as before,
+        # left the model to lead from three distinct configurations: on tables it had never
+        # seen its first ten evaluations were worse than random rows; docs/optimizers.md).
         if self.design and len(self.history) <= len(self.design) + 3:
             # (a design point being measured elsewhere, in a batch, is skipped)
             while self.design and self.space.key(self.design[0]) in self.pending:
