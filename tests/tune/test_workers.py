@@ -89,6 +89,20 @@ def studies_json(url: str, home: Path) -> list[dict]:
     return json.loads(result.stdout)
 
 
+def wait_for(store: StudyStore, seconds: float, found: Any, failure: str) -> list:
+    """Poll the shared study until `found(trials)` returns a non-empty list, and return it."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        try:
+            trials = read_trials(store, store.find("shared"))
+        except Exception:  # the study is not there yet
+            continue
+        if result := found(trials):
+            return result
+    pytest.fail(failure)
+
+
 def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> None:
     names = ["w1", "w2", "w3"]
     folders = [machine(tmp_path, name, offset=10 * i) for i, name in enumerate(names)]
@@ -151,19 +165,13 @@ def test_a_killed_worker_leaves_its_trial_failed_and_restore_brings_its_knob_bac
     victim = start(victim_folder, postgres_url, "victim")
     survivor = start(survivor_folder, postgres_url, "survivor")
     store = StudyStore(postgres_url)
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline:  # the victim's first search trial, knob changed
-        time.sleep(0.1)
-        try:
-            trials = read_trials(store, store.find("shared"))
-        except Exception:  # the study is not there yet
-            continue
+
+    def victim_searching(trials: list) -> list:  # its first search trial, knob changed
         running = [t for t in trials if t.worker == "victim" and t.phase == "search"]
         changed = (victim_folder / "app.conf").read_text() != "level 0\n"
-        if running and running[-1].state == "running" and changed:
-            break
-    else:
-        pytest.fail("the victim never ran a search trial")
+        return running if running and running[-1].state == "running" and changed else []
+
+    running = wait_for(store, 40, victim_searching, "the victim never ran a search trial")
     # mid-trial, on a machine of the same kind other workers can see:
     during = next(s for s in summaries(store) if s["name"] == "shared#1")  # = studies --json
     victim_row = next(w for w in during["workers"] if w["id"] == "victim")
@@ -220,18 +228,12 @@ def test_a_confirming_worker_killed_is_replaced_and_the_winner_still_applied(
     folders = {n: machine(tmp_path, n, search_sleep=1.0) for n in names}
     procs = {n: start(folders[n], postgres_url, n) for n in names}
     store = StudyStore(postgres_url)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:  # the elected worker measuring a confirmation round
-        time.sleep(0.1)
-        try:
-            trials = read_trials(store, store.find("shared"))
-        except Exception:  # the study is not there yet
-            continue
-        confirming = [t for t in trials if t.phase == "confirm" and t.state == "running"]
-        if confirming:
-            break
-    else:
-        pytest.fail("no worker confirmed")
+    confirming = wait_for(  # the elected worker measuring a confirmation round
+        store,
+        90,
+        lambda trials: [t for t in trials if t.phase == "confirm" and t.state == "running"],
+        "no worker confirmed",
+    )
     victim = confirming[0].worker
     survivor = next(n for n in names if n != victim)
     os.killpg(procs[victim].pid, signal.SIGKILL)
