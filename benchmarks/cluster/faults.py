@@ -121,6 +121,15 @@ def kill(proc: subprocess.Popen) -> None:
     proc.communicate(timeout=30)
 
 
+def missed(name: str, proc: subprocess.Popen, gates: Gates) -> Outcome:
+    """A kill point the run never reached: stop it and keep the end of its output."""
+    if proc.poll() is None:
+        kill(proc)
+    out = proc.communicate(timeout=60)[0].decode()[-300:]
+    gates.release()
+    return Outcome(name, False, False, False, out)
+
+
 # -- a hone worker --------------------------------------------------------------------------
 
 
@@ -190,11 +199,7 @@ def worker_point(url: str, root: Path, point: str) -> Outcome:
     proc = start(home, *worker)
     reached = gates.wait(point, proc)
     if not reached:
-        if proc.poll() is None:
-            kill(proc)
-        out = proc.communicate(timeout=60)[0].decode()[-300:]
-        gates.release()
-        return Outcome(f"worker {point}", False, False, False, out)
+        return missed(f"worker {point}", proc, gates)
     kill(proc)
     changed = worker_state(folder) != original
     gates.release()
@@ -302,11 +307,7 @@ def controller_point(bed: Testbed, root: Path, point: str, home: Path | None = N
     proc = start(home, "tune", str(path))
     reached = gates.wait(gate, proc)
     if not reached:
-        if proc.poll() is None:
-            kill(proc)
-        out = proc.communicate(timeout=60)[0].decode()[-300:]
-        gates.release()
-        return Outcome(f"controller {point}", False, False, False, out)
+        return missed(f"controller {point}", proc, gates)
     said = ""
     if point == "sshd-stopped":
         bed.stop_sshd(2)
