@@ -25,10 +25,13 @@ from hone.tune.views import studies_table
 BUDGET = 6
 
 
-def machine(root: Path, name: str, search_sleep: float = 0.3, offset: int = 0) -> Path:
+def machine(
+    root: Path, name: str, search_sleep: float = 0.3, offset: int = 0, start: str = ""
+) -> Path:
     """A project folder whose knob is a key of app.conf (0 before tuning, outside the range,
     so every search trial changes it); the benchmark sleeps 0.3 s, `search_sleep` in search,
-    and scores `offset` more than on other machines (machines of one kind still differ)."""
+    and scores `offset` more than on other machines (machines of one kind still differ);
+    `start`: the tuning section's start points (YAML)."""
     folder = root / name
     folder.mkdir()
     (folder / "app.conf").write_text("level 0\n")
@@ -51,8 +54,9 @@ def machine(root: Path, name: str, search_sleep: float = 0.3, offset: int = 0) -
         benchmark: {command: python3 bench.py, timeout: 20}
         metrics:
           score: {pattern: 'score: (\\S+)', direction: maximize}
-        tuning: {engine: auto, baseline: 1, seed: 1}
+        tuning: {engine: auto, baseline: 1, seed: 1%s}
     """)
+        % (f", start: {start}" if start else "")
     )
     return folder
 
@@ -105,7 +109,11 @@ def wait_for(store: StudyStore, seconds: float, found: Any, failure: str) -> lis
 
 def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> None:
     names = ["w1", "w2", "w3"]
-    folders = [machine(tmp_path, name, offset=10 * i) for i, name in enumerate(names)]
+    # a profile's values as the start point: measured once, first, by one of the workers
+    start_point = "[{level: 3}]"
+    folders = [
+        machine(tmp_path, name, offset=10 * i, start=start_point) for i, name in enumerate(names)
+    ]
     procs = [start(folder, postgres_url, name) for folder, name in zip(folders, names, strict=True)]
     outputs = [finish(proc) for proc in procs]
     store = StudyStore(postgres_url)
@@ -114,6 +122,7 @@ def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> Non
     trials = read_trials(store, study)
     search = [t for t in trials if t.phase == "search"]
     assert len(search) == BUDGET and all(t.state == "complete" for t in search)
+    assert min(search, key=lambda t: t.number).config["level"] == 3  # the start point first
     baselines = [t for t in trials if t.phase == "baseline"]
     assert sorted(t.worker for t in baselines) == names  # a baseline on every machine
     assert all(t.score == 0.0 for t in baselines)  # each scored against its own baseline

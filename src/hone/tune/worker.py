@@ -29,8 +29,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from hone.errors import BenchmarkError, HoneError
 from hone.journal.settings import settings_locked
-from hone.optimizers import make_optimizer
-from hone.optimizers.base import Optimizer
+from hone.optimizers import make_optimizer, start_first
+from hone.optimizers.base import Optimizer, StartFirst
 from hone.project.model import Project
 from hone.space import Config, SearchSpace
 from hone.storage import StudyRecord, TrialRecord
@@ -172,6 +172,9 @@ class Worker(Tuner):
         for run in self._measure_baseline(study, space, baseline):
             if space.feasible(run.config) and run.score is not None:
                 optimizer.tell(run.config, -run.score)
+        # a profile's values (tuning.start) first, by whichever worker asks first: one measured
+        # or running elsewhere is known to every worker's optimiser and not asked again
+        optimizer = start_first(optimizer, [{**baseline, **p} for p in self.project.tuning.start])
         self.reporter.phase("search", self.budget)
         while True:
             claim = self._claim(study, space, optimizer)
@@ -260,7 +263,7 @@ class Worker(Tuner):
     # -- proposals -------------------------------------------------------------------------
 
     def _claim(
-        self, study: StudyRecord, space: SearchSpace, optimizer: Optimizer
+        self, study: StudyRecord, space: SearchSpace, optimizer: Optimizer | StartFirst
     ) -> tuple[int, int, Config] | str | None:
         """Fail lost trials, learn every finished one and propose the next configuration given
         those running elsewhere, then start its trial under the study's lock. WAIT when the
@@ -290,7 +293,9 @@ class Worker(Tuner):
             trial_id = self._start_trial(study, space, proposal, "search")
         return trial_id, counted + len(since) + 1, proposal
 
-    def _propose(self, trials: list[TrialRecord], optimizer: Optimizer) -> Config | str | None:
+    def _propose(
+        self, trials: list[TrialRecord], optimizer: Optimizer | StartFirst
+    ) -> Config | str | None:
         """Tell the optimiser the search trials finished since it last looked, and ask for
         one configuration given the running ones; WAIT or None once the budget is spent."""
         counted = [t for t in trials if t.phase == "search" and _counts(t)]
