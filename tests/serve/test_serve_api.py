@@ -64,6 +64,10 @@ def test_detail_trials_best_importance(server: Any) -> None:
     shares = server.get(f"/api/studies/{q('beta#1')}/importance")
     assert {s["knob"] for s in shares} == {"x", "mode"}
     assert sum(s["share"] for s in shares) == pytest.approx(1.0)
+    # each of the (at most three) leading knobs has its effect curve over its own values
+    x_curve = next(s["effect"] for s in shares if s["knob"] == "x")
+    assert len(x_curve) > 1 and all(0 <= p["value"] <= 10 for p in x_curve)
+    assert len({p["score"] for p in x_curve}) > 1
 
     # a project name means its newest study
     assert server.get("/api/studies/alpha")["name"] == "alpha#2"

@@ -86,6 +86,8 @@ def test_study_list_then_study_page_with_its_curve(page: Page, server: Any) -> N
     assert inked > 2000
     expect(page.locator("#parallel polyline")).to_have_count(len(scored))
     expect(page.locator("#importance text").first).to_be_visible()
+    expect(page.locator("#effects svg.effect")).to_have_count(2)  # x and mode
+    expect(page.locator("#effects svg.effect polyline").first).to_be_visible()
     why = server.get(f"/api/studies/{q('beta#1')}")["attrs"]["why"]  # a profile, or why not
     expect(page.locator("#why")).to_contain_text(why.get("missing") or why["text"])
     shot(page, "study-page")

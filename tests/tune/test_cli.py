@@ -25,11 +25,12 @@ def test_embedded_default_tunes_shows_reports_and_restores(tmp_path: Path, hone_
     shown = hone_cli("show", "compress")
     assert shown.returncode == 0
     assert "limit ratio >= 3.4 broken" in shown.stdout or "failed trial" not in shown.stdout
-    assert "importance" in shown.stdout
+    assert "importance" in shown.stdout and "effect of the knobs that matter" in shown.stdout
     report = tmp_path / "report.html"
     assert hone_cli("report", "compress", "-o", str(report)).returncode == 0
     html = report.read_text()
     assert html.count("<circle") >= 8 and "<script" not in html
+    assert "Effect of the knobs that matter" in html and "predicted score" in html
     studies = hone_cli("studies")
     assert "compress#1" in studies.stdout and "finished" in studies.stdout
     assert hone_cli("restore", "compress").returncode == 0

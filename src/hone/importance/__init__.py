@@ -17,18 +17,30 @@ from hone.optimizers.encoding import Encoder
 from hone.space import Config, SearchSpace
 
 
-def importance(space: SearchSpace, observations: Sequence[Observation]) -> dict[str, float]:
-    """Each knob's share of what explains the measured values (shares sum to 1)."""
+def fit(
+    space: SearchSpace, observations: Sequence[Observation]
+) -> tuple[Encoder, ExtraTreesRegressor, list[Config]] | None:
+    """The trees on the feasible measured configurations, with the encoder and those
+    configurations; None with fewer than 4 or when every value is the same."""
     done = [o for o in observations if o.value is not None and space.feasible(o.config)]
     if len(done) < 4:
-        return {}
+        return None
     encoder = Encoder(space)
     x = encoder.encode([o.config for o in done])
     y = np.array([o.value for o in done], dtype=float)
     if np.ptp(y) == 0:
-        return {}
+        return None
     model = ExtraTreesRegressor(n_estimators=100, min_samples_leaf=2, random_state=0)
     model.fit(x, y)
+    return encoder, model, [o.config for o in done]
+
+
+def importance(space: SearchSpace, observations: Sequence[Observation]) -> dict[str, float]:
+    """Each knob's share of what explains the measured values (shares sum to 1)."""
+    fitted = fit(space, observations)
+    if fitted is None:
+        return {}
+    encoder, model, _ = fitted
     shares: dict[str, float] = dict.fromkeys(space.names, 0.0)
     for (name, _), weight in zip(encoder.columns, model.feature_importances_, strict=True):
         shares[name] += float(weight)

@@ -1,5 +1,6 @@
 """`hone report STUDY`: one self-contained HTML file (no scripts, no network) with the
-best-so-far curve against the baseline band, every trial's value, the parameters and importance."""
+best-so-far curve against the baseline band, every trial's value, the parameters, the knobs'
+importance and effects."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hone.paths import state_dir
 from hone.report.svg import Series, chart
 from hone.storage import StudyStore
 from hone.tune.risk import gain_text, risk_lines
-from hone.tune.views import knob_importance
+from hone.tune.views import knob_insight
 
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem}
@@ -70,9 +71,9 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
             f"<td class=l>{escape(t.error or t.state)}</td></tr>"
         )
     head = "".join(f"<th>{escape(k)}</th>" for k in [*knob_names, *metric_names])
-    importance = knob_importance(attrs, trials)
+    insight = knob_insight(attrs, trials)
     importance_rows = "".join(
-        f"<tr><td class=l>{escape(k)}</td><td>{v:.1%}</td></tr>" for k, v in importance
+        f"<tr><td class=l>{escape(r['knob'])}</td><td>{r['share']:.1%}</td></tr>" for r in insight
     )
     gain = result.get("gain")
     summary = [
@@ -98,12 +99,33 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
 {_why_section(attrs.get("why"))}
 <h2>Progress</h2>{curve}
 <h2>Knob importance</h2><table><tr><th class=l>knob</th><th>share</th></tr>{importance_rows}</table>
+{_effects_section(insight)}
 <h2>Trials</h2><table>
 <tr><th>#</th><th class=l>phase</th>{head}<th>score</th><th class=l>state</th></tr>
 {"".join(rows)}</table></html>
 """
     path.write_text(html)
     return path
+
+
+def _effects_section(insight: list[dict]) -> str:
+    """Each leading knob's effect curve as a row of values over a row of predicted scores."""
+    tables = []
+    for row in insight:
+        if not row["effect"]:
+            continue
+        values = "".join(f"<th>{escape(str(p['value']))}</th>" for p in row["effect"])
+        scores = "".join(f"<td>{number(p['score'])}</td>" for p in row["effect"])
+        tables.append(
+            f"<table class=effect><tr><th class=l>{escape(row['knob'])}</th>{values}</tr>"
+            f"<tr><th class=l>predicted score</th>{scores}</tr></table>"
+        )
+    if not tables:
+        return ""
+    return (
+        "<h2>Effect of the knobs that matter</h2><p>The score the trials' model predicts at "
+        "each value, the other knobs as measured (partial dependence).</p>" + "".join(tables)
+    )
 
 
 def _why_section(why: dict | None) -> str:

@@ -21,7 +21,7 @@ from hone.serve.runs import RunManager
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING
 from hone.storage.summary import best_of, detail, read_trials, summaries, trial_dict
-from hone.tune.views import knob_importance
+from hone.tune.views import knob_insight
 
 router = APIRouter(prefix="/api", tags=["studies"])
 Store = Depends(store)
@@ -72,15 +72,16 @@ def get_best(name: str, db: StudyStore = Store) -> dict[str, Any]:
 
 @router.get("/studies/{name}/importance")
 def get_importance(name: str, request: Request, db: StudyStore = Store) -> list[dict[str, Any]]:
-    """Each knob's share of what explains the scores (empty with fewer than 4 finished trials)."""
+    """Each knob's share of what explains the scores, most important first, with the effect
+    curve of the first three (empty with fewer than 4 finished trials)."""
     study = find_study(db, name)
     key = (db.url, study.study_id, _fingerprint(db, study.study_id))
     cache = request.app.state.importance
     if key not in cache:
         if len(cache) > 100:
             cache.clear()
-        cache[key] = knob_importance(study.attrs, read_trials(db, study))
-    return [{"knob": knob, "share": share} for knob, share in cache[key]]
+        cache[key] = knob_insight(study.attrs, read_trials(db, study))
+    return cache[key]
 
 
 @router.get("/projects")

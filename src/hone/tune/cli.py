@@ -187,10 +187,11 @@ def show(
     storage: str = typer.Option(None, help="SQLAlchemy URL"),
     as_json: bool = JSON,
 ) -> None:
-    """Trial table, best, baseline, failures with reasons, knob importance."""
+    """Trial table, best, baseline, failures with reasons, knob importance and effects."""
     if as_json:
         from hone.storage import StudyStore
         from hone.storage.summary import best_of, detail, read_trials, trial_dict
+        from hone.tune.views import knob_insight
 
         store = StudyStore(storage)
         record = store.find(study)
@@ -200,6 +201,7 @@ def show(
                 "study": detail(store, record),
                 "best": best_of(record, trials),
                 "trials": [trial_dict(t) for t in trials],
+                "knobs": knob_insight(record.attrs, trials),
             }
         )
         return

@@ -14,12 +14,15 @@ from hone.project.load import load_project
 from hone.project.model import Knob, Metric
 from hone.project.yamlio import load_yaml
 from hone.space import SearchSpace
+from hone.space.domains import Value
 from hone.storage import StudyStore
 from hone.storage.store import TrialRecord
 from hone.storage.summary import summaries, workers_of
 from hone.tune.confirm import quality_text
 from hone.tune.risk import gain_text, risk_lines
 from hone.tune.why import lines as why_lines
+
+EFFECT_KNOBS = 3  # knobs whose effect curve is shown, most important first
 
 
 def check_project(
@@ -187,11 +190,18 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         console.print(f"[red]{len(failures)} failed trial(s)[/]:")
         for trial in failures:
             console.print(f"  #{trial.number} ({trial.phase}): {trial.error}")
-    importance = knob_importance(study.attrs, trials)
-    if importance:
+    insight = knob_insight(study.attrs, trials)
+    if insight:
         table = Table("knob", "importance")
-        for knob, share in importance:
-            table.add_row(knob, f"{share:.1%}")
+        for row in insight:
+            table.add_row(row["knob"], f"{row['share']:.1%}")
+        console.print(table)
+    curves = [row for row in insight if row["effect"]]
+    if curves:  # how the score moves along each knob that matters most
+        table = Table("knob", "value", "predicted score", title="effect of the knobs that matter")
+        for row in curves:
+            for point in row["effect"]:
+                table.add_row(row["knob"], str(point["value"]), number(point["score"]))
         console.print(table)
 
 
@@ -218,11 +228,50 @@ def trial_table(trials: list[TrialRecord]) -> Table:
 def knob_importance(attrs: dict, trials: list[TrialRecord]) -> list[tuple[str, float]]:
     """Each knob's share of what explains the scores of the finished trials."""
     from hone.importance import from_configs
+
+    scored = _scored(attrs, trials)
+    if scored is None:
+        return []
+    space, done = scored
+    return from_configs(space, [t.config for t in done], [t.score for t in done])
+
+
+def knob_effects(
+    attrs: dict, trials: list[TrialRecord], knobs: list[str]
+) -> dict[str, list[tuple[Value, float]]]:
+    """The effect curve (value, predicted score) of each of `knobs` (hone.importance.effects)."""
+    from hone.importance.effects import effect_curves
+
+    scored = _scored(attrs, trials)
+    if scored is None:
+        return {}
+    space, done = scored
+    known = [k for k in knobs if k in space.domains]
+    return effect_curves(space, [t.config for t in done], [t.score for t in done], known)
+
+
+def knob_insight(attrs: dict, trials: list[TrialRecord]) -> list[dict]:
+    """Knobs most important first, each with its share and, for the first EFFECT_KNOBS, its
+    effect curve: what `hone show`, the report and the web UI show."""
+    shares = knob_importance(attrs, trials)
+    curves = knob_effects(attrs, trials, [k for k, _ in shares[:EFFECT_KNOBS]])
+    return [
+        {
+            "knob": knob,
+            "share": share,
+            "effect": [{"value": v, "score": y} for v, y in curves.get(knob, [])],
+        }
+        for knob, share in shares
+    ]
+
+
+def _scored(attrs: dict, trials: list[TrialRecord]) -> tuple[SearchSpace, list[TrialRecord]] | None:
+    """The study's space and its finished, feasible trials with a score."""
     from hone.space.serialize import domain_from_dict
 
     domains = {n: domain_from_dict(d) for n, d in attrs.get("space", {}).items()}
     if not domains:
-        return []
+        return None
     space = SearchSpace(domains)
     done = [
         t
@@ -232,4 +281,4 @@ def knob_importance(attrs: dict, trials: list[TrialRecord]) -> list[tuple[str, f
         and set(domains) <= set(t.config)
         and space.feasible(t.config)
     ]
-    return from_configs(space, [t.config for t in done], [t.score for t in done])
+    return space, done

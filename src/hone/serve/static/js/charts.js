@@ -249,3 +249,37 @@ function shadeColour(t) {
   const c = light.map((l, i) => Math.round(l + (dark[i] - l) * t));
   return `rgb(${c[0]}, ${c[1]}, ${c[2]})`;
 }
+
+// One small line per knob with an effect curve: the score the trials' model predicts at each
+// value (partial dependence), values written under the points so categories read as well.
+export function effectCurves(el, shares) {
+  const curves = shares.filter((s) => s.effect && s.effect.length > 1);
+  const width = 300;
+  const height = 120;
+  const pad = { l: 56, r: 28, t: 20, b: 30 };
+  const drawings = curves.map((s) => {
+    const ys = s.effect.map((p) => p.score);
+    const lo = Math.min(...ys);
+    const span = Math.max(...ys) - lo || 1;
+    const x = (i) => pad.l + (i / (s.effect.length - 1)) * (width - pad.l - pad.r);
+    const y = (v) => height - pad.b - ((v - lo) / span) * (height - pad.t - pad.b);
+    const points = s.effect.map((p, i) => `${x(i).toFixed(1)},${y(p.score).toFixed(1)}`).join(" ");
+    const drawing = svg("svg", {
+      viewBox: `0 0 ${width} ${height}`,
+      class: "effect",
+      role: "img",
+      "aria-label": `effect of ${s.knob}`,
+    });
+    drawing.append(
+      svg("text", { x: pad.l, y: 13, class: "title" }, `${s.knob}: predicted score`),
+      svg("text", { x: pad.l - 6, y: y(lo + span) + 4, "text-anchor": "end" }, num(lo + span)),
+      svg("text", { x: pad.l - 6, y: y(lo) + 4, "text-anchor": "end" }, num(lo)),
+      svg("polyline", { points, class: "line" }),
+      ...s.effect.map((p, i) => svg("circle", { cx: x(i), cy: y(p.score), r: 3 }, svg("title", {}, `${p.value}: ${num(p.score)}`))),
+      ...s.effect.map((p, i) => svg("text", { x: x(i), y: height - 10, "text-anchor": "middle" }, String(p.value))),
+    );
+    return drawing;
+  });
+  el.replaceChildren(...drawings);
+  return drawings.length;
+}

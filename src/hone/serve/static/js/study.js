@@ -1,7 +1,7 @@
-// One study: summary and controls, curves against the baseline band, knob importance, parallel
-// coordinates, time per trial, and the trial table; all updated live while the study runs.
+// One study: summary and controls, curves against the baseline band, knob importance and effects,
+// parallel coordinates, time per trial, and the trial table; all updated live while the study runs.
 import { follow, get, post, studyPath } from "./api.js";
-import { importanceBars, parallelCoordinates, timeChart, trialChart } from "./charts.js";
+import { effectCurves, importanceBars, parallelCoordinates, timeChart, trialChart } from "./charts.js";
 import { DataTable } from "./table.js";
 import { clear, h, message, num, pct, stateBadge, when } from "./util.js";
 
@@ -23,13 +23,14 @@ export async function studyPage(main, name, { onLeave }) {
   const curve = h("div", { class: "chart", id: "trial-chart" });
   const time = h("div", { class: "chart", id: "time-chart" });
   const importance = h("div", { id: "importance" });
+  const effects = h("div", { id: "effects" });
   const why = h("section", { class: "card", id: "why", hidden: true });
   const parallel = h("div", { id: "parallel" });
   const tableBox = h("div", { id: "trials" });
   main.append(
     header,
     live,
-    h("div", { class: "grid two" }, best, h("section", { class: "card" }, h("h2", {}, "Knob importance"), importance)),
+    h("div", { class: "grid two" }, best, h("section", { class: "card" }, h("h2", {}, "Knob importance"), importance, effects)),
     why,
     h("section", { class: "card" }, h("h2", {}, "Search progress"), curve),
     h("section", { class: "card" }, h("h2", {}, "Configurations tried (parallel coordinates)"), parallel),
@@ -69,6 +70,7 @@ export async function studyPage(main, name, { onLeave }) {
       const shares = await get(studyPath(name, "/importance"));
       if (shares.length) importanceBars(importance, shares);
       else importance.replaceChildren(h("p", { class: "hint" }, "needs at least 4 finished trials with different scores"));
+      effects.dataset.curves = String(effectCurves(effects, shares));
     } catch (error) {
       importance.replaceChildren(h("p", { class: "message error" }, error.message));
     }
