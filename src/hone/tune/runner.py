@@ -713,14 +713,19 @@ class Tuner:
                 raise ActuationError(f"knob {knob.name}: {exc.message}") from None
             self.applied[knob.name] = value
             restart = restart or knob.restart
+        restarted_hosts: set[str] = set()
         if remote and self.cluster:
-            self.cluster.apply({n: self.project.knob(n).text(v) for n, v in remote.items()})
+            texts = {n: self.project.knob(n).text(v) for n, v in remote.items()}
+            restarted_hosts = self.cluster.apply(texts)
             self.applied.update(remote)
         if self.workload.managed and (restart or not self.restarted):
             self.workload.restart()
             self.restarted = self.fresh = True
-            if self.project.benchmark.warmup:
-                self._run_benchmark_once()
+        elif not restarted_hosts:
+            return
+        self.fresh = True
+        if self.project.benchmark.warmup:
+            self._run_benchmark_once()
 
     def _benchmark(self) -> dict[str, float]:
         started = time.monotonic()
