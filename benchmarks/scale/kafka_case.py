@@ -85,7 +85,7 @@ class Case:
             ready_timeout=120,
         )
 
-    def project(self, path: Path, records: int, tuning: str) -> Path:
+    def project(self, path: Path, records: int, tuning: str, warmup: bool = True) -> Path:
         pairs = zip(self.names(), self.hosts(), strict=True)
         flow = [f"{{name: {n}, address: {h.address}}}" for n, h in pairs]
         fields = {
@@ -98,6 +98,7 @@ class Case:
             "LIBS": str(self.libs),
             "RECORDS": str(records),
             "TUNING": tuning,
+            "WARMUP": "true" if warmup else "false",
         }
         text = (EXAMPLE / "hone.yaml.in").read_text()
         for key, value in fields.items():
@@ -194,11 +195,12 @@ def tune(
     confirm: str,
     options: tuple[str, ...] = (),
     limit: float = 3600,
+    warmup: bool = True,
 ) -> dict:
     """`hone tune` on the case's project (stopped with SIGTERM after `limit` seconds, so it
     still puts every host back); its study as `hone show --json` gives it."""
     tuning = f"{{budget: {budget}, baseline: {baseline}, confirm: {confirm}, seed: 1}}"
-    project = case.project(root / "hone.yaml", records, tuning)
+    project = case.project(root / "hone.yaml", records, tuning, warmup)
     env = {**os.environ, "HONE_HOME": str(root / "home")}
     src = str(Path(__file__).resolve().parents[2] / "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
