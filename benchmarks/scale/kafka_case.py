@@ -197,8 +197,10 @@ def tune(
     limit: float = 3600,
     warmup: bool = True,
 ) -> dict:
-    """`hone tune` on the case's project (stopped with SIGTERM after `limit` seconds, so it
-    still puts every host back); its study as `hone show --json` gives it."""
+    """`hone tune` on the case's project; its study as `hone show --json` gives it. The winner
+    is confirmed, never applied (`--apply never`): the bed is taken down next, and the shared
+    kernel's vm.* value must go back to what it was. Stopped with SIGTERM after `limit`
+    seconds, so it still puts every host back."""
     tuning = f"{{budget: {budget}, baseline: {baseline}, confirm: {confirm}, seed: 1}}"
     project = case.project(root / "hone.yaml", records, tuning, warmup)
     env = {**os.environ, "HONE_HOME": str(root / "home")}
@@ -207,7 +209,8 @@ def tune(
     hone = [sys.executable, "-m", "hone"]
     with (root / "tune.log").open("w") as log:
         proc = subprocess.Popen(
-            [*hone, "tune", str(project), "--no-why", *options], env=env, stdout=log,
+            [*hone, "tune", str(project), "--no-why", "--apply", "never", *options], env=env,
+            stdout=log,
             stderr=subprocess.STDOUT,
         )  # fmt: skip
         try:
