@@ -139,12 +139,16 @@ def _wait_ready(cluster: list[Broker], bootstrap: str, timeout: float = TIMEOUT)
     raise RuntimeError(f"the Kafka cluster at {bootstrap} is not up after {timeout:.0f} s")
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 3, replicas: int = 3, prefix=()):
+def create_topic(
+    bootstrap: str, topic: str, partitions: int = 3, replicas: int = 3, prefix=(), configs=None
+):
+    """The topic, with min.insync.replicas=2 and `configs` (retention, say)."""
+    extra = [a for k, v in (configs or {}).items() for a in ("--config", f"{k}={v}")]
     subprocess.run(
         [*prefix, *_java("-Xmx128m"), "org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
          bootstrap, "--create", "--if-not-exists", "--topic", topic, "--partitions",
          str(partitions), "--replication-factor", str(replicas),
-         "--config", "min.insync.replicas=2"],
+         "--config", "min.insync.replicas=2", *extra],
         check=True, capture_output=True, timeout=TIMEOUT,
     )  # fmt: skip
 

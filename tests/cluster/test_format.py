@@ -72,3 +72,57 @@ def test_hone_worker_refuses_a_cluster_project(tmp_path: Path, hone_cli, hone_ho
     assert result.returncode == 2, result.stdout + result.stderr
     assert "not with `hone worker`" in result.stderr and result.stderr.count("\n") == 1
     assert "Traceback" not in result.stderr
+
+
+WORKLOAD_HEAD = """name: c
+hosts:
+  brokers:
+    hosts: [b1, b2]
+    workload: {start: 'svc start', stop: 'svc stop', ready: 'svc ready', ready_timeout: 30}
+  clients: [c1]
+"""
+CONFIG_KNOB = (
+    "knobs:\n  k: {type: int, range: [1, 9], config: {file: /etc/b.conf, key: k}, group: %s}\n"
+)
+
+
+def test_a_group_workload_makes_its_config_knobs_restart(tmp_path: Path, hone_cli):
+    project = _load(tmp_path, WORKLOAD_HEAD + CONFIG_KNOB % "brokers" + TAIL)
+    workload = project.group_workloads["brokers"]
+    assert (workload.start, workload.ready_timeout) == ("svc start", 30.0)
+    assert project.knob("k").restart and project.groups["brokers"] == ["b1", "b2"]
+    on_clients = _load(tmp_path, WORKLOAD_HEAD + CONFIG_KNOB % "clients" + TAIL)
+    assert not on_clients.knob("k").restart  # no workload there: read by the next run
+    shown = hone_cli("check", str(tmp_path / "hone.yaml"))
+    assert shown.returncode == 0, shown.stderr
+    assert "group brokers: b1" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        (
+            WORKLOAD_HEAD.replace(", ready: 'svc ready'", "") + CONFIG_KNOB % "brokers",
+            5,
+            "missing required key 'ready'",
+        ),
+        (
+            WORKLOAD_HEAD
+            + "knobs:\n  k: {type: int, range: [1, 9], config: {file: /etc/b.conf, key: k},"
+            " group: clients, restart: true}\n",
+            8,
+            "group 'clients' has no workload",
+        ),
+        (
+            WORKLOAD_HEAD.replace("hosts: [b1, b2]", "hostz: [b1]") + CONFIG_KNOB % "brokers",
+            4,
+            "hostz",
+        ),
+    ],
+)
+def test_workload_mistakes_are_one_line(tmp_path: Path, text: str, line: int, words: str):
+    with pytest.raises(HoneError) as error:
+        _load(tmp_path, text + TAIL)
+    message = str(error.value)
+    assert words in message and "\n" not in message, message
+    assert f"hone.yaml:{line}:" in message, message

@@ -23,3 +23,35 @@ def test_both_formats_load(name: str) -> None:
         assert kernel, "every server example tunes at least one kernel knob"
         assert any(k.restart for k in hone.knobs), "and at least one knob needs a restart"
     assert len(atune.knobs) >= 3
+
+
+def test_the_kafka_cluster_template_loads_once_filled_in(tmp_path: Path) -> None:
+    """examples/kafka-cluster: broker settings restart the brokers, producer settings do not."""
+    (tmp_path / "key").write_text("")
+    (tmp_path / "known_hosts").write_text("")
+    fields = {
+        "IDENTITY": str(tmp_path / "key"),
+        "KNOWN_HOSTS": str(tmp_path / "known_hosts"),
+        "BROKERS": "[b1, b2, b3]",
+        "CLIENTS": "[c1]",
+        "EXAMPLE": "/opt/hone",
+        "DIR": "/srv/kafka",
+        "LIBS": "/opt/kafka/libs",
+        "RECORDS": "50000",
+        "TUNING": "{budget: 40}",
+        "WARMUP": "true",
+    }
+    text = (EXAMPLES / "kafka-cluster" / "hone.yaml.in").read_text()
+    for key, value in fields.items():
+        text = text.replace(f"@{key}@", value)
+    (tmp_path / "hone.yaml").write_text(text)
+    project = load_project(tmp_path / "hone.yaml")
+    restarts = {k.name for k in project.knobs if k.restart}
+    assert restarts == {
+        "num_network_threads", "num_io_threads", "socket_send_buffer_bytes",
+        "socket_receive_buffer_bytes",
+    }  # fmt: skip
+    assert project.knob("dirty_background_ratio").group == "brokers"
+    assert {project.knob(n).group for n in ("batch_size", "acks")} == {"clients"}
+    assert project.group_workloads["brokers"].ready.endswith("broker.sh ready /srv/kafka")
+    assert project.benchmark.host == "c1" and project.benchmark.warmup

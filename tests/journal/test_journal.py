@@ -57,3 +57,24 @@ def test_state_is_private(tmp_path: Path, monkeypatch) -> None:
     assert (home / "studies.db").stat().st_mode & 0o777 == 0o600
     Journal.for_project("p").begin()
     assert Journal.for_project("p").path.stat().st_mode & 0o077 == 0
+
+
+def test_a_workload_record_survives_until_its_restart_succeeds(tmp_path: Path) -> None:
+    from hone.journal import RestoreOutcome
+
+    journal = Journal.for_project_host("served", "h1")
+    conf = knob(tmp_path, "threads", "4")
+    journal.remember("threads", conf)
+    journal.remember_workload("web", {"name": "h1"}, {"start": "s"}, True)
+    journal.remember_workload("web", {"name": "h1"}, {"start": "other"}, False)  # first wins
+    assert journal.workloads()["web"]["running"] and "restarted" not in journal.workloads()["web"]
+    journal.mark_restarting("web")
+    journal.mark_restarting("web")  # once
+    assert [r["op"] for r in journal.records()].count("restarting") == 1
+    assert journal.workloads()["web"]["restarted"]
+    conf.apply("9")
+    failed = journal.restore(after=lambda: [RestoreOutcome("workload web", "", "not ready")])
+    assert conf.get() == "4" and not failed[-1].ok
+    assert journal.path.exists()  # kept: `hone restore` again once the workload can start
+    done = journal.restore(after=lambda: [RestoreOutcome("workload web", "restarted")])
+    assert all(o.ok for o in done) and not journal.path.exists()

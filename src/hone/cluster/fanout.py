@@ -5,7 +5,9 @@ journaled with fsync in that host's own journal. A change is a convergence per h
 parallel: write what differs from what was last read there, read it back (one ssh call). When any
 host fails, every host is brought back to the values it had before this change, from a fresh read
 (only what differs is written, so a host that changed nothing is left alone), and the change
-fails naming the host."""
+fails naming the host. A knob that needs a restart restarts its group's workload on the hosts
+where it was written; a failed restart is rolled back the same way, and those hosts restart
+again on their previous values."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from hone.cluster.remote import RemoteKnob, remote_knob, run_steps
 from hone.cluster.ssh import Host
+from hone.cluster.workload import HostWorkload, is_ready, restart, start
 from hone.errors import ActuationError, HoneError
 from hone.journal import Journal
 from hone.knobs import Actuator
@@ -28,14 +31,25 @@ class GroupKnob:
     name: str
     actuator: Actuator
     hosts: list[Host]
+    group: str = ""
+    #: A new value takes effect once the group's workload restarts on the host.
+    restart: bool = False
 
 
 class Cluster:
     """The hosts of a project, the knobs each holds, their journals and last known values."""
 
-    def __init__(self, project: str, knobs: Iterable[GroupKnob]) -> None:
+    def __init__(
+        self,
+        project: str,
+        knobs: Iterable[GroupKnob],
+        workloads: dict[str, HostWorkload] | None = None,
+    ) -> None:
         self.project = project
         self.knobs = list(knobs)
+        groups = {k.group for k in self.knobs}
+        #: The workloads of the groups that hold knobs (only those are ever restarted).
+        self.workloads = {g: w for g, w in (workloads or {}).items() if g in groups}
         self.hosts: dict[str, Host] = {h.name: h for k in self.knobs for h in k.hosts}
         self.remote: dict[str, RemoteKnob] = {k.name: remote_knob(k.actuator) for k in self.knobs}
         self.on_host: dict[str, list[str]] = {
@@ -47,6 +61,8 @@ class Cluster:
         #: host -> resource -> its text as last read there (a later write of a whole file
         #: checks the file still holds it): a trial costs one ssh call per host.
         self.raw: dict[str, dict[str, str]] = {h: {} for h in self.hosts}
+        #: (host, group) pairs whose workload this run has journaled as restarting.
+        self.marked: set[tuple[str, str]] = set()
 
     def actuators(self) -> list[Actuator]:
         """One actuator per knob and host (for the setting locks and the journal)."""
@@ -78,6 +94,19 @@ class Cluster:
             except ActuationError as exc:
                 raise ActuationError(f"knob {name} on {host.name}: {exc.message}") from None
         journal.remember_values(new)
+        for group in self._groups_of(host.name):
+            workload = self.workloads[group]
+            running = is_ready(host, workload)
+            journal.remember_workload(group, host.spec(), workload.spec(), running)
+            if not running:  # started for the run; `restore` stops it again
+                start(host, workload)
+
+    def _groups_of(self, host: str) -> list[str]:
+        """The groups with a workload that this host belongs to."""
+        return sorted(
+            {k.group for k in self.knobs if k.group in self.workloads}
+            & {k.group for k in self.knobs if any(h.name == host for h in k.hosts)}
+        )
 
     def baseline(self) -> dict[str, str]:
         """Each knob's value before tuning: its first host's journaled original."""
@@ -89,9 +118,11 @@ class Cluster:
 
     # -- changes ---------------------------------------------------------------------------
 
-    def apply(self, values: dict[str, str]) -> None:
+    def apply(self, values: dict[str, str]) -> set[str]:
         """Set these knobs on every host of their groups; all or nothing. A knob's baseline
-        value means each host's own original (hosts of a group may start different)."""
+        value means each host's own original (hosts of a group may start different). Where a
+        knob that needs a restart was written, the group's workload restarts on that host (only
+        there) and must be ready again. Returns the hosts restarted."""
         base = self.baseline()
         targets = {
             h: {n: self._own(h, n, v, base[n]) for n, v in values.items() if n in self.on_host[h]}
@@ -101,11 +132,21 @@ class Cluster:
         for name in targets:
             self.journals[name].require_on_disk()
         before = {h: {n: self.current[h].get(n) for n in t} for h, t in targets.items()}
-        failures = parallel(lambda h: self._converge(h, targets[h]), list(targets))
+        written: dict[str, set[str]] = {}
+
+        def converge(h: str) -> None:
+            written[h] = self._converge(h, targets[h])
+
+        failures = parallel(converge, list(targets))
+        restarts = {} if failures else self._restarts(written)
         if not failures:
-            return
+            failures = parallel(lambda h: self._restart(h, restarts[h]), list(restarts))
+            if not failures:
+                return set(restarts)
         back = {h: {n: v for n, v in b.items() if v is not None} for h, b in before.items()}
         undone = parallel(lambda h: self._converge(h, back[h], fresh=True), list(back))
+        if not undone:  # a host restarted on the new values runs the old ones again
+            undone = parallel(lambda h: self._restart(h, restarts[h]), list(restarts))
         first = next(iter(failures.values()))
         hosts = ", ".join(sorted(failures))
         if undone:
@@ -115,14 +156,35 @@ class Cluster:
             )
         raise ActuationError(f"{hosts}: {first}; every host rolled back to its previous values")
 
+    def _restarts(self, written: dict[str, set[str]]) -> dict[str, list[str]]:
+        """host -> the groups whose workload must restart there: a knob of the group that
+        needs a restart was written on that host."""
+        found: dict[str, list[str]] = {}
+        for host, names in written.items():
+            groups = {k.group for k in self.knobs if k.name in names and k.restart} & set(
+                self.workloads
+            )
+            if groups:
+                found[host] = sorted(groups)
+        return found
+
+    def _restart(self, host_name: str, groups: list[str]) -> None:
+        host = self.hosts[host_name]
+        for group in groups:
+            if (host_name, group) not in self.marked:
+                self.journals[host_name].mark_restarting(group)
+                self.marked.add((host_name, group))
+            restart(host, self.workloads[group])
+
     def _own(self, host: str, name: str, value: str, base: str) -> str:
         if self.remote[name].same(value, base):
             return self.journals[host].originals()[name].value
         return value
 
-    def _converge(self, host_name: str, targets: dict[str, str], fresh: bool = False) -> None:
+    def _converge(self, host_name: str, targets: dict[str, str], fresh: bool = False) -> set[str]:
         """Write what differs from what was last read there, and read it back: one ssh call
-        (two when a resource must be read first: `fresh`, or not read yet)."""
+        (two when a resource must be read first: `fresh`, or not read yet). Returns the knobs
+        whose resource was written."""
         host = self.hosts[host_name]
         knobs = {n: self.remote[n] for n in targets}
         resources = {k.resource.key: k.resource for k in knobs.values()}
@@ -139,7 +201,7 @@ class Cluster:
             knob.actuator.check_value(wanted)
             changed[key] = knob.edit(changed.get(key, raws[key]), wanted)
         if not changed:
-            return
+            return set()
         for name in targets:
             if knobs[name].resource.key in changed:
                 self.current[host_name].pop(name, None)  # unknown until read back
@@ -168,6 +230,7 @@ class Cluster:
                     f"knob {name}: wrote {wanted!r} but reads back {actual!r}", key=host.where()
                 )
             self.current[host_name][name] = wanted
+        return {n for n in targets if knobs[n].resource.key in changed}
 
     # -- reading ---------------------------------------------------------------------------
 

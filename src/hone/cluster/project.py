@@ -14,11 +14,17 @@ from hone.project.model import Project
 def cluster_of(project: Project) -> Cluster | None:
     """The cluster of the project's knobs on host groups; None when every knob is local."""
     knobs = [
-        GroupKnob(k.name, k.actuator, [project.hosts[h] for h in project.groups[k.group]])
+        GroupKnob(
+            k.name,
+            k.actuator,
+            [project.hosts[h] for h in project.groups[k.group]],
+            k.group,
+            k.restart,
+        )
         for k in project.knobs
         if k.group is not None
     ]
-    return Cluster(project.name, knobs) if knobs else None
+    return Cluster(project.name, knobs, project.group_workloads) if knobs else None
 
 
 def remote_benchmark(host: Host, command: str, timeout: float) -> shell.Result:

@@ -1,6 +1,7 @@
 """`hone restore` of a cluster project: the project's own journal, then every host's journal,
 all hosts at once. A host that cannot be reached keeps its journal (the others are archived), so
-running restore again once it is back finishes the job."""
+running restore again once it is back finishes the job. A host whose workload hone restarted
+gets it restarted once its originals are back, so it runs them again."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 from hone.cluster.fanout import parallel
 from hone.cluster.ssh import Host
+from hone.cluster.workload import HostWorkload, restart, stop
 from hone.errors import HoneError
 from hone.journal import Journal, RestoreOutcome
 
@@ -32,7 +34,7 @@ def restore_project(name: str, journal: Journal | None = None) -> list[HostOutco
         def one(host: str) -> None:
             journal = journals[host]
             _connect(journal)
-            found[host] = journal.restore()
+            found[host] = journal.restore(after=lambda: settle_workloads(journal))
 
         failed = parallel(one, list(journals))
         for host in sorted(journals):
@@ -40,6 +42,28 @@ def restore_project(name: str, journal: Journal | None = None) -> list[HostOutco
                 results.append(HostOutcome(host, RestoreOutcome("*", "", failed[host])))
             results.extend(HostOutcome(host, o) for o in found.get(host, []))
     return results
+
+
+def settle_workloads(journal: Journal) -> list[RestoreOutcome]:
+    """Once a host's originals are back: a workload hone restarted there is restarted again
+    (it runs the original values), one hone started (it was down) is stopped."""
+    outcomes = []
+    for group, record in sorted(journal.workloads().items()):
+        name = f"workload {group}"
+        if record["running"] and not record.get("restarted"):
+            continue
+        try:
+            host = Host.from_spec(record["host"])
+            workload = HostWorkload.from_spec(record["spec"])
+            if record["running"]:
+                restart(host, workload)
+            else:
+                stop(host, workload)
+        except (HoneError, TypeError, KeyError) as exc:
+            outcomes.append(RestoreOutcome(name, "", str(exc)))
+            continue
+        outcomes.append(RestoreOutcome(name, "restarted" if record["running"] else "stopped"))
+    return outcomes
 
 
 def has_changes(name: str) -> bool:

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +25,7 @@ from hone.journal.settings import settings_locked
 from hone.knobs import Actuator, actuator_from_spec
 from hone.paths import state_dir
 
-OPS = ("begin", "original", "end", "restored")
+OPS = ("begin", "original", "end", "restored", "workload", "restarting")
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,32 @@ class Journal:
         for name, actuator, value in new:
             known[name] = Original(name, actuator.spec(), value)
 
+    def remember_workload(
+        self, group: str, host: dict[str, Any], spec: dict[str, Any], running: bool
+    ) -> None:
+        """A host's workload of a group, as found before the first change (running or not),
+        so `restore` can leave it as it was; the first record of a group wins."""
+        if group not in self.workloads():
+            record = {"op": "workload", "group": group, "host": host, "spec": spec}
+            self._append({**record, "running": running})
+
+    def mark_restarting(self, group: str) -> None:
+        """Before hone first stops and starts a group's workload on this host: `restore` then
+        restarts it once the originals are back."""
+        known = self.workloads().get(group)
+        if known is not None and not known.get("restarted"):
+            self._append({"op": "restarting", "group": group})
+
+    def workloads(self) -> dict[str, dict[str, Any]]:
+        """group -> its `workload` record, with `restarted` set once hone restarted it."""
+        found: dict[str, dict[str, Any]] = {}
+        for record in self.records():
+            if record["op"] == "workload":
+                found.setdefault(record["group"], dict(record))
+            elif record["op"] == "restarting" and record.get("group") in found:
+                found[record["group"]]["restarted"] = True
+        return found
+
     def require_on_disk(self) -> None:
         """Refuse to change anything once the recorded originals have left the disk (the journal
         was archived or deleted under a running process): a change now could never be undone."""
@@ -201,16 +227,21 @@ class Journal:
 
     # -- restoring -------------------------------------------------------------------------
 
-    def restore(self) -> list[RestoreOutcome]:
-        """Put every recorded setting back, newest first; archive the journal when all succeed.
+    def restore(
+        self, after: Callable[[], list[RestoreOutcome]] | None = None
+    ) -> list[RestoreOutcome]:
+        """Put every recorded setting back, newest first, then run `after` (a host's workload
+        restarted on its original values); archive the journal when all succeed.
 
         Always under the scope's lock: a restore while a run of the scope is going would archive
         the originals that run still needs, and its next change would journal none."""
         with self.locked():
             children.stop_orphans()  # a set command of a killed run must not write after us
-            return self._restore()
+            return self._restore(after)
 
-    def _restore(self) -> list[RestoreOutcome]:
+    def _restore(
+        self, after: Callable[[], list[RestoreOutcome]] | None = None
+    ) -> list[RestoreOutcome]:
         outcomes = []
         built: list[tuple[Original, Actuator]] = []
         for original in reversed(list(self.originals().values())):
@@ -225,6 +256,8 @@ class Journal:
                     outcomes.append(RestoreOutcome(original.name, original.value))
                 except HoneError as exc:
                     outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
+        if after is not None and all(o.ok for o in outcomes):
+            outcomes += after()
         if all(o.ok for o in outcomes):
             try:
                 self._append({"op": "restored"})

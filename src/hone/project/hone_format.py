@@ -86,12 +86,13 @@ def load_hone(path: Path) -> Project:
     check_keys(doc, TOP_KEYS, required=("name", "knobs", "benchmark", "metrics"))
     directory = (path.parent / (text(doc, "directory") or ".")).resolve()
     workload = _workload(doc.get("workload"), doc)
-    hosts, groups = parse_hosts(doc, directory)
+    cluster = parse_hosts(doc, directory)
+    hosts, groups = cluster.hosts, cluster.groups
     knobs_node = expect_mapping(doc["knobs"], doc, "knobs")
     if not knobs_node:
         raise doc.error("knobs", "needs at least one knob")
     knobs = [
-        _knob(name, expect_mapping(spec, knobs_node, name), directory, workload)
+        _knob(name, expect_mapping(spec, knobs_node, name), directory, workload, cluster.workloads)
         for name, spec in knobs_node.items()
     ]
     constraints = _constraints(doc, {k.name for k in knobs})
@@ -112,6 +113,7 @@ def load_hone(path: Path) -> Project:
         constraints=constraints,
         hosts=hosts,
         groups=groups,
+        group_workloads=cluster.workloads,
     )
 
 
@@ -126,8 +128,6 @@ def _check_groups(node: Node, knobs: list[Knob], groups: dict[str, list[str]]) -
         if knob.group not in groups:
             known = ", ".join(groups) or "none: add a hosts section"
             raise spec.error("group", f"knob {knob.name!r}: no group {knob.group!r} ({known})")
-        if knob.restart:
-            raise spec.error("group", f"knob {knob.name!r}: a restart on hosts is not supported")
         try:
             remote_knob(knob.actuator)
         except ActuationError as exc:
@@ -187,7 +187,10 @@ def _workload(node: Any, doc: Node) -> Workload:
     )
 
 
-def _knob(name: str, node: Node, directory: Path, workload: Workload) -> Knob:
+def _knob(
+    name: str, node: Node, directory: Path, workload: Workload, on_hosts: dict[str, Any]
+) -> Knob:
+    """`on_hosts`: the groups that have a workload (a knob on one of them restarts that)."""
     kinds = [k for k in actuator_kinds() if k != "remote"]  # a group, not a kind, puts it there
     check_keys(node, (*DOMAIN_KEYS, *kinds))
     chosen = [k for k in kinds if k in node]
@@ -205,16 +208,19 @@ def _knob(name: str, node: Node, directory: Path, workload: Workload) -> Knob:
             chosen[0], f"knob {name!r}: its current value cannot be read; give it a default"
         )
     # Without a workload there is nothing to restart: the next benchmark run reads the value.
-    restart = boolean(node, "restart", actuator.needs_restart and workload.managed)
-    if restart and not workload.managed:
-        raise node.error(
-            "restart",
-            f"knob {name!r} needs a restart but the project has no "
-            "workload to restart (add workload: start/stop or process)",
+    group = text(node, "group")
+    managed = workload.managed if group is None else group in on_hosts
+    restart = boolean(node, "restart", actuator.needs_restart and managed)
+    if restart and not managed:
+        where = (
+            "the project has no workload to restart (add workload: start/stop or process)"
+            if group is None
+            else f"group {group!r} has no workload (add hosts: {group}: workload: start, "
+            "stop, ready)"
         )
+        raise node.error("restart", f"knob {name!r} needs a restart but {where}")
     description = text(node, "description") or ""
     risk = _risk(name, node, domain, actuator)
-    group = text(node, "group")
     return Knob(name, domain, actuator, restart, reference, description, risk, group)
 
 

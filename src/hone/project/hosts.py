@@ -6,32 +6,53 @@ against a known_hosts file (docs/cluster.md)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hone.cluster.ssh import HOST_NAME, Host
+from hone.cluster.workload import HostWorkload
 from hone.project.common import boolean, check_keys, expect_mapping, number, text
 from hone.project.yamlio import Node, NodeList
 
+WORKLOAD_KEYS = ("start", "stop", "ready", "ready_timeout")
 HOST_KEYS = ("name", "address", "user", "port", "identity", "known_hosts")
 SECRET_KEYS = ("password", "passphrase", "secret")
 _ADDRESS = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:_-]*")
 _USER = re.compile(r"[a-z_][a-z0-9_.-]*[$]?")
 
 
-def parse_hosts(doc: Node, directory: Path) -> tuple[dict[str, Host], dict[str, list[str]]]:
-    """Every host by name and every group's host names (empty when the project has none)."""
+@dataclass
+class Hosts:
+    """A project's hosts by name, each group's host names, and the groups' workloads."""
+
+    hosts: dict[str, Host] = field(default_factory=dict)
+    groups: dict[str, list[str]] = field(default_factory=dict)
+    workloads: dict[str, HostWorkload] = field(default_factory=dict)
+
+
+def parse_hosts(doc: Node, directory: Path) -> Hosts:
+    """Every host and group (empty when the project has none). A group is a list of hosts, or
+    a mapping of that list (`hosts`) and the `workload` run on each of them."""
     if doc.get("hosts") is None:
         if doc.get("ssh") is not None:
             raise doc.error("ssh", "ssh settings need a hosts section")
-        return {}, {}
+        return Hosts()
     defaults = _defaults(doc, directory)
     groups_node = expect_mapping(doc["hosts"], doc, "hosts")
     hosts: dict[str, Host] = {}
     groups: dict[str, list[str]] = {}
+    workloads: dict[str, HostWorkload] = {}
     for group, items in groups_node.items():
         if not HOST_NAME.fullmatch(group):
             raise groups_node.error(group, "a group name is letters, digits, '_' or '-'")
+        if isinstance(items, Node):
+            check_keys(items, ("hosts", "workload"), required=("hosts",))
+            if items.get("workload") is not None:
+                workloads[group] = _workload(expect_mapping(items["workload"], items, "workload"))
+            items_node, items = items, items["hosts"]
+            if not isinstance(items, NodeList) or not items:
+                raise items_node.error("hosts", f"group {group!r} needs a list of hosts")
         if not isinstance(items, NodeList) or not items:
             raise groups_node.error(group, f"group {group!r} needs a list of hosts")
         groups[group] = []
@@ -44,7 +65,18 @@ def parse_hosts(doc: Node, directory: Path) -> tuple[dict[str, Host], dict[str, 
             if host.name in groups[group]:
                 raise items.error(index, f"host {host.name!r} twice in group {group!r}")
             groups[group].append(host.name)
-    return hosts, groups
+    return Hosts(hosts, groups, workloads)
+
+
+def _workload(node: Node) -> HostWorkload:
+    """start, stop and ready are all needed: ready is how a restart is known to have worked."""
+    check_keys(node, WORKLOAD_KEYS, required=("start", "stop", "ready"))
+    return HostWorkload(
+        start=text(node, "start") or "",
+        stop=text(node, "stop") or "",
+        ready=text(node, "ready") or "",
+        ready_timeout=number(node, "ready_timeout", 60.0, low=1.0),
+    )
 
 
 def _defaults(doc: Node, directory: Path) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from hone.cluster.ssh import Host
+from hone.cluster.workload import HostWorkload
 from hone.knobs import Actuator
 from hone.knobs.risk import Risk
 from hone.space import Constraint, Domain, SearchSpace, Value
@@ -177,6 +178,8 @@ class Project:
     #: Cluster projects: every host by name, and every group's host names.
     hosts: dict[str, Host] = field(default_factory=dict)
     groups: dict[str, list[str]] = field(default_factory=dict)
+    #: A group's workload, (re)started on each of its hosts when a knob needs it.
+    group_workloads: dict[str, HostWorkload] = field(default_factory=dict)
 
     def knob(self, name: str) -> Knob:
         return next(k for k in self.knobs if k.name == name)

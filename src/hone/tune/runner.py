@@ -772,15 +772,21 @@ class Tuner:
                 raise ActuationError(f"knob {knob.name}: {exc.message}") from None
             self.applied[knob.name] = value
             restart = restart or knob.restart
+        restarted_hosts: set[str] = set()
         if remote and self.cluster:
-            self.cluster.apply({n: self.project.knob(n).text(v) for n, v in remote.items()})
+            texts = {n: self.project.knob(n).text(v) for n, v in remote.items()}
+            restarted_hosts = self.cluster.apply(texts)
             self.applied.update(remote)
         if self.workload.managed and (restart or not self.restarted):
             self.workload.restart()
-            self.restarted = self.fresh = True
-            self.restarts[self.stage] = self.restarts.get(self.stage, 0) + 1
-            if self.project.benchmark.warmup:
-                self._run_benchmark_once()
+            self.restarted = True
+        elif not restarted_hosts:
+            return
+        # one restart of the service, here or on the hosts where a restart knob was written
+        self.restarts[self.stage] = self.restarts.get(self.stage, 0) + 1
+        self.fresh = True
+        if self.project.benchmark.warmup:
+            self._run_benchmark_once()
 
     def _benchmark(self) -> dict[str, float]:
         started = time.monotonic()

@@ -53,6 +53,12 @@ def check_project(
     for group, names in loaded.groups.items():
         hosts = ", ".join(f"{n} ({loaded.hosts[n].target()})" for n in names)
         console.print(f"group {group}: {hosts}")
+        workload = loaded.group_workloads.get(group)
+        if workload is not None:
+            console.print(
+                f"  workload: start {workload.start!r}, stop {workload.stop!r}, ready "
+                f"{workload.ready!r} (within {workload.ready_timeout:g} s)"
+            )
     where = f" (on {loaded.benchmark.host})" if loaded.benchmark.host else ""
     console.print(f"benchmark{where}: {loaded.benchmark.command}")
     console.print(goal_text(loaded.metrics))
