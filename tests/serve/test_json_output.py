@@ -33,12 +33,13 @@ def test_studies_and_show_as_json_locally_and_remotely(server: Any) -> None:
     beta = next(s for s in local if s["name"] == "beta#1")
     assert beta["failures"] >= 1 and beta["state"] == "finished"
     shown = hone_json(server.home, "show", "beta#1")
-    assert set(shown) == {"study", "best", "trials"}
+    assert set(shown) == {"study", "best", "trials", "knobs"}
+    assert {k["knob"] for k in shown["knobs"]} == {"x", "mode"} and shown["knobs"][0]["effect"]
     assert shown["study"]["name"] == "beta#1" and len(shown["trials"]) == beta["trials"]
     assert any(t["state"] == "fail" and t["error"] for t in shown["trials"])
     env = {"HONE_TOKEN": server.token}
     remote = hone_json(server.home, "--server", server.url, "show", "beta#1", env=env)
-    assert remote["study"]["name"] == "beta#1"
+    assert remote["study"]["name"] == "beta#1" and remote["knobs"] == shown["knobs"]
     assert [t["number"] for t in remote["trials"]] == [t["number"] for t in shown["trials"]]
     listed = hone_json(server.home, "--server", server.url, "studies", env=env)
     assert [s["name"] for s in listed] == [s["name"] for s in local]

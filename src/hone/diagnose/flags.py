@@ -13,10 +13,9 @@ import shlex
 import time
 from pathlib import Path
 
-import yaml
-
 from hone.diagnose import catalogue
 from hone.diagnose.report import Diagnosis
+from hone.project.yamlio import dump_with_header
 
 SOURCES = {".c": "gcc", ".cc": "g++", ".cpp": "g++", ".cxx": "g++"}
 #: Portable ISA levels: a build for x86-64-v3 runs on every machine of that level (and under
@@ -152,6 +151,5 @@ def write(d: Diagnosis, folder: Path) -> Path:
             "# there with $flags (hone found no C or C++ source beside it), then: hone check .",
         ]
     path = folder / "hone.yaml"
-    body = yaml.safe_dump(project, sort_keys=False, default_flow_style=None, width=100)
-    path.write_text("\n".join(header) + "\n" + body)
+    path.write_text(dump_with_header(header, project))
     return path

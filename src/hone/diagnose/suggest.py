@@ -12,11 +12,10 @@ import shlex
 import time
 from pathlib import Path
 
-import yaml
-
 from hone.diagnose import catalogue
 from hone.diagnose.report import Diagnosis
 from hone.errors import HoneError
+from hone.project.yamlio import dump_with_header
 
 TIMER = (
     "python3 -c 'import subprocess, sys, time; t = time.perf_counter(); "
@@ -98,6 +97,5 @@ def write(d: Diagnosis, directory: str | Path) -> Path:
     if missing:
         header.append("# Left out (not on this machine):")
         header += [f"#   {s.name}: {s.reason}" for s in missing]
-    body = yaml.safe_dump(project, sort_keys=False, default_flow_style=None, width=100)
-    path.write_text("\n".join(header) + "\n" + body)
+    path.write_text(dump_with_header(header, project))
     return path

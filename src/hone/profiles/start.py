@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from hone.errors import ActuationError, HoneError
 from hone.knobs.sysctl import SysctlActuator
 from hone.knobs.sysfs import SysfsActuator
 from hone.profiles.library import Profile
+from hone.project.yamlio import dump_with_header
 from hone.space import Domain
 
 #: Applications hone knows by name, and the workload class (a built-in profile, hone-CLASS).
@@ -228,6 +227,5 @@ def write(
         header += ["# TODO: the benchmark is a placeholder. Replace its command with one that",
                    "# loads the workload and prints the metric, then: hone check ."]  # fmt: skip
     folder.mkdir(parents=True, exist_ok=True)
-    body = yaml.safe_dump(project, sort_keys=False, default_flow_style=None, width=100)
-    path.write_text("\n".join(header) + "\n" + body)
+    path.write_text(dump_with_header(header, project))
     return path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,12 @@ def load_yaml(path: Path) -> Any:
         raise HoneError(f"invalid YAML: {reason}", file=path, line=line) from None
     except yaml.YAMLError as exc:
         raise HoneError(f"invalid YAML: {' '.join(str(exc).split())}", file=path) from None
+
+
+def dump_with_header(header: list[str], data: dict[str, Any]) -> str:
+    """A YAML file hone writes: its comment lines, then the data. A comment may quote text that
+    holds line breaks (a diagnosed process's command line: a script given with `-c`); each is
+    kept on its line, or the rest would be read as YAML."""
+    lines = [re.sub(r"\s*[\r\n]+\s*", " ", line) for line in header]
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    return "\n".join(lines) + "\n" + body

@@ -162,7 +162,8 @@ def remote_show(
     best = client.get(study_path(study, "/best"))
     trials = client.get(study_path(study, "/trials"))
     if as_json:  # the same document as `hone show --json`
-        print_json({"study": info, "best": best, "trials": trials})
+        knobs = client.get(study_path(study, "/importance"))
+        print_json({"study": info, "best": best, "trials": trials, "knobs": knobs})
         return
     console = output_console()
     console.print(
