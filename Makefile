@@ -9,7 +9,7 @@ run: setup
 
 test: setup
 	.venv/bin/ruff check src tests benchmarks
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q --durations=20
 
 lint: setup
 	.venv/bin/ruff check src tests benchmarks
