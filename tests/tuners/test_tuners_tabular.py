@@ -63,14 +63,19 @@ def test_truths_failures_and_noise(tmp_path: Path) -> None:
 
 def test_harness_scores_the_deployed_configuration(tmp_path: Path) -> None:
     task = TabularTask(write_task(tmp_path))
-    result = run(task, "auto", seed=0, budget=12)
-    assert len(result.regrets) == 12 and len(result.ask_seconds) == 12
-    assert all(0.0 <= r <= 1.0 for r in result.regrets)
-    assert result.regrets[-1] <= result.regrets[0]
-    assert result.gaps[-1] < 0.01  # 16 configurations: auto finds the best within 12
-    # the best measured so far only improves, and auto deploys only what it has measured
-    assert result.measured == sorted(result.measured, reverse=True)
-    assert all(m <= g for m, g in zip(result.measured, result.gaps, strict=True))
+    found = 0
+    for seed in range(5):
+        result = run(task, "auto", seed=seed, budget=12)
+        assert len(result.regrets) == 12 and len(result.ask_seconds) == 12
+        assert all(0.0 <= r <= 1.0 for r in result.regrets)
+        assert result.regrets[-1] <= result.regrets[0]
+        # the best measured so far only improves, and auto deploys only what it has measured
+        assert result.measured == sorted(result.measured, reverse=True)
+        assert all(m <= g for m, g in zip(result.measured, result.gaps, strict=True))
+        found += result.gaps[-1] < 0.01
+    # 16 configurations, the best beside a cliff: auto finds it within 12 in 4 of 5 seeds (the
+    # fifth's failure model keeps it off the cliff's neighbour: docs/optimizers.md)
+    assert found >= 4, found
 
 
 def test_peers_run_past_the_size_of_a_small_grid(tmp_path: Path) -> None:

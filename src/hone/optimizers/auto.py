@@ -159,7 +159,7 @@ class Auto(Optimizer):
             mean, std = self._latent(units)
             odds = success(units)
             target = incumbent_mean - margin * self.model.std_y
-            return expected_improvement(mean, std, target) * np.where(odds < 0.5, 0.0, odds**2)
+            return expected_improvement(mean, std, target) * np.where(odds < 0.6, 0.0, odds**2)
 
         if not len(pool):  # every configuration measured: measure the most promising again
             return self._challenger(known, pool, score) or dict(incumbent)
