@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from cluster_bed import CONFIG, project_yaml
+from cluster_bed import CONFIG, kill_9_once, project_yaml
 
 from benchmarks.cluster.netns import Testbed
 from hone.cluster.project import cluster_of
@@ -77,18 +75,12 @@ def test_kill_9_of_the_controller_then_restore_brings_every_host_back(
     env = {**os.environ, "HONE_HOME": str(hone_home)}
     command = [sys.executable, "-m", "hone", "tune", str(path)]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while any(hosts.sysctl(i, "net.core.somaxconn") == "4096" for i in range(3)):
-            assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "no trial value reached every host"
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_9_once(
+        proc,
+        lambda: all(hosts.sysctl(i, "net.core.somaxconn") != "4096" for i in range(3)),
+        30,
+        "no trial value reached every host",
+    )
     assert all(hosts.sysctl(i, "net.core.somaxconn") != "4096" for i in range(3))
     done = subprocess.run(
         [sys.executable, "-m", "hone", "restore", "fanout"], env=env, capture_output=True,

@@ -4,16 +4,14 @@ namespace host that serves the config it read at start, so the restart is seen f
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_bed import CONFIG
+from cluster_bed import CONFIG, kill_9_once
 
 from benchmarks.cluster.netns import Testbed
 from hone.cluster.project import cluster_of
@@ -160,18 +158,12 @@ def test_kill_9_of_the_controller_then_restore_restarts_every_host_on_its_origin
         [sys.executable, "-m", "hone", "tune", str(served)], env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 40
-        while "threads = 4" in (_serving(hosts, 0) or "threads = 4"):
-            assert proc.poll() is None, proc.stdout.read().decode()[-2000:]  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "no trial's restart reached h1"
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_9_once(
+        proc,
+        lambda: "threads = 4" not in (_serving(hosts, 0) or "threads = 4"),
+        40,
+        "no trial's restart reached h1",
+    )
     assert "threads = 4" not in (_serving(hosts, 0) or "")
     done = subprocess.run(
         [sys.executable, "-m", "hone", "restore", "served"], env=env, capture_output=True,
