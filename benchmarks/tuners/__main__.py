@@ -112,7 +112,11 @@ def main() -> None:
     parser.add_argument("--save-runs", type=Path, help="keep the raw runs here (a pickle)")
     parser.add_argument("--from-runs", type=Path, help="rewrite the report from saved runs")
     parser.add_argument(
-        "--peers-from", type=Path, help="saved runs to take the tuners not rerun from"
+        "--peers-from",
+        type=Path,
+        action="append",
+        help="saved runs to take the tuners not rerun from (repeat it: runs made apart, "
+        "e.g. an expensive peer in a process of its own)",
     )
     args = parser.parse_args()
     promisetune = args.protocol == "promisetune"
@@ -173,7 +177,8 @@ def main() -> None:
     reran = None
     if args.peers_from:
         reran = tuners
-        tuners = _add_saved_peers(args.peers_from, tasks, tuners, results, seconds, args, budget)
+        for path in args.peers_from:
+            tuners = _add_saved_peers(path, tasks, tuners, results, seconds, args, budget)
     saved = {
         "command": " ".join(["python -m benchmarks.tuners", *sys.argv[1:]]),
         "tuners": tuners,
