@@ -83,7 +83,7 @@ def test_every_failure_kind_is_recorded_and_knobs_come_back(
     other = 10 if swappiness != 10 else 20
     project = load_project(make_project(tmp_path, sorted({swappiness, other})))
     Scripted.script = [{"mode": mode, "level": 5, "swappiness": other} for mode in MODES]
-    result = Tuner(project, Reporter(), TuneOptions()).run()
+    result = Tuner(project, Reporter(), TuneOptions(why=False)).run()
 
     store = StudyStore()
     trials = store.trials(store.find("loop-test"))
@@ -117,7 +117,7 @@ def test_winner_applied_then_restore_puts_everything_back(
         {"mode": "good", "level": 1, "swappiness": swappiness},
     ]
     reporter = AtuneReporter()
-    result = Tuner(project, reporter, TuneOptions(apply="auto", budget=2)).run()
+    result = Tuner(project, reporter, TuneOptions(apply="auto", budget=2, why=False)).run()
     reporter.finish(result)
     assert result.outcome == "applied", result.reason
     assert (tmp_path / "mode.txt").read_text().strip() == "better"
