@@ -333,14 +333,15 @@ def controller_point(bed: Testbed, root: Path, point: str, home: Path | None = N
 
 
 def run_points(points: list[str], log: Callable[[Outcome], None] = print) -> list[Outcome]:
-    from benchmarks.tune.workers import postgres
+    from benchmarks.tune.postgres import cluster
 
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="hone-faults-") as tmp:
         workers = [p.split(":", 1)[1] for p in points if p.startswith("worker:")]
         controllers = [p.split(":", 1)[1] for p in points if p.startswith("controller:")]
         if workers:
-            with postgres() as url:
+            with cluster() as server:
+                url = server.url
                 for i, point in enumerate(workers):
                     outcome = worker_point(url, Path(tmp) / f"w{i}", point)
                     _drop_studies(url)

@@ -15,49 +15,17 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+from benchmarks.tune.postgres import cluster
+
 IDEAL = {"a": 7, "b": 3, "c": 12, "d": 5}
-
-
-@contextmanager
-def postgres() -> Iterator[str]:
-    folder = Path(tempfile.mkdtemp(prefix="hone-bench-pg-"))
-    shutil.chown(folder, "postgres")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    run = ["runuser", "-u", "postgres", "--"]
-    data = folder / "data"
-    subprocess.run(
-        [*run, PG_BIN / "initdb", "-D", data, "-A", "trust", "-U", "postgres"],
-        check=True,
-        capture_output=True,
-    )
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1"
-    subprocess.run(
-        [*run, PG_BIN / "pg_ctl", "-D", data, "-w", "-l", folder / "log", "-o", options, "start"],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(
-            [*run, PG_BIN / "pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True
-        )
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def machine(folder: Path, name: str, sleep: float, trials: int, baseline: int) -> Path:
@@ -163,7 +131,8 @@ def main() -> None:
     parser.add_argument("--baseline", type=int, default=3)
     args = parser.parse_args()
     results: dict[int, dict[str, float]] = {}
-    with postgres() as url, tempfile.TemporaryDirectory() as tmp:
+    with cluster() as server, tempfile.TemporaryDirectory() as tmp:
+        url = server.url
         for workers in args.workers:
             results[workers] = run(url, Path(tmp), workers, args)
     one = results.get(1)

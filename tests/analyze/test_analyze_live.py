@@ -5,12 +5,14 @@ mapped profile as a transaction that `hone profile rollback` undoes."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from benchmarks.analyze.workloads import running
+from benchmarks.analyze.workloads import Workload, running
 from hone.analyze import analyze, default_model
+from hone.analyze.analysis import Analysis
 
 pytestmark = pytest.mark.slow
 
@@ -20,18 +22,31 @@ def model():
     return default_model()  # trained once, cached under ~/.cache/hone
 
 
+@pytest.fixture(scope="module")
+def analysed(model) -> Callable[[str], tuple[Workload, Analysis]]:
+    """A fresh instance of a workload analysed over the models' window (the default duration),
+    once per module: the tests of one workload share it."""
+    done: dict[str, tuple[Workload, Analysis]] = {}
+
+    def of(name: str) -> tuple[Workload, Analysis]:
+        if name not in done:
+            with running(name) as started:
+                done[name] = started, analyze(model=model)
+        return done[name]
+
+    return of
+
+
 @pytest.mark.parametrize("workload", ["sysbench-cpu", "fio", "redis", "nginx"])
-def test_fresh_instance_is_named_right(workload: str, model) -> None:
-    with running(workload) as started:
-        result = analyze(model=model)  # the default duration: the models' window
+def test_fresh_instance_is_named_right(workload: str, analysed) -> None:
+    started, result = analysed(workload)
     assert result.cls == started.cls, result.probabilities
     assert result.profile == f"hone-{started.cls}"
     assert result.features, "no feature behind the answer"
 
 
-def test_use_table_shows_the_disk_under_fio(model) -> None:
-    with running("fio"):
-        result = analyze(5, model=model)
+def test_use_table_shows_the_disk_under_fio(analysed) -> None:
+    _, result = analysed("fio")
     disk = next(r for r in result.resources if r.name.startswith("disk"))
     assert disk.utilisation > 5, disk
     assert "IOPS" in disk.utilisation_text and disk.saturation > 0

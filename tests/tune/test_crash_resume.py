@@ -12,14 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
+from swappiness_project import SWAPPINESS, write_project
 
 from hone.journal import Journal
 from hone.storage import StudyStore
 
-SWAPPINESS = Path("/proc/sys/vm/swappiness")
 
-
-def make_project(tmp_path: Path, values: list[int]) -> Path:
+def make_project(tmp_path: Path, swappiness: int) -> Path:
+    """level starts at 5; vm.swappiness is tried at its value and one other."""
+    values = sorted({swappiness, 1 if swappiness != 1 else 2})
     (tmp_path / "level.txt").write_text("5\n")
     (tmp_path / "bench.py").write_text(
         textwrap.dedent("""\
@@ -30,26 +31,15 @@ def make_project(tmp_path: Path, values: list[int]) -> Path:
         print(f"score: {1000 - (level - 7) ** 2 + swappiness / 100}")
     """)
     )
-    (tmp_path / "hone.yaml").write_text(
-        textwrap.dedent(f"""\
-        name: crash-test
-        knobs:
-          level:
-            type: int
-            range: [1, 9]
-            shell: {{get: cat level.txt, set: 'echo "$value" > level.txt'}}
-          swappiness:
-            type: ordinal
-            values: {values}
-            sysctl: vm.swappiness
-        benchmark: {{command: python3 bench.py, timeout: 20}}
-        metrics:
-          score: {{pattern: 'score: (\\S+)', direction: maximize}}
-        tuning: {{engine: random, budget: 8, baseline: 1, apply: never, seed: 3,
-                  confirm: {{candidates: 1, rounds: 2}}}}
-    """)
-    )
-    return tmp_path / "hone.yaml"
+    tuning = {"engine": "random", "budget": 8, "baseline": 1, "apply": "never", "seed": 3,
+              "confirm": {"candidates": 1, "rounds": 2}}  # fmt: skip
+    return write_project(tmp_path, "crash-test", values, timeout=20, tuning=tuning)
+
+
+def assert_back(folder: Path, swappiness: int) -> None:
+    """Both knobs hold their original values again."""
+    assert (folder / "level.txt").read_text().strip() == "5"
+    assert int(SWAPPINESS.read_text()) == swappiness
 
 
 def start_tune(project: Path, hone_home: Path) -> subprocess.Popen:
@@ -104,8 +94,7 @@ def finished_search(store: StudyStore) -> list:
 
 
 def test_restore_after_kill_9(tmp_path: Path, hone_home: Path, hone_cli, swappiness: int) -> None:
-    other = 1 if swappiness != 1 else 2
-    project = make_project(tmp_path, sorted({swappiness, other}))
+    project = make_project(tmp_path, swappiness)
     start_and_kill(project, hone_home, after_trials=2)
     journal = Journal.for_project("crash-test")
     assert journal.unfinished() is not None
@@ -113,21 +102,19 @@ def test_restore_after_kill_9(tmp_path: Path, hone_home: Path, hone_cli, swappin
 
     result = hone_cli("restore", "crash-test")
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "level.txt").read_text().strip() == "5"
-    assert int(SWAPPINESS.read_text()) == swappiness
+    assert_back(tmp_path, swappiness)
 
 
 def test_resume_after_kill_9_keeps_every_finished_trial(
     tmp_path: Path, hone_home: Path, hone_cli, swappiness: int
 ) -> None:
-    other = 1 if swappiness != 1 else 2
-    project = make_project(tmp_path, sorted({swappiness, other}))
+    project = make_project(tmp_path, swappiness)
     start_and_kill(project, hone_home, after_trials=3)
     store = StudyStore()
     before = {t.number: t.config for t in finished_search(store)}
     assert len(before) >= 3
 
-    result = hone_cli("tune", str(project), "--resume")
+    result = hone_cli("tune", str(project), "--resume", "--no-why")
     assert result.returncode == 0, result.stderr
     assert "did not finish" in result.stdout
     assert "interrupted trial(s) recorded as failed" in result.stdout
@@ -139,16 +126,14 @@ def test_resume_after_kill_9_keeps_every_finished_trial(
     assert any(t.error == "interrupted (hone was stopped)" for t in search)
     assert [s.name for s in store.studies()] == ["crash-test#1"]
     # apply: never, so the run itself put everything back at the end
-    assert (tmp_path / "level.txt").read_text().strip() == "5"
-    assert int(SWAPPINESS.read_text()) == swappiness
+    assert_back(tmp_path, swappiness)
 
 
 def test_restore_while_tune_runs_is_refused_and_keeps_the_originals(
     tmp_path: Path, hone_home: Path, hone_cli, swappiness: int
 ) -> None:
     """`hone restore` during a run would archive the originals the run still needs."""
-    other = 1 if swappiness != 1 else 2
-    project = make_project(tmp_path, sorted({swappiness, other}))
+    project = make_project(tmp_path, swappiness)
     proc = start_tune(project, hone_home)
     try:
         wait_for_trials(proc, 1)
@@ -161,8 +146,7 @@ def test_restore_while_tune_runs_is_refused_and_keeps_the_originals(
         kill(proc)
     result = hone_cli("restore", "crash-test")
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "level.txt").read_text().strip() == "5"
-    assert int(SWAPPINESS.read_text()) == swappiness
+    assert_back(tmp_path, swappiness)
 
 
 def test_a_set_command_of_a_killed_run_never_writes_after_restore(
@@ -214,9 +198,8 @@ def test_two_projects_never_change_one_setting_at_once(
     tmp_path: Path, hone_home: Path, hone_cli, swappiness: int
 ) -> None:
     """The second would journal the first's trial value as its original."""
-    other = 1 if swappiness != 1 else 2
     (tmp_path / "first").mkdir()
-    first = make_project(tmp_path / "first", sorted({swappiness, other}))
+    first = make_project(tmp_path / "first", swappiness)
     second = tmp_path / "second"
     second.mkdir()
     text = first.read_text().replace("name: crash-test", "name: second-project")

@@ -41,7 +41,7 @@ print(f"ops: {{3_000_000 / (time.perf_counter() - started):.0f}}")
 def test_a_placebo_never_wins(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PLACEBO_SEED", str(seed))
     path = write_project(tmp_path, confirm="{candidates: 2, rounds: 3}")
-    result = Tuner(load_project(path), Reporter(), TuneOptions()).run()
+    result = Tuner(load_project(path), Reporter(), TuneOptions(why=False)).run()
     assert result.outcome == "restored", result.reason
     assert (tmp_path / "placebo.conf").read_text() == "placebo = one\n"
     quality = StudyStore().find("placebo").attrs["quality"]
@@ -55,7 +55,7 @@ def test_min_detectable_raises_rounds_or_stops_before_any_change(
     monkeypatch.setenv("PLACEBO_SEED", "7")
     path = write_project(tmp_path, budget=1, confirm="{candidates: 1, rounds: 3}")
     with pytest.raises(HoneError) as caught:
-        Tuner(load_project(path), Reporter(), TuneOptions(min_detectable=1.0)).run()
+        Tuner(load_project(path), Reporter(), TuneOptions(min_detectable=1.0, why=False)).run()
     message = str(caught.value)
     assert message.startswith("stopped before any change") and "--max-repeats" in message
     store = StudyStore()
@@ -63,7 +63,7 @@ def test_min_detectable_raises_rounds_or_stops_before_any_change(
     assert {t.phase for t in trials} == {"baseline"}  # no knob was ever changed
     assert (tmp_path / "placebo.conf").read_text() == "placebo = one\n"
 
-    Tuner(load_project(path), Reporter(), TuneOptions(min_detectable=12.0)).run()
+    Tuner(load_project(path), Reporter(), TuneOptions(min_detectable=12.0, why=False)).run()
     quality = store.find("placebo").attrs["quality"]
     assert quality["min_detectable"] == 12.0
     assert 3 < quality["rounds"] <= 10 and quality["detectable"] <= 12.0
@@ -74,7 +74,7 @@ def test_a_cpu_hog_mid_study_is_seen_and_measured_again(
 ) -> None:
     monkeypatch.setenv("HOG_AT", "5")  # trials 1-3 are the baseline, 4 on the search
     path = write_project(tmp_path, HOG_BENCH, budget=3, confirm="{candidates: 1, rounds: 2}")
-    result = Tuner(load_project(path), Reporter(), TuneOptions(apply="never")).run()
+    result = Tuner(load_project(path), Reporter(), TuneOptions(apply="never", why=False)).run()
     trials = StudyStore().trials(StudyStore().find("placebo"))
     assert all({"load1", "steal_pct", "others_cpu"} <= set(t.machine or {}) for t in trials)
     hogged = trials[4]  # the fifth reading (ITERATION 5)

@@ -100,6 +100,7 @@ def test_sqlite_risky_winner_needs_allow_risk(
         "2",
         "--max-repeats",
         "3",
+        "--no-why",  # the winner's profile is test_why's subject
     ]
     held = hone_cli(*args)
     assert held.returncode == 0, held.stderr

@@ -43,7 +43,7 @@ def test_only_the_knob_that_matters_is_searched_after_selection(tmp_path: Path) 
         )
     )
     reporter = Notes()
-    result = Tuner(load_project(tmp_path / "hone.yaml"), reporter, TuneOptions()).run()
+    result = Tuner(load_project(tmp_path / "hone.yaml"), reporter, TuneOptions(why=False)).run()
     kept = [note for note in reporter.notes if note.startswith("kept")]
     assert kept == ["kept the 1 knobs that matter most: a"]
     store = StudyStore()

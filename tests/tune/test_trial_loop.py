@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from swappiness_project import SWAPPINESS, write_project
 
 from hone.journal import Journal
 from hone.optimizers.base import Optimizer, register
@@ -16,8 +17,6 @@ from hone.project import load_project
 from hone.storage import StudyStore
 from hone.tune.console import AtuneReporter, Reporter
 from hone.tune.runner import TuneOptions, Tuner
-
-SWAPPINESS = Path("/proc/sys/vm/swappiness")
 
 MODES = ["good", "better", "setfail", "startfail", "exit", "timeout", "nometric", "nan", "limit"]
 
@@ -59,38 +58,23 @@ def make_project(tmp_path: Path, swappiness_values: list[int]) -> Path:
         print(f"latency: {9 if mode == 'limit' else 1}")
     """)
     )
-    project = tmp_path / "hone.yaml"
-    project.write_text(
-        textwrap.dedent(f"""\
-        name: loop-test
-        workload:
-          start: 'test "$(cat mode.txt)" != startfail'
-          stop: "true"
-        knobs:
-          mode:
-            type: categorical
-            values: {MODES}
-            restart: true
-            shell:
-              get: cat mode.txt
-              set: 'test "$value" != setfail && printf "%s\\n" "$value" > mode.txt'
-          level:
-            type: int
-            range: [1, 9]
-            shell: {{get: cat level.txt, set: 'echo "$value" > level.txt'}}
-          swappiness:
-            type: ordinal
-            values: {swappiness_values}
-            sysctl: vm.swappiness
-        benchmark: {{command: python3 bench.py, timeout: 2}}
-        metrics:
-          score: {{pattern: 'score: (\\S+)', direction: maximize}}
-          latency: {{pattern: 'latency: (\\S+)', direction: minimize, weight: 0, limit: "<= 5"}}
-        tuning: {{engine: scripted-test, budget: 9, baseline: 2, apply: never,
-                  confirm: {{candidates: 2, rounds: 2}}}}
-    """)
-    )
-    return project
+    mode = {
+        "type": "categorical",
+        "values": MODES,
+        "restart": True,
+        "shell": {
+            "get": "cat mode.txt",
+            "set": 'test "$value" != setfail && printf "%s\\n" "$value" > mode.txt',
+        },
+    }
+    latency = {"pattern": r"latency: (\S+)", "direction": "minimize", "weight": 0, "limit": "<= 5"}
+    tuning = {"engine": "scripted-test", "budget": 9, "baseline": 2, "apply": "never",
+              "confirm": {"candidates": 2, "rounds": 2}}  # fmt: skip
+    return write_project(
+        tmp_path, "loop-test", swappiness_values, timeout=2, tuning=tuning,
+        workload={"start": 'test "$(cat mode.txt)" != startfail', "stop": "true"},
+        knobs={"mode": mode}, metrics={"latency": latency},
+    )  # fmt: skip
 
 
 def test_every_failure_kind_is_recorded_and_knobs_come_back(
@@ -99,7 +83,7 @@ def test_every_failure_kind_is_recorded_and_knobs_come_back(
     other = 10 if swappiness != 10 else 20
     project = load_project(make_project(tmp_path, sorted({swappiness, other})))
     Scripted.script = [{"mode": mode, "level": 5, "swappiness": other} for mode in MODES]
-    result = Tuner(project, Reporter(), TuneOptions()).run()
+    result = Tuner(project, Reporter(), TuneOptions(why=False)).run()
 
     store = StudyStore()
     trials = store.trials(store.find("loop-test"))
@@ -133,7 +117,7 @@ def test_winner_applied_then_restore_puts_everything_back(
         {"mode": "good", "level": 1, "swappiness": swappiness},
     ]
     reporter = AtuneReporter()
-    result = Tuner(project, reporter, TuneOptions(apply="auto", budget=2)).run()
+    result = Tuner(project, reporter, TuneOptions(apply="auto", budget=2, why=False)).run()
     reporter.finish(result)
     assert result.outcome == "applied", result.reason
     assert (tmp_path / "mode.txt").read_text().strip() == "better"

@@ -1,0 +1,47 @@
+"""Measure a grid of settings of a real program into a tabular tuner task (format:
+shared/spec/tabular-tasks.md): one module per program, and the walk over the grid they share."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import os
+import random
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+TASKS = Path(__file__).resolve().parents[1] / "tasks"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def walk_grid(
+    grid: dict[str, list[Any]],
+    name: str,
+    metric: str,
+    reps: int,
+    measure: Callable[[dict[str, Any]], float | None],
+) -> None:
+    """Every configuration of `grid` measured `reps` times into tasks/NAME.csv, each repetition
+    in a new random order (so repeated measurements of a configuration are minutes apart); a
+    failed measurement is an empty `metric`, and every row records the 1-minute load average."""
+    configs = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
+    rng = random.Random(0)
+    TASKS.mkdir(exist_ok=True)
+    with open(TASKS / f"{name}.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*grid, metric, "rep", "load1"])
+        for rep in range(reps):
+            order = configs[:]
+            rng.shuffle(order)
+            for config in order:
+                value = measure(config)
+                load = f"{os.getloadavg()[0]:.2f}"
+                writer.writerow([*config.values(), "" if value is None else value, rep, load])
+                handle.flush()

@@ -9,18 +9,16 @@ configuration are taken minutes apart; every row records the 1-minute load avera
 from __future__ import annotations
 
 import argparse
-import csv
-import itertools
 import os
-import random
 import re
 import subprocess
 import tempfile
 from pathlib import Path
 
+from benchmarks.tuners.measure import TASKS, walk_grid
+
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "gcc-flags"
-TASKS = Path(__file__).resolve().parents[1] / "tasks"
 GRID = {
     "opt": ["-O1", "-O2", "-O3", "-Os"],
     "march": ["x86-64", "x86-64-v2", "x86-64-v3"],
@@ -54,25 +52,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    configs = [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
-    rng = random.Random(0)
-    TASKS.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         subprocess.run(["cp", "-r", str(EXAMPLE), str(workdir / "example")], check=True)
-        with open(TASKS / "gcc-flags.csv", "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow([*GRID, "seconds", "rep", "load1"])
-            for rep in range(args.reps):
-                order = configs[:]
-                rng.shuffle(order)
-                for config in order:
-                    seconds = measure(config, workdir)
-                    load1 = os.getloadavg()[0]
-                    writer.writerow(
-                        [*config.values(), "" if seconds is None else seconds, rep, f"{load1:.2f}"]
-                    )
-                    handle.flush()
+        walk_grid(GRID, "gcc-flags", "seconds", args.reps, lambda c: measure(c, workdir))
     knobs = "\n".join(
         f"  {name}: {{type: {'bool' if isinstance(values[0], bool) else 'categorical'}, "
         f"values: {[v if isinstance(v, bool) else str(v) for v in values]}}}".replace("'", '"')

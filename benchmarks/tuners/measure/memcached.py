@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
-import itertools
 import os
-import random
 import re
 import signal
 import socket
@@ -24,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-TASKS = Path(__file__).resolve().parents[1] / "tasks"
+from benchmarks.tuners.measure import TASKS, free_port, walk_grid
+
 GRID = {
     "threads": [1, 2, 4, 8],
     "reqs_per_event": [1, 20, 200],
@@ -32,12 +30,6 @@ GRID = {
     "max_conns": [16, 1024],
 }
 CLIENT_CONNECTIONS = 32
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def stop(pidfile: Path) -> None:
@@ -92,22 +84,10 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=2)
     args = parser.parse_args()
-    configs = [dict(zip(GRID, v, strict=True)) for v in itertools.product(*GRID.values())]
-    rng = random.Random(0)
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        open(TASKS / "memcached.csv", "w", newline="") as handle,
-    ):
-        writer = csv.writer(handle)
-        writer.writerow([*GRID, "tps", "rep", "load1"])
-        for rep in range(args.reps):
-            order = configs[:]
-            rng.shuffle(order)
-            for config in order:
-                tps = measure(config, Path(tmp), args.seconds)
-                load = f"{os.getloadavg()[0]:.2f}"
-                writer.writerow([*config.values(), "" if tps is None else tps, rep, load])
-                handle.flush()
+    with tempfile.TemporaryDirectory() as tmp:
+        walk_grid(
+            GRID, "memcached", "tps", args.reps, lambda c: measure(c, Path(tmp), args.seconds)
+        )
     (TASKS / "memcached.yaml").write_text(
         f"# memcached 1.6 under memcaslap -T 2 -c {CLIENT_CONNECTIONS} ({args.seconds} s per "
         "measurement);\n# measured by benchmarks/tuners/measure/memcached.py\n"

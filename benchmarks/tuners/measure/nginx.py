@@ -9,34 +9,24 @@ repetition walks the grid in a new random order; every row records the load aver
 from __future__ import annotations
 
 import argparse
-import csv
-import itertools
 import os
-import random
 import re
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.tuners.measure import TASKS, free_port, walk_grid
 from hone.knobs import actuator_from_spec
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "nginx"
-TASKS = Path(__file__).resolve().parents[1] / "tasks"
 GRID = {
     "worker_processes": [1, 2, 4],
     "worker_connections": [256, 1024, 4096],
     "keepalive_requests": [10, 100, 10000],
     "sendfile": ["on", "off"],
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def measure(config: dict, env: dict, seconds: int) -> float | None:
@@ -70,8 +60,6 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=3)
     args = parser.parse_args()
-    configs = [dict(zip(GRID, v, strict=True)) for v in itertools.product(*GRID.values())]
-    rng = random.Random(0)
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)  # nginx's workers run as nobody: a private directory serves 403s
         env = {
@@ -82,23 +70,7 @@ def main() -> None:
         }
         subprocess.run(["sh", str(EXAMPLE / "setup.sh")], env=env, check=True)
         try:
-            with open(TASKS / "nginx.csv", "w", newline="") as handle:
-                writer = csv.writer(handle)
-                writer.writerow([*GRID, "rps", "rep", "load1"])
-                for rep in range(args.reps):
-                    order = configs[:]
-                    rng.shuffle(order)
-                    for config in order:
-                        rps = measure(config, env, args.seconds)
-                        writer.writerow(
-                            [
-                                *config.values(),
-                                "" if rps is None else rps,
-                                rep,
-                                f"{os.getloadavg()[0]:.2f}",
-                            ]
-                        )
-                        handle.flush()
+            walk_grid(GRID, "nginx", "rps", args.reps, lambda c: measure(c, env, args.seconds))
         finally:
             subprocess.run(["sh", str(EXAMPLE / "stop.sh")], env=env, check=False)
     (TASKS / "nginx.yaml").write_text(

@@ -25,13 +25,13 @@ def _models_dir() -> Path:
 
 
 def _model(name: str):  # type: ignore[no-untyped-def]
-    from hone.analyze.model import load
-
     path = Path(name)
     if not path.suffix:
         path = _models_dir() / f"{name}.pkl"
         if not path.exists():
             raise HoneError(f"no model named {name!r}: train one with `hone train`")
+    from hone.analyze.model import load
+
     return load(path)
 
 
@@ -54,13 +54,14 @@ def analyze_command(
     as_json: bool = typer.Option(False, "--json", help="the analysis as JSON"),
 ) -> None:
     """Sample the machine, name the workload class and its bottleneck (USE)."""
-    from hone.analyze import analysis as analysis_module
-
     if interval <= 0:
         raise HoneError("--interval must be above 0")
     if not 0 <= min_confidence <= 1:
         raise HoneError("--min-confidence must be between 0 and 1")
     chosen = None if model is None else _model(model)
+    # the classifier's scikit-learn takes a second to import: bad options are answered first
+    from hone.analyze import analysis as analysis_module
+
     result = analysis_module.analyze(duration, interval, model=chosen, name=model or "default")
     if not as_json:
         _print(result)
@@ -149,7 +150,6 @@ def train_command(
     """Train a workload classifier from labelled CSV files (workload.type / workload.appname)."""
     from hone import profiles as profiles_module
     from hone.analyze.dataset import builtin_runs, csv_files, load_runs
-    from hone.analyze.model import fit, save
 
     if "/" in name or not name or name.startswith("."):
         raise HoneError(f"model name {name!r} must not be empty or contain '/'")
@@ -166,6 +166,8 @@ def train_command(
     unknown = set(mapping) - {r.cls for r in runs}
     if unknown:
         raise HoneError(f"--profile names classes not in the data: {', '.join(sorted(unknown))}")
+    from hone.analyze.model import fit, save  # scikit-learn: imported once the input is good
+
     model = fit(runs, mapping, hardware=hardware)
     target = output or _models_dir() / f"{name}.pkl"
     save(model, target)

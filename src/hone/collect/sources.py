@@ -195,36 +195,31 @@ def _parse_task_stat(pid: int, text: str) -> Task | None:
 
 def read_tasks() -> dict[int, Task]:
     """Every process's CPU ticks from /proc/PID/stat (a process may vanish while scanning)."""
-    tasks: dict[int, Task] = {}
-    for entry in os.scandir(PROC):
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = _read(f"/proc/{entry.name}/stat")
-        except OSError:
-            continue
-        task = _parse_task_stat(int(entry.name), text)
-        if task is not None:
-            tasks[task.pid] = task
-    return tasks
+    return _read_stats(PROC, [entry.name for entry in os.scandir(PROC) if entry.name.isdigit()])
 
 
 def read_threads(pid: int) -> dict[int, Task]:
     """The threads of one process, each with its own CPU ticks."""
-    threads: dict[int, Task] = {}
+    folder = PROC / str(pid) / "task"
     try:
-        entries = list(os.scandir(f"/proc/{pid}/task"))
+        names = [entry.name for entry in os.scandir(folder)]
     except OSError:
-        return threads
-    for entry in entries:
+        return {}
+    return _read_stats(folder, names)
+
+
+def _read_stats(folder: Path, names: list[str]) -> dict[int, Task]:
+    """The tasks of folder/NAME/stat by id; one that ended meanwhile is left out."""
+    tasks: dict[int, Task] = {}
+    for name in names:
         try:
-            text = _read(f"/proc/{pid}/task/{entry.name}/stat")
+            text = _read(folder / name / "stat")
         except OSError:
             continue
-        task = _parse_task_stat(int(entry.name), text)
+        task = _parse_task_stat(int(name), text)
         if task is not None:
-            threads[task.pid] = task
-    return threads
+            tasks[task.pid] = task
+    return tasks
 
 
 def read_context_switches(pid: int) -> tuple[int, int] | None:

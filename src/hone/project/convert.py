@@ -25,16 +25,12 @@ def to_hone_yaml(project: Project, destination: Path | None = None) -> str:
     doc["directory"] = directory
     workload = project.workload
     if workload.start or workload.stop:
-        doc["workload"] = {
-            k: v
-            for k, v in {
-                "start": workload.start,
-                "stop": workload.stop,
-                "ready": workload.ready,
-                "keep_running": not workload.owned,
-            }.items()
-            if v is not None
-        }
+        doc["workload"] = _given(
+            start=workload.start,
+            stop=workload.stop,
+            ready=workload.ready,
+            keep_running=not workload.owned,
+        )
     doc["knobs"] = {knob.name: _knob(knob) for knob in project.knobs}
     if project.constraints:
         doc["constraints"] = [c.expression for c in project.constraints]
@@ -49,19 +45,20 @@ def to_hone_yaml(project: Project, destination: Path | None = None) -> str:
         for m in project.metrics
     }
     tuning = project.tuning
-    doc["tuning"] = {
-        k: v
-        for k, v in {
-            "engine": tuning.engine,
-            "budget": tuning.budget,
-            "baseline": tuning.baseline_repeats,
-            "random_starts": tuning.random_starts,
-            "split_count": tuning.split_count,
-            "objective": tuning.objective,
-        }.items()
-        if v is not None
-    }
+    doc["tuning"] = _given(
+        engine=tuning.engine,
+        budget=tuning.budget,
+        baseline=tuning.baseline_repeats,
+        random_starts=tuning.random_starts,
+        split_count=tuning.split_count,
+        objective=tuning.objective,
+    )
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """The fields that have a value (None: the format's default, left out)."""
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def domain_entry(domain: Domain) -> dict[str, Any]:

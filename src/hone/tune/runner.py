@@ -89,6 +89,10 @@ class Measurement:
         return self.error is None and self.score is not None
 
 
+#: Baseline readings not recorded yet: (trial id, reading).
+Pending = list[tuple[int, Measurement]]
+
+
 @dataclass
 class TuneResult:
     study: str
@@ -252,14 +256,7 @@ class Tuner:
         self.reporter.phase("baseline", self.baseline_repeats)
         self.stage = "baseline"
         self._apply(baseline)
-        pending: list[tuple[int, Measurement]] = []
-        for _ in range(self.baseline_repeats - len(runs)):
-            trial_id, run = self._run(study, space, baseline, "baseline")
-            if run.error:
-                self._finish_trial(trial_id, run)
-                self.reporter.trial(0, 0, run)
-            else:
-                pending.append((trial_id, run))
+        pending = self._baseline_readings(study, space, baseline, self.baseline_repeats - len(runs))
         # a slow first reading after the start is a warm-up whatever else the machine did
         pending, warm = self._drop_warmup(study, space, baseline, runs, pending)
         pending, disturbed = self._recheck_baseline(study, space, baseline, runs, pending)
@@ -293,14 +290,29 @@ class Tuner:
             )
         return ok
 
+    def _baseline_readings(
+        self, study: StudyRecord, space: SearchSpace, baseline: Config, count: int
+    ) -> Pending:
+        """`count` readings of the baseline: a failed one is recorded at once, the others are
+        returned to be scored once the whole baseline is known."""
+        pending: Pending = []
+        for _ in range(count):
+            trial_id, run = self._run(study, space, baseline, "baseline")
+            if run.error:
+                self._finish_trial(trial_id, run)
+                self.reporter.trial(0, 0, run)
+            else:
+                pending.append((trial_id, run))
+        return pending
+
     def _recheck_baseline(
         self,
         study: StudyRecord,
         space: SearchSpace,
         baseline: Config,
         earlier: list[Measurement],
-        pending: list[tuple[int, Measurement]],
-    ) -> tuple[list[tuple[int, Measurement]], list[tuple[int, Measurement]]]:
+        pending: Pending,
+    ) -> tuple[Pending, Pending]:
         """The machine's usual background is the others' median CPU use over the baseline;
         a baseline reading well above it is measured again once."""
         self.quiet = Quiet.of([r.machine for r in earlier] + [run.machine for _, run in pending])
@@ -314,11 +326,7 @@ class Tuner:
                 continue
             disturbed.append((trial_id, run))
             self._note_disturbed(run)
-            again_id, again = self._run(study, space, baseline, "baseline")
-            if again.error:
-                self._finish_trial(again_id, again)
-            else:
-                kept.append((again_id, again))
+            self._measure_again(study, space, baseline, kept)
         return kept, disturbed
 
     def _drop_warmup(
@@ -327,8 +335,8 @@ class Tuner:
         space: SearchSpace,
         baseline: Config,
         earlier: list[Measurement],
-        pending: list[tuple[int, Measurement]],
-    ) -> tuple[list[tuple[int, Measurement]], list[tuple[int, Measurement]]]:
+        pending: Pending,
+    ) -> tuple[Pending, Pending]:
         """The first baseline reading after the workload started, against the others: a
         warm-up transient (warmup.outlier) is left out and measured again once."""
         first = next(((i, r) for i, r in pending if r.after_restart), None)
@@ -342,12 +350,19 @@ class Tuner:
         self.warmups += 1
         self.reporter.note(f"warm-up reading after a restart ({reason}): left out, measured again")
         kept = [(i, r) for i, r in pending if r is not first[1]]
+        self._measure_again(study, space, baseline, kept)
+        return kept, [first]
+
+    def _measure_again(
+        self, study: StudyRecord, space: SearchSpace, baseline: Config, kept: Pending
+    ) -> None:
+        """One more baseline reading in place of one left out: kept for the baseline, or
+        recorded at once when it failed."""
         again_id, again = self._run(study, space, baseline, "baseline")
         if again.error:
             self._finish_trial(again_id, again)
         else:
             kept.append((again_id, again))
-        return kept, [first]
 
     def _note_disturbed(self, run: Measurement) -> None:
         self.disturbed += 1

@@ -1,4 +1,7 @@
-"""Statistics for confirming a winner: paired differences within interleaved rounds."""
+"""Statistics for confirming a winner: paired differences within interleaved rounds.
+
+scipy.stats is imported where a quantile is needed: it takes half a second, and `hone show`,
+`hone studies` and the other views import this module only to print gains already computed."""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,13 @@ class Gain:
             f"{self.mean:+.1f} % ± {self.half_width:.1f} % "
             f"({self.level:.4g} %, {self.rounds} rounds)"
         )
+
+
+def _t_quantile(q: float, df: int) -> float:
+    """The q-quantile of Student's t with `df` degrees of freedom."""
+    from scipy import stats
+
+    return float(stats.t.ppf(q, df))
 
 
 def paired_gain(
@@ -61,13 +70,13 @@ def paired_gain(
     quantile = 1 - (1 - level / 100.0) / 2
     df = len(diffs) - 1
     variance = float(diffs.var(ddof=1))
-    half = stats.t.ppf(quantile, df) * np.sqrt(variance / len(diffs))
+    half = _t_quantile(quantile, df) * np.sqrt(variance / len(diffs))
     spread, spread_df = baseline_noise
     if spread > 0 and spread_df > 0:
         scale = float(np.mean([abs(c / b) for c, b in pairs])) if relative else 1.0
         prior = 2.0 * (spread * scale) ** 2
         pooled = (df * variance + spread_df * prior) / (df + spread_df)
-        half = max(half, stats.t.ppf(quantile, df + spread_df) * np.sqrt(pooled / len(diffs)))
+        half = max(half, _t_quantile(quantile, df + spread_df) * np.sqrt(pooled / len(diffs)))
     return Gain(float(diffs.mean()), float(half), len(diffs), level)
 
 
@@ -80,7 +89,7 @@ def detectable_gain(cv: float, rounds: int, level: float = 95.0, power: float = 
     df = rounds - 1
     quantile = 1 - (1 - level / 100.0) / 2
     spread = np.sqrt(2.0) * cv / np.sqrt(rounds)
-    return float((stats.t.ppf(quantile, df) + stats.t.ppf(power, df)) * spread)
+    return float((_t_quantile(quantile, df) + _t_quantile(power, df)) * spread)
 
 
 def noise(values: Sequence[float]) -> float:

@@ -400,14 +400,7 @@ class Worker(Tuner):
         """This machine's baseline: its raw scores set the zero of every score it stores."""
         self.reporter.phase("baseline", self.baseline_repeats)
         self._apply(baseline)
-        measured: list[tuple[int, Measurement]] = []
-        for _ in range(self.baseline_repeats):
-            trial_id, run = self._run(study, space, baseline, "baseline")
-            if run.error:
-                self._finish_trial(trial_id, run)
-                self.reporter.trial(0, 0, run)
-            else:
-                measured.append((trial_id, run))
+        measured = self._baseline_readings(study, space, baseline, self.baseline_repeats)
         if not measured:
             raise BenchmarkError(f"every baseline run failed; the last: {self.last_error}")
         self.objective.set_baseline([run.metrics for _, run in measured])
