@@ -1,6 +1,7 @@
 """Every engine: proposes feasible configurations in the domains, keeps numeric order, learns
 from failures; `auto` finds a better configuration than random search on a noisy problem and
-explores when its first trials look like noise."""
+explores when its first trials look like noise, and deploys the best reading of a benchmark
+whose readings never vary."""
 
 from __future__ import annotations
 
@@ -201,3 +202,31 @@ def test_auto_batches_stay_diverse_when_it_measures_again() -> None:
             assert len({task.space.key(c) for c in batch}) == 4, batch
             for config in batch:
                 measure(config)
+
+
+def test_auto_deploys_the_best_reading_of_a_deterministic_benchmark() -> None:
+    s = space()
+    optimizer = make_optimizer("auto", s, seed=0, budget=30)
+    for _ in range(3):
+        optimizer.tell(s.default(), noisy(s.default(), None))
+    assert optimizer.exact  # the default read the same three times
+    for _ in range(30):
+        config = optimizer.ask()
+        optimizer.tell(config, noisy(config, None))
+    assert optimizer.exact
+    done = [o for o in optimizer.history if o.value is not None]
+    assert optimizer.recommend() == min(done, key=lambda o: o.value).config
+
+
+def test_one_repeat_that_differs_ends_the_deterministic_mode_for_good() -> None:
+    s = SearchSpace({"x": IntRange(0, 10)}, defaults={"x": 5})
+    optimizer = make_optimizer("auto", s, seed=0)
+    for _ in range(3):  # a measured table can give the default's readings from one row
+        optimizer.tell({"x": 5}, 1.0)
+    optimizer.tell({"x": 2}, 0.5)
+    assert optimizer.exact
+    optimizer.tell({"x": 2}, 0.7)
+    assert not optimizer.exact
+    for _ in range(2):
+        optimizer.tell({"x": 8}, 0.9)
+    assert not optimizer.exact
