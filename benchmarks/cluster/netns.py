@@ -57,6 +57,10 @@ class Testbed:
     def namespace(self, i: int) -> str:
         return f"{self.tag}-{i}"
 
+    def veth(self, i: int) -> str:
+        """Host i's end of its link in this namespace (the other end is its eth0)."""
+        return f"{self.tag}v{i}"
+
     def address(self, i: int) -> str:
         return f"{self.subnet}.{i + 2}"
 
@@ -107,7 +111,7 @@ class Testbed:
         self.known_hosts.write_text("".join(known))
 
     def _host(self, i: int) -> str:
-        ns, veth = self.namespace(i), f"{self.tag}v{i}"
+        ns, veth = self.namespace(i), self.veth(i)
         folder = self.root / "hosts" / self.name(i)
         self.data(i).mkdir(parents=True, exist_ok=True)
         host_key = folder / "host_key"
@@ -201,10 +205,21 @@ class Testbed:
     # -- removing ---------------------------------------------------------------------------
 
     def down(self) -> None:
+        """Stop every host and remove its namespace, link and bridge. Processes still in a
+        namespace (a workload a test left running) are killed first, and each veth is deleted
+        from this side: a namespace lives on while anything runs in it, and so does its
+        veth, whose name the next bed of this process would take."""
         for pid in self.pids:
             if pid:
                 _kill_tree(pid)
         for i in range(self.count):
+            left = subprocess.run(
+                ["ip", "netns", "pids", self.namespace(i)], capture_output=True, text=True
+            )
+            for pid in left.stdout.split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+            subprocess.run(["ip", "link", "del", self.veth(i)], capture_output=True)
             subprocess.run(["ip", "netns", "del", self.namespace(i)], capture_output=True)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
         self.pids = []
