@@ -23,6 +23,9 @@
   share of its uncertainty one reading resolves): on a grid of a few dozen configurations, what
   is left unmeasured late in a study is poor or failing, and a near-optimum with one unlucky
   reading is worth more.
+- A benchmark whose repeats read exactly the same is deterministic (a code size, a simulation,
+  a table without noise): there a reading is the truth, so the margin goes and the best reading
+  is deployed, until a repeat differs.
 - It recommends the measured configuration with the best posterior mean plus one standard
   deviation: never the luckiest reading, and a configuration measured once must be clearly
   better than the thrice-measured default to replace it.
