@@ -221,6 +221,9 @@ def test_auto_deploys_the_best_reading_of_a_deterministic_benchmark() -> None:
 def test_one_repeat_that_differs_ends_the_deterministic_mode_for_good() -> None:
     s = SearchSpace({"x": IntRange(0, 10)}, defaults={"x": 5})
     optimizer = make_optimizer("auto", s, seed=0)
+    optimizer.tell({"x": 7}, None)
+    optimizer.tell({"x": 7}, 0.3)  # a failure and then a reading: no repeat that agrees
+    assert not optimizer.exact
     for _ in range(3):  # a measured table can give the default's readings from one row
         optimizer.tell({"x": 5}, 1.0)
     optimizer.tell({"x": 2}, 0.5)

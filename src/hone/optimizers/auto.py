@@ -259,11 +259,14 @@ class Auto(Optimizer):
         super().tell(config, value)
         key = self.space.key(config)
         self.measured[key] += 1
-        if value is None:
+        if value is None or self.agreed is None:  # a failure is no reading to agree with
             return
-        first = self.first_reading.setdefault(key, value)
-        if self.measured[key] > 1 and self.agreed is not None:
-            self.agreed = self.agreed | {key} if value == first else None
+        if key not in self.first_reading:
+            self.first_reading[key] = value
+        elif value == self.first_reading[key]:
+            self.agreed.add(key)
+        else:
+            self.agreed = None
 
     @property
     def exact(self) -> bool:
