@@ -178,7 +178,10 @@ def main() -> None:
     if args.peers_from:
         reran = tuners
         for path in args.peers_from:
-            tuners = _add_saved_peers(path, tasks, tuners, results, seconds, args, budget)
+            tuners = _add_saved_peers(path, tasks, reran, tuners, results, seconds, args, budget)
+        absent = sorted({t.name for t in tasks for p in tuners if (t.name, p) not in results})
+        if absent:
+            sys.exit(f"--peers-from: no saved runs of {', '.join(absent)}")
     saved = {
         "command": " ".join(["python -m benchmarks.tuners", *sys.argv[1:]]),
         "tuners": tuners,
@@ -212,9 +215,11 @@ def _table(task: Task) -> str | None:
     return task.table.name if isinstance(task, PoolTask) else None
 
 
-def _add_saved_peers(path: Path, tasks, tuners, results, seconds, args, budget) -> list[str]:
-    """Merge saved runs of the tuners not rerun (same tasks, seeds and budget): a change to one
-    tuner is then judged against the same peer runs in minutes, not the suite's half hour."""
+def _add_saved_peers(path: Path, tasks, reran, tuners, results, seconds, args, budget) -> list[str]:
+    """Merge saved runs of the tuners not rerun (same seeds and budget): a change to one
+    tuner is then judged against the same peer runs in minutes, not the suite's half hour.
+    Files made apart may hold different tasks (tasks added to the suite later); every task of
+    the run must be in one of them."""
     saved = pickle.loads(path.read_bytes())
     if (saved["seeds"], saved["budget"]) != (args.seeds, budget):
         sys.exit(
@@ -222,15 +227,13 @@ def _add_saved_peers(path: Path, tasks, tuners, results, seconds, args, budget) 
             f"this run has {args.seeds}, {budget}"
         )
     names = {t.name for t in tasks}
-    missing = names - set(saved["tasks"])
-    if missing:
-        sys.exit(f"{path}: no saved runs of {', '.join(sorted(missing))}")
-    peers = [t for t in saved["tuners"] if t not in tuners]
+    peers = [t for t in saved["tuners"] if t not in reran]
     for (task, tuner), runs in saved["results"].items():
         if tuner in peers and task in names:
             results[task, tuner] = runs
-    seconds.update({t: saved["seconds"][t] for t in peers})
-    return tuners + peers
+    for peer in peers:
+        seconds[peer] = seconds.get(peer, 0.0) + saved["seconds"][peer]
+    return tuners + [p for p in peers if p not in tuners]
 
 
 def write_report(

@@ -149,3 +149,28 @@ def test_a_rerun_takes_the_peers_from_saved_runs(tmp_path: Path) -> None:
         timeout=300,
     )
     assert wrong.returncode != 0 and "saved with 2 seeds" in wrong.stderr
+
+
+@pytest.mark.slow
+def test_saved_peers_of_tasks_run_apart_are_merged(tmp_path: Path) -> None:
+    """Peers saved by two runs of different tasks (a task added to the suite later) serve one
+    rerun together; a task in neither file stops the run and names it."""
+    first = write_task(tmp_path)
+    second = tmp_path / "u.yaml"
+    second.write_text(first.read_text())
+    (tmp_path / "u.csv").write_text((tmp_path / "t.csv").read_text())
+    saved = {}
+    for task in (first, second):
+        saved[task] = tmp_path / f"{task.stem}.pkl"
+        _harness("--task", str(task), "--tuners", "random", "--save-runs", str(saved[task]))
+    both = ["--task", str(first), "--task", str(second), "--tuners", "auto"]
+    merged = tmp_path / "merged.md"
+    peers = ["--peers-from", str(saved[first]), "--peers-from", str(saved[second])]
+    _harness(*both, *peers, "--output", str(merged))
+    text = merged.read_text()
+    assert "## t\n" in text and "## u\n" in text
+    assert len(_rows(merged, "random")) >= 4  # each task's table and the ranks
+    command = [sys.executable, "-m", "benchmarks.tuners", "--seeds", "2", "--budget", "8"]
+    command += [*both, "--peers-from", str(saved[first]), "--output", str(tmp_path / "x.md")]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "no saved runs of u" in done.stderr
