@@ -162,7 +162,10 @@ def test_saved_peers_of_tasks_run_apart_are_merged(tmp_path: Path) -> None:
     saved = {}
     for task in (first, second):
         saved[task] = tmp_path / f"{task.stem}.pkl"
-        _harness("--task", str(task), "--tuners", "random", "--save-runs", str(saved[task]))
+        report = ["--output", str(tmp_path / f"{task.stem}.md")]
+        _harness(
+            "--task", str(task), "--tuners", "random", *report, "--save-runs", str(saved[task])
+        )
     both = ["--task", str(first), "--task", str(second), "--tuners", "auto"]
     merged = tmp_path / "merged.md"
     peers = ["--peers-from", str(saved[first]), "--peers-from", str(saved[second])]
