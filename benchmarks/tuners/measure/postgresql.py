@@ -22,18 +22,19 @@ import subprocess
 from benchmarks.tune.postgres import AS_POSTGRES, PG_BIN, Postgres, cluster
 from benchmarks.tuners.measure import TASKS, walk_grid
 
+# Sizes in MB are ordered ints (a knob NAME_mb sets NAME to "<value>MB").
 GRID = {
-    "shared_buffers": ["16MB", "128MB", "512MB"],
+    "shared_buffers_mb": [16, 128, 512],
     "synchronous_commit": ["on", "off"],
     "wal_buffers": ["-1", "64kB"],
-    "max_wal_size": ["32MB", "1GB"],
+    "max_wal_size_mb": [32, 1024],
     "commit_delay": [0, 1000],
 }
 DEFAULT = {
-    "shared_buffers": "128MB",
+    "shared_buffers_mb": 128,
     "synchronous_commit": "on",
     "wal_buffers": "-1",
-    "max_wal_size": "1GB",
+    "max_wal_size_mb": 1024,
     "commit_delay": 0,
 }
 ROW_SETTINGS = "hone_row.conf"
@@ -52,7 +53,11 @@ def restart(server: Postgres, config: dict) -> bool:
     with contextlib.suppress(subprocess.CalledProcessError):
         server.ctl("-m", "fast", "stop")
     settings = server.folder / "data" / ROW_SETTINGS
-    settings.write_text("".join(f"{name} = '{value}'\n" for name, value in config.items()))
+    lines = [
+        f"{name.removesuffix('_mb')} = '{value}{'MB' if name.endswith('_mb') else ''}'\n"
+        for name, value in config.items()
+    ]
+    settings.write_text("".join(lines))
     shutil.chown(settings, "postgres")
     try:
         server.start()
@@ -83,7 +88,7 @@ def yaml_text(seconds: int) -> str:
     return (
         f"# PostgreSQL 15 under pgbench -c 8 -j 2 -T {seconds} (TPC-B-like, scale 10), tps;\n"
         "# restarted with the row's settings and warmed up by a 1 s run before every row;\n"
-        "# wal_buffers -1 = 1/32 of shared_buffers (4 MB at the default 128 MB);\n"
+        "# wal_buffers -1 = 1/32 of shared_buffers, at most 16 MB (4 MB at the default);\n"
         "# measured by benchmarks/tuners/measure/postgresql.py\n"
         f"knobs:\n{knobs}objective: {{metric: tps, direction: maximize}}\n"
         f"default: {{{default}}}\n"
