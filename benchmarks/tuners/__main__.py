@@ -1,16 +1,16 @@
 """The tuner benchmark: every tuner on every task with several seeds, side by side.
 
-    python -m benchmarks.tuners                 # default suite: 26 tasks, 1 seed, budget 100
+    python -m benchmarks.tuners                 # default suite: 28 tasks, 1 seed, budget 100
     python -m benchmarks.tuners --set validation   # one side of the split (or development)
     python -m benchmarks.tuners --full --seeds 3   # every pool table at every noise level
-    python -m benchmarks.tuners --quick         # 10 tasks, budget 30, cheap tuners only
+    python -m benchmarks.tuners --quick         # 12 tasks, budget 30, cheap tuners only
     python -m benchmarks.tuners --protocol promisetune  # PromiseTune's systems, its protocol
     python -m benchmarks.tuners --task path/to/NAME.yaml --tuners auto,optuna-tpe --seeds 10
     python -m benchmarks.tuners --task benchmarks/tuners/pools/SS-A.csv.gz  # any pool table
     python -m benchmarks.tuners --save-runs runs.pkl    # later: --from-runs runs.pkl (no rerun)
     python -m benchmarks.tuners --tuners auto --peers-from runs.pkl  # rerun auto, peers as saved
 
-Writes docs/tuners.md (tables) and docs/tuners/*.png (median regret curves of the 13 tasks
+Writes docs/tuners.md (tables) and docs/tuners/*.png (median regret curves of the 15 tasks
 that are not pool tables); the PromiseTune protocol writes docs/tuners-promisetune.md."""
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ Changes to a tuner are judged on the development tasks; the validation tasks are
 held out, so a change fitted to the development tasks shows as a gap between the two sets. The
 draw: the tables' systems in sorted order, shuffled by numpy's default_rng(SEED); systems join
 validation in that order until validation holds at least a third of the suite's tasks and of
-its table systems. A system's tables from both sources and their noise variants stay together.
-The 13 tasks of the suite before the pool tables were tuned on: they are development."""
+its table systems. A system's tables from both sources and their noise variants stay together,
+and so do the tables measured here of a pool system (MEASURED), which join its side after the
+draw (they came later and do not change it). The 13 tasks of the suite before the pool tables
+were tuned on: they are development."""
 
 from __future__ import annotations
 
@@ -40,6 +42,8 @@ TUNED_ON = {
     "memcached": ["memcached"],
     "nginx": ["nginx"],
 }
+# Tables measured here (tasks/) of systems the pools also hold, by system.
+MEASURED = {"postgresql": ["postgresql-15"], "redis": ["redis-7"]}
 
 
 def pool_index() -> dict[str, dict]:
@@ -68,11 +72,14 @@ def make_split(seed: int = SEED) -> dict:
     split: dict = {
         "seed": seed,
         "noise": [f"{round(100 * n)}%" for n in NOISE_LEVELS],
-        "development": {"tasks": sorted(t for ts in TUNED_ON.values() for t in ts)},
+        "development": {},
         "validation": {},
     }
+    earlier = [t for ts in TUNED_ON.values() for t in ts]
     for name in ("development", "validation"):
         systems = sorted(s for s, v in side.items() if v == name)
+        measured = [t for s in systems for t in MEASURED.get(s, [])]
+        split[name]["tasks"] = sorted(measured + (earlier if name == "development" else []))
         split[name]["systems"] = systems
         split[name]["tables"] = sorted(t for t, s in tables.items() if side[s] == name)
     return split

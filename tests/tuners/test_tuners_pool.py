@@ -9,11 +9,19 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from benchmarks.tuners.__main__ import TASKS
 from benchmarks.tuners.harness import run
 from benchmarks.tuners.pool import POOLS, PoolTask
 from benchmarks.tuners.promisetune import PUBLISHED, best_found
-from benchmarks.tuners.split import TUNED_ON, in_set, load_split, make_split, pool_index
-from benchmarks.tuners.suite import path_tasks, suite_tables
+from benchmarks.tuners.split import (
+    MEASURED,
+    TUNED_ON,
+    in_set,
+    load_split,
+    make_split,
+    pool_index,
+)
+from benchmarks.tuners.suite import path_tasks, suite_tables, suite_tasks
 
 # moot's convention: objectives end in + (maximise) or - (minimise); the first one counts.
 MOOT = """\
@@ -109,10 +117,18 @@ def test_the_split_is_the_committed_draw_whole_systems_a_third_held_out() -> Non
     assert sorted(development["tables"] + validation["tables"]) == sorted(index)
     for side in (development, validation):
         assert {index[t]["system"] for t in side["tables"]} == set(side["systems"])
-    # the tasks tuned on before the split are development
-    assert development["tasks"] == sorted(t for ts in TUNED_ON.values() for t in ts)
+
+    # the tasks tuned on before the split are development; a table measured here goes with
+    # its system (redis and PostgreSQL are held out)
+    def measured(side: dict) -> list[str]:
+        return [t for s in side["systems"] for t in MEASURED.get(s, [])]
+
+    earlier = [t for ts in TUNED_ON.values() for t in ts]
+    assert development["tasks"] == sorted(earlier + measured(development))
+    assert validation["tasks"] == measured(validation) == ["postgresql-15", "redis-7"]
+    assert all((TASKS / f"{t}.yaml").exists() for ts in MEASURED.values() for t in ts)
     noise = len(split["noise"])
-    held = noise * len(validation["tables"])
+    held = noise * len(validation["tables"]) + len(validation["tasks"])
     total = held + noise * len(development["tables"]) + len(development["tasks"])
     assert 3 * held >= total
     systems = len(development["systems"]) + len(validation["systems"])
@@ -133,6 +149,10 @@ def test_a_set_holds_its_side_of_the_split_with_each_table_at_one_noise_level() 
     assert {n for _, n in every} == {0.0, 0.03, 0.10}
     assert len(suite_tables(False, True)) == 3 * len(index)  # --full: every variant
     assert in_set("validation", "storm-3%", "storm") and not in_set("development", "x", "storm")
+    assert in_set("validation", "redis-7") and not in_set("development", "redis-7")
+    # the tables measured here of held-out systems run with validation, --quick included
+    quick = {t.name for t in suite_tasks(TASKS, True, False, "validation")}
+    assert {"redis-7", "postgresql-15"} <= quick
 
 
 def test_promisetunes_protocol_starts_cold_and_scores_the_best_value_found(
