@@ -11,7 +11,8 @@
     python -m benchmarks.tuners --tuners auto --peers-from runs.pkl  # rerun auto, peers as saved
 
 Writes docs/tuners.md (tables) and docs/tuners/*.png (median regret curves of the 15 tasks
-that are not pool tables); the PromiseTune protocol writes docs/tuners-promisetune.md."""
+that are not pool tables; a report elsewhere keeps its curves in a folder of its own name
+beside it); the PromiseTune protocol writes docs/tuners-promisetune.md."""
 
 from __future__ import annotations
 
@@ -302,8 +303,10 @@ def write_report(
             lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
         lines.append("")
         if not isinstance(task, PoolTask):  # the pool tasks' curves would only fill the page
-            plot(task.name, tuners, results, budget, output.parent / "tuners")
-            lines += [f"![{task.name}](tuners/{task.name.replace('%', 'pct')}.png)", ""]
+            # beside the report, in a folder of its name (docs/tuners.md: docs/tuners/)
+            plot(task.name, tuners, results, budget, output.parent / output.stem)
+            link = f"{output.stem}/{task.name.replace('%', 'pct')}.png"
+            lines += [f"![{task.name}]({link})", ""]
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text("\n".join(lines) + "\n")
     print(f"wrote {output}")

@@ -122,9 +122,10 @@ def test_a_rerun_takes_the_peers_from_saved_runs(tmp_path: Path) -> None:
     )
     assert _rows(second, "random") == _rows(first, "random") != []
     assert "Only auto ran now" in second.read_text()
-    rewritten = tmp_path / "rewritten.md"
+    rewritten = tmp_path / "again" / second.name  # the same name: the same figure links
     _harness("--task", task, "--from-runs", str(rerun), "--output", str(rewritten))
     assert rewritten.read_text() == second.read_text()
+    assert (tmp_path / "again" / "second" / "t.png").exists()  # curves beside the report
     wrong = subprocess.run(
         [
             sys.executable,
