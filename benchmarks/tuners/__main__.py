@@ -48,6 +48,7 @@ from benchmarks.tuners.scoring import (
 )
 from benchmarks.tuners.split import in_set
 from benchmarks.tuners.suite import path_tasks, promisetune_tasks, suite_tasks
+from benchmarks.tuners.tabular_io import TaskError
 from benchmarks.tuners.tasks import TabularTask, Task
 from benchmarks.tuners.torch_peers import missing as missing_torch
 
@@ -124,7 +125,10 @@ def main() -> None:
     name = "tuners-promisetune.md" if promisetune else "tuners.md"
     args.output = args.output or ROOT / "docs" / name
     args.seeds = args.seeds or (3 if promisetune else 1)
-    tasks = _tasks(args, promisetune)
+    try:
+        tasks = _tasks(args, promisetune)
+    except TaskError as exc:  # a task file given by path, with a mistake in it: one line
+        sys.exit(str(exc))
     report = write_promisetune_report if promisetune else write_report
     if args.from_runs:
         saved = pickle.loads(args.from_runs.read_bytes())

@@ -7,16 +7,16 @@ Synthetic tasks are knob-like functions with a known optimum (documented in docs
 
 from __future__ import annotations
 
-import csv
 import math
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from benchmarks.tuners.tabular_io import TaskError, load_spec, read_rows
 from hone.space import Boolean, Categorical, Config, FloatRange, IntRange, Ordinal, SearchSpace
 
 
@@ -49,7 +49,7 @@ class Task:
 
 class TabularTask(Task):
     def __init__(self, path: Path) -> None:
-        spec = yaml.safe_load(path.read_text())
+        spec = load_spec(path)
         domains = {}
         for name, knob in spec["knobs"].items():
             values = knob["values"]
@@ -58,38 +58,62 @@ class TabularTask(Task):
             elif knob["type"] == "categorical":
                 domains[name] = Categorical(tuple(str(v) for v in values))
             else:
+                if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+                    raise TaskError(f"{path}: knobs.{name}: values must be numbers")
                 domains[name] = Ordinal(tuple(values))
         objective = spec["objective"]
-        space = SearchSpace(domains, defaults=self._typed(domains, spec["default"]))
+        try:
+            defaults = self._typed(domains, spec["default"])
+        except ValueError as exc:
+            raise TaskError(f"{path}: default.{exc.args[0]}") from None
+        space = SearchSpace(domains, defaults=defaults)
         super().__init__(path.stem, space, objective["direction"] == "minimize")
         self.rows: dict[tuple, list[float | None]] = defaultdict(list)
-        with open(path.with_suffix(".csv"), newline="") as handle:
-            for row in csv.DictReader(handle):
-                config = self._typed(domains, {n: row[n] for n in domains})
-                cell = row[objective["metric"]]
-                self.rows[space.key(config)].append(float(cell) if cell.strip() else None)
+        table = path.with_suffix(".csv")
+        for _, config, value in read_rows(
+            table, list(domains), objective["metric"], lambda row: self._typed(domains, row)
+        ):
+            self.rows[space.key(config)].append(value)
         for key, values in self.rows.items():
             ok = [v for v in values if v is not None]
             self.truths[key] = float(np.mean(ok)) if len(ok) * 2 >= len(values) else None
+        if not any(t is not None for t in self.truths.values()):
+            raise TaskError(f"{table}: {objective['metric']}: no configuration has a truth")
+        if self.space.key(defaults) not in self.rows:
+            raise TaskError(f"{table}: the default configuration has no rows")
+        grid = math.prod(len(d.values() or []) for d in domains.values())
+        if len(self.rows) < grid:  # the format wants them all: those missing run as failures
+            print(
+                f"{table}: {grid - len(self.rows)} of {grid} configurations have no rows; "
+                "they fail when asked for",
+                file=sys.stderr,
+            )
 
     @staticmethod
     def _typed(domains: dict, raw: dict[str, Any]) -> Config:
+        """A configuration from a row or the default; ValueError ("knob: why") for a value
+        that is not one of its knob's."""
         config: Config = {}
         for name, domain in domains.items():
             value = raw[name]
+            text = str(value).strip()
             if isinstance(domain, Boolean):
-                config[name] = (
-                    str(value).lower() == "true" if not isinstance(value, bool) else value
-                )
-            elif isinstance(domain, Categorical):
-                config[name] = str(value)
-            else:
-                config[name] = domain.parse(str(value))
+                if text.lower() not in ("true", "false"):
+                    raise ValueError(f"{name}: {text!r} is not True or False")
+                config[name] = text.lower() == "true"
+                continue
+            try:
+                parsed = domain.parse(text)
+            except ValueError:
+                parsed = None
+            if parsed is None or not domain.contains(parsed):
+                raise ValueError(f"{name}: {text!r} is not one of its values")
+            config[name] = parsed
         return config
 
     def measure(self, config: Config, rng: np.random.Generator) -> float | None:
-        rows = self.rows[self.space.key(config)]
-        return rows[int(rng.integers(len(rows)))]
+        rows = self.rows.get(self.space.key(config))
+        return rows[int(rng.integers(len(rows)))] if rows else None
 
     def resolution(self) -> str:
         """How finely the rows pin the truth down, which says what "within 2 %" can mean here:
@@ -114,7 +138,7 @@ class TabularTask(Task):
         )
 
     def truth(self, config: Config) -> float | None:
-        return self.truths[self.space.key(config)]
+        return self.truths.get(self.space.key(config))
 
 
 class SyntheticTask(Task):

@@ -61,6 +61,42 @@ def test_truths_failures_and_noise(tmp_path: Path) -> None:
     )
 
 
+def test_yaml_words_that_yaml_1_1_reads_as_booleans_stay_values(tmp_path: Path) -> None:
+    """The format's own example lists a categorical `[fast, safe, off]`: `off` (and on, yes,
+    no) is the CSV's text, not a boolean, or the configurations asked for have no rows."""
+    (tmp_path / "w.yaml").write_text(
+        "knobs:\n  mode: {type: categorical, values: [fast, safe, off]}\n"
+        "  ratio: {type: float, values: [0.5, 1.0]}\n"
+        "objective: {metric: ops, direction: maximize}\ndefault: {mode: off, ratio: 1.0}\n"
+    )
+    rows = ["mode,ratio,ops"]
+    rows += [
+        f"{m},{r},{10 * i + j}"
+        for i, m in enumerate(["fast", "safe", "off"])
+        for j, r in enumerate(["0.5", "1.00"])
+    ]
+    (tmp_path / "w.csv").write_text("\n".join(rows) + "\n")
+    task = TabularTask(tmp_path / "w.yaml")
+    assert task.space.defaults == {"mode": "off", "ratio": 1.0}
+    assert task.truth({"mode": "off", "ratio": 1.0}) == 21.0 and task.optimum() == 21.0
+    assert task.measure({"mode": "safe", "ratio": 0.5}, np.random.default_rng(0)) == 10.0
+
+
+def test_a_mistake_in_a_task_is_one_line_naming_file_line_and_key(tmp_path: Path) -> None:
+    task = write_task(tmp_path)
+    table = tmp_path / "t.csv"
+    lines = table.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if "safe mode" in line)
+    lines[index] = lines[index].replace("safe mode", "slow mode")
+    table.write_text("\n".join(lines) + "\n")
+    command = [sys.executable, "-m", "benchmarks.tuners", "--task", str(task), "--tuners"]
+    command += ["random", "--output", str(tmp_path / "x.md")]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    expected = f"{table}:{index + 1}: mode: 'slow mode' is not one of its values"
+    assert done.stderr.strip() == expected
+
+
 def test_harness_scores_the_deployed_configuration(tmp_path: Path) -> None:
     task = TabularTask(write_task(tmp_path))
     found = 0

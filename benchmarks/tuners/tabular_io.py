@@ -1,0 +1,94 @@
+"""Reading a tabular task (shared/spec/tabular-tasks.md) that nobody here has seen: its YAML
+with YAML 1.2's booleans, and every mistake in either file as one line naming the file, the
+line and the key, never a traceback halfway through a benchmark."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+KNOB_TYPES = ("int", "float", "categorical", "bool")
+
+
+class TaskError(ValueError):
+    """A task file that cannot be read; its text is the one line to show."""
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """Only true/false are booleans, as in YAML 1.2: a categorical value written `off`, `on`,
+    `yes` or `no` (the format's own example lists `[fast, safe, off]`) stays that text and
+    matches the CSV's cells."""
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, rule) for tag, rule in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_spec(path: Path) -> dict[str, Any]:
+    """The task's YAML, checked: knobs with a known type and values, an objective, and a
+    default that is a point of the grid."""
+    try:
+        spec = yaml.load(path.read_text(encoding="utf-8-sig"), Loader=_Yaml12Loader)
+    except OSError as exc:
+        raise TaskError(f"{path}: cannot read: {exc.strerror}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise TaskError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
+    if not isinstance(spec, dict):
+        raise TaskError(f"{path}: expected a mapping with knobs, objective and default")
+    for section in ("knobs", "objective", "default"):
+        if not isinstance(spec.get(section), dict) or not spec[section]:
+            raise TaskError(f"{path}: {section}: missing or empty")
+    for name, knob in spec["knobs"].items():
+        if not isinstance(knob, dict) or knob.get("type") not in KNOB_TYPES:
+            raise TaskError(f"{path}: knobs.{name}: type must be one of {', '.join(KNOB_TYPES)}")
+        if not isinstance(knob.get("values"), list) or not knob["values"]:
+            raise TaskError(f"{path}: knobs.{name}: values must be a non-empty list")
+    objective = spec["objective"]
+    if not isinstance(objective.get("metric"), str):
+        raise TaskError(f"{path}: objective.metric: missing")
+    if objective.get("direction") not in ("maximize", "minimize"):
+        raise TaskError(f"{path}: objective.direction: must be maximize or minimize")
+    for name in spec["knobs"]:
+        if name not in spec["default"]:
+            raise TaskError(f"{path}: default.{name}: missing")
+    return spec
+
+
+def read_rows(
+    path: Path, knobs: list[str], metric: str, typed
+) -> list[tuple[int, dict[str, Any], float | None]]:
+    """The CSV's measurements as (line, configuration, value or None for a failed one);
+    `typed` turns a row's cells into a configuration, raising ValueError for a cell that is
+    not one of its knob's values."""
+    rows = []
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in [*knobs, metric] if c not in (reader.fieldnames or [])]
+            if missing:
+                raise TaskError(f"{path}:1: {missing[0]}: no such column")
+            for row in reader:
+                line = reader.line_num
+                try:
+                    config = typed(row)
+                except (ValueError, KeyError) as exc:
+                    raise TaskError(f"{path}:{line}: {exc.args[0]}") from None
+                cell = (row[metric] or "").strip()
+                try:
+                    rows.append((line, config, float(cell) if cell else None))
+                except ValueError:
+                    raise TaskError(f"{path}:{line}: {metric}: {cell!r} is not a number") from None
+    except OSError as exc:
+        raise TaskError(f"{path}: cannot read: {exc.strerror}") from None
+    return rows
