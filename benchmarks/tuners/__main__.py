@@ -277,7 +277,7 @@ def write_report(
         lines += [
             f"## {task.name}",
             "",
-            f"Default: {100 * default_gap(task):.1f} % from the optimum."
+            _default_text(task)
             + (f" {task.resolution()}" if isinstance(task, TabularTask) else "")
             + (f" {_pool_text(task)}" if isinstance(task, PoolTask) else ""),
             "",
@@ -322,6 +322,13 @@ def _pool_text(task: PoolTask) -> str:
         f"Pool of {len(task.table.configs)} configurations of {task.system} "
         f"({task.table.objective}, {'minimised' if task.minimize else 'maximised'}), {noise}."
     )
+
+
+def _default_text(task: Task) -> str:
+    gap = default_gap(task)
+    if gap == float("inf"):
+        return "Default: a failure region (it fails in most of its rows)."
+    return f"Default: {100 * gap:.1f} % from the optimum."
 
 
 def default_gap(task: Task) -> float:

@@ -39,8 +39,13 @@ class Task:
         return min(values) if self.minimize else max(values)
 
     def scale(self) -> float:
-        """What a gap is relative to: the optimum's size (COCO tasks override it)."""
-        return abs(self.optimum())
+        """What a gap is relative to: the optimum's size (COCO tasks override it); for an
+        optimum of 0 (a count of errors), the median configuration's distance from it."""
+        optimum = self.optimum()
+        if optimum:
+            return abs(optimum)
+        values = [v for v in self.truths.values() if v is not None]
+        return abs(float(np.median(values)) - optimum) or 1.0
 
     def worst(self) -> float:
         values = [v for v in self.truths.values() if v is not None]
@@ -123,18 +128,22 @@ class TabularTask(Task):
         for values in self.rows.values():
             ok = [v for v in values if v is not None]
             counts.append(len(values))
-            if len(ok) > 1:
+            if len(ok) > 1 and np.mean(ok):  # a mean of 0 (no errors) has no relative spread
                 spreads.append(np.std(ok, ddof=1) / abs(np.mean(ok)))
-        cv, rows = float(np.median(spreads)), float(np.median(counts))
+        rows = float(np.median(counts))
         best = self.optimum()
         gaps = sorted(abs(t - best) / self.scale() for t in self.truths.values() if t is not None)
         within = sum(g <= 0.02 for g in gaps)
         nearest = next((g for g in gaps if g > 0.02), float("nan"))
+        closest = f"{within} configuration(s) within 2 % of the optimum, the next at "
+        closest += f"{100 * nearest:.1f} %."
+        if not spreads:
+            return f"Noise: unknown (no configuration has two readings); {closest}"
+        cv = float(np.median(spreads))
         return (
             f"Noise: the rows of one configuration spread by {100 * cv:.1f} % (median CV), so "
             f"a truth (the mean of {rows:.0f} rows) is known to about "
-            f"{100 * cv / np.sqrt(rows):.1f} %; {within} configuration(s) within 2 % of the "
-            f"optimum, the next at {100 * nearest:.1f} %."
+            f"{100 * cv / np.sqrt(rows):.1f} %; {closest}"
         )
 
     def truth(self, config: Config) -> float | None:

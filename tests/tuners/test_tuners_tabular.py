@@ -82,6 +82,21 @@ def test_yaml_words_that_yaml_1_1_reads_as_booleans_stay_values(tmp_path: Path) 
     assert task.measure({"mode": "safe", "ratio": 0.5}, np.random.default_rng(0)) == 10.0
 
 
+def test_an_optimum_of_zero_and_a_failing_default(tmp_path: Path) -> None:
+    """A count of errors, minimised: gaps are relative to the median's distance from 0, and
+    a default that always fails is scored against the worst configuration."""
+    (tmp_path / "z.yaml").write_text(
+        "knobs:\n  a: {type: int, values: [1, 2, 3, 4]}\n"
+        "objective: {metric: errors, direction: minimize}\ndefault: {a: 1}\n"
+    )
+    rows = ["a,errors", "1,", "1,", "2,8", "2,9", "3,0", "3,0", "4,4", "4,5"]
+    (tmp_path / "z.csv").write_text("\n".join(rows) + "\n")
+    task = TabularTask(tmp_path / "z.yaml")
+    assert task.optimum() == 0.0 and task.scale() == 4.5  # the median of 0, 4.5 and 8.5
+    result = run(task, "auto", 0, 8)
+    assert all(0.0 <= r <= 1.0 for r in result.regrets) and result.gaps[-1] == 0.0
+
+
 def test_a_mistake_in_a_task_is_one_line_naming_file_line_and_key(tmp_path: Path) -> None:
     task = write_task(tmp_path)
     table = tmp_path / "t.csv"
