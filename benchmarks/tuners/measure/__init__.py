@@ -45,3 +45,27 @@ def walk_grid(
                 load = f"{os.getloadavg()[0]:.2f}"
                 writer.writerow([*config.values(), "" if value is None else value, rep, load])
                 handle.flush()
+
+
+def task_yaml(
+    comment: str, grid: dict[str, list[Any]], default: dict[str, Any], metric: str
+) -> str:
+    """The task's YAML (maximised): the comment's lines, then each knob with its type read from
+    its values, the objective and the default; strings quoted, so `off` stays text."""
+    kinds = {bool: "bool", int: "int", float: "float", str: "categorical"}
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return str(value).lower()
+        return f'"{value}"' if isinstance(value, str) else str(value)
+
+    knobs = "".join(
+        f"  {name}: {{type: {kinds[type(values[0])]}, values: [{', '.join(map(text, values))}]}}\n"
+        for name, values in grid.items()
+    )
+    defaults = ", ".join(f"{name}: {text(value)}" for name, value in default.items())
+    return (
+        "".join(f"# {line}\n" for line in comment.splitlines())
+        + f"knobs:\n{knobs}objective: {{metric: {metric}, direction: maximize}}\n"
+        + f"default: {{{defaults}}}\n"
+    )

@@ -20,7 +20,7 @@ import shutil
 import subprocess
 
 from benchmarks.tune.postgres import AS_POSTGRES, PG_BIN, Postgres, cluster
-from benchmarks.tuners.measure import TASKS, walk_grid
+from benchmarks.tuners.measure import TASKS, task_yaml, walk_grid
 
 # Sizes in MB are ordered ints (a knob NAME_mb sets NAME to "<value>MB").
 GRID = {
@@ -76,23 +76,13 @@ def measure(config: dict, server: Postgres, seconds: int) -> float | None:
 
 
 def yaml_text(seconds: int) -> str:
-    def value(v: object) -> str:
-        return f'"{v}"' if isinstance(v, str) else str(v)
-
-    knobs = "".join(
-        f"  {name}: {{type: {'int' if isinstance(values[0], int) else 'categorical'}, "
-        f"values: [{', '.join(map(value, values))}]}}\n"
-        for name, values in GRID.items()
+    comment = (
+        f"PostgreSQL 15 under pgbench -c 8 -j 2 -T {seconds} (TPC-B-like, scale 10), tps;\n"
+        "restarted with the row's settings and warmed up by a 1 s run before every row;\n"
+        "wal_buffers -1 = 1/32 of shared_buffers, at most 16 MB (4 MB at the default);\n"
+        "measured by benchmarks/tuners/measure/postgresql.py"
     )
-    default = ", ".join(f"{k}: {value(v)}" for k, v in DEFAULT.items())
-    return (
-        f"# PostgreSQL 15 under pgbench -c 8 -j 2 -T {seconds} (TPC-B-like, scale 10), tps;\n"
-        "# restarted with the row's settings and warmed up by a 1 s run before every row;\n"
-        "# wal_buffers -1 = 1/32 of shared_buffers, at most 16 MB (4 MB at the default);\n"
-        "# measured by benchmarks/tuners/measure/postgresql.py\n"
-        f"knobs:\n{knobs}objective: {{metric: tps, direction: maximize}}\n"
-        f"default: {{{default}}}\n"
-    )
+    return task_yaml(comment, GRID, DEFAULT, "tps")
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.tuners.measure import TASKS, free_port, walk_grid
+from benchmarks.tuners.measure import TASKS, free_port, task_yaml, walk_grid
 
 GRID = {
     "io_threads": [1, 2, 4],
@@ -106,23 +106,13 @@ def measure(config: dict, tmp: Path, requests: int) -> float | None:
 
 
 def yaml_text(requests: int) -> str:
-    def value(v: object) -> str:
-        return str(v).lower() if isinstance(v, bool) else f'"{v}"' if isinstance(v, str) else str(v)
-
-    kinds = {bool: "bool", int: "int", str: "categorical"}
-    knobs = "".join(
-        f"  {name}: {{type: {kinds[type(values[0])]}, values: [{', '.join(map(value, values))}]}}\n"
-        for name, values in GRID.items()
+    comment = (
+        f"redis 7.0 under redis-benchmark -t set,get -c {CLIENTS} -n {requests} (about 1 s per\n"
+        f"measurement at redis's defaults, a timeout of {TIMEOUT} s = a failed row); the metric\n"
+        "is the mean of SET and GET requests/s; appendfsync off = appendonly no; redis\n"
+        "restarted for every row; measured by benchmarks/tuners/measure/redis.py"
     )
-    default = ", ".join(f"{k}: {value(v)}" for k, v in DEFAULT.items())
-    return (
-        f"# redis 7.0 under redis-benchmark -t set,get -c {CLIENTS} -n {requests} (about 1 s per\n"
-        f"# measurement at redis's defaults, a timeout of {TIMEOUT} s = a failed row); the metric\n"
-        "# is the mean of SET and GET requests/s; appendfsync off = appendonly no; redis\n"
-        "# restarted for every row; measured by benchmarks/tuners/measure/redis.py\n"
-        f"knobs:\n{knobs}objective: {{metric: rps, direction: maximize}}\n"
-        f"default: {{{default}}}\n"
-    )
+    return task_yaml(comment, GRID, DEFAULT, "rps")
 
 
 def main() -> None:
