@@ -1,15 +1,17 @@
 """Reading a tabular task (shared/spec/tabular-tasks.md) that nobody here has seen: its YAML
-with YAML 1.2's booleans, and every mistake in either file as one line naming the file, the
+with YAML 1.2's booleans (a categorical value `off`, as the format's own example has it, stays
+the CSV's text), and every mistake in either file as one line naming the file, the
 line and the key, never a traceback halfway through a benchmark."""
 
 from __future__ import annotations
 
 import csv
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from hone.project.yamlio import CoreSafeLoader
 
 KNOB_TYPES = ("int", "float", "categorical", "bool")
 
@@ -18,26 +20,11 @@ class TaskError(ValueError):
     """A task file that cannot be read; its text is the one line to show."""
 
 
-class _Yaml12Loader(yaml.SafeLoader):
-    """Only true/false are booleans, as in YAML 1.2: a categorical value written `off`, `on`,
-    `yes` or `no` (the format's own example lists `[fast, safe, off]`) stays that text and
-    matches the CSV's cells."""
-
-
-_Yaml12Loader.yaml_implicit_resolvers = {
-    first: [(tag, rule) for tag, rule in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Yaml12Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-
-
 def load_spec(path: Path) -> dict[str, Any]:
     """The task's YAML, checked: knobs with a known type and values, an objective, and a
     default that is a point of the grid."""
     try:
-        spec = yaml.load(path.read_text(encoding="utf-8-sig"), Loader=_Yaml12Loader)
+        spec = yaml.load(path.read_text(encoding="utf-8-sig"), Loader=CoreSafeLoader)
     except OSError as exc:
         raise TaskError(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.MarkedYAMLError as exc:

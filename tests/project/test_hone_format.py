@@ -68,6 +68,22 @@ def test_good_project_loads_every_kind_of_knob(tmp_path: Path) -> None:
     assert str(project.metrics[1].limit) == "<= 5"
 
 
+def test_on_off_yes_no_are_values_where_values_are_meant(tmp_path: Path) -> None:
+    """YAML 1.1 read on/off/yes/no as booleans: `values: [on, off]` became True/False and hone
+    would have written `sendfile True` into a config file. They stay the words written, and
+    settings that are flags still take them as true and false."""
+    text = GOOD.replace("values: [a, b]", "values: [on, off, auto]").replace(
+        'shell: {get: "echo a", set: "true"}, restart: true}',
+        'shell: {get: "echo a", set: "true"}, restart: yes, default: off}',
+    )
+    text = text.replace("fast: {type: bool,", "fast: {type: bool, on: yes, off: no,")
+    project = load_project(write(tmp_path, text))
+    assert project.knob("mode").domain == Categorical(("on", "off", "auto"))
+    assert project.space().defaults["mode"] == "off" and project.knob("mode").restart
+    fast = project.knob("fast").domain
+    assert isinstance(fast, Boolean) and (fast.format(True), fast.format(False)) == ("yes", "no")
+
+
 @pytest.mark.parametrize(
     ("change", "words"),
     [

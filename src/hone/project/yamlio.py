@@ -35,8 +35,24 @@ class NodeList(list):
         return HoneError(message, file=self.file, line=self.item_lines[index])
 
 
+class CoreSafeLoader(yaml.SafeLoader):
+    """YAML 1.2's booleans: only true and false. YAML 1.1 also read on, off, yes and no as
+    booleans, so a value list `[on, off]` became True/False and hone would have written
+    `sendfile True` into nginx.conf; settings that are flags accept those words anyway
+    (`common.boolean`, `Boolean.parse`)."""
+
+
+CoreSafeLoader.yaml_implicit_resolvers = {
+    first: [(tag, rule) for tag, rule in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+CoreSafeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
 def _loader_for(file: str) -> type[yaml.SafeLoader]:
-    class Loader(yaml.SafeLoader):
+    class Loader(CoreSafeLoader):
         pass
 
     def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Node:
@@ -73,7 +89,7 @@ def _loader_for(file: str) -> type[yaml.SafeLoader]:
                 file=file,
                 line=event.start_mark.line + 1,
             )
-        return yaml.SafeLoader.compose_node(self, parent, index)
+        return CoreSafeLoader.compose_node(self, parent, index)
 
     Loader.compose_node = compose_node  # type: ignore[method-assign]
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
