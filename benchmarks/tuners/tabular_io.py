@@ -54,8 +54,8 @@ def load_spec(path: Path) -> dict[str, Any]:
 
 def read_rows(
     path: Path, knobs: list[str], metric: str, typed
-) -> list[tuple[int, dict[str, Any], float | None]]:
-    """The CSV's measurements as (line, configuration, value or None for a failed one);
+) -> list[tuple[dict[str, Any], float | None]]:
+    """The CSV's measurements as (configuration, value or None for a failed one);
     `typed` turns a row's cells into a configuration, raising ValueError for a cell that is
     not one of its knob's values."""
     rows = []
@@ -73,7 +73,7 @@ def read_rows(
                     raise TaskError(f"{path}:{line}: {exc.args[0]}") from None
                 cell = (row[metric] or "").strip()
                 try:
-                    rows.append((line, config, float(cell) if cell else None))
+                    rows.append((config, float(cell) if cell else None))
                 except ValueError:
                     raise TaskError(f"{path}:{line}: {metric}: {cell!r} is not a number") from None
     except OSError as exc:

@@ -75,7 +75,7 @@ class TabularTask(Task):
         super().__init__(path.stem, space, objective["direction"] == "minimize")
         self.rows: dict[tuple, list[float | None]] = defaultdict(list)
         table = path.with_suffix(".csv")
-        for _, config, value in read_rows(
+        for config, value in read_rows(
             table, list(domains), objective["metric"], lambda row: self._typed(domains, row)
         ):
             self.rows[space.key(config)].append(value)
