@@ -22,6 +22,16 @@ def output_console(*, stderr: bool = False) -> Console:
     return Console(highlight=False, stderr=stderr, width=UNLIMITED, soft_wrap=True)
 
 
+def help_settings() -> dict[str, Any]:
+    """Typer's settings for `--help`: Rich's boxes on a terminal; into a pipe or a file Click's
+    plain help, each option on one whole line (Rich would draw 80-column boxes and wrap every
+    description, so `hone tune --help | grep` found half of one)."""
+    if sys.stdout.isatty():
+        return {}
+    width = {"terminal_width": UNLIMITED, "max_content_width": UNLIMITED}
+    return {"rich_markup_mode": None, "context_settings": width}
+
+
 def number(value: float) -> str:
     """A measurement as people write it: `153,300`, `160.8`, `5.5`, `0.0123`; never
     `1.533e+05`. Three or four significant figures, as benchmark noise allows no more."""

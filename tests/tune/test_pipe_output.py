@@ -69,3 +69,15 @@ def test_output_through_a_pipe_keeps_whole_lines_cells_and_readable_numbers(
     rows = [line for line in shown.splitlines() if MODE in line and line.startswith("│")]
     assert rows and all("171,250" in row for row in rows)
     assert "a-project-with-a-rather-long-name-for-a-narrow-terminal#1" in listed
+
+
+def test_help_through_a_pipe_gives_each_option_one_whole_line(hone_home: Path) -> None:
+    tune = piped(hone_home, "tune", "--help")
+    line = next(line for line in tune.splitlines() if "--min-detectable" in line)
+    assert line.rstrip().endswith("rounds raised or stop"), line  # Rich cut it after "rounds"
+    assert "╭" not in tune and "│" not in tune
+    top = piped(hone_home, "--help")
+    restore = next(line for line in top.splitlines() if line.strip().startswith("restore"))
+    assert restore.rstrip().endswith("(on every host of a cluster project)."), restore
+    remote = piped(hone_home, "remote", "--help")
+    assert any(line.strip().startswith("--token-file") for line in remote.splitlines())

@@ -13,6 +13,7 @@ import traceback
 import typer
 
 from hone.errors import HoneError
+from hone.output import help_settings
 
 app = typer.Typer(
     name="hone",
@@ -20,6 +21,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    **help_settings(),
 )
 
 #: Modules that define `register(app)`; a capability that is not installed is simply absent.

@@ -7,9 +7,11 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from hone.output import output_console, print_json
+from hone.output import help_settings, output_console, print_json
 
-profile_app = typer.Typer(help="Static tuning profiles (A-Tune's format), applied as transactions.")
+profile_app = typer.Typer(
+    help="Static tuning profiles (A-Tune's format), applied as transactions.", **help_settings()
+)
 JSON = typer.Option(False, "--json", help="machine-readable output")
 
 

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from hone.errors import HoneError
-from hone.output import number, output_console, print_json
+from hone.output import help_settings, number, output_console, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -17,6 +17,7 @@ def register(app: typer.Typer) -> None:
     remote = typer.Typer(
         help="Talk to a remote `hone serve` (token from HONE_TOKEN or --token-file).",
         no_args_is_help=True,
+        **help_settings(),
     )
     remote.callback()(remote_options)
     remote.command("studies")(remote_studies)
