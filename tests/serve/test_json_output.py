@@ -60,3 +60,18 @@ def test_profiles_as_json(tmp_path: Path) -> None:
     checked = hone_json(tmp_path / "home", "profile", "check", "mine", env=env)
     assert {c["status"] for c in checked} <= {"matches", "differs", "advice"}
     assert checked[0]["key"] == "vm.swappiness"
+
+
+def test_remote_help_needs_no_server_and_a_missing_server_is_one_line(hone_cli) -> None:
+    env_server = os.environ.pop("HONE_SERVER", None)
+    try:
+        helped = hone_cli("remote", "studies", "--help")
+        missing = hone_cli("remote", "studies")
+    finally:
+        if env_server is not None:
+            os.environ["HONE_SERVER"] = env_server
+    assert helped.returncode == 0 and "--json" in helped.stdout, helped.stderr
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        "hone: remote: which server? give --server URL or set HONE_SERVER"
+    ]

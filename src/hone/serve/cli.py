@@ -115,16 +115,19 @@ _remote: dict[str, Any] = {}
 
 
 def remote_options(
-    server: str = typer.Option(..., "--server", envvar="HONE_SERVER", help="http://host:port"),
+    server: str = typer.Option(None, "--server", envvar="HONE_SERVER", help="http://host:port"),
     token_file: Path = typer.Option(None, help="file holding the token (else HONE_TOKEN)"),
 ) -> None:
-    from hone.serve.remote import RemoteClient, read_token
-
-    _remote["client"] = RemoteClient(server, read_token(token_file))
+    # checked when a command talks to the server: `hone remote studies --help` needs neither
+    _remote.update(server=server, token_file=token_file)
 
 
 def _client() -> Any:
-    return _remote["client"]
+    from hone.serve.remote import RemoteClient, read_token
+
+    if not _remote.get("server"):
+        raise HoneError("remote: which server? give --server URL or set HONE_SERVER")
+    return RemoteClient(_remote["server"], read_token(_remote["token_file"]))
 
 
 JSON = typer.Option(False, "--json", help="machine-readable output (the API's own shapes)")
