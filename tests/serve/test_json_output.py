@@ -75,3 +75,23 @@ def test_remote_help_needs_no_server_and_a_missing_server_is_one_line(hone_cli) 
     assert missing.stderr.strip().splitlines() == [
         "hone: remote: which server? give --server URL or set HONE_SERVER"
     ]
+
+
+def test_check_as_json_for_a_project_and_for_each_half_of_an_a_tune_pair(tmp_path: Path) -> None:
+    project = hone_json(tmp_path, "check", "examples/memcached")
+    knobs = {k["name"]: k for k in project["knobs"]}
+    assert knobs["threads"]["domain"] == {
+        "type": "int", "low": 1, "high": 8, "step": 1, "log": False
+    }  # fmt: skip
+    assert knobs["threads"]["restart"] is True and knobs["threads"]["reference"] == 4
+    assert project["goal"][0]["name"] == "tps" and project["goal"][0]["direction"] == "maximize"
+    assert project["benchmark"]["command"].startswith("timeout 20 memcaslap")
+    assert project["tuning"]["engine"] == "auto" and "max_conn >= 64" in project["constraints"]
+    corpus = ROOT.parent / "shared" / "atune-corpus" / "examples" / "kafka"
+    server = hone_json(tmp_path, "check", str(next(corpus.glob("*server*.yaml"))))
+    assert server["atune"] == "server"
+    batch = next(k for k in server["knobs"] if k["name"] == "kafka.batch_size")
+    assert batch["set_by"].endswith('batch.size=$value/" working_dir/config/server.properties)')
+    client = hone_json(tmp_path, "check", str(next(corpus.glob("*client*.yaml"))))
+    assert client["atune"] == "client" and client["tuning"]["budget"] == 100
+    assert client["goal"] and client["benchmark"]["command"]

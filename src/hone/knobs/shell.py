@@ -74,4 +74,5 @@ class ShellActuator(Actuator):
         return spec
 
     def describe(self) -> str:
-        return f"shell({self.set_command[:60]})"
+        """The whole set command on one line (it names the knob in tables and errors)."""
+        return f"shell({' '.join(self.set_command.split())})"

@@ -214,11 +214,12 @@ def check(
     project: str = typer.Argument(None, help="project folder, hone YAML or one A-Tune YAML"),
     server: Path = typer.Option(None),
     client: Path = typer.Option(None),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Load a project (or one A-Tune file) and print its knobs, types, ranges and goal."""
     from hone.tune.views import check_project
 
-    check_project(output_console(), project, server, client)
+    check_project(output_console(), project, server, client, as_json)
 
 
 def convert(

@@ -8,8 +8,9 @@ from rich.console import Console
 from rich.table import Table
 
 from hone.errors import HoneError
-from hone.output import measured, number
+from hone.output import measured, number, print_json
 from hone.project import atune
+from hone.project.describe import goal_data, knob_data, project_data, tuning_data
 from hone.project.load import load_project
 from hone.project.model import Knob, Metric
 from hone.project.yamlio import load_yaml
@@ -26,18 +27,38 @@ EFFECT_KNOBS = 3  # knobs whose effect curve is shown, most important first
 
 
 def check_project(
-    console: Console, project: str | None, server: Path | None, client: Path | None
+    console: Console,
+    project: str | None,
+    server: Path | None,
+    client: Path | None,
+    as_json: bool = False,
 ) -> None:
     """Print a project's knobs and goal; a single A-Tune file prints its own half."""
     if project and Path(project).is_file() and not (server or client):
         data = load_yaml(Path(project))
         if atune.is_server(data):
-            server_only = atune.load_server(Path(project))
-            console.print(f"A-Tune server file of project [bold]{server_only[0]}[/]")
-            console.print(knob_table(server_only[1]))
+            name, knobs = atune.load_server(Path(project))[:2]
+            if as_json:
+                print_json(
+                    {"atune": "server", "project": name, "knobs": list(map(knob_data, knobs))}
+                )
+                return
+            console.print(f"A-Tune server file of project [bold]{name}[/]")
+            console.print(knob_table(knobs))
             return
         if atune.is_client(data):
             name, metrics, tuning, command = atune.load_client(Path(project))
+            if as_json:
+                print_json(
+                    {
+                        "atune": "client",
+                        "project": name,
+                        "benchmark": {"command": command, "host": None},
+                        "goal": goal_data(metrics),
+                        "tuning": tuning_data(tuning),
+                    }
+                )
+                return
             console.print(f"A-Tune client file of project [bold]{name}[/]")
             console.print(f"benchmark: {command}")
             console.print(f"engine {tuning.engine}, {tuning.budget} iterations")
@@ -46,6 +67,9 @@ def check_project(
         if not (isinstance(data, dict) and "knobs" in data):
             raise HoneError("not a hone project nor an A-Tune server or client file", file=project)
     loaded = load_project(project, server=server, client=client)
+    if as_json:
+        print_json(project_data(loaded))
+        return
     console.print(f"project [bold]{loaded.name}[/] ({', '.join(map(str, loaded.sources))})")
     console.print(knob_table(loaded.knobs))
     for constraint in loaded.constraints:
@@ -79,7 +103,7 @@ def knob_table(knobs: list[Knob]) -> Table:
         table.add_row(
             knob.name,
             knob.domain.describe(),
-            knob.actuator.describe()[:60] + (f" on {knob.group}" if knob.group else ""),
+            knob.actuator.describe() + (f" on {knob.group}" if knob.group else ""),
             "yes" if knob.restart else "",
             "" if knob.reference is None else str(knob.reference),
             _risk_text(knob),
