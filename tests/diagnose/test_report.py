@@ -84,9 +84,15 @@ def test_html_is_self_contained_and_has_every_section() -> None:
 
 
 def test_terminal_summary() -> None:
-    text = terminal(make(), Path("/r/report.html"))
+    diagnosis = make()
+    long_name = "pool-worker-for-the-compression-stage-7"  # longer than any fixed column
+    diagnosis.threads.append(ThreadStat(44, "app", 5, 5, 0, 0, 0, 95, long_name))
+    text = terminal(diagnosis, Path("/r/report.html"))
     assert text.splitlines()[1].startswith("verdict: CPU-bound in function hash_block")
     assert "main-loop" in text and "software split" in text and "report: /r/report.html" in text
+    rows = [line for line in text.splitlines() if line.strip().startswith(("42 ", "44 "))]
+    assert long_name in rows[1]
+    assert rows[0].index("90.0") + 4 == rows[1].index("5.0") + 3  # figures stay in columns
 
 
 def test_compare() -> None:

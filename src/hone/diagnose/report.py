@@ -170,9 +170,11 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
         lines += [f"  also: {f.headline}" for f in d.findings[1:4]]
     if d.threads:
         lines.append("hot threads (% of one CPU: on CPU / run queue / I/O / sleep):")
-        for t in d.threads[:5]:
+        shown = d.threads[:5]
+        width = max(len(t.label) for t in shown)  # whole labels, in a column
+        for t in shown:
             lines.append(
-                f"  {t.tid:>7} {t.label[:32]:<32} {t.cpu_pct:5.1f} {t.runq_pct:5.1f} "
+                f"  {t.tid:>7} {t.label:<{width}} {t.cpu_pct:5.1f} {t.runq_pct:5.1f} "
                 f"{t.io_pct:5.1f} {t.sleep_pct:5.1f}"
             )
     if d.profile.total:
