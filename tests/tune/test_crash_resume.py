@@ -3,6 +3,7 @@ setting among them), the next run warns, and `--resume` continues with every fin
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -100,9 +101,14 @@ def test_restore_after_kill_9(tmp_path: Path, hone_home: Path, hone_cli, swappin
     assert journal.unfinished() is not None
     assert set(journal.originals()) == {"level", "swappiness"}
 
-    result = hone_cli("restore", "crash-test")
+    result = hone_cli("restore", "crash-test", "--json")
     assert result.returncode == 0, result.stderr
     assert_back(tmp_path, swappiness)
+    restored = {k["knob"]: k for k in json.loads(result.stdout)["knobs"]}
+    assert set(restored) == {"level", "swappiness"}
+    assert restored["swappiness"]["value"] == str(swappiness) and restored["level"]["ok"]
+    again = hone_cli("restore", "crash-test", "--json")
+    assert json.loads(again.stdout) == {"project": "crash-test", "knobs": []}
 
 
 def test_resume_after_kill_9_keeps_every_finished_trial(

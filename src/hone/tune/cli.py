@@ -135,26 +135,47 @@ def worker(
 
 def restore(
     project: str = typer.Argument(..., help="project name (or its folder)"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Put every knob a tuning run changed back to the value it had before (on every host of
     a cluster project)."""
     from hone.cluster.restore import has_changes, restore_project
 
     name = _project_name(project)
-    if not has_changes(name):
-        output_console().print(f"nothing to restore for {name}: no recorded changes")
-        return
-    outcomes = restore_project(name)
-    console = output_console()
-    for item in outcomes:
-        outcome = item.outcome
-        where = f"{item.host}: " if item.host else ""
-        status = "ok" if outcome.ok else f"[red]failed[/]: {outcome.error}"
-        console.print(f"{where}{outcome.name} = {outcome.value!r}  {status}")
+    outcomes = restore_project(name) if has_changes(name) else []
     failed = [o for o in outcomes if not o.outcome.ok]
+    if as_json:
+        print_json(
+            {
+                "project": name,
+                "knobs": [
+                    {
+                        "host": item.host or None,
+                        "knob": item.outcome.name,
+                        "value": item.outcome.value,
+                        "ok": item.outcome.ok,
+                        "error": item.outcome.error,
+                    }
+                    for item in outcomes
+                ],
+            }
+        )
+    else:
+        console = output_console()
+        if not outcomes:
+            console.print(f"nothing to restore for {name}: no recorded changes")
+        for item in outcomes:
+            outcome = item.outcome
+            where = f"{item.host}: " if item.host else ""
+            status = "ok" if outcome.ok else f"[red]failed[/]: {outcome.error}"
+            console.print(f"{where}{outcome.name} = {outcome.value!r}  {status}")
+        if outcomes and not failed:
+            console.print(f"restored {len(outcomes)} knob(s) of {name}")
     if failed:
         raise HoneError(f"{len(failed)} knob(s) could not be restored; journal kept")
-    console.print(f"restored {len(outcomes)} knob(s) of {name}")
+
+
+JSON = typer.Option(False, "--json", help="machine-readable output (docs/serve.md's shapes)")
 
 
 def _project_name(project: str) -> str:
@@ -164,9 +185,6 @@ def _project_name(project: str) -> str:
 
         return load_project(project).name
     return project
-
-
-JSON = typer.Option(False, "--json", help="machine-readable output (docs/serve.md's shapes)")
 
 
 def studies(storage: str = typer.Option(None, help="SQLAlchemy URL"), as_json: bool = JSON) -> None:
