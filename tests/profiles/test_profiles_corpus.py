@@ -3,6 +3,7 @@ error and exits 2; define / update / undefine keep broken files out."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,13 @@ def test_cli_errors_are_one_line(hone_cli, folder: Path, live) -> None:
     rolled = hone_cli("profile", "rollback")
     assert rolled.returncode == 0 and "rolled back 3 settings" in rolled.stdout
     assert read_live() == live
+    applied_json = json.loads(hone_cli("profile", "apply", "web", "--json").stdout)
+    items = {(i["section"], i["key"]): i for i in applied_json["items"]}
+    assert applied_json["profile"] == "web" and applied_json["changed"] >= 1
+    assert items["sysctl", "vm.swappiness"]["status"] == "set"
+    assert items["sysctl", "vm.swappiness"]["value"] == "17"
+    rolled_json = json.loads(hone_cli("profile", "rollback", "--json").stdout)
+    assert len(rolled_json["restored"]) == 3 and read_live() == live
 
 
 def test_define_update_undefine(hone_cli, tmp_path: Path) -> None:

@@ -68,6 +68,7 @@ def analyze_command(
     applied = None
     if apply:
         from hone.analyze import apply as apply_profile
+        from hone.profiles.cli import apply_data, print_apply
 
         if result.confidence < min_confidence:
             raise HoneError(
@@ -76,24 +77,13 @@ def analyze_command(
             )
         applied = apply_profile(result)
         if not as_json:
-            from hone.profiles.cli import print_apply
-
             print_apply(applied)
     if as_json:
         data = asdict(result)
         for row, resource in zip(data["resources"], result.resources, strict=True):
             row["verdict"] = resource.verdict
         if applied is not None:
-            data["applied"] = {
-                "profile": applied.profile,
-                "changed": applied.changed,
-                "previous": applied.previous,
-                "items": [
-                    {"section": o.item.section, "key": o.item.key, "value": o.item.value,
-                     "status": o.status, "detail": o.detail}
-                    for o in applied.outcomes
-                ],
-            }  # fmt: skip
+            data["applied"] = apply_data(applied)
         typer.echo(json.dumps(data, indent=2))
 
 

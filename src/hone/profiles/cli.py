@@ -89,6 +89,18 @@ def print_apply(result) -> None:  # type: ignore[no-untyped-def]
     typer.echo(f"applied {result.profile}: {result.changed} settings changed")
 
 
+def apply_data(result) -> dict:  # type: ignore[no-untyped-def]
+    """`hone profile apply --json` (and the `applied` part of `hone analyze --apply --json`)."""
+    return {
+        "profile": result.profile,
+        "changed": result.changed,
+        "previous": result.previous,
+        "items": [
+            {**_item(o.item), "status": o.status, "detail": o.detail} for o in result.outcomes
+        ],
+    }
+
+
 def _item(item) -> dict:  # type: ignore[no-untyped-def]
     return {"section": item.section, "key": item.key, "value": item.value, "from": item.source}
 
@@ -133,19 +145,26 @@ def info(name: str, as_json: bool = JSON) -> None:
 
 
 @profile_app.command("apply")
-def apply(name: str) -> None:
+def apply(name: str, as_json: bool = JSON) -> None:
     """Apply a profile (rolling back the active one first); all or nothing."""
     from hone.profiles import apply as apply_named
 
-    print_apply(apply_named(name))
+    result = apply_named(name)
+    if as_json:
+        print_json(apply_data(result))
+    else:
+        print_apply(result)
 
 
 @profile_app.command("rollback")
-def rollback_command() -> None:
+def rollback_command(as_json: bool = JSON) -> None:
     """Put back every setting the active profile changed, newest first."""
     from hone.profiles import rollback
 
     restored = rollback()
+    if as_json:
+        print_json({"restored": restored})
+        return
     for line in restored:
         typer.echo(f"restored {line}")
     typer.echo(f"rolled back {len(restored)} settings")
