@@ -20,9 +20,12 @@ import argparse
 import multiprocessing
 import os
 import pickle
+import resource
 import sys
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 # Parallel jobs on a small shared machine: one BLAS thread per process, for every tuner alike
@@ -34,7 +37,7 @@ import numpy as np
 from scipy import stats
 
 from benchmarks.tuners.about import ABOUT
-from benchmarks.tuners.harness import TUNERS, RunResult, run
+from benchmarks.tuners.harness import TUNERS, RunResult, crashed, run
 from benchmarks.tuners.pool import PoolTask
 from benchmarks.tuners.process_peer import missing as missing_process
 from benchmarks.tuners.promisetune import write_promisetune_report
@@ -79,12 +82,32 @@ EXPENSIVE = 50.0  # CPU s per run at budget 100: left out of --quick
 
 
 def _job(item: tuple[int, str, int, int, bool]) -> tuple[RunResult, float]:
-    """One run; its CPU seconds (wall seconds on a busy machine say little)."""
+    """One run; its CPU seconds (wall seconds on a busy machine say little). A run that needs
+    more than its share of the memory fails alone and is scored as a crashed tuner (A-Tune's
+    scikit-optimize GP, with every numeric knob a category, wanted over 20 GB on PromiseTune's
+    redis table, whose knobs take up to 2,234 values; the system killed the whole worker, and
+    the run waited for it forever)."""
     index, tuner, seed, budget, baseline = item
     warnings.filterwarnings("ignore", message="Loky-backed parallel loops")
     started = time.process_time()
-    result = run(_TASKS[index], tuner, seed, budget, baseline=baseline)
+    try:
+        result = run(_TASKS[index], tuner, seed, budget, baseline=baseline)
+    except MemoryError:
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0] / 2**30
+        error = f"out of memory (at most {limit:.1f} GB per job)"
+        result = crashed(_TASKS[index], tuner, seed, budget, error)
     return result, time.process_time() - started
+
+
+def _run_name(result: RunResult) -> str:
+    return f"{result.tuner} on {result.task}, seed {result.seed}: {result.error}"
+
+
+def _cap_memory(jobs: int) -> None:
+    """Each job process may use its share of the machine's memory, a fifth kept back."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    limit = int(total * 0.8 / jobs)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 
 def main() -> None:
@@ -167,14 +190,27 @@ def main() -> None:
     seconds: dict[str, float] = dict.fromkeys(tuners, 0.0)  # CPU seconds of all its runs
     # The machine is shared: how busy it was (time-weighted) says what the wall time means.
     load_seconds, last = 0.0, started
-    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-        for result, took in pool.imap_unordered(_job, work):
-            runs.setdefault((result.task, result.tuner), []).append(result)
-            seconds[result.tuner] += took
-            load_seconds += os.getloadavg()[0] * (time.monotonic() - last)
-            last = time.monotonic()
-            if len(runs[result.task, result.tuner]) == args.seeds:
-                print(f"{result.task:28s} {result.tuner:16s} done", flush=True)
+    # a job process the system kills ends the benchmark, naming the runs it held (a
+    # multiprocessing.Pool would wait for them for ever)
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(args.jobs, context, _cap_memory, (args.jobs,)) as pool:
+        futures = {pool.submit(_job, item): item for item in work}
+        try:
+            for future in as_completed(futures):
+                result, took = future.result()
+                runs.setdefault((result.task, result.tuner), []).append(result)
+                seconds[result.tuner] += took
+                load_seconds += os.getloadavg()[0] * (time.monotonic() - last)
+                last = time.monotonic()
+                if result.error:
+                    print(f"{_run_name(result)}: scored as the default", file=sys.stderr)
+                if len(runs[result.task, result.tuner]) == args.seeds:
+                    print(f"{result.task:28s} {result.tuner:16s} done", flush=True)
+        except BrokenProcessPool:
+            held = [futures[f] for f in futures if f.done() and f.exception() is not None]
+            names = ", ".join(f"{tasks[i].name} {t} seed {s}" for i, t, s, *_ in held[:3])
+            sys.exit(f"a job process died (killed by the system?); {len(held)} runs unfinished, "
+                     f"among them {names}")  # fmt: skip
     done = sum(len(r) for r in runs.values())
     if done != len(work):  # a StopIteration from a tuner ends a pool's loop early
         sys.exit(f"only {done} of {len(work)} runs came back")
@@ -267,7 +303,7 @@ def write_report(
     lines = [
         "# Tuner benchmark",
         "",
-        *header(tasks, what, command, tuners, seeds, jobs, budget, elapsed, seconds, load),
+        *header(tasks, what, command, tuners, seeds, jobs, budget, elapsed, seconds, load, results),
         ABOUT,
     ]
     summary = overall(tasks, tuners, results, budget, lambda r: r.regrets, evals_to_stay)
@@ -302,7 +338,8 @@ def write_report(
             cells += [f"{np.median([r.regrets[b - 1] for r in runs]):.3f}" for b in marks]
             cells.append(f"{np.mean([np.mean(r.regrets) for r in runs]):.3f}")
             cells.append(f"{100 * np.median([r.gaps[-1] for r in runs]):.1f} %")
-            cells.append(f"{1000 * np.median([s for r in runs for s in r.ask_seconds]):.1f}")
+            asks = [s for r in runs for s in r.ask_seconds]  # none if every run crashed
+            cells.append(f"{1000 * np.median(asks):.1f}" if asks else "-")
             cells.append(f"{adjusted[tuner]:.3f}" if tuner in adjusted else "")
             lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
         lines.append("")

@@ -96,6 +96,17 @@ class RunResult:
     # gap of the best configuration measured so far: what a perfect choice among the same
     # trials would deploy (benchmarks.optimizers.decisions)
     measured: list[float] = field(default_factory=list)
+    #: why the run did not finish (out of memory); it is scored as never leaving the default
+    error: str | None = None
+
+
+def crashed(task: Task, tuner: str, seed: int, budget: int, error: str) -> RunResult:
+    """A run that died: the system stays at its default configuration throughout, as a user
+    whose tuner crashed is left."""
+    gap = _gap(task, task.space.defaults)
+    return RunResult(
+        task.name, tuner, seed, [gap] * budget, [1.0] * budget, [], [gap] * budget, error
+    )
 
 
 def run(

@@ -23,9 +23,17 @@ def checkpoints(budget: int) -> list[int]:
 
 
 def header(
-    tasks, what, command, tuners, seeds, jobs, budget, elapsed, seconds, load, **_
+    tasks, what, command, tuners, seeds, jobs, budget, elapsed, seconds, load, results=None, **_
 ) -> list[str]:
-    """The run's command, size, wall and CPU time (the saved run's fields by name)."""
+    """The run's command, size, wall and CPU time (the saved run's fields by name), and the
+    runs that did not finish."""
+    failed = [r for runs in (results or {}).values() for r in runs if r.error]
+    crashes = [
+        "Runs that did not finish, scored as never leaving the default configuration: "
+        + "; ".join(f"{r.tuner} on {r.task}, seed {r.seed}: {r.error}" for r in failed)
+        + ".",
+        "",
+    ]
     return [
         f"Command: `{command}` "
         f"({len(tasks)} tasks x {len(tuners)} tuners x {seeds} seeds, budget {budget}; "
@@ -38,6 +46,7 @@ def header(
         + ", ".join(f"{t} {seconds[t]:.0f}" for t in sorted(tuners, key=seconds.get)[::-1])
         + ".",
         "",
+        *(crashes if failed else []),
     ]
 
 

@@ -3,6 +3,8 @@ what a tuner would deploy by the truth."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.tuners import __main__ as harness_main
 from benchmarks.tuners.harness import run
 from benchmarks.tuners.tasks import TabularTask
 
@@ -229,3 +232,49 @@ def test_saved_peers_of_tasks_run_apart_are_merged(tmp_path: Path) -> None:
     command += [*both, "--peers-from", str(saved[first]), "--output", str(tmp_path / "x.md")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and "no saved runs of u" in done.stderr
+
+
+def test_a_run_out_of_memory_is_scored_as_the_default_and_the_others_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A-Tune's scikit-optimize GP wanted over 20 GB on a pool table; its run fails alone."""
+
+    def greedy(task, tuner, seed, budget, baseline=True):  # what that peer did, at once
+        if tuner == "random":
+            np.ones(10**13)  # 80 TB: numpy refuses with MemoryError
+        return run(task, tuner, seed, budget, baseline=baseline)
+
+    monkeypatch.setattr(harness_main, "run", greedy)  # the job processes are forked: they see it
+    report = tmp_path / "r.md"
+    argv = ["x", "--task", str(write_task(tmp_path)), "--tuners", "auto,random", "--seeds", "1"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--budget", "6", "--output", str(report)])
+    harness_main.main()
+    said = capsys.readouterr().err
+    assert "random on t, seed 0: out of memory" in said and "scored as the default" in said
+    text = report.read_text()
+    assert "did not finish, scored as never leaving the default configuration: random on t" in text
+    random_row = [row for row in text.splitlines() if row.startswith("| random |")][-1]
+    assert "| 1.000 |" in random_row and "nan" not in random_row  # no ask: no time per ask
+
+
+_JOB = harness_main._job
+
+
+def _killed_for_random(item):
+    """A job whose process the system kills when it runs the random tuner."""
+    if item[1] == "random":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _JOB(item)
+
+
+def test_a_job_process_killed_ends_the_benchmark_naming_its_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel's OOM killer took whole job processes; the benchmark then waited for ever."""
+    # submitted by name: the forked job processes find the stand-in where the harness looks
+    monkeypatch.setattr(harness_main, "_job", _killed_for_random, raising=True)
+    argv = ["x", "--task", str(write_task(tmp_path)), "--tuners", "auto,random", "--budget", "4"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--output", str(tmp_path / "r.md")])
+    with pytest.raises(SystemExit) as ended:
+        harness_main.main()
+    assert "a job process died" in str(ended.value) and "random seed 0" in str(ended.value)
