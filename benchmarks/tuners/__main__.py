@@ -41,7 +41,7 @@ from benchmarks.tuners.harness import TUNERS, RunResult, crashed, run
 from benchmarks.tuners.pool import PoolTask
 from benchmarks.tuners.process_peer import missing as missing_process
 from benchmarks.tuners.promisetune import write_promisetune_report
-from benchmarks.tuners.report import checkpoints, header, overall
+from benchmarks.tuners.report import checkpoints, crash_text, header, overall
 from benchmarks.tuners.scoring import (
     evals_to_first,
     evals_to_measure,
@@ -97,10 +97,6 @@ def _job(item: tuple[int, str, int, int, bool]) -> tuple[RunResult, float]:
         error = f"out of memory (at most {limit:.1f} GB per job)"
         result = crashed(_TASKS[index], tuner, seed, budget, error)
     return result, time.process_time() - started
-
-
-def _run_name(result: RunResult) -> str:
-    return f"{result.tuner} on {result.task}, seed {result.seed}: {result.error}"
 
 
 def _cap_memory(jobs: int) -> None:
@@ -203,7 +199,7 @@ def main() -> None:
                 load_seconds += os.getloadavg()[0] * (time.monotonic() - last)
                 last = time.monotonic()
                 if result.error:
-                    print(f"{_run_name(result)}: scored as the default", file=sys.stderr)
+                    print(f"{crash_text(result)}: scored as the default", file=sys.stderr)
                 if len(runs[result.task, result.tuner]) == args.seeds:
                     print(f"{result.task:28s} {result.tuner:16s} done", flush=True)
         except BrokenProcessPool:

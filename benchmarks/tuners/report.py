@@ -22,6 +22,11 @@ def checkpoints(budget: int) -> list[int]:
     return marks if budget in marks else [*marks, budget]
 
 
+def crash_text(result: RunResult) -> str:
+    """`skopt-gp-atune on redis-3%, seed 0: out of memory (...)`."""
+    return f"{result.tuner} on {result.task}, seed {result.seed}: {result.error}"
+
+
 def header(
     tasks, what, command, tuners, seeds, jobs, budget, elapsed, seconds, load, results=None, **_
 ) -> list[str]:
@@ -30,7 +35,7 @@ def header(
     failed = [r for runs in (results or {}).values() for r in runs if r.error]
     crashes = [
         "Runs that did not finish, scored as never leaving the default configuration: "
-        + "; ".join(f"{r.tuner} on {r.task}, seed {r.seed}: {r.error}" for r in failed)
+        + "; ".join(map(crash_text, failed))
         + ".",
         "",
     ]
