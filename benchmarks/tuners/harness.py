@@ -8,6 +8,7 @@ libraries report as best (the best single reading, as A-Tune and Optuna's best_t
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,9 +104,10 @@ class RunResult:
 def crashed(task: Task, tuner: str, seed: int, budget: int, error: str) -> RunResult:
     """A run that died: the system stays at its default configuration throughout, as a user
     whose tuner crashed is left."""
-    gap = _gap(task, task.space.defaults)
+    default = task.space.defaults
+    gap, regret = _gap(task, default), _regret(task)(task.truth(default))
     return RunResult(
-        task.name, tuner, seed, [gap] * budget, [1.0] * budget, [], [gap] * budget, error
+        task.name, tuner, seed, [gap] * budget, [regret] * budget, [], [gap] * budget, error
     )
 
 
@@ -122,9 +124,7 @@ def run(
     for _ in range(3 if baseline else 0):
         value = task.measure(default, rng)
         optimizer.tell(default, _minimised(task, value))
-    optimum = task.optimum()
-    reference = task.truth(default)
-    reference = reference if reference is not None and reference != optimum else task.worst()
+    regret = _regret(task)
     gaps, regrets, asks, measured = [], [], [], []
     best = _gap(task, default) if baseline else float("inf")
     inflight: list[tuple[Config, float]] = []  # proposed, not yet measured, with ask time
@@ -146,13 +146,8 @@ def run(
         measured.append(best)
         deployed = optimizer.recommend()
         truth = task.truth(deployed) if deployed is not None else None
-        if truth is None:  # a failure region scores as the worst
-            gaps.append(float("inf"))
-            regrets.append(1.0)
-            continue
-        loss = (truth - optimum) if task.minimize else (optimum - truth)
-        gaps.append(max(0.0, loss) / task.scale())
-        regrets.append(float(np.clip(loss / abs(reference - optimum), 0.0, 1.0)))
+        gaps.append(_gap(task, deployed) if deployed is not None else float("inf"))
+        regrets.append(regret(truth))
     return RunResult(task.name, tuner, seed, gaps, regrets, asks, measured)
 
 
@@ -163,6 +158,25 @@ def _gap(task: Task, config: Config) -> float:
         return float("inf")
     loss = (truth - task.optimum()) if task.minimize else (task.optimum() - truth)
     return max(0.0, loss) / task.scale()
+
+
+def _regret(task: Task) -> Callable[[float | None], float]:
+    """A truth's normalised regret, (it - optimum) / (default - optimum) clipped to [0, 1];
+    relative to the worst where the default is the optimum or fails, 0 where every
+    configuration with a truth has the same one, and 1 for a failure region."""
+    optimum = task.optimum()
+    reference = task.truth(task.space.defaults)
+    if reference is None or reference == optimum:
+        reference = task.worst()
+    span = abs(reference - optimum)
+
+    def regret(truth: float | None) -> float:
+        if truth is None:
+            return 1.0
+        loss = (truth - optimum) if task.minimize else (optimum - truth)
+        return float(np.clip(loss / span, 0.0, 1.0)) if span else 0.0
+
+    return regret
 
 
 def _minimised(task: Task, value: float | None) -> float | None:

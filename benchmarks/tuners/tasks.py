@@ -134,9 +134,9 @@ class TabularTask(Task):
         best = self.optimum()
         gaps = sorted(abs(t - best) / self.scale() for t in self.truths.values() if t is not None)
         within = sum(g <= 0.02 for g in gaps)
-        nearest = next((g for g in gaps if g > 0.02), float("nan"))
-        closest = f"{within} configuration(s) within 2 % of the optimum, the next at "
-        closest += f"{100 * nearest:.1f} %."
+        nearest = next((g for g in gaps if g > 0.02), None)
+        closest = f"{within} configuration(s) within 2 % of the optimum, "
+        closest += "no other." if nearest is None else f"the next at {100 * nearest:.1f} %."
         if not spreads:
             return f"Noise: unknown (no configuration has two readings); {closest}"
         cv = float(np.median(spreads))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from benchmarks.tuners import __main__ as harness_main
-from benchmarks.tuners.harness import run
+from benchmarks.tuners.harness import crashed, run
 from benchmarks.tuners.tasks import TabularTask
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +98,21 @@ def test_an_optimum_of_zero_and_a_failing_default(tmp_path: Path) -> None:
     assert task.optimum() == 0.0 and task.scale() == 4.5  # the median of 0, 4.5 and 8.5
     result = run(task, "auto", 0, 8)
     assert all(0.0 <= r <= 1.0 for r in result.regrets) and result.gaps[-1] == 0.0
+
+
+def test_a_task_where_only_the_default_works_has_nothing_to_gain(tmp_path: Path) -> None:
+    """Every other configuration fails: the default is both the optimum and the worst, so
+    every regret is 0 but a failure region's, and a crashed run (left at the default) too."""
+    (tmp_path / "d.yaml").write_text(
+        "knobs:\n  a: {type: int, values: [1, 2, 3]}\n"
+        "objective: {metric: ops, direction: maximize}\ndefault: {a: 1}\n"
+    )
+    (tmp_path / "d.csv").write_text("a,ops\n1,50\n1,52\n2,\n3,\n")
+    task = TabularTask(tmp_path / "d.yaml")
+    result = run(task, "auto", 0, 6)
+    assert result.regrets == [0.0] * 6 and result.gaps == [0.0] * 6
+    assert crashed(task, "auto", 0, 6, "MemoryError").regrets == [0.0] * 6
+    assert "no other" in task.resolution()
 
 
 def test_a_mistake_in_a_task_is_one_line_naming_file_line_and_key(tmp_path: Path) -> None:
