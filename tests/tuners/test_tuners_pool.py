@@ -7,6 +7,7 @@ import gzip
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 
 from benchmarks.tuners.__main__ import TASKS
@@ -22,6 +23,7 @@ from benchmarks.tuners.split import (
     pool_index,
 )
 from benchmarks.tuners.suite import path_tasks, suite_tables, suite_tasks
+from benchmarks.tuners.tabular_io import TaskError
 
 # moot's convention: objectives end in + (maximise) or - (minimise); the first one counts.
 MOOT = """\
@@ -53,6 +55,34 @@ def test_a_table_loads_by_path_with_its_first_objective_and_direction(tmp_path: 
     assert task.minimize and task.optimum() == 2.0 and task.table.objective == "perf"
     # the default is the table's median configuration
     assert task.truth(task.space.defaults) == 3.0
+
+
+def test_rows_with_an_unknown_cell_are_left_out_and_a_bad_one_is_one_line(
+    tmp_path: Path,
+) -> None:
+    """moot writes an unknown value as `?`: such a row is no configuration a tuner can run.
+    A reading that is not a number, a short row, a file that is not there or not gzip: one
+    line naming the file (and line and column), never a traceback."""
+    text = MOOT + "1,?,fast,4,900,1\n1,2,safe,8,?,1\n1,2,safe,4,,1\n"
+    task = PoolTask(write(tmp_path, text))
+    assert task.optimum() == 210.0 and len(task.space.candidates) == 5
+    assert all(isinstance(c["threads"], int) for c in task.space.candidates)  # still numbers
+    bad = {
+        "n.csv": (MOOT + "1,2,fast,4,fast,1\n", "n.csv:8: ops+: 'fast' is not a number"),
+        "s.csv": (MOOT + "1,2,fast\n", "s.csv:8: 3 cells where the header has 6"),
+        "o.csv": ("a,b\n1,2\n", "o.csv:1: no objective column"),
+        "z.csv.gz": (None, "z.csv.gz: not a whole gzip file"),
+        "missing.csv": (None, "missing.csv: cannot read: No such file or directory"),
+    }
+    for name, (content, message) in bad.items():
+        path = tmp_path / name
+        if name.endswith(".gz"):
+            path.write_bytes(gzip.compress(MOOT.encode())[:20])
+        elif content is not None:
+            path.write_text(content)
+        with pytest.raises(TaskError) as error:
+            path_tasks([path])
+        assert message in str(error.value) and str(tmp_path) in str(error.value)
 
 
 def test_a_proposal_resolves_to_the_nearest_row_ties_to_the_first(tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ moot ends each objective's name in `+` (maximised) or `-` (minimised). Every oth
 knob. The objective is the table's FIRST objective column, one rule for every table: both
 sources put the system's own performance measure (run time, throughput, PSNR) before the
 secondary ones (latency, energy, CPU). Constant columns are not knobs (nothing to tune); rows
-repeating a configuration are averaged."""
+repeating a configuration are averaged. A row whose objective or any knob is empty or `?`
+(moot's unknown) is not a configuration that can be run and is left out; any other cell that
+is not a number where the objective needs one is a TaskError naming the file, line and column."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import IO
 
 import numpy as np
 
+from benchmarks.tuners.tabular_io import TaskError
 from hone.space import Categorical, Config, Ordinal
 from hone.space.domains import Domain
 
@@ -41,6 +44,9 @@ class Table:
         return "\n".join([str(self.minimize), *lines]).encode()
 
 
+UNKNOWN = ("", "?")  # a cell with no value: empty, or moot's `?`
+
+
 def is_objective(column: str) -> bool:
     return column.startswith("$<") or column.endswith(("+", "-"))
 
@@ -49,24 +55,43 @@ def read_table(source: Path | IO[bytes], name: str | None = None) -> Table:
     """Read a table (.csv or .csv.gz, or its bytes) in either source's conventions."""
     if isinstance(source, Path):
         name = name or source.name.split(".")[0]
-        raw = source.read_bytes()
+        try:
+            raw = source.read_bytes()
+        except OSError as exc:
+            raise TaskError(f"{source}: cannot read: {exc.strerror}") from None
     else:
         raw = source.read()
+    where = str(source) if isinstance(source, Path) else name
     if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    reader = csv.reader(io.StringIO(raw.decode()))
-    header = [h.strip() for h in next(reader)]
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise TaskError(f"{where}: not a whole gzip file: {exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise TaskError(f"{where}: not a UTF-8 text table") from None
+    reader = csv.reader(io.StringIO(text))
+    header = [h.strip() for h in next(reader, [])]
     goals = [i for i, h in enumerate(header) if is_objective(h)]
     if not goals:
-        raise ValueError(f"{name}: no objective column ($<NAME, NAME+ or NAME-)")
+        raise TaskError(f"{where}:1: no objective column ($<NAME, NAME+ or NAME-)")
     goal = goals[0]
     knobs_at = [i for i in range(len(header)) if i not in goals]
     cells, values = [], []
     for row in reader:
-        if not row or not row[goal].strip():
-            continue  # a row without a reading (none in today's tables) measures nothing
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise TaskError(
+                f"{where}:{reader.line_num}: {len(row)} cells where the header has {len(header)}"
+            )
         cells.append([row[i].strip() for i in knobs_at])
-        values.append(float(row[goal]))
+        values.append(_reading(row[goal], f"{where}:{reader.line_num}: {header[goal]}"))
+        if values[-1] is None or any(c in UNKNOWN for c in cells[-1]):
+            cells.pop(), values.pop()  # no reading, or a configuration nobody can run
+    if not values:
+        raise TaskError(f"{where}: {header[goal]}: no row has both a reading and every knob")
     knobs: dict[str, Domain] = {}
     columns: list[list] = []
     for j, i in enumerate(knobs_at):
@@ -88,6 +113,19 @@ def read_table(source: Path | IO[bytes], name: str | None = None) -> Table:
     minimize = head.startswith("$<") or head.endswith("-")
     objective = head[2:] if head.startswith("$<") else head[:-1]
     return Table(name or "table", objective, minimize, knobs, configs, means, len(values))
+
+
+def _reading(text: str, where: str) -> float | None:
+    text = text.strip()
+    if text in UNKNOWN:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise TaskError(f"{where}: {text!r} is not a number") from None
+    if not np.isfinite(value):
+        raise TaskError(f"{where}: {text!r} is not a finite number")
+    return value
 
 
 def _number(text: str) -> int | float:
