@@ -38,7 +38,7 @@ from scipy import stats
 
 from benchmarks.tuners.about import ABOUT
 from benchmarks.tuners.harness import TUNERS, RunResult, crashed, run
-from benchmarks.tuners.pool import PoolTask
+from benchmarks.tuners.pool import NOISE_LEVELS, PoolTask
 from benchmarks.tuners.process_peer import missing as missing_process
 from benchmarks.tuners.promisetune import write_promisetune_report
 from benchmarks.tuners.report import checkpoints, crash_text, header, overall
@@ -50,7 +50,7 @@ from benchmarks.tuners.scoring import (
     median_text,
 )
 from benchmarks.tuners.split import in_set
-from benchmarks.tuners.suite import path_tasks, promisetune_tasks, suite_tasks
+from benchmarks.tuners.suite import holdout_tables, path_tasks, promisetune_tasks, suite_tasks
 from benchmarks.tuners.tabular_io import TaskError
 from benchmarks.tuners.tasks import TabularTask, Task
 from benchmarks.tuners.torch_peers import missing as missing_torch
@@ -111,9 +111,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
         "--set",
-        choices=("all", "development", "validation"),
+        choices=("all", "development", "validation", "holdout"),
         default="all",
-        help="the tasks of one side of the split (benchmarks/tuners/split.yaml)",
+        help="the tasks of one side of the split (benchmarks/tuners/split.yaml), or the "
+        "held-out systems (benchmarks/tuners/holdout/) at every noise level",
     )
     parser.add_argument("--full", action="store_true", help="every pool table at every noise level")
     parser.add_argument(
@@ -238,8 +239,10 @@ def main() -> None:
 
 
 def _tasks(args: argparse.Namespace, promisetune: bool) -> list[Task]:
+    levels = (0.0,) if promisetune else NOISE_LEVELS
+    if args.set == "holdout":
+        return path_tasks(args.task or holdout_tables(), levels)
     if args.task:
-        levels = (0.0,) if promisetune else (0.0, 0.03, 0.10)
         return [t for t in path_tasks(args.task, levels) if in_set(args.set, t.name, _table(t))]
     if promisetune:
         return list(promisetune_tasks())

@@ -18,6 +18,7 @@ from benchmarks.tuners.split import in_set, load_split, pool_index
 from benchmarks.tuners.tasks import Task, default_tasks
 
 PROMISETUNE = "ideas-labo/PromiseTune"
+HOLDOUT = Path(__file__).resolve().parent / "holdout"
 
 
 def suite_tasks(tasks_dir: Path, quick: bool, full: bool, name: str = "all") -> list[Task]:
@@ -66,6 +67,11 @@ def promisetune_tasks() -> list[PoolTask]:
     )
 
 
+def holdout_tables() -> list[Path]:
+    """The held-out systems' tables (holdout/README.md): in no set of the split."""
+    return sorted(HOLDOUT.glob("*.csv.gz"), key=lambda p: p.name.lower())
+
+
 def path_tasks(paths: list[Path], noise_levels=NOISE_LEVELS) -> list[Task]:
     """Tasks given by path: a tabular task (.yaml) or a pool table (.csv, .csv.gz)."""
     from benchmarks.tuners.tasks import TabularTask
@@ -85,4 +91,4 @@ def path_tasks(paths: list[Path], noise_levels=NOISE_LEVELS) -> list[Task]:
     return tasks
 
 
-__all__ = ["POOLS", "path_tasks", "promisetune_tasks", "suite_tasks"]
+__all__ = ["POOLS", "holdout_tables", "path_tasks", "promisetune_tasks", "suite_tasks"]

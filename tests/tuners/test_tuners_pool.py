@@ -22,7 +22,7 @@ from benchmarks.tuners.split import (
     make_split,
     pool_index,
 )
-from benchmarks.tuners.suite import path_tasks, suite_tables, suite_tasks
+from benchmarks.tuners.suite import holdout_tables, path_tasks, suite_tables, suite_tasks
 from benchmarks.tuners.tabular_io import TaskError
 
 # moot's convention: objectives end in + (maximise) or - (minimise); the first one counts.
@@ -164,6 +164,22 @@ def test_the_split_is_the_committed_draw_whole_systems_a_third_held_out() -> Non
     systems = len(development["systems"]) + len(validation["systems"])
     assert 3 * len(validation["systems"]) >= systems
     assert all((POOLS / f"{t}.csv.gz").exists() for t in index)
+
+
+def test_the_held_out_systems_are_new_systems_at_every_noise_level() -> None:
+    """--set holdout: tables of systems in neither side of the split, each noise-free and at
+    3 % and 10 %."""
+    tables = holdout_tables()
+    assert len(tables) == 8
+    tasks = path_tasks(tables)
+    assert len(tasks) == 3 * len(tables)
+    assert {t.noise for t in tasks} == {0.0, 0.03, 0.10}
+    split = load_split()
+    systems = set(split["development"]["systems"]) | set(split["validation"]["systems"])
+    for task in tasks:
+        assert task.system not in systems
+        assert not in_set("development", task.name, task.table.name)
+        assert not in_set("validation", task.name, task.table.name)
 
 
 def test_a_set_holds_its_side_of_the_split_with_each_table_at_one_noise_level() -> None:
