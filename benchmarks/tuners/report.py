@@ -72,9 +72,11 @@ def overall(
         if not chosen:
             continue
         ranks = {b: [_ranks(t, tuners, results, curve, b) for t in chosen] for b in marks}
+        title = name.capitalize() + " tasks"
+        if name == "all":  # tasks in neither side of the split (held out, or given by path)
+            title = "Whole suite" if lines else "All tasks"
         lines += [
-            f"## {'Whole suite' if name == 'all' else name.capitalize() + ' tasks'}"
-            f" ({len(chosen)} tasks)",
+            f"## {title} ({len(chosen)} tasks)",
             "",
             "Average rank of the median score across tasks (1 is best):",
             "",
