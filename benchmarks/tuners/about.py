@@ -29,7 +29,7 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
   for the peer), its median over the tasks either gets to, and the number of tasks where auto
   is slower (ratio > 1); the same within 2 % beside it. A task neither gets to is left out; one
   only auto gets to counts as auto / (budget + 1); one only the peer gets to as infinite.
-- The default suite (`python -m benchmarks.tuners`, about an hour on this machine): budget 100,
+- The default suite (`python -m benchmarks.tuners`, 28 minutes on this machine): budget 100,
   1 seed, 28 tasks: 6 of the 13 earlier tasks (the 8-knob synthetic task, COCO mixint f1 and
   noisy f101, the three measured tables), the two tables measured since (`redis-7`,
   `postgresql-15`) and one pool table per system (its PromiseTune table if it has one, else its
@@ -37,8 +37,8 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
   3 %, 10 %); 13 of the 28 are validation tasks. Across 28 tasks one seed each says more than
   five seeds of a few tasks, and scikit-optimize's GP (A-Tune's default engine) costs about 230
   CPU s per run at budget 100 (it refits its kernel and optimises its acquisition on every
-  tell): it alone takes most of the hour, so A-Tune's GBRT (80 s per run) runs only with
-  `--tuners`. Each run (task, tuner, seed) is one job in a pool of two processes, the most
+  tell): it alone takes 85 % of the suite's 47 CPU minutes, so A-Tune's GBRT (80 s per run)
+  runs only with `--tuners`. Each run (task, tuner, seed) is one job in a pool of two processes, the most
   expensive first (`COST` in `__main__.py`, which also prints an estimate before a run); the
   report gives the run's wall time, the CPU time per tuner and the mean load average, since
   other work shares the 2 cores. Each job process may use its share of the memory (0.8 x RAM /
