@@ -29,30 +29,32 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
   for the peer), its median over the tasks either gets to, and the number of tasks where auto
   is slower (ratio > 1); the same within 2 % beside it. A task neither gets to is left out; one
   only auto gets to counts as auto / (budget + 1); one only the peer gets to as infinite.
-- The default suite (`python -m benchmarks.tuners`, 28 minutes on this machine): budget 100,
-  1 seed, 28 tasks: 6 of the 13 earlier tasks (the 8-knob synthetic task, COCO mixint f1 and
-  noisy f101, the three measured tables), the two tables measured since (`redis-7`,
-  `postgresql-15`) and one pool table per system (its PromiseTune table if it has one, else its
-  first by name), each at one noise level by rotation over the tables in name order (noise-free,
-  3 %, 10 %); 13 of the 28 are validation tasks. Across 28 tasks one seed each says more than
-  five seeds of a few tasks, and scikit-optimize's GP (A-Tune's default engine) costs about 230
-  CPU s per run at budget 100 (it refits its kernel and optimises its acquisition on every
-  tell): it alone takes 85 % of the suite's 47 CPU minutes, so A-Tune's GBRT (80 s per run)
-  runs only with `--tuners`. Each run (task, tuner, seed) is one job in a pool of two processes, the most
-  expensive first (`COST` in `__main__.py`, which also prints an estimate before a run); the
-  report gives the run's wall time, the CPU time per tuner and the mean load average, since
-  other work shares the 2 cores. Each job process may use its share of the memory (0.8 x RAM /
-  jobs): a run that needs more fails alone, is named on stderr and in the report's header, and
-  is scored as a crashed tuner (the default configuration throughout). scikit-optimize's GP, set
-  up as A-Tune sets it (every numeric knob a category), needs that rule: on PromiseTune's redis
-  and x264 tables, whose knobs take up to 2,234 values, its processes grew past 16 and 24 GB
-  until the system killed them. Measured here, the default suite's other 250 runs took 52
-  minutes of wall time on the 2 cores. `--full`: all 13 earlier tasks, the two measured since and
-  every pool table at all three noise levels (144 tasks: for a many-seed run on a bigger
-  machine). `--set development|validation`: one side of the split. `--quick` (under 5 minutes):
-  budget 30, the 6 earlier tasks, the two measured since and two pool systems of each side,
-  without the expensive peers (COST of 50 CPU s per run or more). Every job runs with one BLAS
-  thread (more only contend on 2 shared cores, for every tuner alike).
+- The default suite (`python -m benchmarks.tuners`, 28 minutes on this machine): budget 100, 1
+  seed, 28 tasks: 6 of the 13 earlier tasks (the 8-knob synthetic task, COCO mixint f1 and noisy
+  f101, the three measured tables), the two tables measured since (`redis-7`, `postgresql-15`)
+  and one pool table per system (its PromiseTune table if it has one, else its first by name),
+  each at one noise level by rotation over the tables in name order (noise-free, 3 %, 10 %); 13
+  of the 28 are validation tasks. Across 28 tasks one seed each says more than five seeds of a
+  few tasks, and scikit-optimize's GP (A-Tune's default engine) costs about 230 CPU s per run at
+  budget 100 (it refits its kernel and optimises its acquisition on every tell): it alone takes
+  85 % of the suite's 47 CPU minutes, so A-Tune's GBRT (80 s per run) runs only with `--tuners`.
+  Each run (task, tuner, seed) is one job in a pool of two processes, the most expensive first
+  (`COST` in `__main__.py`, which also prints an estimate before a run); the report gives the
+  run's wall time, the CPU time per tuner and the mean load average, since other work shares the
+  2 cores. Each job process may use its share of the memory (0.8 x RAM / jobs): a run that needs
+  more fails alone, is named on stderr and in the report's header, and is scored as a crashed
+  tuner (the default configuration throughout). scikit-optimize's GP, set up as A-Tune sets it
+  (every numeric knob a category), needs that rule: on PromiseTune's redis and x264 tables,
+  whose knobs take up to 2,234 values, its processes grew past 16 and 24 GB until the system
+  killed them. Measured here with that rule, the whole default suite took 28 minutes of wall
+  time and 47 CPU minutes, two runs of it stopped at the cap. `--full`: all 13 earlier tasks,
+  the two measured since and every pool table at all three noise levels (144 tasks: for a
+  many-seed run on a bigger machine). `--set development|validation`: one side of the split;
+  `--set holdout`: the eight held-out systems (`benchmarks/tuners/holdout/`) at all three noise
+  levels. `--quick` (under 5 minutes): budget 30, the 6 earlier tasks, the two measured since
+  and two pool systems of each side, without the expensive peers (COST of 50 CPU s per run or
+  more). Every job runs with one BLAS thread (more only contend on 2 shared cores, for every
+  tuner alike).
 - *Default*: the default configuration's gap to the optimum. The default of each of the 13
   earlier tasks and of the two measured since is more than 10 % from its optimum (a test checks
   it; `redis-7`'s 18.6 % is largely noise, see its bullet below): a task that starts within

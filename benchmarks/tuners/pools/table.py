@@ -86,10 +86,12 @@ def read_table(source: Path | IO[bytes], name: str | None = None) -> Table:
             raise TaskError(
                 f"{where}:{reader.line_num}: {len(row)} cells where the header has {len(header)}"
             )
-        cells.append([row[i].strip() for i in knobs_at])
-        values.append(_reading(row[goal], f"{where}:{reader.line_num}: {header[goal]}"))
-        if values[-1] is None or any(c in UNKNOWN for c in cells[-1]):
-            cells.pop(), values.pop()  # no reading, or a configuration nobody can run
+        value = _reading(row[goal], f"{where}:{reader.line_num}: {header[goal]}")
+        knobs_row = [row[i].strip() for i in knobs_at]
+        if value is None or any(c in UNKNOWN for c in knobs_row):
+            continue  # no reading, or a configuration nobody can run
+        cells.append(knobs_row)
+        values.append(value)
     if not values:
         raise TaskError(f"{where}: {header[goal]}: no row has both a reading and every knob")
     knobs: dict[str, Domain] = {}
