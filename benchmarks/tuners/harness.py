@@ -105,7 +105,8 @@ def crashed(task: Task, tuner: str, seed: int, budget: int, error: str) -> RunRe
     """A run that died: the system stays at its default configuration throughout, as a user
     whose tuner crashed is left."""
     default = task.space.defaults
-    gap, regret = _gap(task, default), _regret(task)(task.truth(default))
+    truth = task.truth(default)
+    gap, regret = _gap(task, truth), _regret(task)(truth)
     return RunResult(
         task.name, tuner, seed, [gap] * budget, [regret] * budget, [], [gap] * budget, error
     )
@@ -126,7 +127,7 @@ def run(
         optimizer.tell(default, _minimised(task, value))
     regret = _regret(task)
     gaps, regrets, asks, measured = [], [], [], []
-    best = _gap(task, default) if baseline else float("inf")
+    best = _gap(task, task.truth(default)) if baseline else float("inf")
     inflight: list[tuple[Config, float]] = []  # proposed, not yet measured, with ask time
     proposed = 0
     for _ in range(budget):
@@ -142,18 +143,17 @@ def run(
         optimizer.tell(config, value)  # some peers (scikit-optimize) fit their model here
         asks.append(asked + time.perf_counter() - started)
         if value is not None:
-            best = min(best, _gap(task, config))
+            best = min(best, _gap(task, task.truth(config)))
         measured.append(best)
         deployed = optimizer.recommend()
         truth = task.truth(deployed) if deployed is not None else None
-        gaps.append(_gap(task, deployed) if deployed is not None else float("inf"))
+        gaps.append(_gap(task, truth))
         regrets.append(regret(truth))
     return RunResult(task.name, tuner, seed, gaps, regrets, asks, measured)
 
 
-def _gap(task: Task, config: Config) -> float:
-    """A configuration's truth's gap to the optimum (a failure region: infinite)."""
-    truth = task.truth(config)
+def _gap(task: Task, truth: float | None) -> float:
+    """A truth's gap to the optimum, relative to the task's scale (a failure region: infinite)."""
     if truth is None:
         return float("inf")
     loss = (truth - task.optimum()) if task.minimize else (task.optimum() - truth)
