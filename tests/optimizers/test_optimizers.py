@@ -233,3 +233,18 @@ def test_one_repeat_that_differs_ends_the_deterministic_mode_for_good() -> None:
     for _ in range(2):
         optimizer.tell({"x": 8}, 0.9)
     assert not optimizer.exact
+
+
+@pytest.mark.timeout(20)
+def test_gridsearch_thins_a_huge_grid_without_walking_it() -> None:
+    """30 knobs of 5 points are 5^30 combinations (A-Tune's memcached project): thinning by
+    walking them raised ValueError from islice with a budget, and never ended without one."""
+    space = SearchSpace({f"k{i}": IntRange(0, 100) for i in range(30)}, [], {})
+    optimizer = make_optimizer("gridsearch", space, budget=50)
+    configs = [optimizer.ask() for _ in range(50)]
+    assert len({tuple(c.values()) for c in configs}) == 50
+    small = SearchSpace({"a": IntRange(0, 3), "b": Ordinal((1, 2, 4))}, [], {})
+    walked = [
+        optimizer.ask() for optimizer in [make_optimizer("gridsearch", small)] for _ in "x" * 12
+    ]
+    assert walked == [{"a": a, "b": b} for a in range(4) for b in (1, 2, 4)]

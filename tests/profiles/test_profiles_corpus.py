@@ -22,6 +22,9 @@ def test_every_corpus_profile_loads(monkeypatch: pytest.MonkeyPatch) -> None:
         profile = library.load(name)
         assert profile.items or profile.includes, name
         assert not any("{" in i.key + i.value for i in profile.items), name
+    tips = {i.key: i.value for i in library.load("include-mysql-2p-sysbench").section("tip")}
+    advice = "set --innodb-flush-log-at-trx-commit=0 and --sync-binlog=0 can extremely"
+    assert tips[f"{advice} improve performance but lose data reliability"] == "application"
     throughput = library.load("include-throughput-performance")
     assert any(i.key == "vm.swappiness" and i.value == "10" for i in throughput.items)
     mysql = library.load("database-mysql-2p-sysbench-hdd")

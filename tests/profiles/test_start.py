@@ -157,3 +157,15 @@ def test_a_study_measures_the_profile_first(
              "net.ipv4.tcp_max_syn_backlog": 2048}  # fmt: skip
     assert search[0]["config"] == first
     assert sum(t["config"] == first for t in shown["trials"] if t["phase"] == "search") == 1
+
+
+def test_an_unlimited_machine_value_still_gives_a_project_that_loads(tmp_path: Path) -> None:
+    """kernel.shmall and shmmax are 2^64 - 2^24 by default: twice that is beyond any knob."""
+    from hone.profiles import ProfileLibrary
+    from hone.profiles.start import draft, write
+
+    profile = ProfileLibrary([SHARED / "profiles"]).load("web-nginx-http-long-connection")
+    drafted, _ = draft(profile)
+    project = load_project(write(tmp_path, profile, drafted, []))
+    shmall = project.knob("kernel.shmall").domain
+    assert isinstance(shmall, IntRange) and shmall.contains(4294967296)

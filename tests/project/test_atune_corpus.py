@@ -9,6 +9,7 @@ import pytest
 from rich.console import Console
 
 from hone.errors import HoneError
+from hone.optimizers import make_optimizer
 from hone.project import load_project
 from hone.space import IntRange, Ordinal
 from hone.tune.views import check_project
@@ -82,3 +83,18 @@ def test_pairs_and_items_make_ordered_values(tmp_path: Path) -> None:
     assert domain.choices[:3] == (1, 3, 100) and domain.choices[-1] == 4096
     assert list(domain.choices) == sorted(domain.choices)
     assert project.metrics[0].direction == "minimize"
+
+
+#: Every engine name an A-Tune client YAML may hold (atune-compat.md).
+ATUNE_ENGINES = ("random", "forest", "gbrt", "extraTrees", "bayes", "abtest", "lhs", "tpe",
+                 "gridsearch", "traverse", "ppo", "Bayesian_Transfer")  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ATUNE_ENGINES)
+def test_every_atune_engine_name_loads_and_makes_an_optimiser(tmp_path: Path, engine: str) -> None:
+    for source in (CORPUS / "memcached").glob("*.yaml"):
+        text = source.read_text().replace('engine : "gbrt"', f'engine : "{engine}"')
+        (tmp_path / source.name).write_text(text)
+    project = load_project(tmp_path)
+    assert project.tuning.engine == engine
+    make_optimizer(engine, project.space())  # as `hone tune` checks the engine

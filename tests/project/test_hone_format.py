@@ -124,9 +124,11 @@ def test_restart_knob_needs_a_workload(tmp_path: Path) -> None:
         load_project(write(tmp_path, text))
 
 
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "atune-corpus" / "examples"
+
+
 def test_convert_round_trips_an_atune_pair(tmp_path: Path) -> None:
-    corpus = Path(__file__).resolve().parents[3] / "shared" / "atune-corpus" / "examples"
-    original = load_project(corpus / "memcached")
+    original = load_project(CORPUS / "memcached")
     converted = tmp_path / "memcached.yaml"
     converted.write_text(to_hone_yaml(original, converted))
     again = load_project(converted)
@@ -136,3 +138,30 @@ def test_convert_round_trips_an_atune_pair(tmp_path: Path) -> None:
     assert again.benchmark.command == original.benchmark.command
     assert again.directory == original.directory
     assert again.tuning.engine == "gbrt" and again.tuning.objective == "atune"
+
+
+def _loads(folder: Path) -> bool:
+    try:
+        load_project(folder)
+    except HoneError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "folder",
+    [f for f in sorted({p.parent for p in CORPUS.rglob("*.yaml")}) if _loads(f)],
+    ids=lambda f: str(f.relative_to(CORPUS)),
+)
+def test_every_corpus_project_converts_to_a_file_that_loads(tmp_path: Path, folder: Path) -> None:
+    """mariadb_distributed steps a byte size by 1 GiB: the converted file must keep it."""
+    original = load_project(folder)
+    converted = tmp_path / "hone.yaml"
+    converted.write_text(to_hone_yaml(original, converted))
+    again = load_project(converted)
+    assert [(k.name, k.domain, k.restart) for k in again.knobs] == [
+        (k.name, k.domain, k.restart) for k in original.knobs
+    ]
+    assert [(m.name, m.direction, m.weight) for m in again.metrics] == [
+        (m.name, m.direction, m.weight) for m in original.metrics
+    ]

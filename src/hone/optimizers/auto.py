@@ -107,6 +107,8 @@ class Measured:
 @register
 class Auto(Optimizer):
     name = "auto"
+    #: A-Tune's reinforcement-learning engine; a client YAML naming it gets hone's best instead.
+    aliases = ("ppo",)
 
     def __init__(self, space: SearchSpace, **options) -> None:
         super().__init__(space, **options)

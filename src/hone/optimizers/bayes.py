@@ -16,6 +16,8 @@ from hone.optimizers.surrogate import SurrogateOptimizer
 @register
 class Bayes(SurrogateOptimizer):
     name = "bayes"
+    #: A-Tune's transfer variant warm-starts from its own stored runs; hone has none of them.
+    aliases = ("Bayesian_Transfer",)
 
     def fit_predict(self, x, y, candidates):
         kernel = ConstantKernel() * Matern(nu=2.5) + WhiteKernel(1e-3, (1e-8, 1.0))

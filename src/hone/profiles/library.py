@@ -107,6 +107,9 @@ class ProfileLibrary:
                 continue
             for raw_key, raw_value in parser[section].items():
                 key, value = raw_key, (raw_value or "").strip()
+                if section == "tip" and "=" in value:  # `advice = kind`; the advice may hold '='
+                    advice, _, kind = f"{key}={value}".rpartition("=")
+                    key, value = advice.strip(), kind.strip()
                 for placeholder, (actual, how) in values.items():
                     token = "{" + placeholder + "}"
                     if token in key or token in value:

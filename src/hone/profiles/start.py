@@ -23,6 +23,7 @@ from hone.knobs.sysfs import SysfsActuator
 from hone.profiles.library import Profile
 from hone.project.yamlio import dump_with_header
 from hone.space import Domain
+from hone.space.domains import LIMIT
 
 #: Applications hone knows by name, and the workload class (a built-in profile, hone-CLASS).
 APPS = {
@@ -162,7 +163,10 @@ def _around(value: str, current: str, actuator: SysfsActuator | SysctlActuator) 
         if len(numbers) < 2:
             raise ValueError("no catalogue knows its values and the machine has it already")
         return {"type": "int", "range": numbers}, "the machine's value and the profile's"
-    low, high = max(0, numbers[0] // 2), numbers[-1] * 2
+    # an "unlimited" machine value (kernel.shmall is 2^64 - 2^24) caps at the largest knob value
+    if abs(int(value)) > LIMIT:
+        raise ValueError(f"beyond the largest value a knob may take ({LIMIT:g})")
+    low, high = max(0, numbers[0] // 2), min(numbers[-1] * 2, int(LIMIT))
     knob = {"type": "int", "range": [low, high], "log": low > 0}
     return knob, "half the smaller to twice the larger of the machine's and the profile's value"
 

@@ -79,6 +79,8 @@ ENGINES = (
     "tpe",
     "gridsearch",
     "traverse",
+    "ppo",
+    "Bayesian_Transfer",
 )
 #: Device placeholders A-Tune fills from its daemon's config; hone detects them.
 DEVICE_PLACEHOLDERS = {"{disk}": "${HONE_DISK}", "{network}": "${HONE_NETWORK}"}

@@ -256,7 +256,8 @@ def _domain(name: str, node: Node) -> Domain:
             low, high = _numbers(node, "range")
             log = boolean(node, "log", False)
             if kind == "int":
-                step = number(node, "step", 1, integer=True)
+                # a step is as large as the range may be (a byte size), not a count
+                step = number(node, "step", 1, integer=True, high=LIMIT)
                 return IntRange(int(low), int(high), step, log)
             return FloatRange(float(low), float(high), number(node, "step", None), log)
         values = node.get("values")
