@@ -25,7 +25,7 @@ from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 from sqlalchemy.pool import NullPool
 
-from hone.errors import HoneError
+from hone.errors import HoneError, one_line
 from hone.paths import default_storage_url
 from hone.space import Boolean, Config, Domain, FloatRange, IntRange, SearchSpace
 
@@ -134,7 +134,7 @@ class StudyStore:
                     self.url, engine_kwargs=_engine_options(self.url)
                 )
         except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
-            raise HoneError(f"cannot open study storage {self.url}: {exc}") from None
+            raise HoneError(f"cannot open study storage {self.url}: {one_line(str(exc))}") from None
 
     # -- studies ---------------------------------------------------------------------------
 
