@@ -21,16 +21,23 @@ def register(app: typer.Typer) -> None:
     app.command("report")(report)
 
 
+#: The ranges hone.yaml's `tuning:` allows: 0 would silently mean the project's default,
+#: a negative budget no search at all, a negative seed a traceback from NumPy.
+BUDGET = {"min": 1, "max": 10**9}
+BASELINE = {"min": 1, "max": 1000}
+SEED = {"min": 0, "max": 2**32 - 1}
+
+
 def tune(
     project: str = typer.Argument(None, help="project folder or hone YAML file"),
     server: Path = typer.Option(None, help="A-Tune server YAML (knobs)"),
     client: Path = typer.Option(None, help="A-Tune client YAML (benchmark and goal)"),
     engine: str = typer.Option(None, help="optimiser: auto (default) or an A-Tune engine name"),
-    budget: int = typer.Option(None, help="search trials (A-Tune: iterations)"),
-    baseline: int = typer.Option(None, help="baseline runs (default 3)"),
+    budget: int = typer.Option(None, help="search trials (A-Tune: iterations)", **BUDGET),
+    baseline: int = typer.Option(None, help="baseline runs (default 3)", **BASELINE),
     resume: bool = typer.Option(False, help="continue the project's unfinished study"),
     apply: str = typer.Option(None, help="auto: apply only a confirmed gain; always; never"),
-    seed: int = typer.Option(None, help="random seed of the optimiser"),
+    seed: int = typer.Option(None, help="random seed of the optimiser", **SEED),
     storage: str = typer.Option(None, help="SQLAlchemy URL of the study database"),
     atune_output: bool = typer.Option(False, "--atune-output", help="print A-Tune's lines"),
     allow_risk: bool = typer.Option(
@@ -95,9 +102,11 @@ def worker(
     worker_id: str = typer.Option(None, "--worker-id", help="this worker's name (hostname)"),
     study: str = typer.Option(None, help="study to join (default: the project's running one)"),
     engine: str = typer.Option(None, help="optimiser, when this worker creates the study"),
-    budget: int = typer.Option(None, help="search trials of the study, when creating it"),
-    baseline: int = typer.Option(None, help="baseline runs on this machine (default 3)"),
-    seed: int = typer.Option(None, help="random seed of the optimiser"),
+    budget: int = typer.Option(None, help="search trials of the study, when creating it", **BUDGET),
+    baseline: int = typer.Option(
+        None, help="baseline runs on this machine (default 3)", **BASELINE
+    ),
+    seed: int = typer.Option(None, help="random seed of the optimiser", **SEED),
     lease: float = typer.Option(60.0, help="seconds without a heartbeat before a trial is lost"),
     apply: str = typer.Option(
         None, help="auto|always|never: the study's winner policy, when this worker creates it"
@@ -108,6 +117,8 @@ def worker(
     from hone.tune.console import RichReporter
     from hone.tune.worker import Worker, WorkerOptions
 
+    if not lease > 0:
+        raise HoneError(f"--lease must be a number of seconds above 0, not {lease}")
     loaded = load_project(project)
     if engine:
         from hone.optimizers import make_optimizer
