@@ -22,7 +22,7 @@ def collect(
     duration: float = typer.Option(
         None, "--duration", "-d", help="seconds to run (default: until Ctrl-C)"
     ),
-    count: int = typer.Option(None, "--count", "-n", help="number of samples"),
+    count: int = typer.Option(None, "--count", "-n", help="number of samples", min=1),
     output: Path = typer.Option(
         None, "--output", "-o", help="CSV file in A-Tune's layout (.csv or .csv.gz; - for stdout)"
     ),
@@ -65,6 +65,9 @@ def collect(
         raise HoneError("--interval must be above 0")
     if duration is not None and count is not None:
         raise HoneError("give --duration or --count, not both")
+    if duration is not None and not duration > 0:
+        raise HoneError(f"--duration must be a number of seconds above 0, not {duration}")
+    _check_devices(disk, network)
     if serve:
         if live or output is not None:
             raise HoneError("--serve runs alone: no --live or --output with it")
@@ -95,6 +98,17 @@ def collect(
         finally:
             if writer is not None:
                 writer.close()
+
+
+def _check_devices(disk: str | None, network: str | None) -> None:
+    """A disk or interface named but not on this machine would leave its columns at zero or
+    empty in every row, which a model trained on the CSV would take for an idle device."""
+    from hone.collect import sources
+
+    if disk and disk not in (disks := sources.whole_disks()):
+        raise HoneError(f"--disk {disk!r}: no such disk here ({', '.join(sorted(disks))})")
+    if network and network != "all" and network not in (nets := sources.read_netdev()):
+        raise HoneError(f"--network {network!r}: no such interface here ({', '.join(nets)})")
 
 
 def _serve(listen: str, interval: float, make_collector) -> None:  # type: ignore[no-untyped-def]

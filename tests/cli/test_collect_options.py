@@ -1,0 +1,18 @@
+"""`hone collect` refuses what would collect nothing, or collect zeros for a device that is
+not there, instead of ending with exit code 0."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.parametrize("args", [("-n", "0"), ("-d", "0"), ("-d", "-1")])
+def test_collect_refuses_nothing_to_collect(args: tuple[str, str], hone_run) -> None:
+    line = hone_run("collect", *args).one_line()
+    assert "--count" in line or "--duration" in line
+
+
+@pytest.mark.parametrize("flag", ["--disk", "--network"])
+def test_collect_refuses_a_device_this_machine_lacks(flag: str, hone_run) -> None:
+    line = hone_run("collect", flag, "no-such-device", "-n", "1").one_line()
+    assert line.startswith(f"hone: {flag} 'no-such-device': no such")
