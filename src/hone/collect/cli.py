@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from hone.cli.values import finite_float
 from hone.errors import HoneError
 from hone.output import finite
 
@@ -18,9 +19,11 @@ def register(app: typer.Typer) -> None:
 
 
 def collect(
-    interval: float = typer.Option(1.0, "--interval", "-i", help="seconds between samples"),
+    interval: float = typer.Option(
+        1.0, "--interval", "-i", help="seconds between samples", parser=finite_float
+    ),
     duration: float = typer.Option(
-        None, "--duration", "-d", help="seconds to run (default: until Ctrl-C)"
+        None, "--duration", "-d", help="seconds to run (default: until Ctrl-C)", parser=finite_float
     ),
     count: int = typer.Option(None, "--count", "-n", help="number of samples", min=1),
     output: Path = typer.Option(

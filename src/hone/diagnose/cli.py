@@ -25,6 +25,7 @@ from pathlib import Path
 
 import typer
 
+from hone.cli.values import finite_float
 from hone.diagnose import (
     catalogue,
     heap,
@@ -471,7 +472,11 @@ def diagnose(
     command: list[str] = typer.Argument(None, help="a command to run and diagnose (after --)"),
     pid: int = typer.Option(None, "--pid", "-p", help="diagnose this running process"),
     duration: float = typer.Option(
-        None, "--duration", "-d", help="seconds (default 30 for --pid; a command: until it exits)"
+        None,
+        "--duration",
+        "-d",
+        help="seconds (default 30 for --pid; a command: until it exits)",
+        parser=finite_float,
     ),
     output: Path = typer.Option(None, "--output", "-o", help="report folder, or a .html path"),
     compare: tuple[Path, Path] | None = typer.Option(

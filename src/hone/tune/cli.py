@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from hone.cli.values import finite_float
 from hone.errors import HoneError
 from hone.output import output_console, print_json
 
@@ -107,7 +108,9 @@ def worker(
         None, help="baseline runs on this machine (default 3)", **BASELINE
     ),
     seed: int = typer.Option(None, help="random seed of the optimiser", **SEED),
-    lease: float = typer.Option(60.0, help="seconds without a heartbeat before a trial is lost"),
+    lease: float = typer.Option(
+        60.0, help="seconds without a heartbeat before a trial is lost", parser=finite_float
+    ),
     apply: str = typer.Option(
         None, help="auto|always|never: the study's winner policy, when this worker creates it"
     ),
