@@ -45,12 +45,7 @@ def new(
 
     if (from_profile is None) == (workload is None):
         raise HoneError("give one of --from-profile NAME or --workload APP")
-    figure = None
-    if metric is not None:
-        name, sep, pattern = metric.partition("=")
-        if not sep or not name or not pattern:
-            raise HoneError(f"--metric must be NAME=REGEX, got {metric!r}")
-        figure = (name, pattern, "minimize" if minimize else "maximize")
+    figure = starting.metric_option(metric, minimize) if metric is not None else None
     profile = load(from_profile or starting.profile_for(workload))
     source = catalogue or os.environ.get("HONE_ATUNE_CATALOGUE")
     atune = starting.atune_catalogue(Path(source)) if source else None
