@@ -213,4 +213,4 @@ def remote_resume(study: str = typer.Argument(...)) -> None:
 def _pct(value: float | None, half: float | None = None) -> str:
     if value is None:
         return ""
-    return f"{value:+.1f} %" + (f" ± {half:.1f}" if half is not None else "")
+    return f"{value:+.1f} %" + (f" ± {half:.1f} %" if half is not None else "")

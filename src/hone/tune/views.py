@@ -142,7 +142,7 @@ def studies_table(storage: str | None) -> Table:
             str(row["engine"] or ""),
             str(row["trials"]),
             str(row["outcome"] or ""),
-            "" if gain is None else f"{gain:+.1f} %" + ("" if half is None else f" ± {half:.1f}"),
+            "" if gain is None else f"{gain:+.1f} %" + ("" if half is None else f" ± {half:.1f} %"),
             workers_text(row["workers"]),
             str(row["created"] or ""),
         )
