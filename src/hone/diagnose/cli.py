@@ -43,6 +43,7 @@ from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis, terminal, to_html
 from hone.errors import HoneError
 from hone.paths import state_dir
+from hone.shell import command_line
 
 
 class _Job(threading.Thread):
@@ -420,7 +421,7 @@ def _describe(pid: int) -> str:
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         words = [Path(argv[0].decode()).name] + [a.decode(errors="replace") for a in argv[1:3]]
-        return f"pid {pid} ({' '.join(w for w in words if w)})"
+        return f"pid {pid} ({command_line([w for w in words if w])})"
     except (OSError, IndexError):
         return f"pid {pid}"
 
@@ -442,7 +443,7 @@ def run_command(command: list[str], duration: float | None, **options: object) -
                 f"{command[0]} ended (exit code {proc.returncode}) before perf could attach; "
                 "diagnose a run that lasts a second or more"
             ) from None
-        result.target = " ".join(command)
+        result.target = command_line(command)
         result.command = list(command)
         return result
     finally:
@@ -512,7 +513,7 @@ def diagnose(
     else:
         if pid is not None and not Path(f"/proc/{pid}").exists():
             raise HoneError(f"no process with pid {pid}")
-        target = _describe(pid) if pid is not None else " ".join(command)
+        target = _describe(pid) if pid is not None else command_line(command)
         report, saved = _places(output, target)
         files = _side_folder(report)
         if pid is not None:
