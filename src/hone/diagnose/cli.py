@@ -496,7 +496,7 @@ def diagnose(
 ) -> None:
     """Find the bottleneck (hot threads, flame graphs, off-CPU, locks, top-down), what to tune."""
     if compare:
-        _compare(compare[0], compare[1], output)
+        _compare(compare[0], compare[1], output, as_json)
         return
     sources = sum(x is not None and x != [] for x in (pid, command or None, load))
     if sources != 1:
@@ -575,13 +575,17 @@ def _saved(path: Path) -> Path:
     return path / "diagnosis.hone" if path.is_dir() else path
 
 
-def _compare(before: Path, after: Path, output: Path | None) -> None:
-    from hone.diagnose.report import compare_html, compare_text
+def _compare(before: Path, after: Path, output: Path | None, as_json: bool) -> None:
+    from hone.diagnose.report import compare_data, compare_html, compare_text
+    from hone.output import print_json
 
     a, b = Diagnosis.load(_saved(before)), Diagnosis.load(_saved(after))
-    typer.echo(compare_text(a, b))
     report, _ = _places(output, f"compare-{before.stem}-{after.stem}")
     report.write_text(compare_html(a, b))
+    if as_json:
+        print_json({**compare_data(a, b), "report": str(report)})
+        return
+    typer.echo(compare_text(a, b))
     typer.echo(f"report: {report}")
 
 
