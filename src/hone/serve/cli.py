@@ -62,6 +62,8 @@ def serve(
         raise HoneError("a CORS wildcard is refused: name the origins that may call the API")
     if bool(tls_cert) != bool(tls_key):
         raise HoneError("--tls-cert and --tls-key go together")
+    if tls_cert and tls_key:
+        _check_tls(tls_cert, tls_key)
     loopback = ServeConfig(token="", host=host).loopback
     if not loopback and not tls_cert and not insecure:
         raise HoneError(
@@ -105,6 +107,24 @@ def serve(
         ssl_certfile=str(tls_cert) if tls_cert else None,
         ssl_keyfile=str(tls_key) if tls_key else None,
     )
+
+
+def _check_tls(cert: Path, key: Path) -> None:
+    """Load the pair as uvicorn will, before a token is made: a missing file or one that is
+    not PEM ended in ssl's traceback after the server said it was listening."""
+    import ssl
+
+    for path in (cert, key):
+        if not path.is_file():
+            raise HoneError("no such file", file=path)
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as exc:
+        reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
+        raise HoneError(
+            f"--tls-cert/--tls-key: not a PEM certificate and its private key ({reason})",
+            file=cert,
+        ) from None
 
 
 def _url_host(host: str) -> str:
