@@ -24,3 +24,15 @@ def test_a_database_that_cannot_be_opened_is_one_line(tmp_path: Path, hone_run) 
     url = f"sqlite:///{tmp_path / 'garbage.db'}"
     line = hone_run("studies", "--storage", url).one_line()
     assert "file is not a database" in line and "sqlalche.me" not in line
+
+
+def test_convert_refuses_to_write_over_the_file_it_converts(tmp_path: Path, hone_run) -> None:
+    import shutil
+
+    folder = tmp_path / "compress"
+    shutil.copytree(ATUNE, folder)
+    server = next(folder.glob("*server*.yaml"))
+    original = server.read_bytes()
+    line = hone_run("convert", str(folder), "-o", str(server)).one_line()
+    assert line == f"hone: {server}: is a file being converted: write the hone YAML elsewhere"
+    assert server.read_bytes() == original

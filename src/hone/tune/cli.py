@@ -264,7 +264,11 @@ def convert(
     from hone.project import load_project
     from hone.project.convert import to_hone_yaml
 
-    text = to_hone_yaml(load_project(project, server=server, client=client), output)
+    loaded = load_project(project, server=server, client=client)
+    if output and any(output.resolve() == source.resolve() for source in loaded.sources):
+        # writing over the A-Tune file being converted would lose it
+        raise HoneError("is a file being converted: write the hone YAML elsewhere", file=output)
+    text = to_hone_yaml(loaded, output)
     if output:
         output.write_text(text)
     else:
