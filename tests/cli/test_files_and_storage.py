@@ -36,3 +36,13 @@ def test_convert_refuses_to_write_over_the_file_it_converts(tmp_path: Path, hone
     line = hone_run("convert", str(folder), "-o", str(server)).one_line()
     assert line == f"hone: {server}: is a file being converted: write the hone YAML elsewhere"
     assert server.read_bytes() == original
+
+
+def test_a_missing_sqlite_file_is_not_created_by_a_reading_command(
+    tmp_path: Path, hone_run
+) -> None:
+    typo = tmp_path / "studeis.db"
+    for command in (["studies"], ["show", "x"], ["report", "x"]):
+        line = hone_run(*command, "--storage", f"sqlite:///{typo}").one_line()
+        assert line == f"hone: {typo}: no such study database"
+    assert not typo.exists()

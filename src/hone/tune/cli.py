@@ -201,8 +201,15 @@ def _project_name(project: str) -> str:
     return project
 
 
+def require_existing(storage: str | None) -> None:
+    from hone.storage.store import require_existing as check
+
+    check(storage)
+
+
 def studies(storage: str = typer.Option(None, help="SQLAlchemy URL"), as_json: bool = JSON) -> None:
     """List the tuning studies with their state and gain."""
+    require_existing(storage)
     if as_json:
         from hone.storage import StudyStore
         from hone.storage.summary import summaries
@@ -220,6 +227,7 @@ def show(
     as_json: bool = JSON,
 ) -> None:
     """Trial table, best, baseline, failures with reasons, knob importance and effects."""
+    require_existing(storage)
     if as_json:
         from hone.storage import StudyStore
         from hone.storage.summary import best_of, detail, read_trials, trial_dict
@@ -281,6 +289,7 @@ def report(
     storage: str = typer.Option(None, help="SQLAlchemy URL"),
 ) -> None:
     """Write one self-contained HTML report of a study."""
+    require_existing(storage)
     from hone.report.study import write_report
 
     path = write_report(study, output, storage)
