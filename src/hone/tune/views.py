@@ -11,6 +11,7 @@ from hone.errors import HoneError
 from hone.output import measured, number, print_json
 from hone.project import atune
 from hone.project.describe import goal_data, knob_data, project_data, tuning_data
+from hone.project.hone_format import TOP_KEYS
 from hone.project.load import load_project
 from hone.project.model import Knob, Metric
 from hone.project.yamlio import load_yaml
@@ -64,7 +65,10 @@ def check_project(
             console.print(f"engine {tuning.engine}, {tuning.budget} iterations")
             console.print(goal_text(metrics))
             return
-        if not (isinstance(data, dict) and "knobs" in data):
+        if data is None:
+            raise HoneError("empty file: no project in it", file=project)
+        # a file with hone's keys goes on to load_project, which names the key that is wrong
+        if not (isinstance(data, dict) and set(TOP_KEYS) & set(data)):
             raise HoneError("not a hone project nor an A-Tune server or client file", file=project)
     loaded = load_project(project, server=server, client=client)
     if as_json:
