@@ -16,3 +16,11 @@ def test_collect_refuses_nothing_to_collect(args: tuple[str, str], hone_run) -> 
 def test_collect_refuses_a_device_this_machine_lacks(flag: str, hone_run) -> None:
     line = hone_run("collect", flag, "no-such-device", "-n", "1").one_line()
     assert line.startswith(f"hone: {flag} 'no-such-device': no such")
+
+
+def test_collect_keeps_an_existing_csv(tmp_path, hone_run) -> None:
+    earlier = tmp_path / "web.csv"
+    earlier.write_text("CPU.STAT.util,workload.type,workload.appname\n50,web,nginx\n")
+    line = hone_run("collect", "-n", "1", "-i", "0.1", "-o", str(earlier)).one_line()
+    assert line == f"hone: {earlier}: exists: write to a new file (or remove this one)"
+    assert earlier.read_text().endswith("50,web,nginx\n")

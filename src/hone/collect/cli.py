@@ -83,6 +83,9 @@ def collect(
         target = sys.stdout if str(output) == "-" else output
         if isinstance(target, Path) and not target.parent.is_dir():
             raise HoneError(f"no folder {target.parent}", file=target)
+        if isinstance(target, Path) and target.is_file() and target.stat().st_size:
+            # a second run into the same file would replace hours of labelled samples
+            raise HoneError("exists: write to a new file (or remove this one)", file=target)
         writer = CsvWriter(target, workload_type=workload_type, appname=appname, extended=extended)
     with Collector(disk=disk, network=network, processes=processes) as collector:
         snapshots = collector.stream(interval, count=count, duration=duration)
