@@ -72,12 +72,16 @@ def collect(
         raise HoneError(f"--duration must be a number of seconds above 0, not {duration}")
     _check_devices(disk, network)
     if serve:
-        if live or output is not None:
-            raise HoneError("--serve runs alone: no --live or --output with it")
+        if live or output is not None or as_json or count is not None or duration is not None:
+            raise HoneError(
+                "--serve runs alone: no --live, --output, --json, --count or --duration"
+            )
         _serve(listen, interval, lambda: Collector(disk=disk, network=network, processes=processes))
         return
     if live and str(output) == "-":
         raise HoneError("--live draws on the terminal: write the CSV to a file, not -")
+    if live and as_json:  # the view was drawn and --json dropped
+        raise HoneError("--live draws a view, --json writes samples: give one of them")
     writer = None
     if output is not None:
         target = sys.stdout if str(output) == "-" else output

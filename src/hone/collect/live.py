@@ -11,6 +11,7 @@ from rich.live import Live
 from rich.table import Table
 
 from hone.collect.collector import Snapshot
+from hone.output import output_console
 
 
 def _devices(metrics: dict[str, float], prefix: str) -> list[str]:
@@ -75,6 +76,7 @@ def render(snapshot: Snapshot) -> Group:
 
 def show(snapshots: Iterable[Snapshot]) -> None:
     """Redraw the view for every snapshot until the stream ends or Ctrl-C."""
-    with Live(auto_refresh=False, screen=False) as live:
+    # off a terminal (`| less`, a file) every column whole, not cut to 80 columns' `iow…`
+    with Live(auto_refresh=False, screen=False, console=output_console()) as live:
         for snapshot in snapshots:
             live.update(render(snapshot), refresh=True)
