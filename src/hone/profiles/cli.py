@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
-from hone.output import help_settings, output_console, print_json
+from hone.output import DataTable, help_settings, output_console, print_json
 
 profile_app = typer.Typer(
     help="Static tuning profiles (A-Tune's format), applied as transactions.", **help_settings()
@@ -132,7 +131,7 @@ def info(name: str, as_json: bool = JSON) -> None:
             }
         )
         return
-    table = Table("section", "key", "value", "from")
+    table = DataTable("section", "key", "value", "from")
     for item in profile.items:
         table.add_row(item.section, item.key, item.value, item.source)
     output_console().print(f"profile {profile.name} ({profile.path})", table)

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from hone.errors import HoneError
-from hone.output import help_settings, number, output_console, print_json
+from hone.output import DataTable, help_settings, number, output_console, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -159,7 +158,7 @@ def remote_studies(as_json: bool = JSON) -> None:
     if as_json:
         print_json(rows)
         return
-    table = Table("study", "state", "engine", "trials", "failed", "outcome", "gain", "best")
+    table = DataTable("study", "state", "engine", "trials", "failed", "outcome", "gain", "best")
     for row in rows:
         table.add_row(
             row["name"],
@@ -201,7 +200,7 @@ def remote_show(
             + f"  gain {_pct(best.get('gain'))}"
         )
     knobs = sorted({k for t in trials for k in t["config"]})
-    table = Table("#", "phase", *knobs, "score", "state", "error")
+    table = DataTable("#", "phase", *knobs, "score", "state", "error")
     for trial in trials:
         table.add_row(
             str(trial["number"]),

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hone.errors import HoneError
-from hone.output import measured, number, print_json
+from hone.output import DataTable, measured, number, print_json
 from hone.project import atune
 from hone.project.describe import goal_data, knob_data, project_data, tuning_data
 from hone.project.hone_format import TOP_KEYS
@@ -102,7 +102,7 @@ def check_project(
 
 
 def knob_table(knobs: list[Knob]) -> Table:
-    table = Table("knob", "type and range", "set by", "restart", "reference", "risk")
+    table = DataTable("knob", "type and range", "set by", "restart", "reference", "risk")
     for knob in knobs:
         table.add_row(
             knob.name,
@@ -137,7 +137,7 @@ def goal_text(metrics: list[Metric]) -> str:
 
 
 def studies_table(storage: str | None) -> Table:
-    table = Table("study", "state", "engine", "trials", "outcome", "gain", "workers", "created")
+    table = DataTable("study", "state", "engine", "trials", "outcome", "gain", "workers", "created")
     for row in summaries(StudyStore(storage)):
         gain, half = row["gain"], row["gain_half_width"]
         table.add_row(
@@ -226,13 +226,15 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
             console.print(f"  #{trial.number} ({trial.phase}): {trial.error}")
     insight = knob_insight(study.attrs, trials)
     if insight:
-        table = Table("knob", "importance")
+        table = DataTable("knob", "importance")
         for row in insight:
             table.add_row(row["knob"], f"{row['share']:.1%}")
         console.print(table)
     curves = [row for row in insight if row["effect"]]
     if curves:  # how the score moves along each knob that matters most
-        table = Table("knob", "value", "predicted score", title="effect of the knobs that matter")
+        table = DataTable(
+            "knob", "value", "predicted score", title="effect of the knobs that matter"
+        )
         for row in curves:
             for point in row["effect"]:
                 table.add_row(row["knob"], str(point["value"]), number(point["score"]))
@@ -243,7 +245,7 @@ def trial_table(trials: list[TrialRecord]) -> Table:
     names = sorted({k for t in trials for k in t.config})
     metric_names = sorted({k for t in trials for k in t.metrics})
     shared = any(t.worker for t in trials)  # a study of `hone worker`s: who ran each trial
-    table = Table("#", "phase", *(["worker"] if shared else []), *names, *metric_names)
+    table = DataTable("#", "phase", *(["worker"] if shared else []), *names, *metric_names)
     table.add_column("score")
     table.add_column("state")
     for trial in trials:
