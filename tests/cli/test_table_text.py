@@ -25,3 +25,14 @@ def test_a_cell_with_brackets_is_printed_whole() -> None:
     console = Console(width=200, record=True)
     console.print(table)
     assert "always [madvise] never" in console.export_text()
+
+
+def test_check_prints_a_benchmark_with_a_character_class_whole(tmp_path: Path, hone_run) -> None:
+    text = (ROOT / "examples" / "compress" / "hone.yaml").read_text()
+    command = "python3 compress.py | grep -E '[a-z]+: [0-9.]+'"
+    (tmp_path / "hone.yaml").write_text(
+        text.replace("command: python3 compress.py", f'command: "{command}"')
+    )
+    ran = hone_run("check", str(tmp_path / "hone.yaml"))
+    assert ran.code == 0, ran.stderr
+    assert f"benchmark: {command}" in ran.stdout

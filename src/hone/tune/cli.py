@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from hone.cli.values import finite_float
 from hone.errors import HoneError
@@ -138,7 +139,7 @@ def worker(
     console = output_console()
     if result.best is not None and result.best_gain is not None:
         best = ", ".join(f"{k}={v}" for k, v in result.best.items())
-        console.print(f"best of the study: {best} ({result.best_gain:+.1f} %)")
+        console.print(f"best of the study: {best} ({result.best_gain:+.1f} %)", markup=False)
     where = "winner applied here" if result.outcome == "applied" else "knobs put back"
     console.print(
         f"worker {result.worker}: {result.trials} trials ({result.failures} failed) in "
@@ -181,8 +182,10 @@ def restore(
         for item in outcomes:
             outcome = item.outcome
             where = f"{item.host}: " if item.host else ""
-            status = "ok" if outcome.ok else f"[red]failed[/]: {outcome.error}"
-            console.print(f"{where}{outcome.name} = {outcome.value!r}  {status}")
+            status = "ok" if outcome.ok else f"[red]failed[/]: {escape(str(outcome.error))}"
+            console.print(
+                f"{escape(where)}{outcome.name} = {escape(repr(outcome.value))}  {status}"
+            )
         if outcomes and not failed:
             console.print(f"restored {len(outcomes)} knob(s) of {name}")
     if failed:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from hone.errors import HoneError
@@ -44,7 +45,7 @@ def check_project(
                     {"atune": "server", "project": name, "knobs": list(map(knob_data, knobs))}
                 )
                 return
-            console.print(f"A-Tune server file of project [bold]{name}[/]")
+            console.print(f"A-Tune server file of project [bold]{escape(name)}[/]")
             console.print(knob_table(knobs))
             return
         if atune.is_client(data):
@@ -60,10 +61,10 @@ def check_project(
                     }
                 )
                 return
-            console.print(f"A-Tune client file of project [bold]{name}[/]")
-            console.print(f"benchmark: {command}")
+            console.print(f"A-Tune client file of project [bold]{escape(name)}[/]")
+            console.print(f"benchmark: {command}", markup=False)
             console.print(f"engine {tuning.engine}, {tuning.budget} iterations")
-            console.print(goal_text(metrics))
+            console.print(goal_text(metrics), markup=False)
             return
         if data is None:
             raise HoneError("empty file: no project in it", file=project)
@@ -74,22 +75,24 @@ def check_project(
     if as_json:
         print_json(project_data(loaded))
         return
-    console.print(f"project [bold]{loaded.name}[/] ({', '.join(map(str, loaded.sources))})")
+    sources = escape(", ".join(map(str, loaded.sources)))
+    console.print(f"project [bold]{escape(loaded.name)}[/] ({sources})")
     console.print(knob_table(loaded.knobs))
     for constraint in loaded.constraints:
-        console.print(f"constraint: {constraint.expression}")
+        console.print(f"constraint: {constraint.expression}", markup=False)
     for group, names in loaded.groups.items():
         hosts = ", ".join(f"{n} ({loaded.hosts[n].target()})" for n in names)
-        console.print(f"group {group}: {hosts}")
+        console.print(f"group {group}: {hosts}", markup=False)
         workload = loaded.group_workloads.get(group)
         if workload is not None:
             console.print(
                 f"  workload: start {workload.start!r}, stop {workload.stop!r}, ready "
-                f"{workload.ready!r} (within {workload.ready_timeout:g} s)"
+                f"{workload.ready!r} (within {workload.ready_timeout:g} s)",
+                markup=False,
             )
     where = f" (on {loaded.benchmark.host})" if loaded.benchmark.host else ""
-    console.print(f"benchmark{where}: {loaded.benchmark.command}")
-    console.print(goal_text(loaded.metrics))
+    console.print(f"benchmark{where}: {loaded.benchmark.command}", markup=False)
+    console.print(goal_text(loaded.metrics), markup=False)
     tuning = loaded.tuning
     console.print(
         f"engine {tuning.engine}, budget {tuning.budget}, baseline x{tuning.baseline_repeats}, "
@@ -98,7 +101,7 @@ def check_project(
     )
     for index, point in enumerate(tuning.start, 1):
         values = ", ".join(f"{name}={value}" for name, value in point.items())
-        console.print(f"measured first ({index}): {values}")
+        console.print(f"measured first ({index}): {values}", markup=False)
 
 
 def knob_table(knobs: list[Knob]) -> Table:
@@ -173,13 +176,16 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     trials = store.trials(study)
     attrs = study.attrs
     units = {m["name"]: m.get("unit", "") for m in attrs.get("metrics", [])}
-    console.print(f"study [bold]{study.name}[/]: {study.state}, engine {attrs.get('engine')}")
+    console.print(
+        f"study [bold]{escape(study.name)}[/]: {study.state}, engine {attrs.get('engine')}"
+    )
     for worker in workers_of(attrs, {}):
         base = measured(worker["baseline_metrics"] or {}, units)
         console.print(
             f"worker {worker['id']} on {worker['host']}: {worker['state']}, baseline {base} "
             f"(noise CV {worker['baseline_cv'] or 0:.1f} %)"
-            + (f"; {worker['error']}" if worker["error"] else "")
+            + (f"; {worker['error']}" if worker["error"] else ""),
+            markup=False,
         )
     baseline = attrs.get("baseline_metrics")
     if baseline:
@@ -189,7 +195,9 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         console.print(quality_text(attrs["quality"]), markup=False)
     result = attrs.get("result") or {}
     if result.get("best"):
-        console.print("best: " + ", ".join(f"{k}={v}" for k, v in result["best"].items()))
+        console.print(
+            "best: " + ", ".join(f"{k}={v}" for k, v in result["best"].items()), markup=False
+        )
         metrics = result.get("best_metrics") or {}
         console.print("      " + measured(metrics, units))
     if result.get("gain"):
@@ -217,13 +225,13 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     for line in why_lines(attrs.get("why")):
         console.print(line, markup=False)
     if result.get("outcome"):
-        console.print(f"{result['outcome']}: {result.get('reason', '')}")
+        console.print(f"{result['outcome']}: {result.get('reason', '')}", markup=False)
     console.print(trial_table(trials))
     failures = [t for t in trials if t.state == "fail"]
     if failures:
         console.print(f"[red]{len(failures)} failed trial(s)[/]:")
         for trial in failures:
-            console.print(f"  #{trial.number} ({trial.phase}): {trial.error}")
+            console.print(f"  #{trial.number} ({trial.phase}): {trial.error}", markup=False)
     insight = knob_insight(study.attrs, trials)
     if insight:
         table = DataTable("knob", "importance")
