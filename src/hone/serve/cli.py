@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from hone.errors import HoneError
 from hone.output import DataTable, help_settings, number, output_console, print_json
@@ -190,14 +191,15 @@ def remote_show(
         return
     console = output_console()
     console.print(
-        f"study [bold]{info['name']}[/]: {info['state']}, engine {info.get('engine')}, "
+        f"study [bold]{escape(info['name'])}[/]: {info['state']}, engine {info.get('engine')}, "
         f"{info['trials']} trials ({info['failures']} failed)"
     )
     if best.get("config"):
         console.print(
             f"best ({best['source']}): "
             + ", ".join(f"{k}={v}" for k, v in best["config"].items())
-            + f"  gain {_pct(best.get('gain'))}"
+            + f"  gain {_pct(best.get('gain'))}",
+            markup=False,  # configuration values as given: `[madvise]` is no markup tag
         )
     knobs = sorted({k for t in trials for k in t["config"]})
     table = DataTable("#", "phase", *knobs, "score", "state", "error")
