@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+#: SQLAlchemy's link to its error catalogue, on a line of its own after every message.
+_BACKGROUND = re.compile(r"\(Background on this error at: [^)]*\)")
 
 
 class HoneError(Exception):
@@ -38,3 +42,9 @@ class ActuationError(HoneError):
 
 class BenchmarkError(HoneError):
     """The benchmark or a metric command failed; fails the trial, not the study."""
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """A library's error text as one line of hone's: libraries (SQLAlchemy, psycopg) spread
+    theirs over several lines and end them with a link, which would break `hone: ...`."""
+    return " ".join(_BACKGROUND.sub("", text).split())[:limit]

@@ -9,7 +9,9 @@ import math
 import sys
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
 
 #: Wide enough for any line hone writes; tables take their natural width within it.
 UNLIMITED = 100_000
@@ -20,6 +22,15 @@ def output_console(*, stderr: bool = False) -> Console:
     if stream.isatty():
         return Console(highlight=False, stderr=stderr)
     return Console(highlight=False, stderr=stderr, width=UNLIMITED, soft_wrap=True)
+
+
+class DataTable(Table):
+    """A table of the user's data: a cell is its text as given, never Rich markup, which took
+    `[compress]` in `config(settings.conf: [compress] level)` for a tag and dropped it."""
+
+    def add_row(self, *renderables: RenderableType | None, **options: Any) -> None:
+        cells = [Text(cell) if isinstance(cell, str) else cell for cell in renderables]
+        super().add_row(*cells, **options)
 
 
 def help_settings() -> dict[str, Any]:

@@ -241,3 +241,16 @@ def run_argv(
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def command_line(argv: list[str]) -> str:
+    """A command as one line a shell would run: `python3 -c 'import x\ny'` printed raw split
+    the line it heads (diagnose's first line) in two; such an argument is written $'...'."""
+    return " ".join(_word(arg) for arg in argv)
+
+
+def _word(arg: str) -> str:
+    if not any(ord(c) < 32 or ord(c) == 127 for c in arg):
+        return shlex.quote(arg)
+    escaped = arg.encode("unicode_escape").decode("ascii").replace("'", "\\'")
+    return f"$'{escaped}'"

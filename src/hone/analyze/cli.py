@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from hone.analyze.features import WINDOW_SECONDS
+from hone.cli.values import finite_float
 from hone.errors import HoneError
 
 
@@ -37,12 +38,21 @@ def _model(name: str):  # type: ignore[no-untyped-def]
 
 def analyze_command(
     duration: float = typer.Option(
-        WINDOW_SECONDS, "--duration", "-d", help="seconds to sample (the models' window)"
+        WINDOW_SECONDS,
+        "--duration",
+        "-d",
+        help="seconds to sample (the models' window)",
+        parser=finite_float,
     ),
-    interval: float = typer.Option(1.0, "--interval", "-i", help="seconds between samples"),
+    interval: float = typer.Option(
+        1.0, "--interval", "-i", help="seconds between samples", parser=finite_float
+    ),
     apply: bool = typer.Option(False, "--apply", help="apply the profile mapped to the class"),
     min_confidence: float = typer.Option(
-        0.5, "--min-confidence", help="--apply only when the class is at least this likely"
+        0.5,
+        "--min-confidence",
+        help="--apply only when the class is at least this likely",
+        parser=finite_float,
     ),
     model: str = typer.Option(
         None,
@@ -125,7 +135,11 @@ def train_command(
     name: str = typer.Option("custom", "--name", "-n", help="the model's name"),
     output: Path = typer.Option(None, "--output", "-o", help="model file (default: by name)"),
     interval: float = typer.Option(
-        1.0, "--interval", "-i", help="seconds between the CSV rows (A-Tune's collector: 5)"
+        1.0,
+        "--interval",
+        "-i",
+        help="seconds between the CSV rows (A-Tune's collector: 5)",
+        parser=finite_float,
     ),
     builtin: bool = typer.Option(
         False, "--builtin/--no-builtin", help="also train on hone's own data (and A-Tune's)"

@@ -12,7 +12,7 @@ import traceback
 
 import typer
 
-from hone.errors import HoneError
+from hone.errors import HoneError, one_line
 from hone.output import help_settings
 
 app = typer.Typer(
@@ -87,7 +87,15 @@ def _is_storage_error(exc: Exception) -> bool:
 def _root(exc: BaseException) -> str:
     while exc.__cause__ is not None:
         exc = exc.__cause__
-    return " ".join(str(exc).split())[:300]
+    return one_line(str(exc))
+
+
+def _file_problem(exc: OSError) -> str | None:
+    """`PATH: Is a directory` for a file hone was told to read or write (-o DIR, a folder
+    that is not there); None for other OS errors (a closed pipe), which are not the user's."""
+    if exc.filename is None or exc.strerror is None:
+        return None
+    return f"{exc.filename}: {exc.strerror}"
 
 
 def run() -> None:
@@ -102,6 +110,12 @@ def run() -> None:
     except typer.Abort:
         print("hone: aborted", file=sys.stderr)
         sys.exit(1)
+    except OSError as exc:
+        problem = _file_problem(exc)
+        if problem is None:
+            raise
+        print(f"hone: {problem}", file=sys.stderr)
+        sys.exit(2)
     except Exception as exc:
         if _is_storage_error(exc):
             print(f"hone: the study database cannot be used: {_root(exc)}", file=sys.stderr)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from hone.cli.values import finite_float
 from hone.errors import HoneError
 from hone.output import finite
 
@@ -18,11 +19,13 @@ def register(app: typer.Typer) -> None:
 
 
 def collect(
-    interval: float = typer.Option(1.0, "--interval", "-i", help="seconds between samples"),
-    duration: float = typer.Option(
-        None, "--duration", "-d", help="seconds to run (default: until Ctrl-C)"
+    interval: float = typer.Option(
+        1.0, "--interval", "-i", help="seconds between samples", parser=finite_float
     ),
-    count: int = typer.Option(None, "--count", "-n", help="number of samples"),
+    duration: float = typer.Option(
+        None, "--duration", "-d", help="seconds to run (default: until Ctrl-C)", parser=finite_float
+    ),
+    count: int = typer.Option(None, "--count", "-n", help="number of samples", min=1),
     output: Path = typer.Option(
         None, "--output", "-o", help="CSV file in A-Tune's layout (.csv or .csv.gz; - for stdout)"
     ),
@@ -65,18 +68,28 @@ def collect(
         raise HoneError("--interval must be above 0")
     if duration is not None and count is not None:
         raise HoneError("give --duration or --count, not both")
+    if duration is not None and not duration > 0:
+        raise HoneError(f"--duration must be a number of seconds above 0, not {duration}")
+    _check_devices(disk, network)
     if serve:
-        if live or output is not None:
-            raise HoneError("--serve runs alone: no --live or --output with it")
+        if live or output is not None or as_json or count is not None or duration is not None:
+            raise HoneError(
+                "--serve runs alone: no --live, --output, --json, --count or --duration"
+            )
         _serve(listen, interval, lambda: Collector(disk=disk, network=network, processes=processes))
         return
     if live and str(output) == "-":
         raise HoneError("--live draws on the terminal: write the CSV to a file, not -")
+    if live and as_json:  # the view was drawn and --json dropped
+        raise HoneError("--live draws a view, --json writes samples: give one of them")
     writer = None
     if output is not None:
         target = sys.stdout if str(output) == "-" else output
         if isinstance(target, Path) and not target.parent.is_dir():
             raise HoneError(f"no folder {target.parent}", file=target)
+        if isinstance(target, Path) and target.is_file() and target.stat().st_size:
+            # a second run into the same file would replace hours of labelled samples
+            raise HoneError("exists: write to a new file (or remove this one)", file=target)
         writer = CsvWriter(target, workload_type=workload_type, appname=appname, extended=extended)
     with Collector(disk=disk, network=network, processes=processes) as collector:
         snapshots = collector.stream(interval, count=count, duration=duration)
@@ -95,6 +108,17 @@ def collect(
         finally:
             if writer is not None:
                 writer.close()
+
+
+def _check_devices(disk: str | None, network: str | None) -> None:
+    """A disk or interface named but not on this machine would leave its columns at zero or
+    empty in every row, which a model trained on the CSV would take for an idle device."""
+    from hone.collect import sources
+
+    if disk and disk not in (disks := sources.whole_disks()):
+        raise HoneError(f"--disk {disk!r}: no such disk here ({', '.join(sorted(disks))})")
+    if network and network != "all" and network not in (nets := sources.read_netdev()):
+        raise HoneError(f"--network {network!r}: no such interface here ({', '.join(nets)})")
 
 
 def _serve(listen: str, interval: float, make_collector) -> None:  # type: ignore[no-untyped-def]

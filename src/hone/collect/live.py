@@ -8,9 +8,9 @@ from collections.abc import Iterable
 
 from rich.console import Group
 from rich.live import Live
-from rich.table import Table
 
 from hone.collect.collector import Snapshot
+from hone.output import DataTable, output_console
 
 
 def _devices(metrics: dict[str, float], prefix: str) -> list[str]:
@@ -25,7 +25,7 @@ def render(snapshot: Snapshot) -> Group:
     def g(name: str) -> float:
         return m.get(name, 0.0)
 
-    system = Table(title="system", title_justify="left", box=None, pad_edge=False)
+    system = DataTable(title="system", title_justify="left", box=None, pad_edge=False)
     for column in ("cpu %", "usr", "sys", "iowait", "steal", "runq", "load1", "cs/s", "forks/s",
                    "psi cpu", "psi mem", "psi io", "mem used", "swap kB/s"):  # fmt: skip
         system.add_column(column, justify="right")
@@ -39,26 +39,26 @@ def render(snapshot: Snapshot) -> Group:
         f"{g('PSI.CPU.some'):.1f}%", f"{g('PSI.MEMORY.some'):.1f}%", f"{g('PSI.IO.some'):.1f}%",
         f"{used:.0f}%", f"{g('MEM.VMSTAT.swap.si') + g('MEM.VMSTAT.swap.so'):.0f}",
     )  # fmt: skip
-    cpus = Table(title="CPUs", title_justify="left", box=None, pad_edge=False)
+    cpus = DataTable(title="CPUs", title_justify="left", box=None, pad_edge=False)
     names = _devices(m, "CPU.STAT.util[")
     for name in names:
         cpus.add_column(name, justify="right")
     cpus.add_row(*(f"{g(f'CPU.STAT.util[{n}]'):.0f}%" for n in names))
-    disks = Table(title="disks", title_justify="left", box=None, pad_edge=False)
+    disks = DataTable(title="disks", title_justify="left", box=None, pad_edge=False)
     for column in ("device", "r/s", "w/s", "rMB/s", "wMB/s", "r_await", "w_await", "aqu-sz",
                    "util %"):  # fmt: skip
         disks.add_column(column, justify="right")
     for d in _devices(m, "STORAGE.STAT.rs["):
         disks.add_row(d, *(f"{g(f'STORAGE.STAT.{k}[{d}]'):.1f}" for k in (
             "rs", "ws", "rMBs", "wMBs", "r_await", "w_await", "aqu-sz", "util")))  # fmt: skip
-    nets = Table(title="network", title_justify="left", box=None, pad_edge=False)
+    nets = DataTable(title="network", title_justify="left", box=None, pad_edge=False)
     for column in ("interface", "rx kB/s", "tx kB/s", "rx pk/s", "tx pk/s", "errs/s", "drops/s"):
         nets.add_column(column, justify="right")
     for n in _devices(m, "NET.STAT.rxkBs["):
         nets.add_row(n, *(f"{g(f'{k}[{n}]'):.0f}" for k in (
             "NET.STAT.rxkBs", "NET.STAT.txkBs", "NET.STAT.rxpcks", "NET.STAT.txpcks",
             "NET.ESTAT.errs", "NET.ESTAT.util")))  # fmt: skip
-    procs = Table(title="busiest processes", title_justify="left", box=None, pad_edge=False)
+    procs = DataTable(title="busiest processes", title_justify="left", box=None, pad_edge=False)
     for column in ("pid", "name", "cpu %", "threads", "state", "vcs/s", "ivcs/s",
                    "busiest threads"):  # fmt: skip
         procs.add_column(column, justify="left" if column in ("name", "busiest threads")
@@ -75,6 +75,7 @@ def render(snapshot: Snapshot) -> Group:
 
 def show(snapshots: Iterable[Snapshot]) -> None:
     """Redraw the view for every snapshot until the stream ends or Ctrl-C."""
-    with Live(auto_refresh=False, screen=False) as live:
+    # off a terminal (`| less`, a file) every column whole, not cut to 80 columns' `iow…`
+    with Live(auto_refresh=False, screen=False, console=output_console()) as live:
         for snapshot in snapshots:
             live.update(render(snapshot), refresh=True)

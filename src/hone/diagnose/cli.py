@@ -25,6 +25,7 @@ from pathlib import Path
 
 import typer
 
+from hone.cli.values import finite_float
 from hone.diagnose import (
     catalogue,
     heap,
@@ -42,6 +43,7 @@ from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis, terminal, to_html
 from hone.errors import HoneError
 from hone.paths import state_dir
+from hone.shell import command_line
 
 
 class _Job(threading.Thread):
@@ -419,7 +421,7 @@ def _describe(pid: int) -> str:
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         words = [Path(argv[0].decode()).name] + [a.decode(errors="replace") for a in argv[1:3]]
-        return f"pid {pid} ({' '.join(w for w in words if w)})"
+        return f"pid {pid} ({command_line([w for w in words if w])})"
     except (OSError, IndexError):
         return f"pid {pid}"
 
@@ -441,7 +443,7 @@ def run_command(command: list[str], duration: float | None, **options: object) -
                 f"{command[0]} ended (exit code {proc.returncode}) before perf could attach; "
                 "diagnose a run that lasts a second or more"
             ) from None
-        result.target = " ".join(command)
+        result.target = command_line(command)
         result.command = list(command)
         return result
     finally:
@@ -471,7 +473,11 @@ def diagnose(
     command: list[str] = typer.Argument(None, help="a command to run and diagnose (after --)"),
     pid: int = typer.Option(None, "--pid", "-p", help="diagnose this running process"),
     duration: float = typer.Option(
-        None, "--duration", "-d", help="seconds (default 30 for --pid; a command: until it exits)"
+        None,
+        "--duration",
+        "-d",
+        help="seconds (default 30 for --pid; a command: until it exits)",
+        parser=finite_float,
     ),
     output: Path = typer.Option(None, "--output", "-o", help="report folder, or a .html path"),
     compare: tuple[Path, Path] | None = typer.Option(
@@ -490,7 +496,7 @@ def diagnose(
 ) -> None:
     """Find the bottleneck (hot threads, flame graphs, off-CPU, locks, top-down), what to tune."""
     if compare:
-        _compare(compare[0], compare[1], output)
+        _compare(compare[0], compare[1], output, as_json)
         return
     sources = sum(x is not None and x != [] for x in (pid, command or None, load))
     if sources != 1:
@@ -507,7 +513,7 @@ def diagnose(
     else:
         if pid is not None and not Path(f"/proc/{pid}").exists():
             raise HoneError(f"no process with pid {pid}")
-        target = _describe(pid) if pid is not None else " ".join(command)
+        target = _describe(pid) if pid is not None else command_line(command)
         report, saved = _places(output, target)
         files = _side_folder(report)
         if pid is not None:
@@ -569,13 +575,17 @@ def _saved(path: Path) -> Path:
     return path / "diagnosis.hone" if path.is_dir() else path
 
 
-def _compare(before: Path, after: Path, output: Path | None) -> None:
-    from hone.diagnose.report import compare_html, compare_text
+def _compare(before: Path, after: Path, output: Path | None, as_json: bool) -> None:
+    from hone.diagnose.report import compare_data, compare_html, compare_text
+    from hone.output import print_json
 
     a, b = Diagnosis.load(_saved(before)), Diagnosis.load(_saved(after))
-    typer.echo(compare_text(a, b))
     report, _ = _places(output, f"compare-{before.stem}-{after.stem}")
     report.write_text(compare_html(a, b))
+    if as_json:
+        print_json({**compare_data(a, b), "report": str(report)})
+        return
+    typer.echo(compare_text(a, b))
     typer.echo(f"report: {report}")
 
 

@@ -16,7 +16,7 @@ of a callee already named is left out, and the other way round, so a 30-point mo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from hone.diagnose.profile import Profile
 from hone.diagnose.tables import Order, Row, function_table, module_name, module_table, percent
@@ -61,6 +61,15 @@ def _shares(profile: Profile, by: By, measure: Order) -> dict[tuple[str, str], f
         value = row.total_share if measure == "total" else row.self_share
         shares[key] = shares.get(key, 0.0) + value
     return shares
+
+
+def moves(changes: list[Change], limit: int = 25) -> list[dict[str, Any]]:
+    """The largest moves (0.1 point or more), largest first, as the API and --json give them."""
+    return [
+        {"name": c.name, "module": c.module, "before": c.before, "after": c.after}
+        for c in changes[:limit]
+        if abs(c.delta) >= 1e-3
+    ]
 
 
 def points(delta: float) -> str:

@@ -119,9 +119,15 @@ class Profile:
             raise HoneError(f"cannot read the profile: {error.strerror}", file=path) from None
         if not raw.startswith(b"\x1f\x8b"):
             try:
-                return cls.from_folded(parse_folded(raw.decode("utf-8", "replace"), str(path)))
+                folded = parse_folded(raw.decode("utf-8", "replace"), str(path))
             except ValueError as error:
-                raise HoneError(f"not a hone profile or folded stacks ({error})") from None
+                line, _, reason = str(error).removeprefix(f"{path}:").partition(": ")
+                raise HoneError(
+                    f"{reason} (not a hone profile or folded stacks)", file=path, line=int(line)
+                ) from None
+            if not folded:  # an empty report would pass for a diagnosis that found nothing
+                raise HoneError("empty: no stacks to diagnose", file=path)
+            return cls.from_folded(folded)
         try:
             document = json.loads(gzip.decompress(raw))
             if document.get("format") != FORMAT or document.get("version") != VERSION:

@@ -13,10 +13,11 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hone.diagnose import catalogue
 from hone.diagnose.catalogue import Suggestion
-from hone.diagnose.diff import diff, diff_summary, format_diff
+from hone.diagnose.diff import diff, diff_summary, format_diff, moves
 from hone.diagnose.flamegraph import diff_flamegraph_svg, modules_of, render
 from hone.diagnose.fold import Frame
 from hone.diagnose.heap import Heap
@@ -554,6 +555,19 @@ def compare_text(a: Diagnosis, b: Diagnosis) -> str:
         lines.append("threads whose CPU % moved most:")
         lines += [f"  {n}: {ta.get(n, 0.0):.1f} -> {tb.get(n, 0.0):.1f}" for n in threads_moved[:5]]
     return "\n".join(lines)
+
+
+def compare_data(a: Diagnosis, b: Diagnosis) -> dict[str, Any]:
+    """`--compare --json`: GET /api/diagnoses/NAME/compare's moves, with both targets and the
+    runtime rows the terminal shows."""
+    return {
+        "before": a.target,
+        "after": b.target,
+        "runtime": [{"name": n, "before": x, "after": y} for n, x, y in _runtime_rows(a, b)],
+        "summary": diff_summary(a.profile, b.profile),
+        "functions": moves(diff(a.profile, b.profile, "function", "self")),
+        "modules": moves(diff(a.profile, b.profile, "module", "self")),
+    }
 
 
 def compare_html(a: Diagnosis, b: Diagnosis) -> str:

@@ -109,13 +109,19 @@ def _install(name: str, source: Path, target: Path) -> Profile:
     previous = target.read_bytes() if target.exists() else None
     staged.replace(target)
     try:
-        return load(name)
-    except HoneError:
+        profile = load(name)
+        if not profile.items and not profile.includes:
+            raise HoneError("no settings: a profile needs a [section] with `key = value` lines")
+        return profile
+    except HoneError as exc:
         if previous is None:
             target.unlink()
         else:
             target.write_bytes(previous)
-        raise
+        if exc.file not in (None, str(target)):  # an included profile's own error
+            raise
+        # the user gave `source`: the copy under hone's state is not theirs to look at
+        raise HoneError(exc.message, file=source, line=exc.line, key=exc.key) from None
 
 
 def undefine(name: str) -> None:

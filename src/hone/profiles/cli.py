@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
-from hone.output import help_settings, output_console, print_json
+from hone.output import DataTable, help_settings, output_console, print_json
 
 profile_app = typer.Typer(
     help="Static tuning profiles (A-Tune's format), applied as transactions.", **help_settings()
@@ -45,12 +44,7 @@ def new(
 
     if (from_profile is None) == (workload is None):
         raise HoneError("give one of --from-profile NAME or --workload APP")
-    figure = None
-    if metric is not None:
-        name, sep, pattern = metric.partition("=")
-        if not sep or not name or not pattern:
-            raise HoneError(f"--metric must be NAME=REGEX, got {metric!r}")
-        figure = (name, pattern, "minimize" if minimize else "maximize")
+    figure = starting.metric_option(metric, minimize) if metric is not None else None
     profile = load(from_profile or starting.profile_for(workload))
     source = catalogue or os.environ.get("HONE_ATUNE_CATALOGUE")
     atune = starting.atune_catalogue(Path(source)) if source else None
@@ -137,7 +131,7 @@ def info(name: str, as_json: bool = JSON) -> None:
             }
         )
         return
-    table = Table("section", "key", "value", "from")
+    table = DataTable("section", "key", "value", "from")
     for item in profile.items:
         table.add_row(item.section, item.key, item.value, item.source)
     output_console().print(f"profile {profile.name} ({profile.path})", table)

@@ -139,10 +139,31 @@ def _parse(path: Path) -> configparser.ConfigParser:
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     try:
         parser.read_string(path.read_text(encoding="utf-8-sig"), source=str(path))
-    except (configparser.Error, OSError, UnicodeDecodeError) as exc:
+    except configparser.Error as exc:
+        raise HoneError(
+            f"cannot read profile: {_reason(exc)}", file=path, line=_line(exc)
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
         reason = " ".join(str(exc).split())
         raise HoneError(f"cannot read profile: {reason}", file=path) from None
     unknown = [s for s in parser.sections() if s not in SECTIONS]
     if unknown:
         raise HoneError(f"unknown section [{unknown[0]}] (known: {', '.join(SECTIONS)})", file=path)
     return parser
+
+
+def _line(exc: configparser.Error) -> int | None:
+    """The line configparser found wrong, which its messages bury among the file's name."""
+    errors = getattr(exc, "errors", None)  # ParsingError: [(line, text), ...]
+    return getattr(exc, "lineno", None) or (errors[0][0] if errors else None)
+
+
+def _reason(exc: configparser.Error) -> str:
+    """configparser's first line (the rest repeat the file's name and line), with the text
+    found there: `File contains no section headers: 'name: x'`."""
+    errors = getattr(exc, "errors", None)
+    if errors:  # ParsingError: the text is already quoted
+        return f"not a [section] nor `key = value`: {errors[0][1]}"
+    head = str(exc).splitlines()[0].rstrip(".")
+    text = getattr(exc, "line", None)
+    return f"{head}: {text.strip()!r}" if text else head

@@ -196,6 +196,21 @@ def _typed(knob: dict, value: str) -> Any:
     return value
 
 
+def metric_option(text: str, minimize: bool) -> tuple[str, str, str]:
+    """`--metric NAME=REGEX` as (name, pattern, direction), its regex checked here: a bad one
+    was written into a hone.yaml that `hone check` then refused."""
+    name, sep, pattern = text.partition("=")
+    if not sep or not name or not pattern:
+        raise HoneError(f"--metric must be NAME=REGEX, got {text!r}")
+    try:
+        groups = re.compile(pattern, re.MULTILINE).groups
+    except re.error as exc:
+        raise HoneError(f"--metric {text!r}: bad regex: {exc}") from None
+    if groups < 1:
+        raise HoneError(f"--metric {text!r}: the regex needs one (group) around the figure")
+    return name, pattern, "minimize" if minimize else "maximize"
+
+
 def write(
     folder: Path,
     profile: Profile,

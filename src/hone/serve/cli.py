@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from hone.errors import HoneError
-from hone.output import help_settings, number, output_console, print_json
+from hone.output import DataTable, help_settings, number, output_console, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -62,6 +62,8 @@ def serve(
         raise HoneError("a CORS wildcard is refused: name the origins that may call the API")
     if bool(tls_cert) != bool(tls_key):
         raise HoneError("--tls-cert and --tls-key go together")
+    if tls_cert and tls_key:
+        _check_tls(tls_cert, tls_key)
     loopback = ServeConfig(token="", host=host).loopback
     if not loopback and not tls_cert and not insecure:
         raise HoneError(
@@ -107,6 +109,24 @@ def serve(
     )
 
 
+def _check_tls(cert: Path, key: Path) -> None:
+    """Load the pair as uvicorn will, before a token is made: a missing file or one that is
+    not PEM ended in ssl's traceback after the server said it was listening."""
+    import ssl
+
+    for path in (cert, key):
+        if not path.is_file():
+            raise HoneError("no such file", file=path)
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as exc:
+        reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
+        raise HoneError(
+            f"--tls-cert/--tls-key: not a PEM certificate and its private key ({reason})",
+            file=cert,
+        ) from None
+
+
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
@@ -139,7 +159,7 @@ def remote_studies(as_json: bool = JSON) -> None:
     if as_json:
         print_json(rows)
         return
-    table = Table("study", "state", "engine", "trials", "failed", "outcome", "gain", "best")
+    table = DataTable("study", "state", "engine", "trials", "failed", "outcome", "gain", "best")
     for row in rows:
         table.add_row(
             row["name"],
@@ -171,17 +191,18 @@ def remote_show(
         return
     console = output_console()
     console.print(
-        f"study [bold]{info['name']}[/]: {info['state']}, engine {info.get('engine')}, "
+        f"study [bold]{escape(info['name'])}[/]: {info['state']}, engine {info.get('engine')}, "
         f"{info['trials']} trials ({info['failures']} failed)"
     )
     if best.get("config"):
         console.print(
             f"best ({best['source']}): "
             + ", ".join(f"{k}={v}" for k, v in best["config"].items())
-            + f"  gain {_pct(best.get('gain'))}"
+            + f"  gain {_pct(best.get('gain'))}",
+            markup=False,  # configuration values as given: `[madvise]` is no markup tag
         )
     knobs = sorted({k for t in trials for k in t["config"]})
-    table = Table("#", "phase", *knobs, "score", "state", "error")
+    table = DataTable("#", "phase", *knobs, "score", "state", "error")
     for trial in trials:
         table.add_row(
             str(trial["number"]),
@@ -213,4 +234,4 @@ def remote_resume(study: str = typer.Argument(...)) -> None:
 def _pct(value: float | None, half: float | None = None) -> str:
     if value is None:
         return ""
-    return f"{value:+.1f} %" + (f" ± {half:.1f}" if half is not None else "")
+    return f"{value:+.1f} %" + (f" ± {half:.1f} %" if half is not None else "")

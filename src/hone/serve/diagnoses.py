@@ -16,7 +16,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
-from hone.diagnose.diff import Change, diff, diff_summary
+from hone.diagnose.diff import diff, diff_summary, moves
 from hone.diagnose.document import document
 from hone.diagnose.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from hone.diagnose.profile import Profile
@@ -148,15 +148,6 @@ def flame_svg(
     )
 
 
-def _moves(changes: list[Change], limit: int) -> list[dict[str, Any]]:
-    """The largest moves (0.1 point or more), largest first."""
-    return [
-        {"name": c.name, "module": c.module, "before": c.before, "after": c.after}
-        for c in changes[:limit]
-        if abs(c.delta) >= 1e-3
-    ]
-
-
 @router.get("/{name}/compare")
 def compare(
     name: str,
@@ -171,8 +162,8 @@ def compare(
         "name": name,
         "base": base,
         "summary": diff_summary(was, now),
-        "functions": _moves(diff(was, now, "function", measure), rows),
-        "modules": _moves(diff(was, now, "module", measure), rows),
+        "functions": moves(diff(was, now, "function", measure), rows),
+        "modules": moves(diff(was, now, "module", measure), rows),
     }
 
 

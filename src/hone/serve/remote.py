@@ -88,7 +88,12 @@ def read_token(token_file: Path | None) -> str | None:
         return os.environ["HONE_TOKEN"].strip()
     if token_file is not None:
         try:
-            return token_file.read_text().strip()
-        except OSError as exc:
-            raise HoneError(f"cannot read the token: {exc.strerror}", file=token_file) from None
+            lines = token_file.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or "not text"
+            raise HoneError(f"cannot read the token: {reason}", file=token_file) from None
+        token = lines[0].strip() if lines else ""
+        if not token:  # sent as no token at all, the server's 401 hid whose mistake it was
+            raise HoneError("empty token file: its first line must be the token", file=token_file)
+        return token
     return None

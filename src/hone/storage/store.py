@@ -9,6 +9,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -25,7 +26,7 @@ from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 from sqlalchemy.pool import NullPool
 
-from hone.errors import HoneError
+from hone.errors import HoneError, one_line
 from hone.paths import default_storage_url
 from hone.space import Boolean, Config, Domain, FloatRange, IntRange, SearchSpace
 
@@ -134,7 +135,7 @@ class StudyStore:
                     self.url, engine_kwargs=_engine_options(self.url)
                 )
         except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
-            raise HoneError(f"cannot open study storage {self.url}: {exc}") from None
+            raise HoneError(f"cannot open study storage {self.url}: {one_line(str(exc))}") from None
 
     # -- studies ---------------------------------------------------------------------------
 
@@ -317,6 +318,22 @@ class StudyStore:
             )
             for trial in self.storage.get_all_trials(study.study_id, deepcopy=False)
         ]
+
+
+def require_existing(url: str | None) -> None:
+    """For commands that only read studies: an SQLite file named with --storage but not there
+    is a typo, not a database to create empty and list as having no studies."""
+    if url is None:
+        return
+    try:
+        parsed = sqlalchemy.engine.make_url(url)
+    except sqlalchemy.exc.ArgumentError:
+        return  # StudyStore says what is wrong with the URL
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or database in (None, "", ":memory:"):
+        return
+    if not Path(database).is_file():
+        raise HoneError("no such study database", file=database)
 
 
 @contextmanager

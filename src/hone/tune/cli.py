@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
+from hone.cli.values import finite_float
 from hone.errors import HoneError
 from hone.output import output_console, print_json
 
@@ -21,16 +23,23 @@ def register(app: typer.Typer) -> None:
     app.command("report")(report)
 
 
+#: The ranges hone.yaml's `tuning:` allows: 0 would silently mean the project's default,
+#: a negative budget no search at all, a negative seed a traceback from NumPy.
+BUDGET = {"min": 1, "max": 10**9}
+BASELINE = {"min": 1, "max": 1000}
+SEED = {"min": 0, "max": 2**32 - 1}
+
+
 def tune(
     project: str = typer.Argument(None, help="project folder or hone YAML file"),
     server: Path = typer.Option(None, help="A-Tune server YAML (knobs)"),
     client: Path = typer.Option(None, help="A-Tune client YAML (benchmark and goal)"),
     engine: str = typer.Option(None, help="optimiser: auto (default) or an A-Tune engine name"),
-    budget: int = typer.Option(None, help="search trials (A-Tune: iterations)"),
-    baseline: int = typer.Option(None, help="baseline runs (default 3)"),
+    budget: int = typer.Option(None, help="search trials (A-Tune: iterations)", **BUDGET),
+    baseline: int = typer.Option(None, help="baseline runs (default 3)", **BASELINE),
     resume: bool = typer.Option(False, help="continue the project's unfinished study"),
     apply: str = typer.Option(None, help="auto: apply only a confirmed gain; always; never"),
-    seed: int = typer.Option(None, help="random seed of the optimiser"),
+    seed: int = typer.Option(None, help="random seed of the optimiser", **SEED),
     storage: str = typer.Option(None, help="SQLAlchemy URL of the study database"),
     atune_output: bool = typer.Option(False, "--atune-output", help="print A-Tune's lines"),
     allow_risk: bool = typer.Option(
@@ -95,10 +104,14 @@ def worker(
     worker_id: str = typer.Option(None, "--worker-id", help="this worker's name (hostname)"),
     study: str = typer.Option(None, help="study to join (default: the project's running one)"),
     engine: str = typer.Option(None, help="optimiser, when this worker creates the study"),
-    budget: int = typer.Option(None, help="search trials of the study, when creating it"),
-    baseline: int = typer.Option(None, help="baseline runs on this machine (default 3)"),
-    seed: int = typer.Option(None, help="random seed of the optimiser"),
-    lease: float = typer.Option(60.0, help="seconds without a heartbeat before a trial is lost"),
+    budget: int = typer.Option(None, help="search trials of the study, when creating it", **BUDGET),
+    baseline: int = typer.Option(
+        None, help="baseline runs on this machine (default 3)", **BASELINE
+    ),
+    seed: int = typer.Option(None, help="random seed of the optimiser", **SEED),
+    lease: float = typer.Option(
+        60.0, help="seconds without a heartbeat before a trial is lost", parser=finite_float
+    ),
     apply: str = typer.Option(
         None, help="auto|always|never: the study's winner policy, when this worker creates it"
     ),
@@ -108,6 +121,8 @@ def worker(
     from hone.tune.console import RichReporter
     from hone.tune.worker import Worker, WorkerOptions
 
+    if not lease > 0:
+        raise HoneError(f"--lease must be a number of seconds above 0, not {lease}")
     loaded = load_project(project)
     if engine:
         from hone.optimizers import make_optimizer
@@ -124,7 +139,7 @@ def worker(
     console = output_console()
     if result.best is not None and result.best_gain is not None:
         best = ", ".join(f"{k}={v}" for k, v in result.best.items())
-        console.print(f"best of the study: {best} ({result.best_gain:+.1f} %)")
+        console.print(f"best of the study: {best} ({result.best_gain:+.1f} %)", markup=False)
     where = "winner applied here" if result.outcome == "applied" else "knobs put back"
     console.print(
         f"worker {result.worker}: {result.trials} trials ({result.failures} failed) in "
@@ -167,8 +182,10 @@ def restore(
         for item in outcomes:
             outcome = item.outcome
             where = f"{item.host}: " if item.host else ""
-            status = "ok" if outcome.ok else f"[red]failed[/]: {outcome.error}"
-            console.print(f"{where}{outcome.name} = {outcome.value!r}  {status}")
+            status = "ok" if outcome.ok else f"[red]failed[/]: {escape(str(outcome.error))}"
+            console.print(
+                f"{escape(where)}{outcome.name} = {escape(repr(outcome.value))}  {status}"
+            )
         if outcomes and not failed:
             console.print(f"restored {len(outcomes)} knob(s) of {name}")
     if failed:
@@ -187,8 +204,15 @@ def _project_name(project: str) -> str:
     return project
 
 
+def require_existing(storage: str | None) -> None:
+    from hone.storage.store import require_existing as check
+
+    check(storage)
+
+
 def studies(storage: str = typer.Option(None, help="SQLAlchemy URL"), as_json: bool = JSON) -> None:
     """List the tuning studies with their state and gain."""
+    require_existing(storage)
     if as_json:
         from hone.storage import StudyStore
         from hone.storage.summary import summaries
@@ -206,6 +230,7 @@ def show(
     as_json: bool = JSON,
 ) -> None:
     """Trial table, best, baseline, failures with reasons, knob importance and effects."""
+    require_existing(storage)
     if as_json:
         from hone.storage import StudyStore
         from hone.storage.summary import best_of, detail, read_trials, trial_dict
@@ -250,7 +275,11 @@ def convert(
     from hone.project import load_project
     from hone.project.convert import to_hone_yaml
 
-    text = to_hone_yaml(load_project(project, server=server, client=client), output)
+    loaded = load_project(project, server=server, client=client)
+    if output and any(output.resolve() == source.resolve() for source in loaded.sources):
+        # writing over the A-Tune file being converted would lose it
+        raise HoneError("is a file being converted: write the hone YAML elsewhere", file=output)
+    text = to_hone_yaml(loaded, output)
     if output:
         output.write_text(text)
     else:
@@ -263,6 +292,7 @@ def report(
     storage: str = typer.Option(None, help="SQLAlchemy URL"),
 ) -> None:
     """Write one self-contained HTML report of a study."""
+    require_existing(storage)
     from hone.report.study import write_report
 
     path = write_report(study, output, storage)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
@@ -132,7 +133,8 @@ class RichReporter(Reporter):
         knobs = len(project.knobs)
         self.units = {m.name: m.unit for m in project.metrics}
         self.console.print(
-            f"[bold]{self.command}[/] {project.name}: study [cyan]{study}[/], {knobs} knobs, "
+            f"[bold]{self.command}[/] {escape(project.name)}: study [cyan]{escape(study)}[/], "
+            f"{knobs} knobs, "
             f"engine {engine}, budget {budget}"
         )
         self.progress.start()
@@ -154,12 +156,12 @@ class RichReporter(Reporter):
     def trial(self, done: int, total: int, run: Measurement) -> None:
         super().trial(done, total, run)
         if run.error:
-            outcome = f"[red]failed[/]: {run.error}"
+            outcome = f"[red]failed[/]: {escape(run.error)}"
         else:
             outcome = f"{measured(run.metrics, self.units)} ({self.gain(run.score or 0.0):+.1f} %)"
         label = {"search": f"trial {done}/{total}", "confirm": f"confirm round {done}/{total}"}
         prefix = label.get(self.current_phase, self.current_phase)
-        self.console.print(f"{prefix}: {_params(run.config)} -> {outcome}", markup=True)
+        self.console.print(f"{prefix}: {escape(_params(run.config))} -> {outcome}", markup=True)
         if self.task is not None:
             self.progress.update(self.task, advance=1, best=self._best_text())
 
@@ -174,7 +176,7 @@ class RichReporter(Reporter):
         self.console.print(Text(message, style="dim"))
 
     def warn(self, message: str) -> None:
-        self.console.print(f"[yellow]warning:[/] {message}")
+        self.console.print(f"[yellow]warning:[/] {escape(message)}")
 
     def stop(self) -> None:
         self.progress.stop()
@@ -183,7 +185,7 @@ class RichReporter(Reporter):
         self.stop()
         self.console.print()
         if result.best is not None:
-            self.console.print(f"best: {_params(result.best)}")
+            self.console.print(f"best: {_params(result.best)}", markup=False)
             self.console.print(f"      {measured(result.best_metrics, self.units)}")
         self.console.print(f"baseline: {measured(result.baseline_metrics, self.units)}")
         if result.gain is not None:
@@ -191,7 +193,7 @@ class RichReporter(Reporter):
         for line in risk_lines(result.risk):
             self.console.print(line, markup=False)
         colour = "green" if result.outcome == "applied" else "yellow"
-        self.console.print(f"[{colour}]{result.outcome}[/]: {result.reason}")
+        self.console.print(f"[{colour}]{result.outcome}[/]: {escape(result.reason)}")
         self.console.print(
             f"{result.trials} trials ({result.failures} failed) in {_duration(result.elapsed)}; "
             f"study {result.study}"

@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from hone.errors import HoneError
-from hone.output import measured, number, print_json
+from hone.output import DataTable, measured, number, print_json
 from hone.project import atune
 from hone.project.describe import goal_data, knob_data, project_data, tuning_data
+from hone.project.hone_format import TOP_KEYS
 from hone.project.load import load_project
 from hone.project.model import Knob, Metric
 from hone.project.yamlio import load_yaml
@@ -43,7 +45,7 @@ def check_project(
                     {"atune": "server", "project": name, "knobs": list(map(knob_data, knobs))}
                 )
                 return
-            console.print(f"A-Tune server file of project [bold]{name}[/]")
+            console.print(f"A-Tune server file of project [bold]{escape(name)}[/]")
             console.print(knob_table(knobs))
             return
         if atune.is_client(data):
@@ -59,33 +61,38 @@ def check_project(
                     }
                 )
                 return
-            console.print(f"A-Tune client file of project [bold]{name}[/]")
-            console.print(f"benchmark: {command}")
+            console.print(f"A-Tune client file of project [bold]{escape(name)}[/]")
+            console.print(f"benchmark: {command}", markup=False)
             console.print(f"engine {tuning.engine}, {tuning.budget} iterations")
-            console.print(goal_text(metrics))
+            console.print(goal_text(metrics), markup=False)
             return
-        if not (isinstance(data, dict) and "knobs" in data):
+        if data is None:
+            raise HoneError("empty file: no project in it", file=project)
+        # a file with hone's keys goes on to load_project, which names the key that is wrong
+        if not (isinstance(data, dict) and set(TOP_KEYS) & set(data)):
             raise HoneError("not a hone project nor an A-Tune server or client file", file=project)
     loaded = load_project(project, server=server, client=client)
     if as_json:
         print_json(project_data(loaded))
         return
-    console.print(f"project [bold]{loaded.name}[/] ({', '.join(map(str, loaded.sources))})")
+    sources = escape(", ".join(map(str, loaded.sources)))
+    console.print(f"project [bold]{escape(loaded.name)}[/] ({sources})")
     console.print(knob_table(loaded.knobs))
     for constraint in loaded.constraints:
-        console.print(f"constraint: {constraint.expression}")
+        console.print(f"constraint: {constraint.expression}", markup=False)
     for group, names in loaded.groups.items():
         hosts = ", ".join(f"{n} ({loaded.hosts[n].target()})" for n in names)
-        console.print(f"group {group}: {hosts}")
+        console.print(f"group {group}: {hosts}", markup=False)
         workload = loaded.group_workloads.get(group)
         if workload is not None:
             console.print(
                 f"  workload: start {workload.start!r}, stop {workload.stop!r}, ready "
-                f"{workload.ready!r} (within {workload.ready_timeout:g} s)"
+                f"{workload.ready!r} (within {workload.ready_timeout:g} s)",
+                markup=False,
             )
     where = f" (on {loaded.benchmark.host})" if loaded.benchmark.host else ""
-    console.print(f"benchmark{where}: {loaded.benchmark.command}")
-    console.print(goal_text(loaded.metrics))
+    console.print(f"benchmark{where}: {loaded.benchmark.command}", markup=False)
+    console.print(goal_text(loaded.metrics), markup=False)
     tuning = loaded.tuning
     console.print(
         f"engine {tuning.engine}, budget {tuning.budget}, baseline x{tuning.baseline_repeats}, "
@@ -94,11 +101,11 @@ def check_project(
     )
     for index, point in enumerate(tuning.start, 1):
         values = ", ".join(f"{name}={value}" for name, value in point.items())
-        console.print(f"measured first ({index}): {values}")
+        console.print(f"measured first ({index}): {values}", markup=False)
 
 
 def knob_table(knobs: list[Knob]) -> Table:
-    table = Table("knob", "type and range", "set by", "restart", "reference", "risk")
+    table = DataTable("knob", "type and range", "set by", "restart", "reference", "risk")
     for knob in knobs:
         table.add_row(
             knob.name,
@@ -133,7 +140,7 @@ def goal_text(metrics: list[Metric]) -> str:
 
 
 def studies_table(storage: str | None) -> Table:
-    table = Table("study", "state", "engine", "trials", "outcome", "gain", "workers", "created")
+    table = DataTable("study", "state", "engine", "trials", "outcome", "gain", "workers", "created")
     for row in summaries(StudyStore(storage)):
         gain, half = row["gain"], row["gain_half_width"]
         table.add_row(
@@ -142,7 +149,7 @@ def studies_table(storage: str | None) -> Table:
             str(row["engine"] or ""),
             str(row["trials"]),
             str(row["outcome"] or ""),
-            "" if gain is None else f"{gain:+.1f} %" + ("" if half is None else f" ± {half:.1f}"),
+            "" if gain is None else f"{gain:+.1f} %" + ("" if half is None else f" ± {half:.1f} %"),
             workers_text(row["workers"]),
             str(row["created"] or ""),
         )
@@ -169,13 +176,16 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     trials = store.trials(study)
     attrs = study.attrs
     units = {m["name"]: m.get("unit", "") for m in attrs.get("metrics", [])}
-    console.print(f"study [bold]{study.name}[/]: {study.state}, engine {attrs.get('engine')}")
+    console.print(
+        f"study [bold]{escape(study.name)}[/]: {study.state}, engine {attrs.get('engine')}"
+    )
     for worker in workers_of(attrs, {}):
         base = measured(worker["baseline_metrics"] or {}, units)
         console.print(
             f"worker {worker['id']} on {worker['host']}: {worker['state']}, baseline {base} "
             f"(noise CV {worker['baseline_cv'] or 0:.1f} %)"
-            + (f"; {worker['error']}" if worker["error"] else "")
+            + (f"; {worker['error']}" if worker["error"] else ""),
+            markup=False,
         )
     baseline = attrs.get("baseline_metrics")
     if baseline:
@@ -185,7 +195,9 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         console.print(quality_text(attrs["quality"]), markup=False)
     result = attrs.get("result") or {}
     if result.get("best"):
-        console.print("best: " + ", ".join(f"{k}={v}" for k, v in result["best"].items()))
+        console.print(
+            "best: " + ", ".join(f"{k}={v}" for k, v in result["best"].items()), markup=False
+        )
         metrics = result.get("best_metrics") or {}
         console.print("      " + measured(metrics, units))
     if result.get("gain"):
@@ -213,22 +225,24 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     for line in why_lines(attrs.get("why")):
         console.print(line, markup=False)
     if result.get("outcome"):
-        console.print(f"{result['outcome']}: {result.get('reason', '')}")
+        console.print(f"{result['outcome']}: {result.get('reason', '')}", markup=False)
     console.print(trial_table(trials))
     failures = [t for t in trials if t.state == "fail"]
     if failures:
         console.print(f"[red]{len(failures)} failed trial(s)[/]:")
         for trial in failures:
-            console.print(f"  #{trial.number} ({trial.phase}): {trial.error}")
+            console.print(f"  #{trial.number} ({trial.phase}): {trial.error}", markup=False)
     insight = knob_insight(study.attrs, trials)
     if insight:
-        table = Table("knob", "importance")
+        table = DataTable("knob", "importance")
         for row in insight:
             table.add_row(row["knob"], f"{row['share']:.1%}")
         console.print(table)
     curves = [row for row in insight if row["effect"]]
     if curves:  # how the score moves along each knob that matters most
-        table = Table("knob", "value", "predicted score", title="effect of the knobs that matter")
+        table = DataTable(
+            "knob", "value", "predicted score", title="effect of the knobs that matter"
+        )
         for row in curves:
             for point in row["effect"]:
                 table.add_row(row["knob"], str(point["value"]), number(point["score"]))
@@ -239,7 +253,7 @@ def trial_table(trials: list[TrialRecord]) -> Table:
     names = sorted({k for t in trials for k in t.config})
     metric_names = sorted({k for t in trials for k in t.metrics})
     shared = any(t.worker for t in trials)  # a study of `hone worker`s: who ran each trial
-    table = Table("#", "phase", *(["worker"] if shared else []), *names, *metric_names)
+    table = DataTable("#", "phase", *(["worker"] if shared else []), *names, *metric_names)
     table.add_column("score")
     table.add_column("state")
     for trial in trials:

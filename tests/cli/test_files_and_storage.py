@@ -1,0 +1,48 @@
+"""Files hone is told to write and study databases it cannot open: one line, exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ATUNE = ROOT / "examples" / "atune" / "compress"
+
+
+def test_output_into_a_folder_is_one_line(tmp_path: Path, hone_run) -> None:
+    line = hone_run("convert", str(ATUNE), "-o", str(tmp_path)).one_line()
+    assert line == f"hone: {tmp_path}: Is a directory"
+
+
+def test_output_under_a_missing_folder_is_one_line(tmp_path: Path, hone_run) -> None:
+    target = tmp_path / "none" / "x.yaml"
+    line = hone_run("convert", str(ATUNE), "-o", str(target)).one_line()
+    assert line == f"hone: {target}: No such file or directory"
+
+
+def test_a_database_that_cannot_be_opened_is_one_line(tmp_path: Path, hone_run) -> None:
+    (tmp_path / "garbage.db").write_text("not a database")
+    url = f"sqlite:///{tmp_path / 'garbage.db'}"
+    line = hone_run("studies", "--storage", url).one_line()
+    assert "file is not a database" in line and "sqlalche.me" not in line
+
+
+def test_convert_refuses_to_write_over_the_file_it_converts(tmp_path: Path, hone_run) -> None:
+    import shutil
+
+    folder = tmp_path / "compress"
+    shutil.copytree(ATUNE, folder)
+    server = next(folder.glob("*server*.yaml"))
+    original = server.read_bytes()
+    line = hone_run("convert", str(folder), "-o", str(server)).one_line()
+    assert line == f"hone: {server}: is a file being converted: write the hone YAML elsewhere"
+    assert server.read_bytes() == original
+
+
+def test_a_missing_sqlite_file_is_not_created_by_a_reading_command(
+    tmp_path: Path, hone_run
+) -> None:
+    typo = tmp_path / "studeis.db"
+    for command in (["studies"], ["show", "x"], ["report", "x"]):
+        line = hone_run(*command, "--storage", f"sqlite:///{typo}").one_line()
+        assert line == f"hone: {typo}: no such study database"
+    assert not typo.exists()

@@ -1,0 +1,22 @@
+"""`hone remote --token-file` with an empty file names the file; it used to send no token and
+report the server's 401, as if the server were at fault."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def test_an_empty_token_file_is_one_line(tmp_path: Path, hone_run, monkeypatch) -> None:
+    monkeypatch.delenv("HONE_TOKEN", raising=False)
+    token = tmp_path / "token"
+    token.write_text("\n")
+    ran = hone_run(
+        "remote", "--server", "http://127.0.0.1:9", "--token-file", str(token), "studies"
+    )
+    assert ran.one_line() == f"hone: {token}: empty token file: its first line must be the token"
+
+
+def test_the_gain_column_names_the_unit_of_its_interval() -> None:
+    from hone.serve.cli import _pct
+
+    assert _pct(317.4, 208.7) == "+317.4 % ± 208.7 %"
