@@ -158,6 +158,8 @@ HOSTILE = [
         'printf %s "$value" > out',
         "printf '%s' '$value' > out",
         "sh -c 'printf %s \"$0\" > out' $value",
+        "printf %s ${value} > out",  # A-Tune's other spelling (its redis and ceph projects)
+        'printf %s "${value}" > out',
     ],
 )
 def test_shell_values_arrive_exactly_and_run_nothing(tmp_path, template, value) -> None:
@@ -176,6 +178,18 @@ def test_atune_sed_template_in_single_quotes(tmp_path) -> None:
     )
     actuator.apply("1344")
     assert (tmp_path / "conf").read_text() == 'MAXCONN="1344"\n'
+
+
+def test_atune_braced_placeholder_in_a_shell_test(tmp_path) -> None:
+    """A-Tune's redis project: `if [ "${value}" = "off" ]; then ...` turns saving off; with the
+    braced spelling unreplaced the test compared an empty string and never fired."""
+    (tmp_path / "conf").write_text("save 900 1\n")
+    actuator = ShellActuator(
+        set_command='if [ "${value}" = "off" ]; then sed -i "s/^save.*/#&/g" conf; fi',
+        cwd=str(tmp_path),
+    )
+    actuator.set("off")
+    assert (tmp_path / "conf").read_text() == "#save 900 1\n"
 
 
 def test_random_values_round_trip(tmp_path) -> None:

@@ -20,10 +20,9 @@ from hone.knobs import Actuator
 from hone.knobs.base import _same
 from hone.knobs.config_file import ConfigFileActuator
 from hone.knobs.script import ScriptActuator, find_script
-from hone.knobs.shell import VALUE_VARIABLE, ShellActuator
+from hone.knobs.shell import VALUE_VARIABLE, ShellActuator, set_script
 from hone.knobs.sysctl import SysctlActuator
 from hone.knobs.sysfs import SysfsActuator
-from hone.shell import render
 
 KINDS = ("sysctl", "sysfs", "config", "script", "shell")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -108,7 +107,7 @@ def remote_knob(actuator: Actuator) -> RemoteKnob:
         if not actuator.get_command:
             raise ActuationError("a knob on hosts needs a get command", key=actuator.set_command)
         env = " ".join(f"{k}={q(v)}" for k, v in actuator.env.items() if _NAME.fullmatch(k))
-        command = render(actuator.set_command, {"$value": "${" + VALUE_VARIABLE + "}"})
+        command = set_script(actuator.set_command)
         read = f"env {env} sh -c {q(actuator.get_command)}"
         write = f"env {env} {VALUE_VARIABLE}={{raw}} sh -c {q(command)}"
         key = f"shell:{actuator.set_command}"

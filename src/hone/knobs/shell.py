@@ -13,6 +13,8 @@ from hone.errors import ActuationError
 from hone.knobs.base import Actuator, register
 
 VALUE_VARIABLE = "HONE_VALUE"
+#: A-Tune's projects spell the placeholder both ways (its redis and ceph examples: `${value}`)
+PLACEHOLDERS = {"$value": "${" + VALUE_VARIABLE + "}", "${value}": "${" + VALUE_VARIABLE + "}"}
 
 
 @register
@@ -52,7 +54,7 @@ class ShellActuator(Actuator):
 
     def set(self, value: str) -> None:
         self.check_value(value)
-        command = shell.render(self.set_command, {"$value": "${" + VALUE_VARIABLE + "}"})
+        command = set_script(self.set_command)
         env = {**self.env, VALUE_VARIABLE: str(value)}
         result = shell.run(command, env=env, timeout=self.timeout, cwd=self.cwd, tracked=True)
         if not result.ok:
@@ -76,3 +78,9 @@ class ShellActuator(Actuator):
     def describe(self) -> str:
         """The whole set command on one line (it names the knob in tables and errors)."""
         return f"shell({' '.join(self.set_command.split())})"
+
+
+def set_script(set_command: str) -> str:
+    """The set command with each `$value` or `${value}` turned into the quoted expansion of
+    the variable the value travels in: the value itself never enters the command's text."""
+    return shell.render(set_command, PLACEHOLDERS)
