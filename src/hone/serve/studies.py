@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hone.errors import HoneError
 from hone.optimizers import optimizer_names
+from hone.output import finite
 from hone.serve.deps import find_study, store
 from hone.serve.runs import RunManager
 from hone.storage import StudyStore
@@ -61,7 +62,8 @@ def get_study(name: str, db: StudyStore = Store) -> dict[str, Any]:
 def get_trials(name: str, db: StudyStore = Store) -> JSONResponse:
     """Every trial in order: phase, configuration, state, score, metrics, failure reason."""
     study = find_study(db, name)
-    return JSONResponse([trial_dict(t) for t in read_trials(db, study)])
+    # (JSONResponse is strict JSON: a non-finite value stored by any writer would be a 500)
+    return JSONResponse(finite([trial_dict(t) for t in read_trials(db, study)]))
 
 
 @router.get("/studies/{name}/best")
@@ -232,4 +234,6 @@ def _fingerprint(db: StudyStore, study_id: int) -> tuple:
 
 
 def _sse(kind: str, data: Any) -> str:
-    return f"event: {kind}\ndata: {json.dumps(data, default=str)}\n\n"
+    """One event; a non-finite number is null (json.dumps would write NaN, which the browser's
+    JSON.parse refuses, and the live view would stop)."""
+    return f"event: {kind}\ndata: {json.dumps(finite(data), default=str)}\n\n"

