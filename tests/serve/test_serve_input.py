@@ -67,3 +67,11 @@ def test_events_are_strict_json() -> None:
         raise ValueError(f"{constant} is not JSON")
 
     assert json.loads(data, parse_constant=refuse) == {"cv": None, "best": [None, 1.0]}
+
+
+def test_an_unknown_engine_is_a_422_naming_the_field(client: TestClient) -> None:
+    response = client.post("/api/studies", json={"project": "p", "engine": "bogus"}, headers=AUTH)
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert error["loc"] == ["body", "engine"] and "unknown engine 'bogus'" in error["msg"]
+    assert client.get("/api/runs").json() == []

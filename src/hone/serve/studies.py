@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from optuna.storages._rdb import models
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hone.errors import HoneError
 from hone.optimizers import optimizer_names
@@ -40,6 +40,14 @@ class StartRequest(BaseModel):
     baseline: int | None = Field(None, ge=1, le=100)
     seed: int | None = Field(None, ge=0, le=2**31 - 1)
     apply: Literal["auto", "always", "never"] | None = None
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, engine: str | None) -> str | None:
+        """Checked here, not in the route, so that its 422 names the field like every other."""
+        if engine is not None and engine.lower() not in optimizer_names():
+            raise ValueError(f"unknown engine {engine!r}; one of {', '.join(optimizer_names())}")
+        return engine
 
 
 def runs(request: Request) -> RunManager:
@@ -108,8 +116,6 @@ def list_runs(request: Request) -> list[dict[str, Any]]:
 
 @router.post("/studies", status_code=202)
 def start_study(body: StartRequest, request: Request) -> dict[str, Any]:
-    if body.engine is not None and body.engine.lower() not in optimizer_names():
-        raise HTTPException(422, f"unknown engine {body.engine!r}")
     options = body.model_dump(exclude={"project"})
     return _launch(request, body.project, resume=False, **options)
 
