@@ -5,6 +5,8 @@ value makes a 500; listings keep one shape; stop and resume act only on the stud
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from hone.serve.app import create_app
 from hone.serve.config import ServeConfig
+from hone.serve.runs import Run
 from hone.serve.studies import _sse
 from hone.storage import StudyStore
 
@@ -75,3 +78,27 @@ def test_an_unknown_engine_is_a_422_naming_the_field(client: TestClient) -> None
     (error,) = response.json()["detail"]
     assert error["loc"] == ["body", "engine"] and "unknown engine 'bogus'" in error["msg"]
     assert client.get("/api/runs").json() == []
+
+
+def test_resuming_an_older_study_is_refused(client: TestClient, db: StudyStore) -> None:
+    """A run resumes its project's newest study: asked for p#1, it would resume p#2."""
+    two_studies(db, "interrupted")
+    response = client.post("/api/studies/p%231/resume", headers=AUTH)
+    assert response.status_code == 409
+    assert "p#2" in response.json()["detail"]
+    assert client.get("/api/runs").json() == []
+    assert db.find("p#2").state == "interrupted"
+
+
+def test_stop_leaves_a_run_of_another_study_alone(client: TestClient, db: StudyStore) -> None:
+    two_studies(db, "running")
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        client.app.state.runs.runs["p"] = Run("p", process, study="p#2")  # type: ignore[attr-defined]
+        response = client.post("/api/studies/p%231/stop", headers=AUTH)
+        assert response.status_code == 409
+        assert "p#2" in response.json()["detail"]
+        assert process.poll() is None  # p#2's run goes on
+    finally:
+        process.kill()
+        process.wait()

@@ -18,7 +18,7 @@ from hone.errors import HoneError
 from hone.optimizers import optimizer_names
 from hone.output import finite
 from hone.serve.deps import find_study, store
-from hone.serve.runs import RunManager
+from hone.serve.runs import Run, RunManager
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING
 from hone.storage.summary import best_of, detail, read_trials, summaries, trial_dict
@@ -117,18 +117,27 @@ def list_runs(request: Request) -> list[dict[str, Any]]:
 @router.post("/studies", status_code=202)
 def start_study(body: StartRequest, request: Request) -> dict[str, Any]:
     options = body.model_dump(exclude={"project"})
-    return _launch(request, body.project, resume=False, **options)
+    return _launch(request, body.project, resume=False, **options).describe()
 
 
 @router.post("/studies/{name}/resume", status_code=202)
 def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
+    """Resume the named study. A run resumes its project's newest study, so an older one is
+    refused rather than another study resumed in its place."""
     study = find_study(db, name)
     if study.state == "finished":
         raise HTTPException(409, f"study {study.name} already finished")
-    return _launch(request, study.project, resume=True)
+    newest = find_study(db, study.project)
+    if newest.name != study.name:
+        raise HTTPException(
+            409, f"only the newest study of {study.project} ({newest.name}) can be resumed"
+        )
+    run = _launch(request, study.project, resume=True)
+    run.study = study.name  # a resumed run announces no study of its own
+    return run.describe()
 
 
-def _launch(request: Request, project: str, resume: bool, **options: Any) -> dict[str, Any]:
+def _launch(request: Request, project: str, resume: bool, **options: Any) -> Run:
     manager = runs(request)
     try:
         run = manager.start(project, resume=resume, **options)
@@ -138,20 +147,23 @@ def _launch(request: Request, project: str, resume: bool, **options: Any) -> dic
         ) from None
     except HoneError as exc:
         raise HTTPException(409, str(exc)) from None
-    return run.describe()
+    return run
 
 
 @router.post("/studies/{name}/stop")
 def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Stop a run this server started, as Ctrl-C stops `hone tune`: knobs back, study
     interrupted. A run started elsewhere is left alone (a recorded pid may since belong to
-    another process)."""
+    another process), and so is a run of another study of the same project."""
     study = find_study(db, name)
     manager = runs(request)
     run = manager.active(study.project)
     if run is None:
         where = f" (pid {study.attrs.get('pid')} elsewhere)" if study.state == RUNNING else ""
         raise HTTPException(409, f"study {study.name} is not running under this server{where}")
+    running = run.study or find_study(db, study.project).name  # a run works on the newest
+    if running != study.name:
+        raise HTTPException(409, f"study {study.name} is not running here; {running} is")
     manager.stop(study.project)
     return {"stopped": study.name, "pid": run.process.pid, "returncode": run.process.poll()}
 
