@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -102,3 +103,29 @@ def test_stop_leaves_a_run_of_another_study_alone(client: TestClient, db: StudyS
     finally:
         process.kill()
         process.wait()
+
+
+def test_listings_keep_one_shape(
+    client: TestClient, db: StudyStore, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hone.cluster import restore
+    from hone.journal.journal import RestoreOutcome
+
+    bad = home / "diagnoses" / "20260101-000000-bad"
+    bad.mkdir(parents=True)
+    (bad / "diagnosis.hone").write_bytes(b"\x00not a diagnosis")
+    (row,) = client.get("/api/diagnoses").json()
+    expected = {"name", "target", "language", "created", "window_s", "samples", "finding"}
+    assert set(row) == expected | {"error"} and row["error"] == "unreadable"
+
+    assert client.get("/api/profiles/active").json() == {"name": None, "items": [], "error": None}
+
+    db.update(db.create("p", {}), state="interrupted")
+    here = restore.HostOutcome("", RestoreOutcome("x", "2"))
+    there = restore.HostOutcome("web1", RestoreOutcome("x", "2"))
+    monkeypatch.setattr(restore, "restore_project", lambda name: [here, there])
+    answer: Any = client.post("/api/projects/p/restore", headers=AUTH).json()
+    assert [item["host"] for item in answer["restored"]] == [None, "web1"]
+    assert {frozenset(item) for item in answer["restored"]} == {
+        frozenset({"name", "value", "error", "host"})
+    }

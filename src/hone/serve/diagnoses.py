@@ -28,6 +28,8 @@ router = APIRouter(prefix="/api/diagnoses", tags=["diagnoses"])
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 FILE = "diagnosis.hone"
+#: What the list says of each diagnosis; an unreadable one has these too, as null (one shape).
+LISTED = ("target", "language", "created", "window_s", "samples", "finding")
 #: The saved HTML report runs its own inline script; it gets a sandbox (an opaque origin that
 #: cannot read this app's storage or call its API with the token) and nothing from elsewhere.
 REPORT_POLICY = (
@@ -82,7 +84,7 @@ def list_diagnoses() -> list[dict[str, Any]]:
         try:
             d = _load(path, path.stat().st_mtime)
         except (HoneError, OSError):
-            items.append({"name": name, "error": "unreadable"})
+            items.append({"name": name, **dict.fromkeys(LISTED), "error": "unreadable"})
             continue
         items.append(
             {
@@ -93,6 +95,7 @@ def list_diagnoses() -> list[dict[str, Any]]:
                 "window_s": d.window_s,
                 "samples": d.profile.total,
                 "finding": _headline(d),
+                "error": None,
             }
         )
     return items

@@ -37,15 +37,16 @@ def list_all() -> list[dict[str, Any]]:
 
 @router.get("/active")
 def active() -> dict[str, Any]:
-    """The active profile and how the live system compares with each of its items."""
+    """The active profile and how the live system compares with each of its items (`error`:
+    why they could not be checked; always present, null when they were)."""
     name = profiles.active_profile()
     if not name:
-        return {"name": None, "items": []}
+        return {"name": None, "items": [], "error": None}
     try:
         outcomes = profiles.check(name)
     except HoneError as exc:
         return {"name": name, "items": [], "error": str(exc)}
-    return {"name": name, "items": [_outcome(o) for o in outcomes]}
+    return {"name": name, "items": [_outcome(o) for o in outcomes], "error": None}
 
 
 @router.get("/{name}")

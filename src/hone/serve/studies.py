@@ -185,8 +185,13 @@ def restore_project(project: str, request: Request, db: StudyStore = Store) -> d
     return {
         "project": project,
         "restored": [
-            {"name": o.outcome.name, "value": o.outcome.value, "error": o.outcome.error}
-            | ({"host": o.host} if o.host else {})
+            # host None: this machine (every item has every key: a stable shape)
+            {
+                "name": o.outcome.name,
+                "value": o.outcome.value,
+                "error": o.outcome.error,
+                "host": o.host or None,
+            }
             for o in outcomes
         ],
         "ok": all(o.outcome.ok for o in outcomes),
