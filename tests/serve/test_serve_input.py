@@ -81,6 +81,26 @@ def test_an_unknown_engine_is_a_422_naming_the_field(client: TestClient) -> None
     assert client.get("/api/runs").json() == []
 
 
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]
+)
+def test_a_body_that_is_not_json_is_a_415(client: TestClient, content_type: str) -> None:
+    headers = {**AUTH, "Content-Type": content_type}
+    response = client.post("/api/studies", content=b'{"project": "p"}', headers=headers)
+    assert response.status_code == 415
+    assert "Content-Type" in response.json()["detail"]
+    assert client.get("/api/runs").json() == []
+
+
+def test_json_types_and_empty_bodies_still_pass_the_gate(client: TestClient) -> None:
+    for content_type in ("application/json; charset=utf-8", "application/merge-patch+json"):
+        headers = {**AUTH, "Content-Type": content_type}
+        response = client.post("/api/studies", content=b'{"project": "nope"}', headers=headers)
+        assert response.status_code == 404, response.text  # parsed, then not served
+    response = client.post("/api/studies/nope/stop", headers=AUTH)  # no body, no type
+    assert response.status_code == 404
+
+
 def test_resuming_an_older_study_is_refused(client: TestClient, db: StudyStore) -> None:
     """A run resumes its project's newest study: asked for p#1, it would resume p#2."""
     two_studies(db, "interrupted")

@@ -1,7 +1,7 @@
-"""The server's front door, before any route: a request body is bounded, and a request that
-carries one (a write) must show the token before a byte of it is read. FastAPI reads a body
-before it runs a route's dependencies, so a large anonymous POST would otherwise be read into
-memory in full only to be refused."""
+"""The server's front door, before any route: a request body is bounded and must be JSON, and a
+request that carries one (a write) must show the token before a byte of it is read. FastAPI
+reads a body before it runs a route's dependencies, so a large anonymous POST would otherwise be
+read into memory in full only to be refused."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ class Gate:
             length = request.headers.get("content-length")
             if length is not None and (not length.isdigit() or int(length) > self.max_body):
                 raise HTTPException(413, f"request body over {self.max_body} bytes")
+            if _has_body(request) and not _json_type(request.headers.get("content-type")):
+                raise HTTPException(415, "Content-Type: the body must be application/json")
         except HTTPException as exc:
             await _refuse(exc, scope, receive, send)
             return
@@ -50,6 +52,23 @@ class Gate:
             return message
 
         return bounded
+
+
+def _has_body(request: Request) -> bool:
+    length = request.headers.get("content-length")
+    return "transfer-encoding" in request.headers or (length is not None and length != "0")
+
+
+def _json_type(content_type: str | None) -> bool:
+    """What FastAPI reads as JSON: no type, application/json or application/*+json. A body of
+    any other type reaches the route as bytes, and its 422 blames the body's shape, not its
+    type."""
+    if content_type is None:
+        return True
+    media = content_type.partition(";")[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
 
 
 async def _refuse(exc: HTTPException, scope: Scope, receive: Receive, send: Send) -> None:
