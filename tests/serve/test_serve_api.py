@@ -121,13 +121,17 @@ def test_start_a_study_and_follow_it_live_to_the_end(server: Any) -> None:
     )
     trials = {e["number"]: e for k, e in events if k == "trial" and e["state"] != "running"}
     stored = store_of(server).trials(store_of(server).find(name))
-    assert len(trials) == len(stored) == 3 + 3 + 2 * 2  # baseline, search, confirm
+    # baseline, search, confirm; on a busy machine a disturbed reading (or a warm-up transient)
+    # is kept apart and measured again, so those come on top
+    kept = [t for t in stored if t.phase not in ("disturbed", "warmup")]
+    assert len(kept) == 3 + 3 + 2 * 2, [t.phase for t in stored]
+    assert len(trials) == len(stored)
     progress = [e for k, e in events if k == "progress"]
     assert any(e["event"] == "phase" and e["phase"] == "search" for e in progress)
     # apply: never, so the knob files are as they were
     assert (server.projects["gamma"] / "x.txt").read_text().strip() == "2"
     row = next(r for r in server.get("/api/studies") if r["name"] == name)
-    assert row["state"] == "finished" and row["trials"] == 10
+    assert row["state"] == "finished" and row["trials"] == len(stored)
 
 
 def test_stop_resume_and_restore_a_running_study(server: Any) -> None:
