@@ -36,3 +36,11 @@ def test_check_prints_a_benchmark_with_a_character_class_whole(tmp_path: Path, h
     ran = hone_run("check", str(tmp_path / "hone.yaml"))
     assert ran.code == 0, ran.stderr
     assert f"benchmark: {command}" in ran.stdout
+
+
+def test_profile_info_prints_a_name_with_brackets_whole(tmp_path: Path, hone_run) -> None:
+    source = tmp_path / "mine.ini"
+    source.write_text("[sysctl]\nvm.swappiness = 12\n")
+    assert hone_run("profile", "define", "web[x]", str(source)).code == 0
+    header = hone_run("profile", "info", "web[x]").stdout.splitlines()[0]
+    assert header.startswith("profile web[x] (") and header.endswith("web[x].conf)")

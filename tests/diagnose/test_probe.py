@@ -9,13 +9,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from hone.diagnose import probe as probe_module
 from hone.diagnose.probe import (
     Capabilities,
+    Capability,
     cpu_identity,
     perf_stat_counts,
     probe,
     stack_depth_check,
+    stat_failure,
 )
+from hone.diagnose.topdown import measure
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -66,6 +72,50 @@ def test_perf_stat_parsing_of_unsupported_counters() -> None:
     counts = perf_stat_counts((FIXTURES / "perf-stat-nocounters.csv").read_text())
     assert counts["cycles"] is None and counts["instructions"] is None
     assert counts["task-clock"] and counts["task-clock"] > 0
+
+
+SYNTAX_ERROR = """event syntax error: 'cycles,uops_issued.any,uops_retired.retire_slots,idq_uop..'
+                            \\___ parser error
+Run 'perf list' for a list of valid events
+
+ Usage: perf stat [<options>] [<command>]
+"""
+
+
+def test_why_perf_counted_nothing_is_said_in_words() -> None:
+    nocounters = (FIXTURES / "perf-stat-nocounters.csv").read_text()
+    assert stat_failure(nocounters) == "cycles, instructions not supported"
+    assert stat_failure("<not counted>,,cycles:u,0,0.00,,\n") == "cycles not counted"
+    assert stat_failure(SYNTAX_ERROR) == SYNTAX_ERROR.splitlines()[0]
+    limited = "Error:\nAccess to performance monitoring and observability operations is limited.\n"
+    assert stat_failure(limited) == limited.splitlines()[1]
+    assert stat_failure("") == "no output"
+
+
+def test_top_down_without_counters_is_one_readable_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It printed perf's CSV: `perf stat -e cycles,instructions: <not supported>,,cycles,0,...`."""
+    out = (FIXTURES / "perf-stat-nocounters.csv").read_text()
+    done = subprocess.CompletedProcess([], 0, "", out)
+    monkeypatch.setattr(probe_module, "_run", lambda *args, **kwargs: done)
+    caps = Capabilities()
+    probe_module._probe_counters(caps)
+    assert measure(1, 0.1, caps).evidence == (
+        "no hardware counters: perf stat says cycles, instructions not supported, as on a virtual "
+        "machine without a virtual PMU; TMAM needs the CPU's performance counters"
+    )
+
+
+def test_counters_that_count_are_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    done = subprocess.CompletedProcess([], 0, "", "1234567,,cycles,1000,100.00,,\n")
+    monkeypatch.setattr(probe_module, "_run", lambda *args, **kwargs: done)
+    caps = Capabilities()
+    probe_module._probe_counters(caps)
+    assert caps.get("hardware counters") == Capability(
+        "hardware counters",
+        True,
+        "perf stat counted 1,234,567 cycles of `true`",
+        "top-down (TMAM) analysis",
+    )
 
 
 def test_cpu_identity() -> None:

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -89,10 +90,9 @@ def cpu_identity(cpuinfo: str) -> tuple[str, int, int, str]:
     )
 
 
-def perf_stat_counts(text: str) -> dict[str, float | None]:
-    """Counts from `perf stat -x,` output: event -> value, None when perf could not count it.
-    Event modifiers (`:u`, which perf adds for users other than root) are dropped."""
-    counts: dict[str, float | None] = {}
+def _stat_lines(text: str) -> Iterator[tuple[str, str]]:
+    """(value, event) of each count line of `perf stat -x,` output. Event modifiers (`:u`,
+    which perf adds for users other than root) are dropped."""
     for line in text.splitlines():
         parts = line.split(",")
         if len(parts) < 3 or line.startswith("#"):
@@ -102,13 +102,33 @@ def perf_stat_counts(text: str) -> dict[str, float | None]:
             end = next((i for i in range(3, len(parts)) if parts[i].endswith("/")), 2)
             event = ",".join(parts[2 : end + 1]).strip()
         event = re.sub(r":[ukhpPGH]+$", "", event)  # task-clock:u (not root) is task-clock
-        if not event:
-            continue
+        if event:
+            yield value, event
+
+
+def perf_stat_counts(text: str) -> dict[str, float | None]:
+    """Counts from `perf stat -x,` output: event -> value, None when perf could not count it."""
+    counts: dict[str, float | None] = {}
+    for value, event in _stat_lines(text):
         try:
             counts[event] = float(value)
         except ValueError:
             counts[event] = None
     return counts
+
+
+def stat_failure(text: str) -> str:
+    """Why `perf stat -x,` counted nothing, in words for a person: `cycles, instructions not
+    supported` rather than its CSV lines (`<not supported>,,cycles,0,100.00,,`), else perf's
+    own message (`event syntax error: ...`), without its usage text."""
+    uncounted: dict[str, list[str]] = {}
+    for value, event in _stat_lines(text):
+        if value.startswith("<"):
+            uncounted.setdefault(value.strip("<>"), []).append(event)
+    if uncounted:
+        return "; ".join(f"{', '.join(events)} {why}" for why, events in uncounted.items())
+    said = [line.strip().removeprefix("Error:").strip() for line in text.splitlines()]
+    return next((line for line in said if line), "no output")
 
 
 def _probe_perf(caps: Capabilities) -> bool:
@@ -144,17 +164,15 @@ def _probe_counters(caps: Capabilities) -> None:
         )
     )
     out = _run(["perf", "stat", "-x,", "-e", "cycles,instructions", "--", "true"]).stderr
-    counts = perf_stat_counts(out)
-    ok = counts.get("cycles") is not None
-    evidence = "; ".join(line for line in out.splitlines() if "cycles" in line)[:200]
+    cycles = perf_stat_counts(out).get("cycles")
+    if cycles is not None:
+        detail = f"perf stat counted {cycles:,.0f} cycles of `true`"
+    else:
+        reason = stat_failure(out)
+        vm = ", as on a virtual machine without a virtual PMU" if "not supported" in reason else ""
+        detail = f"no hardware counters: perf stat says {reason}{vm}"
     caps.add(
-        Capability(
-            "hardware counters",
-            ok,
-            f"perf stat -e cycles,instructions: {evidence or 'no output'}"
-            + ("" if ok else " (no PMU: virtual machine or counters not exposed)"),
-            "top-down (TMAM) analysis",
-        )
+        Capability("hardware counters", cycles is not None, detail, "top-down (TMAM) analysis")
     )
 
 

@@ -11,8 +11,8 @@ to 100 %. Three ways to count them:
   Frontend = de_no_dispatch_per_slot.no_ops_from_frontend, Backend = ...backend_stalls, SMT
   contention = ...smt_contention, Retiring = ex_ret_ops, Bad Speculation = de_src_op_disp.all -
   ex_ret_ops.
-Without hardware counters the analysis is reported unavailable with perf's own words as evidence,
-and a clearly labelled software split (on CPU, run queue, I/O, sleep) stands in for it."""
+Without hardware counters the analysis is reported unavailable with perf's reason in words, and
+a clearly labelled software split (on CPU, run queue, I/O, sleep) stands in for it."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hone.diagnose.probe import Capabilities, perf_stat_counts
+from hone.diagnose.probe import Capabilities, perf_stat_counts, stat_failure
 
 INTEL_LEGACY = [
     "cycles", "uops_issued.any", "uops_retired.retire_slots", "idq_uops_not_delivered.core",
@@ -231,11 +231,11 @@ def measure(
             counts, text = _stat(events, ["-p", str(pid), "--", "sleep", f"{duration:g}"], run)
             result = compute(counts, caps.cpu_family)
             if not result.available:
-                result.evidence += f" during the window (perf stat: {text.strip()[-160:]})"
+                result.evidence = f"perf stat during the window: {stat_failure(text)}"
             return result
-        last = text.strip().splitlines()[-1:] or ["no output"]
-        tried.append(f"{events[:60]}...: {last[0][:100]}")
-    return Topdown(False, evidence="no top-down event set counts here: " + "; ".join(tried))
+        tried.append(stat_failure(text))
+    said = "; ".join(dict.fromkeys(tried))  # the fuller set and the level-1 set often fail alike
+    return Topdown(False, evidence=f"no top-down event set counts here: {said}")
 
 
 def software_split(threads: list) -> dict[str, float]:

@@ -134,7 +134,8 @@ def info(name: str, as_json: bool = JSON) -> None:
     table = DataTable("section", "key", "value", "from")
     for item in profile.items:
         table.add_row(item.section, item.key, item.value, item.source)
-    output_console().print(f"profile {profile.name} ({profile.path})", table)
+    # the name and path as given: `web[x]` is a profile, not a markup tag (the cells are Text)
+    output_console().print(f"profile {profile.name} ({profile.path})", table, markup=False)
     _placeholders(profile.placeholders)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import typer
 from rich.markup import escape
@@ -27,6 +28,35 @@ def register(app: typer.Typer) -> None:
     app.add_typer(remote, name="remote")
 
 
+def cors_origin(text: str) -> str:
+    """An --origin as a browser's Origin header spells it (scheme://host[:port], lower case, no
+    default port): CORS matches that header letter for letter, so `ui.example.com` or
+    `https://ui.example.com/` would match no request and the UI fail without a word why."""
+    if text == "*":  # refused before a token is made that would never be shown
+        raise typer.BadParameter(
+            "a CORS wildcard is refused: name the origins that may call the API"
+        )
+    parts = urlsplit(text.lower())
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or "@" in parts.netloc
+        or parts.netloc.endswith(":")
+        or port == 0
+        or text.lower() != f"{parts.scheme}://{parts.netloc}"
+    ):
+        raise typer.BadParameter(
+            f"{text!r} is not an origin: http(s)://host[:port] with no path, as in "
+            "https://ui.example.com:8443"
+        )
+    default = {"http": 80, "https": 443}[parts.scheme]
+    return text.lower().removesuffix(f":{default}") if port == default else text.lower()
+
+
 def serve(
     host: str = typer.Option("127.0.0.1", help="address to listen on (loopback by default)"),
     port: int = typer.Option(8765, min=1, max=65535, help="TCP port"),
@@ -41,7 +71,12 @@ def serve(
         "--open-reads/--token-reads",
         help="reads without the token (default: open on loopback, token elsewhere)",
     ),
-    origin: list[str] = typer.Option(None, "--origin", help="an origin CORS allows (repeatable)"),
+    origin: list[str] = typer.Option(
+        None,
+        "--origin",
+        help="an origin CORS allows, http(s)://host[:port] (repeatable)",
+        parser=cors_origin,
+    ),
     storage: str = typer.Option(None, help="SQLAlchemy URL of the study database"),
     tls_cert: Path = typer.Option(None, help="certificate (PEM) to serve HTTPS with"),
     tls_key: Path = typer.Option(None, help="private key (PEM) of --tls-cert"),
@@ -58,8 +93,6 @@ def serve(
     from hone.serve.auth import load_or_create_token, token_path
     from hone.serve.config import ServeConfig
 
-    if "*" in (origin or []):  # refused before a token is made that would never be shown
-        raise HoneError("a CORS wildcard is refused: name the origins that may call the API")
     if bool(tls_cert) != bool(tls_key):
         raise HoneError("--tls-cert and --tls-key go together")
     if tls_cert and tls_key:
