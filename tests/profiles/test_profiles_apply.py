@@ -108,9 +108,10 @@ def test_missing_include_and_unknown_section(folder: Path) -> None:
     (folder / "lost.conf").write_text("[main]\ninclude = include-nowhere\n")
     with pytest.raises(HoneError, match="include 'include-nowhere': no profile named"):
         ProfileLibrary().load("lost")
-    (folder / "odd.conf").write_text("[sysclt]\nvm.swappiness = 1\n")
-    with pytest.raises(HoneError, match=r"unknown section \[sysclt\]"):
+    (folder / "odd.conf").write_text("[sysctl]\nvm.swappiness = 1\n\n[sysclt]\nvm.a = 1\n")
+    with pytest.raises(HoneError, match=r"unknown section \[sysclt\]") as error:
         ProfileLibrary().load("odd")
+    assert error.value.line == 4  # the header's line, in the user's file
     (folder / "loop.conf").write_text("[main]\ninclude = loop\n")
     with pytest.raises(HoneError, match="includes itself"):
         ProfileLibrary().load("loop")

@@ -138,7 +138,8 @@ def _parse(path: Path) -> configparser.ConfigParser:
     )
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     try:
-        parser.read_string(path.read_text(encoding="utf-8-sig"), source=str(path))
+        text = path.read_text(encoding="utf-8-sig")
+        parser.read_string(text, source=str(path))
     except configparser.Error as exc:
         raise HoneError(
             f"cannot read profile: {_reason(exc)}", file=path, line=_line(exc)
@@ -148,7 +149,12 @@ def _parse(path: Path) -> configparser.ConfigParser:
         raise HoneError(f"cannot read profile: {reason}", file=path) from None
     unknown = [s for s in parser.sections() if s not in SECTIONS]
     if unknown:
-        raise HoneError(f"unknown section [{unknown[0]}] (known: {', '.join(SECTIONS)})", file=path)
+        header = f"[{unknown[0]}]"
+        lines = enumerate(text.splitlines(), 1)
+        line = next((n for n, t in lines if t.strip().startswith(header)), None)
+        raise HoneError(
+            f"unknown section {header} (known: {', '.join(SECTIONS)})", file=path, line=line
+        )
     return parser
 
 
