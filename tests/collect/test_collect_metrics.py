@@ -130,14 +130,25 @@ def test_stream_keeps_its_schedule() -> None:
     assert all(s.interval == pytest.approx(0.25, abs=0.1) for s in snapshots)
 
 
+def _poll(counters: PerfCounters, done, seconds: float = 10.0) -> dict[str, float]:
+    """The counters' totals once `done` holds of them, or when `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    totals = counters.totals()
+    while not done(totals) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        totals = counters.totals()
+    return totals
+
+
 def test_perf_streams_counts_and_hardware_is_reported_honestly() -> None:
     counters = PerfCounters(["task-clock", "context-switches"], period_ms=100)
     try:
-        before = counters.totals()
+        # on a busy machine perf may start counting a while after it is spawned: the burner
+        # runs once perf has reported, and its CPU time may take a few intervals to show
+        before = _poll(counters, lambda totals: totals.get("task-clock", 0.0) > 0)
         burner = subprocess.run([sys.executable, "-c", "sum(range(10**7))"], check=True)
         assert burner.returncode == 0
-        time.sleep(0.3)
-        after = counters.totals()
+        after = _poll(counters, lambda t: t["task-clock"] - before["task-clock"] > 100)
     finally:
         counters.close()
     assert after["task-clock"] - before["task-clock"] > 100  # msec of CPU time counted
