@@ -36,7 +36,8 @@ def cors_origin(text: str) -> str:
         raise typer.BadParameter(
             "a CORS wildcard is refused: name the origins that may call the API"
         )
-    parts = urlsplit(text.lower())
+    origin = text.lower()
+    parts = urlsplit(origin)
     try:
         port = parts.port
     except ValueError:
@@ -47,14 +48,14 @@ def cors_origin(text: str) -> str:
         or "@" in parts.netloc
         or parts.netloc.endswith(":")
         or port == 0
-        or text.lower() != f"{parts.scheme}://{parts.netloc}"
+        or origin != f"{parts.scheme}://{parts.netloc}"
     ):
         raise typer.BadParameter(
             f"{text!r} is not an origin: http(s)://host[:port] with no path, as in "
             "https://ui.example.com:8443"
         )
     default = {"http": 80, "https": 443}[parts.scheme]
-    return text.lower().removesuffix(f":{default}") if port == default else text.lower()
+    return origin.removesuffix(f":{default}") if port == default else origin
 
 
 def serve(
