@@ -58,6 +58,13 @@ def number(value: float) -> str:
     return f"{value:.3g}"
 
 
+def percent_gain(value: float | None, half: float | None = None) -> str:
+    """A gain in per cent with its interval's half-width, both with their unit; '' for none."""
+    if value is None:
+        return ""
+    return f"{value:+.1f} %" + (f" ± {half:.1f} %" if half is not None else "")
+
+
 def measured(metrics: dict[str, float], units: dict[str, str] | None = None) -> str:
     """`throughput=153,300 tps, latency=5.5 ms`: each metric with its unit where one is known."""
     units = units or {}

@@ -10,7 +10,14 @@ import typer
 from rich.markup import escape
 
 from hone.errors import HoneError
-from hone.output import DataTable, help_settings, number, output_console, print_json
+from hone.output import (
+    DataTable,
+    help_settings,
+    number,
+    output_console,
+    percent_gain,
+    print_json,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -202,8 +209,8 @@ def remote_studies(as_json: bool = JSON) -> None:
             str(row["trials"]),
             str(row["failures"]),
             str(row.get("outcome") or ""),
-            _pct(row.get("gain"), row.get("gain_half_width")),
-            _pct(row.get("best_gain")),
+            percent_gain(row.get("gain"), row.get("gain_half_width")),
+            percent_gain(row.get("best_gain")),
         )
     output_console().print(table)
 
@@ -232,7 +239,7 @@ def remote_show(
         console.print(
             f"best ({best['source']}): "
             + ", ".join(f"{k}={v}" for k, v in best["config"].items())
-            + f"  gain {_pct(best.get('gain'))}",
+            + f"  gain {percent_gain(best.get('gain'))}",
             markup=False,  # configuration values as given: `[madvise]` is no markup tag
         )
     knobs = sorted({k for t in trials for k in t["config"]})
@@ -263,9 +270,3 @@ def remote_resume(study: str = typer.Argument(...)) -> None:
 
     answer = _client().post(study_path(study, "/resume"))
     typer.echo(f"resumed {answer['project']} (pid {answer['pid']})")
-
-
-def _pct(value: float | None, half: float | None = None) -> str:
-    if value is None:
-        return ""
-    return f"{value:+.1f} %" + (f" ± {half:.1f} %" if half is not None else "")

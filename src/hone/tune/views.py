@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hone.errors import HoneError
-from hone.output import DataTable, measured, number, print_json
+from hone.output import DataTable, measured, number, percent_gain, print_json
 from hone.project import atune
 from hone.project.describe import goal_data, knob_data, project_data, tuning_data
 from hone.project.hone_format import TOP_KEYS
@@ -149,7 +149,7 @@ def studies_table(storage: str | None) -> Table:
             str(row["engine"] or ""),
             str(row["trials"]),
             str(row["outcome"] or ""),
-            "" if gain is None else f"{gain:+.1f} %" + ("" if half is None else f" ± {half:.1f} %"),
+            percent_gain(gain, half),
             workers_text(row["workers"]),
             str(row["created"] or ""),
         )
