@@ -149,3 +149,50 @@ def test_listings_keep_one_shape(
     assert {frozenset(item) for item in answer["restored"]} == {
         frozenset({"name", "value", "error", "host"})
     }
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/studies/p/stop", {"force": True}),
+        ("/api/studies/p/resume", [1]),
+        ("/api/projects/p/restore", {"hosts": ["web1"]}),
+        ("/api/profiles/rollback", {"name": "x"}),
+    ],
+)
+def test_routes_without_a_body_refuse_one(
+    client: TestClient, db: StudyStore, path: str, body: Any
+) -> None:
+    db.update(db.create("p", {}), state="interrupted")
+    response = client.post(path, json=body, headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert "takes no body" in response.json()["detail"]
+    if isinstance(body, dict):
+        assert repr(next(iter(body))) in response.json()["detail"]
+    assert client.get("/api/runs").json() == []
+    assert db.find("p#1").state == "interrupted"
+
+
+def test_routes_without_a_body_take_an_empty_one(client: TestClient) -> None:
+    for content in (b"", b"{}", b"null", b" {} "):
+        response = client.post("/api/studies/nope/stop", content=content, headers=AUTH)
+        assert response.status_code == 404, (content, response.text)  # past the body check
+    response = client.post("/api/studies/nope/stop", content=b"\xff{", headers=AUTH)
+    assert response.status_code == 400 and "not JSON" in response.json()["detail"]
+
+
+def test_best_keeps_one_shape(client: TestClient, db: StudyStore) -> None:
+    study = db.create("p", {})
+    empty = client.get("/api/studies/p/best").json()
+    trial = db.start_trial(study, SimpleNamespace(domains={}), {"x": 1}, "search")  # type: ignore[arg-type]
+    db.finish_trial(trial, score=2.0, metrics={"m": 2.0})
+    searched = client.get("/api/studies/p/best").json()
+    db.update(study, result={"best": {"x": 1}, "gain": {"mean": 3.0}, "outcome": "applied"})
+    confirmed = client.get("/api/studies/p/best").json()
+    assert [empty["source"], searched["source"], confirmed["source"]] == [
+        "none",
+        "search",
+        "confirmed",
+    ]
+    assert set(empty) == set(searched) == set(confirmed)
+    assert searched["trial"] == 0 and confirmed["gain"] == 3.0

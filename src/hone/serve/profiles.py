@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException
 
 from hone import profiles
 from hone.errors import HoneError
+from hone.serve.deps import NO_BODY
 
 router = APIRouter(prefix="/api/profiles", tags=["profiles"])
 
@@ -63,7 +64,7 @@ def info(name: str) -> dict[str, Any]:
     }
 
 
-@router.post("/{name}/apply")
+@router.post("/{name}/apply", dependencies=NO_BODY)
 def apply(name: str) -> dict[str, Any]:
     """Apply a profile as a transaction (the active one is rolled back first)."""
     profile = _load(name)
@@ -79,7 +80,7 @@ def apply(name: str) -> dict[str, Any]:
     }
 
 
-@router.post("/rollback")
+@router.post("/rollback", dependencies=NO_BODY)
 def rollback() -> dict[str, Any]:
     """Put back every value the active profile changed."""
     name = profiles.active_profile()

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from hone.errors import HoneError
 from hone.optimizers import optimizer_names
 from hone.output import finite
-from hone.serve.deps import find_study, store
+from hone.serve.deps import NO_BODY, find_study, store
 from hone.serve.runs import Run, RunManager
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING
@@ -120,7 +120,7 @@ def start_study(body: StartRequest, request: Request) -> dict[str, Any]:
     return _launch(request, body.project, resume=False, **options).describe()
 
 
-@router.post("/studies/{name}/resume", status_code=202)
+@router.post("/studies/{name}/resume", status_code=202, dependencies=NO_BODY)
 def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Resume the named study. A run resumes its project's newest study, so an older one is
     refused rather than another study resumed in its place."""
@@ -150,7 +150,7 @@ def _launch(request: Request, project: str, resume: bool, **options: Any) -> Run
     return run
 
 
-@router.post("/studies/{name}/stop")
+@router.post("/studies/{name}/stop", dependencies=NO_BODY)
 def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Stop a run this server started, as Ctrl-C stops `hone tune`: knobs back, study
     interrupted. A run started elsewhere is left alone (a recorded pid may since belong to
@@ -168,7 +168,7 @@ def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str,
     return {"stopped": study.name, "pid": run.process.pid, "returncode": run.process.poll()}
 
 
-@router.post("/projects/{project}/restore")
+@router.post("/projects/{project}/restore", dependencies=NO_BODY)
 def restore_project(project: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Put back every knob a run of this project changed (`hone restore`)."""
     known = {s.project for s in db.studies()} | set(runs(request).projects)

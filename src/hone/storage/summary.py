@@ -330,11 +330,13 @@ def detail(store: StudyStore, study: StudyRecord) -> dict[str, Any]:
 
 
 def best_of(study: StudyRecord, trials: list[TrialRecord]) -> dict[str, Any]:
-    """The confirmed best when the study finished, else the best search trial so far."""
+    """The confirmed best when the study finished, else the best search trial so far. Every
+    key is always there (null where it does not apply), whichever the source."""
     result = study.attrs.get("result") or {}
     if result.get("best"):
         return {
             "source": "confirmed",
+            "trial": None,
             "config": result["best"],
             "metrics": result.get("best_metrics") or {},
             "gain": (result.get("gain") or {}).get("mean"),
@@ -343,12 +345,23 @@ def best_of(study: StudyRecord, trials: list[TrialRecord]) -> dict[str, Any]:
         }
     done = [t for t in trials if t.phase == "search" and t.score is not None]
     if not done:
-        return {"source": "none", "config": None, "metrics": {}, "gain": None}
+        return {**_NO_BEST, "source": "none"}
     top = max(done, key=lambda t: t.score or -math.inf)
     return {
+        **_NO_BEST,
         "source": "search",
         "trial": top.number,
         "config": top.config,
         "metrics": trial_dict(top)["metrics"],
         "gain": gain_of(study.attrs, top.score),
     }
+
+
+_NO_BEST = {
+    "trial": None,
+    "config": None,
+    "metrics": {},
+    "gain": None,
+    "outcome": None,
+    "reason": None,
+}
