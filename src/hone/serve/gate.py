@@ -60,12 +60,10 @@ def _has_body(request: Request) -> bool:
 
 
 def _json_type(content_type: str | None) -> bool:
-    """What FastAPI reads as JSON: no type, application/json or application/*+json. A body of
-    any other type reaches the route as bytes, and its 422 blames the body's shape, not its
-    type."""
-    if content_type is None:
-        return True
-    media = content_type.partition(";")[0].strip().lower()
+    """What FastAPI reads as JSON: application/json or application/*+json. A body of any other
+    type, or of none (FastAPI's strict content type), reaches the route as bytes, and its 422
+    blames the body's shape, not its type."""
+    media = (content_type or "").partition(";")[0].strip().lower()
     return media == "application/json" or (
         media.startswith("application/") and media.endswith("+json")
     )
