@@ -6,6 +6,7 @@ line and the key, never a traceback halfway through a benchmark."""
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +72,23 @@ def read_rows(
                     config = typed(row)
                 except (ValueError, KeyError) as exc:
                     raise TaskError(f"{path}:{line}: {exc.args[0]}") from None
-                cell = (row[metric] or "").strip()
-                try:
-                    rows.append((config, float(cell) if cell else None))
-                except ValueError:
-                    raise TaskError(f"{path}:{line}: {metric}: {cell!r} is not a number") from None
+                rows.append(
+                    (config, _reading((row[metric] or "").strip(), f"{path}:{line}: {metric}"))
+                )
     except OSError as exc:
         raise TaskError(f"{path}: cannot read: {exc.strerror}") from None
     return rows
+
+
+def _reading(cell: str, where: str) -> float | None:
+    """A metric cell: a finite number, or empty for a failed measurement. `nan` or `inf` is
+    refused rather than read: one would make its configuration's truth NaN, silently."""
+    if not cell:
+        return None
+    try:
+        value = float(cell)
+    except ValueError:
+        raise TaskError(f"{where}: {cell!r} is not a number") from None
+    if not math.isfinite(value):
+        raise TaskError(f"{where}: {cell!r} is not a finite number (a failed one is an empty cell)")
+    return value

@@ -14,6 +14,7 @@ import pytest
 
 from benchmarks.tuners import __main__ as harness_main
 from benchmarks.tuners.harness import crashed, run
+from benchmarks.tuners.tabular_io import TaskError
 from benchmarks.tuners.tasks import TabularTask
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,6 +129,22 @@ def test_a_mistake_in_a_task_is_one_line_naming_file_line_and_key(tmp_path: Path
     assert done.returncode != 0
     expected = f"{table}:{index + 1}: mode: 'slow mode' is not one of its values"
     assert done.stderr.strip() == expected
+
+
+@pytest.mark.parametrize("cell", ["nan", "-inf", "NA"])
+def test_a_reading_that_is_not_a_finite_number_is_refused_not_read(
+    tmp_path: Path, cell: str
+) -> None:
+    """An empty cell is a failed measurement; `nan` read as a number made a truth NaN."""
+    task = write_task(tmp_path)
+    table = tmp_path / "t.csv"
+    lines = table.read_text().splitlines()
+    fields = lines[3].split(",")  # threads, mode, cache, ops, ...
+    fields[3] = cell
+    lines[3] = ",".join(fields)
+    table.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TaskError, match=f"^{table}:4: ops: '{cell}' is not a"):
+        TabularTask(task)
 
 
 def test_harness_scores_the_deployed_configuration(tmp_path: Path) -> None:
