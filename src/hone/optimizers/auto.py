@@ -43,8 +43,6 @@ from dataclasses import dataclass
 from functools import wraps
 
 import numpy as np
-from scipy.spatial.distance import cdist
-from sklearn.ensemble import ExtraTreesClassifier
 from threadpoolctl import ThreadpoolController
 
 from hone.optimizers.additive_gp import AdditiveGP
@@ -59,6 +57,7 @@ from hone.optimizers.encoding import (
     row_keys,
 )
 from hone.optimizers.pool import Pool
+from hone.optimizers.success import SuccessModel
 from hone.optimizers.surrogate import expected_improvement
 from hone.space import Config, SearchSpace
 
@@ -122,6 +121,7 @@ class Auto(Optimizer):
             self.design = latin_hypercube(space, starts, self.rng)
         self.fitted_at = -REFIT_EVERY
         self.model = AdditiveGP(self.encoder)
+        self.success = SuccessModel(self.encoder, self.seed)
         self.measured: Counter[tuple] = Counter()
         self.first_reading: dict[tuple, float] = {}
         # configurations whose repeats all gave their first reading; None once one did not
@@ -157,7 +157,7 @@ class Auto(Optimizer):
         incumbent, incumbent_mean, incumbent_std = known.best()
         tried = set(row_keys(self.encoder.units([o.config for o in self.history])))
         pool = self._candidates(measured, incumbent, tried)
-        success = self._success_model()
+        success = self.success(self.history)
 
         def score(units: np.ndarray, margin: float = 0.0 if self.exact else EXPLORE):
             # Where failure is more likely than not, do not go at all; elsewhere weigh by it.
@@ -352,31 +352,6 @@ class Auto(Optimizer):
         rows = list({key: index for index, key in enumerate(row_keys(units))}.values())
         mean, std = self._latent(units[rows])
         return Measured(units[rows], [done[row].config for row in rows], mean, std)
-
-    def _success_model(self):
-        """Probability that each candidate runs at all, learned from failed trials: a tree
-        classifier for the shape of the failure region, averaged with nearness (a candidate
-        closer to a failure than to any success is probably a failure too)."""
-        labels = np.array([o.value is not None for o in self.history])
-        if labels.all() or not labels.any():
-            return lambda units: np.ones(len(units))
-        seen = self.encoder.encode([o.config for o in self.history])
-        classifier = ExtraTreesClassifier(
-            n_estimators=40, min_samples_leaf=2, random_state=self.seed
-        )
-        classifier.fit(seen, labels)
-        column = list(classifier.classes_).index(True)
-
-        def success(units: np.ndarray) -> np.ndarray:
-            x = self.encoder.features(units)
-            trees = classifier.predict_proba(x)[:, column]
-            distance = cdist(x, seen)
-            to_success = distance[:, labels].min(axis=1)
-            to_failure = distance[:, ~labels].min(axis=1)
-            nearness = to_failure / np.maximum(to_failure + to_success, 1e-12)
-            return (trees + nearness) / 2
-
-        return success
 
     def _candidates(
         self, done: list[Observation], incumbent: Config, tried: set[bytes]
