@@ -27,6 +27,8 @@ class Task:
     minimize: bool
     #: configuration key -> truth (None: a failure region); finite tasks only
     truths: dict[tuple, float | None] = field(default_factory=dict)
+    #: (number of truths, (optimum, worst, median)) once computed
+    _cached: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def measure(self, config: Config, rng: np.random.Generator) -> float | None:
         raise NotImplementedError
@@ -35,21 +37,28 @@ class Task:
         raise NotImplementedError
 
     def optimum(self) -> float:
-        values = [v for v in self.truths.values() if v is not None]
-        return min(values) if self.minimize else max(values)
+        return self._extremes()[0]
 
     def scale(self) -> float:
         """What a gap is relative to: the optimum's size (COCO tasks override it); for an
         optimum of 0 (a count of errors), the median configuration's distance from it."""
-        optimum = self.optimum()
-        if optimum:
-            return abs(optimum)
-        values = [v for v in self.truths.values() if v is not None]
-        return abs(float(np.median(values)) - optimum) or 1.0
+        optimum, _, median = self._extremes()
+        return abs(optimum) or abs(median - optimum) or 1.0
 
     def worst(self) -> float:
-        values = [v for v in self.truths.values() if v is not None]
-        return max(values) if self.minimize else min(values)
+        return self._extremes()[1]
+
+    def _extremes(self) -> tuple[float, float, float]:
+        """(optimum, worst, median) of the truths, computed once per set of truths: scoring
+        asks for them at every evaluation, and a grid can hold hundreds of thousands."""
+        if self._cached is None or self._cached[0] != len(self.truths):
+            values = np.array([v for v in self.truths.values() if v is not None])
+            best, worst = (
+                (values.min(), values.max()) if self.minimize else (values.max(), values.min())
+            )
+            extremes = (float(best), float(worst), float(np.median(values)))
+            self._cached = (len(self.truths), extremes)
+        return self._cached[1]
 
 
 class TabularTask(Task):

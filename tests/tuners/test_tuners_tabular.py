@@ -147,6 +147,25 @@ def test_a_reading_that_is_not_a_finite_number_is_refused_not_read(
         TabularTask(task)
 
 
+@pytest.mark.timeout(20)  # the report's noise line took a minute here (quadratic), now 1 s
+def test_a_grid_of_sixty_thousand_configurations_is_read_and_described(tmp_path: Path) -> None:
+    knobs = {f"k{i}": range(6) for i in range(6)}  # 6^6 = 46,656 configurations
+    spec = "knobs:\n" + "".join(
+        f"  {name}: {{type: int, values: [0, 1, 2, 3, 4, 5]}}\n" for name in knobs
+    )
+    spec += "objective: {metric: ops, direction: minimize}\n"
+    spec += "default: {" + ", ".join(f"{name}: 0" for name in knobs) + "}\n"
+    (tmp_path / "g.yaml").write_text(spec)
+    grid = np.stack(np.meshgrid(*[np.arange(6)] * 6, indexing="ij"), -1).reshape(-1, 6)
+    ops = 10 + ((grid - 2) ** 2).sum(axis=1)
+    lines = [",".join(knobs) + ",ops"]
+    lines += [",".join(map(str, row)) + f",{value}" for row, value in zip(grid, ops, strict=True)]
+    (tmp_path / "g.csv").write_text("\n".join(lines) + "\n")
+    task = TabularTask(tmp_path / "g.yaml")
+    assert (task.optimum(), task.worst(), task.scale()) == (10.0, 10.0 + 6 * 9, 10.0)
+    assert "1 configuration(s) within 2 % of the optimum, the next at 10.0 %" in task.resolution()
+
+
 def test_harness_scores_the_deployed_configuration(tmp_path: Path) -> None:
     task = TabularTask(write_task(tmp_path))
     found = 0

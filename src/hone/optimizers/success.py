@@ -20,7 +20,6 @@ from hone.optimizers.base import Observation
 from hone.optimizers.encoding import Encoder
 
 TREES = 40
-REFIT_EVERY = 8  # trials between refits of the trees while no new failure arrives
 
 Probability = Callable[[np.ndarray], np.ndarray]
 
@@ -59,7 +58,7 @@ class SuccessModel:
 
     def _refit(self, seen: np.ndarray, labels: np.ndarray) -> None:
         trials, failures = len(labels), int(np.count_nonzero(~labels))
-        grown = abs(trials - self.fitted[0]) >= max(REFIT_EVERY, trials // 10)
+        grown = abs(trials - self.fitted[0]) >= max(1, trials // 10)
         if failures == self.fitted[1] and not grown:
             return
         classifier = ExtraTreesClassifier(
