@@ -72,9 +72,11 @@ class TabularTask(Task):
             elif knob["type"] == "categorical":
                 domains[name] = Categorical(tuple(str(v) for v in values))
             else:
-                if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-                    raise TaskError(f"{path}: knobs.{name}: values must be numbers")
-                domains[name] = Ordinal(tuple(values))
+                numbers = [_number(v, knob["type"]) for v in values]
+                if None in numbers:
+                    kind = "whole numbers" if knob["type"] == "int" else "numbers"
+                    raise TaskError(f"{path}: knobs.{name}: values must be {kind}")
+                domains[name] = Ordinal(tuple(numbers))
         objective = spec["objective"]
         try:
             defaults = self._typed(domains, spec["default"])
@@ -157,6 +159,21 @@ class TabularTask(Task):
 
     def truth(self, config: Config) -> float | None:
         return self.truths.get(self.space.key(config))
+
+
+def _number(value: Any, kind: str) -> int | float | None:
+    """A numeric knob's value, or None if it is not one. `1e3` is a number to YAML 1.2 but a
+    string to the YAML 1.1 rules PyYAML follows, so a numeric string is read as its number."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    if kind == "int":
+        return int(value) if float(value).is_integer() else None
+    return value
 
 
 class SyntheticTask(Task):

@@ -147,6 +147,22 @@ def test_a_reading_that_is_not_a_finite_number_is_refused_not_read(
         TabularTask(task)
 
 
+def test_numbers_in_yaml_1_2_spelling_and_whole_numbers(tmp_path: Path) -> None:
+    """`1e3` is a number in YAML 1.2 and a string to PyYAML; an int knob's values are whole."""
+    (tmp_path / "n.yaml").write_text(
+        "knobs: {conns: {type: int, values: [1e1, 1e2]}, ratio: {type: float, values: [5e-1, 1]}}\n"
+        "objective: {metric: ops, direction: maximize}\ndefault: {conns: 10, ratio: 1}\n"
+    )
+    rows = ["conns,ratio,ops", "10,0.5,1", "10,1.0,2", "100,0.5,3", "100,1,4"]
+    (tmp_path / "n.csv").write_text("\n".join(rows) + "\n")
+    task = TabularTask(tmp_path / "n.yaml")
+    assert task.truth({"conns": 100, "ratio": 1.0}) == 4.0 and task.optimum() == 4.0
+    spec = (tmp_path / "n.yaml").read_text().replace("[1e1, 1e2]", "[10, 2.5]")
+    (tmp_path / "n.yaml").write_text(spec)
+    with pytest.raises(TaskError, match=r"n.yaml: knobs.conns: values must be whole numbers$"):
+        TabularTask(tmp_path / "n.yaml")
+
+
 @pytest.mark.timeout(20)  # the report's noise line took a minute here (quadratic), now 1 s
 def test_a_grid_of_sixty_thousand_configurations_is_read_and_described(tmp_path: Path) -> None:
     knobs = {f"k{i}": range(6) for i in range(6)}  # 6^6 = 46,656 configurations
