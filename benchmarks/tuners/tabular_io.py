@@ -72,23 +72,25 @@ def read_rows(
                     config = typed(row)
                 except (ValueError, KeyError) as exc:
                     raise TaskError(f"{path}:{line}: {exc.args[0]}") from None
-                rows.append(
-                    (config, _reading((row[metric] or "").strip(), f"{path}:{line}: {metric}"))
-                )
+                rows.append((config, reading(row[metric] or "", f"{path}:{line}: {metric}")))
     except OSError as exc:
         raise TaskError(f"{path}: cannot read: {exc.strerror}") from None
     return rows
 
 
-def _reading(cell: str, where: str) -> float | None:
-    """A metric cell: a finite number, or empty for a failed measurement. `nan` or `inf` is
-    refused rather than read: one would make its configuration's truth NaN, silently."""
-    if not cell:
+def reading(cell: str, where: str, missing: tuple[str, ...] = ("",)) -> float | None:
+    """A metric cell: a finite number, or None for one of the `missing` spellings (an empty
+    cell: a failed measurement). `nan` or `inf` is refused rather than read: one would make
+    its configuration's truth NaN, silently."""
+    cell = cell.strip()
+    if cell in missing:
         return None
     try:
         value = float(cell)
     except ValueError:
         raise TaskError(f"{where}: {cell!r} is not a number") from None
     if not math.isfinite(value):
-        raise TaskError(f"{where}: {cell!r} is not a finite number (a failed one is an empty cell)")
+        raise TaskError(
+            f"{where}: {cell!r} is not a finite number (a missing one is an empty cell)"
+        )
     return value

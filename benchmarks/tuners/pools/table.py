@@ -20,7 +20,7 @@ from typing import IO
 
 import numpy as np
 
-from benchmarks.tuners.tabular_io import TaskError
+from benchmarks.tuners.tabular_io import TaskError, reading
 from hone.space import Categorical, Config, Ordinal
 from hone.space.domains import Domain
 
@@ -86,7 +86,7 @@ def read_table(source: Path | IO[bytes], name: str | None = None) -> Table:
             raise TaskError(
                 f"{where}:{reader.line_num}: {len(row)} cells where the header has {len(header)}"
             )
-        value = _reading(row[goal], f"{where}:{reader.line_num}: {header[goal]}")
+        value = reading(row[goal], f"{where}:{reader.line_num}: {header[goal]}", UNKNOWN)
         knobs_row = [row[i].strip() for i in knobs_at]
         if value is None or any(c in UNKNOWN for c in knobs_row):
             continue  # no reading, or a configuration nobody can run
@@ -115,19 +115,6 @@ def read_table(source: Path | IO[bytes], name: str | None = None) -> Table:
     minimize = head.startswith("$<") or head.endswith("-")
     objective = head[2:] if head.startswith("$<") else head[:-1]
     return Table(name or "table", objective, minimize, knobs, configs, means, len(values))
-
-
-def _reading(text: str, where: str) -> float | None:
-    text = text.strip()
-    if text in UNKNOWN:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise TaskError(f"{where}: {text!r} is not a number") from None
-    if not np.isfinite(value):
-        raise TaskError(f"{where}: {text!r} is not a finite number")
-    return value
 
 
 def _number(text: str) -> int | float:
