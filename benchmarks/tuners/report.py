@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -87,11 +88,8 @@ def overall(
             cells = [f"{np.mean([r[tuner] for r in ranks[b]]):.2f}" for b in marks]
             lines.append(f"| {tuner} | " + " | ".join(cells) + " |")
         if len(chosen) >= 2 and len(tuners) >= 3:
-            friedman = [
-                stats.friedmanchisquare(*[[r[t] for r in ranks[b]] for t in tuners]).pvalue
-                for b in marks
-            ]
-            lines.append("| Friedman p | " + " | ".join(f"{p:.3g}" for p in friedman) + " |")
+            friedman = [friedman_p([[r[t] for r in ranks[b]] for t in tuners]) for b in marks]
+            lines.append("| Friedman p | " + " | ".join(friedman) + " |")
         lines.append("")
         if "auto" not in tuners or len(tuners) < 2:
             continue
@@ -131,3 +129,12 @@ def _ranks(task, tuners, results, curve, b) -> dict[str, float]:
 
 def _table(task: Task) -> str | None:
     return task.table.name if isinstance(task, PoolTask) else None
+
+
+def friedman_p(ranks: list[list[float]]) -> str:
+    """Friedman's p over tasks, or `-` where every task ties every tuner (a flat table): the
+    test is undefined there, and scipy says so in a warning on stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = stats.friedmanchisquare(*ranks).pvalue
+    return "-" if np.isnan(p) else f"{p:.3g}"
