@@ -23,7 +23,7 @@ from scipy.optimize import minimize
 from scipy.spatial.distance import cdist
 from scipy.stats import yeojohnson
 
-from hone.optimizers.encoding import Encoder, one_hot
+from hone.optimizers.encoding import Encoder, one_hot, squared_distances
 
 CENTRES = np.linspace(0.0, 1.0, 5)  # bumps along each ordered knob's range
 WIDTH = 0.2
@@ -61,14 +61,8 @@ class Basis:
         return np.hstack(parts)
 
 
-def _distance(x: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Euclidean distances by one matrix product (3x faster than cdist for many columns)."""
-    squared = (x**2).sum(axis=1)[:, None] + (z**2).sum(axis=1)[None, :] - 2.0 * (x @ z.T)
-    return np.sqrt(np.maximum(squared, 0.0))
-
-
 def _matern(x: np.ndarray, z: np.ndarray, length: float) -> np.ndarray:
-    r = np.sqrt(5.0) * _distance(x, z) / length
+    r = np.sqrt(5.0) * np.sqrt(squared_distances(x, z)) / length
     return (1.0 + r + r**2 / 3.0) * np.exp(-r)
 
 
