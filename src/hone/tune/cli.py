@@ -205,6 +205,8 @@ def _project_name(project: str) -> str:
 
 
 def require_existing(storage: str | None) -> None:
+    """A --storage naming no database is refused before anything is read; the store's module
+    (SQLAlchemy and Optuna, a quarter of a second) is imported only when a command runs."""
     from hone.storage.store import require_existing as check
 
     check(storage)
