@@ -424,12 +424,21 @@ def _analyse(
 
 
 def _describe(pid: int) -> str:
+    """`pid 12 (server -c x.conf)`: the program's name and first arguments. A process that set
+    its own title (nginx: worker process) keeps it as written, since its first word is not a
+    path; a kernel thread, which has no command line, is `[name]` as ps shows it."""
     try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        words = [Path(argv[0].decode()).name] + [a.decode(errors="replace") for a in argv[1:3]]
-        return f"pid {pid} ({command_line([w for w in words if w])})"
-    except (OSError, IndexError):
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0")
+        argv = [a.decode(errors="replace") for a in raw.split(b"\0")] if raw else []
+        if not argv:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            return f"pid {pid} ([{comm}])"
+    except OSError:
         return f"pid {pid}"
+    if len(argv) == 1 and " " in argv[0]:
+        return f"pid {pid} ({' '.join(argv[0].split())})"
+    words = [Path(argv[0]).name, *argv[1:3]]
+    return f"pid {pid} ({command_line([w for w in words if w])})"
 
 
 def run_command(command: list[str], duration: float | None, **options: object) -> Diagnosis:
