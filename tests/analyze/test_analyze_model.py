@@ -138,6 +138,8 @@ def test_bad_input_gets_one_line(hone_cli, tmp_path: Path) -> None:
     broken.write_bytes(gzip.compress(b"CPU.STAT.util,workload.type,workload.appname\n1,a,b\n")[:30])
     one_class = tmp_path / "one.csv"
     one_class.write_text("CPU.STAT.util,workload.type,workload.appname\n" + "5,a,b\n" * 40)
+    damaged = tmp_path / "damaged.csv"  # a cell that is not a number is not a gap in the data
+    damaged.write_text("CPU.STAT.util,workload.type,workload.appname\n5,a,b\nabc,a,b\n")
     bad_model = tmp_path / "model.pkl"
     bad_model.write_bytes(b"not a pickle")
     cases = [
@@ -145,6 +147,7 @@ def test_bad_input_gets_one_line(hone_cli, tmp_path: Path) -> None:
         (("train", str(unlabelled)), "no workload.type"),
         (("train", str(broken)), "cannot read CSV"),
         (("train", str(one_class)), "one class only"),
+        (("train", str(damaged), str(one_class)), "damaged.csv:3: CPU.STAT.util: 'abc' is not a"),
         (("train", str(BUILTIN_DATA), "--profile", "web"), "expected CLASS=PROFILE"),
         (("train", str(BUILTIN_DATA), "--profile", "web=no-such-profile"), "no-such-profile"),
         (("train", str(BUILTIN_DATA), "--profile", "batch=hone-web"), "not in the data"),

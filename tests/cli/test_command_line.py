@@ -34,3 +34,20 @@ def test_a_running_process_is_described_on_one_line() -> None:
         child.kill()
         child.wait()
     assert "\n" not in described and "$'import time\\ntime.sleep(30)'" in described
+
+
+def test_a_kernel_thread_and_a_process_title_are_described_as_ps_shows_them() -> None:
+    from hone.diagnose.cli import _describe
+
+    assert _describe(2) == "pid 2 ([kthreadd])"  # no command line: its name in brackets
+    # nginx, PostgreSQL and redis write a title over their argv: one string, spaces and all
+    title = subprocess.Popen(["perl", "-e", '$0 = "worker: busy /srv/app.conf"; sleep 30'])
+    cmdline = Path(f"/proc/{title.pid}/cmdline")
+    try:
+        while b"worker" not in cmdline.read_bytes():
+            time.sleep(0.01)
+        described = _describe(title.pid)
+    finally:
+        title.kill()
+        title.wait()
+    assert described == f"pid {title.pid} (worker: busy /srv/app.conf)"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hone.collect import ATUNE_METRICS, Collector, CsvWriter, read_table
+from hone.collect import ATUNE_METRICS, Collector, CsvWriter, read_table, sources
 from hone.collect.perf import PerfCounters, derived, hardware_counters_available
 
 DATASET = Path(__file__).resolve().parents[3] / "shared" / "atune-corpus" / "dataset"
@@ -169,3 +169,25 @@ def test_cli_writes_a_labelled_csv_and_refuses_bad_options(hone_cli, tmp_path: P
     assert lines[1].endswith(",default,idle")
     bad = hone_cli("collect", "-i", "0.2", "-n", "2", "-d", "3")
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
+
+
+def test_run_queue_leaves_out_the_reader_as_vmstat_does() -> None:
+    """/proc/stat's procs_running counts the process reading it; vmstat's `r` (A-Tune's
+    MEM.VMSTAT.procs.r) does not. Counted, an idle machine had a task queued on every reading
+    and one busy thread on two CPUs made `hone analyze` name the CPU the bottleneck."""
+    import dataclasses
+
+    from hone.analyze.use import resources
+
+    assert sources.read_stat().running >= 1  # the reader: always running as it reads
+    with Collector(hardware=False, processes=False) as collector:
+        first, second = collector._read(), collector._read()
+        for running, queued in ((1, 0), (2, 1), (5, 4)):
+            stat = dataclasses.replace(second.stat, running=running)
+            after = dataclasses.replace(second, at=first.at + 1, stat=stat)
+            snapshot = collector._snapshot(first, after)
+            assert snapshot.metrics["MEM.VMSTAT.procs.r"] == queued
+            if running == 2:  # the reader and one busy thread: one runnable task, no queue
+                cpu = resources([snapshot], {}, {})[0]
+                per_core = 1 / snapshot.metrics["CPU.STAT.cores"]
+                assert f"run queue {per_core:.1f}/core" in cpu.saturation_text

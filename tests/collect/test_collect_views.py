@@ -81,6 +81,9 @@ def test_serve_speaks_node_exporter_and_hone(exporter: str) -> None:
 def test_serve_refuses_a_bad_address(hone_cli) -> None:
     result = hone_cli("collect", "--serve", "--listen", "nowhere")
     assert result.returncode == 2 and "expected HOST:PORT" in result.stderr
+    result = hone_cli("collect", "--serve", "--listen", "127.0.0.1:99999")
+    assert result.returncode == 2 and "a port is 0 to 65535" in result.stderr
+    assert "Traceback" not in result.stderr
     result = hone_cli("collect", "--serve", "--live")
     assert result.returncode == 2 and "--serve runs alone" in result.stderr
 

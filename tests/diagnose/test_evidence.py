@@ -8,14 +8,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from benchmarks.diagnose.inputs import FLAGS, PROGRAMS
 from hone.diagnose import catalogue, suggest
 from hone.diagnose.profile import Profile
-from hone.diagnose.report import Diagnosis
+from hone.diagnose.report import Diagnosis, terminal
 from hone.diagnose.threads import ThreadStat
 from hone.diagnose.verdict import decide
+from hone.errors import HoneError
 
 
 def test_knobs_cite_their_measurement_and_numa_needs_nodes() -> None:
@@ -71,3 +73,21 @@ def test_cpu_bound_program_gets_a_runnable_compiler_flags_project(hone_cli, tmp_
     assert bench.returncode == 0, bench.stderr
     assert bench.stdout.startswith("seconds: ")
     assert list((tmp_path / "work" / "hot_split").glob("*.gcda"))  # the PGO training run ran
+
+
+@pytest.mark.parametrize("language", ["python", "java"])
+def test_interpreted_hot_code_gets_no_compiler_flags_project(tmp_path: Path, language: str) -> None:
+    """A CPU-bound Python or Java program: its hot code runs in the interpreter or the JIT, so
+    a project that rebuilds "the program" with -O3 or PGO tunes nothing of it."""
+    profile = Profile.from_folded({"app;main;spin": 95, "app;main;read": 5})
+    threads = [ThreadStat(7, "app", 95, 90, 5, 5, 0, 0)]
+    d = Diagnosis(profile, target="pid 7 (app)", pid=7, window_s=5, threads=threads,
+                  language=language, findings=decide(profile, threads, 5, 2))  # fmt: skip
+    assert d.findings[0].kind == "cpu"
+    assert "compiler-flags" not in terminal(d)
+    with pytest.raises(HoneError, match="suggests no knob"):
+        suggest.write(d, tmp_path / "p")
+    assert not (tmp_path / "p" / "flags.conf").exists()
+    d.language = "native"  # the same profile of a compiled program does get one
+    assert "compiler-flags" in terminal(d)
+    assert "opt" in yaml.safe_load(suggest.write(d, tmp_path / "p").read_text())["knobs"]

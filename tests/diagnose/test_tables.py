@@ -128,3 +128,18 @@ def test_summary_of_a_recorded_program() -> None:
     profile = Profile.from_perf_script((FIXTURES / "hot_split.perf.txt").read_bytes())
     assert summary(profile) == "hot_work 71.4 %, cold_work 28.6 %"
     assert summary(Profile(stacks={})) == "no samples"
+
+
+def test_summary_looks_through_module_named_frames_and_names_each_once() -> None:
+    """perf names a frame without a symbol after its module (`[srv]`, as redis-server's
+    stripped code showed): such a frame names nothing, and one function is one component."""
+    srv, libc = "/usr/bin/srv", "/lib/libc.so.6"
+
+    def stack(*names: str) -> tuple[str, tuple[Frame, ...]]:
+        return ("srv", tuple(Frame(n, libc if n == "read" else srv) for n in names))
+
+    parts = {("main", "work"): 60, ("main", "[srv]", "parse"): 20, ("main", "[srv]", "read"): 20}
+    opaque = Profile(stacks={stack(*names): n for names, n in parts.items()})
+    assert summary(opaque) == "work 60 %, parse 20 %, read 20 %"
+    twice = Profile(stacks={stack("main", "a", "[srv]"): 50, stack("main", "b", "[srv]"): 50})
+    assert summary(twice) == "[srv] 100 %"

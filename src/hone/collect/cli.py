@@ -127,6 +127,8 @@ def _serve(listen: str, interval: float, make_collector) -> None:  # type: ignor
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit() or not host:
         raise HoneError(f"--listen {listen!r}: expected HOST:PORT")
+    if int(port) > 65535:  # the socket would raise OverflowError, not an OSError
+        raise HoneError(f"--listen {listen!r}: a port is 0 to 65535")
     collector = make_collector()
     try:
         exporter = Exporter(collector, interval, host, int(port))

@@ -398,7 +398,9 @@ def _memory(before: _Reading, after: _Reading, dt: float) -> dict[str, float]:
     si, so = rate("pswpin", sources.PAGE_KIB), rate("pswpout", sources.PAGE_KIB)
     metrics.update(
         {
-            "MEM.VMSTAT.procs.r": float(after.stat.running),
+            # procs_running counts the reader itself, always running as it reads; vmstat (and so
+            # A-Tune's column) leaves it out, else one busy thread on two CPUs reads as a queue
+            "MEM.VMSTAT.procs.r": float(max(after.stat.running - 1, 0)),
             "MEM.VMSTAT.procs.b": float(after.stat.blocked),
             "MEM.VMSTAT.memory.swpd": float(
                 meminfo.get("SwapTotal", 0) - meminfo.get("SwapFree", 0)

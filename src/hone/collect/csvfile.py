@@ -73,7 +73,7 @@ class CsvWriter:
 
 @dataclass
 class Table:
-    """A CSV read back: metric columns, one row of floats per sample (NaN: empty or unparsable),
+    """A CSV read back: metric columns, one row of floats per sample (NaN: empty),
     and the two labels per row."""
 
     path: Path
@@ -110,15 +110,31 @@ def read_table(path: Path, columns: Iterable[str] | None = None) -> Table:
                         file=path,
                         line=number,
                     )
-                rows.append([_number(record[i]) if i is not None else float("nan") for i in picks])
+                try:
+                    rows.append([_number(record[i]) if i is not None else NAN for i in picks])
+                except ValueError:
+                    bad = next(i for i in picks if i is not None and _bad(record[i]))
+                    raise HoneError(
+                        f"{header[bad]}: {record[bad]!r} is not a number", file=path, line=number
+                    ) from None
                 labels.append((record[type_at], record[app_at]))
     except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise HoneError(f"cannot read CSV: {exc}", file=path) from None
     return Table(path, wanted, rows, labels)
 
 
+NAN = float("nan")
+
+
 def _number(text: str) -> float:
+    """An empty cell is a metric not measured (NaN); any other text must be a number: a model
+    trained on a damaged file would learn from gaps that are not in the data."""
+    return float(text) if text.strip() else NAN
+
+
+def _bad(text: str) -> bool:
     try:
-        return float(text)
+        _number(text)
     except ValueError:
-        return float("nan")
+        return True
+    return False

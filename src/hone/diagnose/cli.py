@@ -28,6 +28,7 @@ import typer
 from hone.cli.values import finite_float
 from hone.diagnose import (
     catalogue,
+    descendants,
     heap,
     locks,
     offcpu,
@@ -306,7 +307,7 @@ def _record(
     try:
         _await_start({n: outputs[n] for n in jobs if n in outputs}, jobs, started)
         sampler = threads.ThreadSampler(pid).start()
-        memory, network = heap.Watch(pid), softirq.Watch(pid)
+        memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
         time.sleep(min(0.5, duration / 4))
         early_names, _ = threads.language_names(pid, language)
         while time.monotonic() - sampler.started < duration and _alive(pid):
@@ -314,8 +315,10 @@ def _record(
             if time.monotonic() - memory.at >= 0.5:  # a command may exit with the window
                 memory.sample()
                 network.sample()
+                kids.sample()
         memory.sample()
         network.sample()
+        kids.sample()
         stats = sampler.stop()  # the window ends here; the recorders end with it
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
@@ -327,7 +330,8 @@ def _record(
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
-                    memory.result(caps.has("hardware counters")), network.result())  # fmt: skip
+                    memory.result(caps.has("hardware counters")), network.result(),
+                    kids.result())  # fmt: skip
 
 
 def _await_start(outputs: dict[str, Path], jobs: dict[str, _Job], since: float) -> None:
@@ -356,6 +360,7 @@ def _analyse(
     notes: list[str],
     memory: heap.Heap | None = None,
     receive: softirq.Softirq | None = None,
+    children: list[descendants.Child] | None = None,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
     if oncpu.error:
@@ -391,7 +396,8 @@ def _analyse(
     language_profile = jobs["py-spy"].result if "py-spy" in jobs else None
     # Name the hot function in the program's own language when its stacks are there.
     named = language_profile if language_profile and language_profile.total else profile
-    findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive)
+    findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive,
+                              children)  # fmt: skip
     result = Diagnosis(
         profile=profile,
         target=target,
@@ -418,12 +424,21 @@ def _analyse(
 
 
 def _describe(pid: int) -> str:
+    """`pid 12 (server -c x.conf)`: the program's name and first arguments. A process that set
+    its own title (nginx: worker process) keeps it as written, since its first word is not a
+    path; a kernel thread, which has no command line, is `[name]` as ps shows it."""
     try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        words = [Path(argv[0].decode()).name] + [a.decode(errors="replace") for a in argv[1:3]]
-        return f"pid {pid} ({command_line([w for w in words if w])})"
-    except (OSError, IndexError):
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0")
+        argv = [a.decode(errors="replace") for a in raw.split(b"\0")] if raw else []
+        if not argv:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            return f"pid {pid} ([{comm}])"
+    except OSError:
         return f"pid {pid}"
+    if len(argv) == 1 and " " in argv[0]:
+        return f"pid {pid} ({' '.join(argv[0].split())})"
+    words = [Path(argv[0]).name, *argv[1:3]]
+    return f"pid {pid} ({command_line([w for w in words if w])})"
 
 
 def run_command(command: list[str], duration: float | None, **options: object) -> Diagnosis:

@@ -65,6 +65,18 @@ class Diagnosis:
         """The findings the process itself causes (not other work taking its CPUs)."""
         return [f for f in self.findings if f.own]
 
+    def builds_faster(self) -> bool:
+        """Whether the process's own top finding is hot code that compiler flags can make
+        cheaper (`--suggest-project` then writes a compiler-flags project). Not for Python or
+        Java: their hot code runs in the interpreter or the JIT, which no build flag of the
+        program's reaches."""
+        own = self.own_findings()
+        return (
+            bool(own)
+            and catalogue.project_kind(own[0].kind) == "compiler-flags"
+            and self.language == "native"
+        )
+
     def evidence(self) -> dict[str, str]:
         """Each kind of bottleneck found, with the measurement that found it (its headline)."""
         return {f.kind: f.headline for f in reversed(self.own_findings())}
@@ -203,8 +215,7 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
     for evidence, names in by_evidence.items():
         because = f" (measured: {evidence})" if evidence else ""
         lines.append(f"knobs to tune: {', '.join(names)}{because}")
-    own = d.own_findings()
-    if own and catalogue.project_kind(own[0].kind) == "compiler-flags":
+    if d.builds_faster():
         lines.append(
             "no kernel knob makes this code cheaper: --suggest-project DIR writes a "
             "compiler-flags project (-O, -march, LTO, PGO) for a program you build"

@@ -69,13 +69,12 @@ def build(d: Diagnosis) -> dict:
 
 def write(d: Diagnosis, directory: str | Path) -> Path:
     """Write DIRECTORY/hone.yaml (never over an existing one); returns its path. CPU-bound
-    code gets a compiler-flags project (module flags), everything else kernel knobs."""
+    native code gets a compiler-flags project (module flags), everything else kernel knobs."""
     folder = Path(directory)
     path = folder / "hone.yaml"
     if path.exists():
         raise HoneError("already exists; choose another folder", file=path)
-    own = d.own_findings()
-    if own and catalogue.project_kind(own[0].kind) == "compiler-flags":
+    if d.builds_faster():
         from hone.diagnose import flags
 
         return flags.write(d, folder)

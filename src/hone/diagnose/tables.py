@@ -160,8 +160,7 @@ def components(profile: Profile, limit: int = 6, min_share: float = 0.02) -> lis
         frontier.sort(key=lambda n: -n.total)
         node = frontier.pop(0)
         kids = [c for c in node.sorted_children() if c.total >= floor]
-        # Unsymbolised frames ([unknown]: code without frame pointers or symbols) name nothing.
-        opaque = node.frame == ROOT or node.frame.function == "[unknown]"
+        opaque = node.frame == ROOT or _unnamed(node.frame)
         if (opaque and kids) or (
             node.self < node.total / 2
             and node.total >= grand / 2
@@ -173,8 +172,27 @@ def components(profile: Profile, limit: int = 6, min_share: float = 0.02) -> lis
             settled.append(node)
         if len(settled) >= limit:
             break
-    settled.sort(key=lambda n: -n.total)
-    return settled[:limit]
+    return _merged(settled)[:limit]
+
+
+def _unnamed(frame: Frame) -> bool:
+    """An unsymbolised frame (code without frame pointers or symbols): `[unknown]`, or the
+    `[module]` perf script gives it when it knows the module. It names nothing."""
+    module = module_name(frame.module)
+    return frame.function in ("[unknown]", f"[{module}]")
+
+
+def _merged(settled: list[Node]) -> list[Node]:
+    """One component per function, largest first: the same function settled under two callers
+    (a `[module]` frame under two others) is one part of the time, not two lines of one name.
+    Settled nodes are never inside one another, so their totals add up."""
+    by_frame: dict[Frame, Node] = {}
+    for node in settled:
+        seen = by_frame.get(node.frame)
+        by_frame[node.frame] = (
+            Node(node.frame, seen.total + node.total, seen.self + node.self) if seen else node
+        )
+    return sorted(by_frame.values(), key=lambda n: -n.total)
 
 
 def percent(share: float) -> str:

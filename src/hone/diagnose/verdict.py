@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
+from hone.diagnose.descendants import Child
 from hone.diagnose.heap import Heap
 from hone.diagnose.locks import Locks
 from hone.diagnose.offcpu import OffCpu
@@ -30,7 +31,8 @@ HEAP_WEIGHT = 0.5
 
 @dataclass
 class Finding:
-    kind: str  # cpu, runqueue, lock, io, idle, memory, frontend, speculation, heap, softirq
+    kind: str  # cpu, runqueue, lock, io, idle, memory, frontend, speculation, heap, softirq,
+    # children
     score: float  # thread-seconds per second (weighted for locks)
     headline: str
     details: list[str] = field(default_factory=list)
@@ -178,6 +180,24 @@ def _softirq(softirq: Softirq) -> Finding:
     return Finding("softirq", busy.softirq, softirq.verdict)
 
 
+def _children(children: list[Child]) -> Finding:
+    """Work done by child processes, which the recorders do not see: name the busiest, and how
+    to diagnose it."""
+    top = children[0]
+    busy = sum(c.cpu_pct + c.io_pct for c in children) / 100
+    more = f" and {len(children) - 1} more" if len(children) > 1 else ""
+    headline = (
+        f"The work is in child processes, which this diagnosis does not record: {top.comm} "
+        f"(pid {top.pid}) on CPU {top.cpu_pct:.0f}% and in I/O wait {top.io_pct:.0f}% of the "
+        f"window{more}; diagnose it with --pid {top.pid} while it runs"
+    )
+    details = [
+        f"{c.comm} (pid {c.pid}): on CPU {c.cpu_pct:.1f}%, I/O wait {c.io_pct:.1f}%"
+        for c in children[:5]
+    ]
+    return Finding("children", busy, headline, details)
+
+
 def decide(
     profile: Profile,
     threads: list[ThreadStat],
@@ -188,9 +208,11 @@ def decide(
     topdown: Topdown | None = None,
     heap: Heap | None = None,
     softirq: Softirq | None = None,
+    children: list[Child] | None = None,
 ) -> list[Finding]:
     """Findings, the top bottleneck first; 'mostly idle' when nothing stands out. A heap and
-    the receive path become findings only on their evidence (modules heap and softirq)."""
+    the receive path become findings only on their evidence (modules heap and softirq), the
+    children when they used the CPU or waited for I/O (module descendants)."""
     cpu = sum(t.cpu_pct for t in threads) / 100
     runq = sum(t.runq_pct for t in threads) / 100
     cpu_finding = _cpu(profile, threads, cpu)
@@ -207,6 +229,8 @@ def decide(
         findings.append(_heap(heap, cpu))
     if softirq and softirq.concentrated:
         findings.append(_softirq(softirq))
+    if children:
+        findings.append(_children(children))
     findings = sorted((f for f in findings if f.score >= MIN_SCORE), key=lambda f: -f.score)
     if not findings or (cpu < 0.1 and findings[0].kind != "lock" and findings[0].score < 0.1):
         findings.insert(0, _idle(offcpu, threads, window_s))
