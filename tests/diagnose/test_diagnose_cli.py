@@ -119,6 +119,7 @@ def test_a_saved_diagnosis_as_json_reads_back(hone_cli, tmp_path: Path) -> None:
         (("--pid", "999999999"), "no process with pid 999999999"),
         (("--from", "/nonexistent.hone"), "cannot read"),
         (("--pid", "1", "--duration", "0"), "--duration must be positive"),
+        (("-F", "0", "--", "sleep", "5"), "--frequency must be positive, got 0"),
     ],
 )
 def test_bad_input_is_one_line(hone_cli, args: tuple[str, ...], message: str) -> None:

@@ -518,6 +518,8 @@ def diagnose(
         raise HoneError("give one of --pid PID, --from FILE.hone, or -- COMMAND ARGS")
     if duration is not None and duration <= 0:
         raise HoneError(f"--duration must be positive, got {duration:g}")
+    if frequency <= 0:  # checked before a command starts, not when perf is about to attach
+        raise HoneError(f"--frequency must be positive, got {frequency}")
     options = {"frequency": frequency, "want_offcpu": with_offcpu, "want_locks": with_locks}
     if load is not None:
         result = Diagnosis.load(_saved(load))
