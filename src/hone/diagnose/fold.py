@@ -93,7 +93,8 @@ def parse_folded(text: str, source: str = "folded input") -> dict[str, int]:
             continue
         stack, _, count = line.rstrip().rpartition(" ")
         if not stack or not count.isdigit():
-            raise ValueError(f"{source}:{number}: expected 'frame;frame;... count', got {line!r}")
+            shown = line if len(line) <= 80 else line[:77] + "..."  # a CSV's header: 1,400 chars
+            raise ValueError(f"{source}:{number}: expected 'frame;frame;... count', got {shown!r}")
         folded[stack] = folded.get(stack, 0) + int(count)
     return folded
 
