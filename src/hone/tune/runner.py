@@ -213,9 +213,12 @@ class Tuner:
         self.reporter.phase("search", self.budget)
         self.stage = "search"
         selector = self.project.tuning.feature_filter
+        # a selection needs trials to rank the knobs by: half the budget unless the project
+        # says (A-Tune's feature_filter_iters is often left out)
+        select_at = (selector.iterations or max(1, self.budget // 2)) if selector else -1
         held: Config = {}
         while done < self.budget:
-            if selector and done == selector.iterations and 0 < selector.count < len(space):
+            if selector and done == select_at and 0 < selector.count < len(space):
                 optimizer, held = self._select_knobs(optimizer, space, selector.count)
             proposal = optimizer.ask()
             config = {**held, **proposal}
