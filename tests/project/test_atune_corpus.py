@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,33 @@ def test_every_atune_engine_name_loads_and_makes_an_optimiser(tmp_path: Path, en
     project = load_project(tmp_path)
     assert project.tuning.engine == engine
     make_optimizer(engine, project.space())  # as `hone tune` checks the engine
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ('feature_filter_engine: "lsh"', "feature_filter_engine: must be one of random, abtest"),
+        ('feature_selector: "wfes"', "feature_selector: must be one of wefs, vrfs, not 'wfes'"),
+        ('eval_fluctuation: "0.1%"', "eval_fluctuation: must be a number"),
+    ],
+)
+def test_a_typo_in_a_client_key_hone_does_not_use_is_refused(
+    tmp_path: Path, line: str, words: str
+) -> None:
+    """Keys hone reads only for their meaning were taken whatever they held: a typo in one
+    went unnoticed, as A-Tune's own engine would not let it."""
+    for source in (CORPUS / "compress").glob("*.yaml"):
+        (tmp_path / source.name).write_text(source.read_text())
+    client = tmp_path / "compress_client.yaml"
+    client.write_text(client.read_text() + line + "\n")
+    with pytest.raises(HoneError, match=re.escape(f"compress_client.yaml:20: {words}")):
+        load_project(tmp_path)
+
+
+def test_an_evaluation_threshold_must_be_a_number(tmp_path: Path) -> None:
+    for source in (CORPUS / "compress").glob("*.yaml"):
+        (tmp_path / source.name).write_text(source.read_text())
+    client = tmp_path / "compress_client.yaml"
+    client.write_text(client.read_text().replace("weight: 80", "weight: 80\n        threshold: x"))
+    with pytest.raises(HoneError, match=r"compress_client\.yaml:20: threshold: must be a number"):
+        load_project(tmp_path)
