@@ -50,6 +50,18 @@ def test_broken_corpus_files_report_line() -> None:
     assert "ffmpeg_client.yaml:11" in str(info.value) or "ffmpeg_server.yaml" in str(info.value)
 
 
+def test_a_broken_file_beside_the_project_loaded_is_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """redis/ holds two projects and one of them does not parse: the other loads, and the
+    broken one is reported (it may be the one the user meant), never passed over in silence."""
+    assert load_project(CORPUS / "redis").name == "redis"
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("hone: warning: ")
+    assert "redis_benchmark_server.yaml:" in lines[0] and "invalid YAML" in lines[0]
+
+
 def test_discrete_int_keeps_order_and_step() -> None:
     project = load_project(CORPUS / "memcached")
     domain = project.knob("max_conn").domain
