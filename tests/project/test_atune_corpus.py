@@ -141,3 +141,27 @@ def test_an_evaluation_threshold_must_be_a_number(tmp_path: Path) -> None:
     client.write_text(client.read_text().replace("weight: 80", "weight: 80\n        threshold: x"))
     with pytest.raises(HoneError, match=r"compress_client\.yaml:20: threshold: must be a number"):
         load_project(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "words"),
+    [
+        (
+            '- "gzip"',
+            '- "gzip"\n        ref : "lz4"',
+            "ref: knob 'compressMethod': 'lz4' is not in",
+        ),
+        ("- 9\n", '- 9\n        ref : "12"\n', "ref: knob 'compressLevel': '12' is not in"),
+    ],
+)
+def test_a_reference_outside_the_knobs_values_is_refused(
+    tmp_path: Path, old: str, new: str, words: str
+) -> None:
+    """`ref` is the baseline every trial starts from: one the knob cannot take was set as
+    such, and the baseline measured a value no trial could reach."""
+    for source in (CORPUS / "compress").glob("*.yaml"):
+        (tmp_path / source.name).write_text(source.read_text())
+    server = tmp_path / "compress_server.yaml"
+    server.write_text(server.read_text().replace(old, new, 1))
+    with pytest.raises(HoneError, match=re.escape(words)):
+        load_project(tmp_path)

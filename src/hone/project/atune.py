@@ -211,6 +211,8 @@ def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, s
             reference = domain.parse(str(info["ref"]))
         except ValueError as exc:
             raise info.error("ref", f"knob {name!r}: {exc}") from None
+        if not domain.contains(reference):  # it would be the baseline every trial is set from
+            raise info.error("ref", f"knob {name!r}: {info['ref']!r} is not in {domain.describe()}")
     return Knob(
         name=name,
         domain=domain,
