@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,18 @@ def test_broken_corpus_files_report_line() -> None:
     with pytest.raises(HoneError) as info:
         load_project(CORPUS / "ffmpeg")
     assert "ffmpeg_client.yaml:11" in str(info.value) or "ffmpeg_server.yaml" in str(info.value)
+
+
+def test_a_broken_file_beside_the_project_loaded_is_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """redis/ holds two projects and one of them does not parse: the other loads, and the
+    broken one is reported (it may be the one the user meant), never passed over in silence."""
+    assert load_project(CORPUS / "redis").name == "redis"
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("hone: warning: ")
+    assert "redis_benchmark_server.yaml:" in lines[0] and "invalid YAML" in lines[0]
 
 
 def test_discrete_int_keeps_order_and_step() -> None:
@@ -98,3 +111,57 @@ def test_every_atune_engine_name_loads_and_makes_an_optimiser(tmp_path: Path, en
     project = load_project(tmp_path)
     assert project.tuning.engine == engine
     make_optimizer(engine, project.space())  # as `hone tune` checks the engine
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ('feature_filter_engine: "lsh"', "feature_filter_engine: must be one of random, abtest"),
+        ('feature_selector: "wfes"', "feature_selector: must be one of wefs, vrfs, not 'wfes'"),
+        ('eval_fluctuation: "0.1%"', "eval_fluctuation: must be a number"),
+    ],
+)
+def test_a_typo_in_a_client_key_hone_does_not_use_is_refused(
+    tmp_path: Path, line: str, words: str
+) -> None:
+    """Keys hone reads only for their meaning were taken whatever they held: a typo in one
+    went unnoticed, as A-Tune's own engine would not let it."""
+    for source in (CORPUS / "compress").glob("*.yaml"):
+        (tmp_path / source.name).write_text(source.read_text())
+    client = tmp_path / "compress_client.yaml"
+    client.write_text(client.read_text() + line + "\n")
+    with pytest.raises(HoneError, match=re.escape(f"compress_client.yaml:20: {words}")):
+        load_project(tmp_path)
+
+
+def test_an_evaluation_threshold_must_be_a_number(tmp_path: Path) -> None:
+    for source in (CORPUS / "compress").glob("*.yaml"):
+        (tmp_path / source.name).write_text(source.read_text())
+    client = tmp_path / "compress_client.yaml"
+    client.write_text(client.read_text().replace("weight: 80", "weight: 80\n        threshold: x"))
+    with pytest.raises(HoneError, match=r"compress_client\.yaml:20: threshold: must be a number"):
+        load_project(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "words"),
+    [
+        (
+            '- "gzip"',
+            '- "gzip"\n        ref : "lz4"',
+            "ref: knob 'compressMethod': 'lz4' is not in",
+        ),
+        ("- 9\n", '- 9\n        ref : "12"\n', "ref: knob 'compressLevel': '12' is not in"),
+    ],
+)
+def test_a_reference_outside_the_knobs_values_is_refused(
+    tmp_path: Path, old: str, new: str, words: str
+) -> None:
+    """`ref` is the baseline every trial starts from: one the knob cannot take was set as
+    such, and the baseline measured a value no trial could reach."""
+    for source in (CORPUS / "compress").glob("*.yaml"):
+        (tmp_path / source.name).write_text(source.read_text())
+    server = tmp_path / "compress_server.yaml"
+    server.write_text(server.read_text().replace(old, new, 1))
+    with pytest.raises(HoneError, match=re.escape(words)):
+        load_project(tmp_path)

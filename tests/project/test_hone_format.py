@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from hone.errors import HoneError
 from hone.project import load_project
 from hone.project.convert import to_hone_yaml
+from hone.project.model import Project
 from hone.space import Boolean, Categorical, FloatRange, IntRange, Ordinal
 
 GOOD = """\
@@ -140,6 +142,12 @@ def test_convert_round_trips_an_atune_pair(tmp_path: Path) -> None:
     assert again.tuning.engine == "gbrt" and again.tuning.objective == "atune"
 
 
+def _selection(project: Project) -> tuple[int, int] | None:
+    """The trials before the knob selection and the knobs it keeps (all hone uses of it)."""
+    select = project.tuning.feature_filter
+    return (select.iterations, select.count) if select else None
+
+
 def _loads(folder: Path) -> bool:
     try:
         load_project(folder)
@@ -165,3 +173,12 @@ def test_every_corpus_project_converts_to_a_file_that_loads(tmp_path: Path, fold
     assert [(m.name, m.direction, m.weight) for m in again.metrics] == [
         (m.name, m.direction, m.weight) for m in original.metrics
     ]
+    assert [(k.reference, k.actuator.spec()) for k in again.knobs] == [
+        (k.reference, k.actuator.spec()) for k in original.knobs
+    ]
+    assert (again.workload, again.benchmark) == (original.workload, original.benchmark)
+    # what the search does: engine, budget, starts, grid, objective and the knob selection
+    assert replace(again.tuning, feature_filter=None) == replace(
+        original.tuning, feature_filter=None
+    )
+    assert _selection(again) == _selection(original)

@@ -82,6 +82,9 @@ ENGINES = (
     "ppo",
     "Bayesian_Transfer",
 )
+#: The engines of A-Tune's parameter-selection stage, and its two ways to rank parameters.
+FILTER_ENGINES = ("random", "abtest", "lhs", "traverse")
+SELECTORS = ("wefs", "vrfs")
 #: Device placeholders A-Tune fills from its daemon's config; hone detects them.
 DEVICE_PLACEHOLDERS = {"{disk}": "${HONE_DISK}", "{network}": "${HONE_NETWORK}"}
 
@@ -208,6 +211,8 @@ def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, s
             reference = domain.parse(str(info["ref"]))
         except ValueError as exc:
             raise info.error("ref", f"knob {name!r}: {exc}") from None
+        if not domain.contains(reference):  # it would be the baseline every trial is set from
+            raise info.error("ref", f"knob {name!r}: {info['ref']!r} is not in {domain.describe()}")
     return Knob(
         name=name,
         domain=domain,
@@ -325,6 +330,7 @@ def _metrics(client: Node) -> list[Metric]:
                 "type", f"must be negative (maximise) or positive (minimise), not {kind!r}"
             )
         check_output_command(info, "get", _required_text(item, "name"), text(info, "get"))
+        number(info, "threshold", None, low=-LIMIT, high=LIMIT)  # only with relations, unused
         metrics.append(
             Metric(
                 name=_required_text(item, "name"),
@@ -336,16 +342,27 @@ def _metrics(client: Node) -> list[Metric]:
     return metrics
 
 
+def _choice(node: Node, key: str, known: tuple[str, ...]) -> str | None:
+    """A word from A-Tune's fixed list (or nothing): a typo there is refused, not ignored."""
+    value = text(node, key)
+    if value is not None and value not in known:
+        raise node.error(key, f"must be one of {', '.join(known)}, not {value!r}")
+    return value
+
+
 def _tuning(client: Node, budget: int) -> Tuning:
     engine = text(client, "engine") or "auto"
     if engine.lower() not in {e.lower() for e in ENGINES}:
         known = ", ".join(ENGINES)
         raise client.error("engine", f"unknown engine {engine!r} (known: {known})")
     random_starts = number(client, "random_starts", None, integer=True)
+    # read for their meaning only: hone ranks knobs its own way and measures the noise
+    _choice(client, "feature_selector", SELECTORS)
+    number(client, "eval_fluctuation", None, low=0)
     feature = None
     if client.get("feature_filter_engine"):
         feature = FeatureFilter(
-            engine=text(client, "feature_filter_engine") or "lhs",
+            engine=_choice(client, "feature_filter_engine", FILTER_ENGINES) or "lhs",
             cycle=number(client, "feature_filter_cycle", 0, integer=True),
             iterations=number(client, "feature_filter_iters", 0, integer=True),
             count=number(client, "feature_filter_count", 0, integer=True),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from hone.errors import HoneError
@@ -75,6 +76,8 @@ def find_atune_pair(folder: Path) -> tuple[Path, Path]:
             clients.setdefault(name, candidate)
     pairs = [(servers[n], clients[n]) for n in clients if n in servers]
     if len(pairs) == 1:
+        for exc in broken:  # it may be the project the user meant: say so, then go on
+            print(f"hone: warning: {exc} (skipped)", file=sys.stderr)
         return pairs[0]
     if broken and not pairs:
         raise broken[0]

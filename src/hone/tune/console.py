@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -72,10 +73,18 @@ def _duration(seconds: float) -> str:
 class AtuneReporter(Reporter):
     """Exactly the lines A-Tune's client prints (spellings included), for tools that parse them."""
 
-    def __init__(self, echo: Callable[[str], None] = print) -> None:
+    def __init__(
+        self, echo: Callable[[str], None] = print, tell: Callable[[str], None] | None = None
+    ) -> None:
         super().__init__()
         self.echo = echo
-        self.last = time.monotonic()
+        #: What A-Tune has no line for (a failure's reason, a warning, the outcome) goes to
+        #: stderr, so that the lines tools parse stay exactly A-Tune's.
+        self.tell = tell or (lambda line: print(line, file=sys.stderr))
+        self.names: list[str] = []
+
+    def start(self, project: Project, study: str, engine: str, budget: int) -> None:
+        self.names = [m.name for m in project.metrics]
 
     def phase(self, name: str, total: int) -> None:
         super().phase(name, total)
@@ -86,18 +95,25 @@ class AtuneReporter(Reporter):
         super().trial(done, total, run)
         if self.current_phase != "search":
             return
-        now = time.monotonic()
-        used, self.last = now - self.last, now
+        # A-Tune's used time runs from the start of the run, as its total does
+        used = _duration(time.monotonic() - self.started)
         best = self.gain(self.best_score) if self.best_score is not None else 0.0
         self.echo(f" Current Tuning Progress......({done}/{total})")
         self.echo(
-            f" Used time: {_duration(used)}, Total Time: {_duration(now - self.started)}, "
-            f"Best Performance: ({_values(self.best_metrics)}), "
+            f" Used time: {used}, Total Time: {used}, "
+            f"Best Performance: ({self._values(self.best_metrics)}), "
             f"Performance Improvement Rate: {best:.2f}%"
         )
         self.echo(f" The {done}th recommand parameters is: {_params(run.config)}")
-        rate = self.gain(run.score) if run.score is not None else 0.0
-        self.echo(f" The {done}th evaluation value: ({_values(run.metrics)})({rate:.2f}%)")
+        if run.error:
+            self.tell(f"hone: trial {done} failed: {run.error}")
+        rate = f"{self.gain(run.score):.2f}" if run.score is not None else "NaN"
+        self.echo(f" The {done}th evaluation value: ({self._values(run.metrics)})({rate}%)")
+
+    def _values(self, metrics: Mapping[str, float]) -> str:
+        """A-Tune has no failed iteration. NaN where nothing was measured keeps the lines'
+        shape, (name=value,...)(rate%), which parsers take apart: empty parentheses break them."""
+        return _values(metrics) if metrics else ",".join(f"{n}=NaN" for n in self.names)
 
     def finish(self, result: TuneResult) -> None:
         best = result.best or result.baseline
@@ -108,6 +124,10 @@ class AtuneReporter(Reporter):
         self.echo(f" Baseline Performance is: ({_values(result.baseline_metrics)})")
         self.echo("")
         self.echo(" Tuning Finished")
+        self.tell(f"hone: {result.outcome}: {result.reason}")
+
+    def warn(self, message: str) -> None:
+        self.tell(f"hone: warning: {message}")
 
 
 class RichReporter(Reporter):

@@ -46,7 +46,7 @@ from hone.tune.machine import Quiet, Watch, descendants, disturbance
 from hone.tune.metrics import extract
 from hone.tune.objective import Objective
 from hone.tune.risk import Choice, carry, choose, gain_dict, risky_changes
-from hone.tune.stats import Gain, noise, paired_gain
+from hone.tune.stats import Gain, paired_gain, score_noise
 from hone.workload.manager import WorkloadManager
 
 #: The error of a trial that was running when hone was stopped or killed.
@@ -213,9 +213,12 @@ class Tuner:
         self.reporter.phase("search", self.budget)
         self.stage = "search"
         selector = self.project.tuning.feature_filter
+        # a selection needs trials to rank the knobs by: half the budget unless the project
+        # says (A-Tune's feature_filter_iters is often left out)
+        select_at = (selector.iterations or max(1, self.budget // 2)) if selector else -1
         held: Config = {}
         while done < self.budget:
-            if selector and done == selector.iterations and 0 < selector.count < len(space):
+            if selector and done == select_at and 0 < selector.count < len(space):
                 optimizer, held = self._select_knobs(optimizer, space, selector.count)
             proposal = optimizer.ask()
             config = {**held, **proposal}
@@ -279,12 +282,12 @@ class Tuner:
                 study,
                 baseline_metrics=self.objective.baseline,
                 baseline_score=float(np.mean(scores)),
-                baseline_cv=noise(scores),
+                baseline_cv=self._spread(scores),
             )
             mean = float(np.mean(scores))
             self.reporter.baseline(
                 self.objective.baseline,
-                noise(scores),
+                self._spread(scores),
                 len(scores),
                 lambda score: self.objective.gain(score, mean),
             )
@@ -406,9 +409,7 @@ class Tuner:
     def _spread(self, scores: list[float]) -> float:
         """The noise of baseline scores: CV in % for one metric, else the standard deviation
         of the combined score in points (and of gains already relative, as workers store)."""
-        if self.objective.single is not None and not self.gains_stored:
-            return noise(scores)
-        return float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
+        return score_noise(scores, self.objective.single is None or self.gains_stored)
 
     def _replay(self, history: list[Any], optimizer: Any) -> int:
         done = 0

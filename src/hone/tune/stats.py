@@ -98,3 +98,12 @@ def noise(values: Sequence[float]) -> float:
     if len(array) < 2 or array.mean() == 0:
         return 0.0
     return float(array.std(ddof=1) / abs(array.mean()) * 100.0)
+
+
+def score_noise(scores: Sequence[float], relative: bool) -> float:
+    """The noise of baseline scores in percent: their CV when a score is a metric's value
+    (`relative` False), else their standard deviation, since a score that is already a gain in
+    percent (several metrics combined) has a mean near zero and a CV of nothing."""
+    if not relative:
+        return noise(scores)
+    return float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0

@@ -55,7 +55,7 @@ from hone.tune.runner import (
     _stop_on_sigterm,
     project_attrs,
 )
-from hone.tune.stats import noise
+from hone.tune.stats import score_noise
 
 #: The reason stored with a trial whose worker stopped renewing its lease.
 LOST = (
@@ -409,13 +409,14 @@ class Worker(Tuner):
         for trial_id, run in measured:
             run.score = self._score(run.metrics)
             self._finish_trial(trial_id, run)
+        cv = score_noise(raw, self.objective.single is None)
         self._record(
             study,
             baseline_metrics=self.objective.baseline,
             baseline_score=self.base_score,
-            baseline_cv=noise(raw),
+            baseline_cv=cv,
         )
-        self.reporter.baseline(self.objective.baseline, noise(raw), len(raw), lambda s: s)
+        self.reporter.baseline(self.objective.baseline, cv, len(raw), lambda s: s)
         return [run for _, run in measured]
 
     def _score(self, metrics: Any) -> float:
