@@ -104,6 +104,26 @@ def test_bad_key_fails_before_any_change(folder: Path, live) -> None:
         apply("limit")
 
 
+def test_a_scheduler_setting_newer_kernels_moved_is_skipped_not_fatal(folder: Path, live) -> None:
+    """A-Tune's throughput profiles set kernel.sched_min_granularity_ns, which Linux 5.13 moved
+    to debugfs: the rest of the profile applies, and the outcome says why that one did not."""
+    moved = Path("/proc/sys/kernel/sched_min_granularity_ns")
+    (folder / "sched.conf").write_text(
+        "[sysctl]\nkernel.sched_min_granularity_ns = 10000000\nvm.swappiness = 23\n"
+    )
+    statuses = {o.item.key: (o.status, o.detail) for o in apply("sched").outcomes}
+    assert statuses["vm.swappiness"][0] == "set" and SWAPPINESS.read_text().strip() == "23"
+    if moved.exists():  # a kernel before 5.13 still has it, and it is set like any other
+        assert statuses["kernel.sched_min_granularity_ns"][0] in ("set", "unchanged")
+    else:
+        assert statuses["kernel.sched_min_granularity_ns"] == (
+            "skipped",
+            "not in this kernel: Linux 5.13 moved it to /sys/kernel/debug/sched",
+        )
+    rollback()
+    assert read_live() == live
+
+
 def test_missing_include_and_unknown_section(folder: Path) -> None:
     (folder / "lost.conf").write_text("[main]\ninclude = include-nowhere\n")
     with pytest.raises(HoneError, match="include 'include-nowhere': no profile named"):

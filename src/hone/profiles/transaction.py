@@ -30,6 +30,17 @@ ADVICE = {
     "file_config": "not applied: edit the file yourself",
 }
 
+#: The scheduler's debug settings Linux 5.13 took out of /proc/sys. A-Tune's profiles still set
+#: them; on a newer kernel they are skipped, saying why, where any other missing key (a typo)
+#: stops the profile before anything changes.
+MOVED_TO_DEBUGFS = frozenset(
+    f"kernel.sched_{name}"
+    for name in (
+        "latency_ns", "min_granularity_ns", "wakeup_granularity_ns", "migration_cost_ns",
+        "nr_migrate", "tunable_scaling",
+    )
+)  # fmt: skip
+
 
 @dataclass
 class Outcome:
@@ -56,7 +67,10 @@ def actuator_for(item: Item) -> Actuator | str:
     """The actuator that sets this item, or the reason it is not set."""
     section, key = item.section, item.key
     if section == "sysctl":
-        return actuator_from_spec({"kind": "sysctl", "key": key})
+        actuator = actuator_from_spec({"kind": "sysctl", "key": key})
+        if key in MOVED_TO_DEBUGFS and not actuator.path.exists():  # type: ignore[attr-defined]
+            return "not in this kernel: Linux 5.13 moved it to /sys/kernel/debug/sched"
+        return actuator
     if section == "sysfs":
         return actuator_from_spec({"kind": "sysfs", "path": "/sys/" + key.lstrip("/")})
     if section == "systemctl":
