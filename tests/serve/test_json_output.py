@@ -94,4 +94,10 @@ def test_check_as_json_for_a_project_and_for_each_half_of_an_a_tune_pair(tmp_pat
     assert batch["set_by"].endswith('batch.size=$value/" working_dir/config/server.properties)')
     client = hone_json(tmp_path, "check", str(next(corpus.glob("*client*.yaml"))))
     assert client["atune"] == "client" and client["tuning"]["budget"] == 100
+    selecting = corpus.parent / "key_parameters_select"
+    tuning = hone_json(tmp_path, "check", str(selecting))["tuning"]
+    assert tuning["select"] == {"count": 2, "trials": 20}  # A-Tune's feature_filter_*
+    assert (tuning["random_starts"], tuning["split_count"], tuning["objective"]) == (
+        10, 4, "atune"
+    )  # fmt: skip
     assert client["goal"] and client["benchmark"]["command"]

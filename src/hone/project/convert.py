@@ -9,7 +9,8 @@ from typing import Any
 import yaml
 
 from hone.knobs.shell import ShellActuator
-from hone.project.model import FeatureFilter, Knob, Project
+from hone.project.describe import select_data
+from hone.project.model import Knob, Project
 from hone.space import Boolean, Categorical, Domain, FloatRange, IntRange, Ordinal
 
 
@@ -52,16 +53,9 @@ def to_hone_yaml(project: Project, destination: Path | None = None) -> str:
         random_starts=tuning.random_starts,
         split_count=tuning.split_count,
         objective=tuning.objective,
-        select=_select(tuning.feature_filter),
+        select=select_data(tuning.feature_filter),
     )
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
-
-
-def _select(selector: FeatureFilter | None) -> dict[str, int] | None:
-    """A-Tune's feature_filter_* as hone's `select`: the knobs kept and the trials before."""
-    if selector is None:
-        return None
-    return {"count": selector.count, "trials": selector.iterations}
 
 
 def _given(**fields: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hone.project.model import Knob, Metric, Project, Tuning
+from hone.project.model import FeatureFilter, Knob, Metric, Project, Tuning
 from hone.space.serialize import domain_to_dict
 
 
@@ -44,7 +44,20 @@ def tuning_data(tuning: Tuning) -> dict[str, Any]:
         "confirm_rounds": tuning.confirm_rounds,
         "apply": tuning.apply,
         "start": [dict(point) for point in tuning.start],
+        "random_starts": tuning.random_starts,
+        "split_count": tuning.split_count,
+        "objective": tuning.objective,
+        "seed": tuning.seed,
+        "select": select_data(tuning.feature_filter),
     }
+
+
+def select_data(selector: FeatureFilter | None) -> dict[str, int] | None:
+    """The knob selection (A-Tune's feature_filter_*) as hone's `select`: how many knobs are
+    kept, and after how many trials (0: half the budget)."""
+    if selector is None:
+        return None
+    return {"count": selector.count, "trials": selector.iterations}
 
 
 def project_data(project: Project) -> dict[str, Any]:
