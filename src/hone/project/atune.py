@@ -116,7 +116,6 @@ def load_pair(server_path: Path, client_path: Path) -> Project:
         sources=[server_path, client_path],
         workload=workload,
         tuning=tuning,
-        max_iterations=max_iterations,
     )
 
 

@@ -173,8 +173,6 @@ class Project:
     tuning: Tuning = field(default_factory=Tuning)
     constraints: list[Constraint] = field(default_factory=list)
     description: str = ""
-    #: A-Tune's maxiterations cap from the server file.
-    max_iterations: int | None = None
     #: Cluster projects: every host by name, and every group's host names.
     hosts: dict[str, Host] = field(default_factory=dict)
     groups: dict[str, list[str]] = field(default_factory=dict)
