@@ -871,14 +871,14 @@ class Tuner:
 
     def _read_baseline(self) -> Config:
         """The configuration before tuning: journaled originals, else what the system shows."""
-        originals = self.journal.originals()
         on_hosts = self.cluster.baseline() if self.cluster else {}
         config: Config = {}
         for knob in self.project.knobs:
+            original = None if knob.group else self.journal.original_of(knob.name, knob.actuator)
             if knob.name in on_hosts:
                 text = on_hosts[knob.name]
-            elif knob.name in originals:
-                text = originals[knob.name].value
+            elif original is not None:
+                text = original.value
             elif knob.actuator.readable:
                 text = knob.actuator.get()  # a failing get stops here: nothing changed yet
                 try:  # and so does a value it could never write back
@@ -896,7 +896,7 @@ class Tuner:
                 config[knob.name] = knob.domain.parse(text)
             except ValueError:
                 config[knob.name] = text
-            if knob.name not in originals and knob.group is None:
+            if original is None and knob.group is None:
                 self.applied[knob.name] = config[knob.name]
         return config
 
