@@ -1,7 +1,9 @@
 """Commands that change the system, recorded while they run.
 
 A knob's set command runs in a process group of its own; when hone is killed mid-set the command
-goes on and may write its value after `restore` has put the original back. Each such command is
+goes on and may write its value after `restore` has put the original back. A server hone
+launches (a workload `process`, run with the trial's flags and environment) would go on serving
+with them, holding its port and data directory. Each such command is
 recorded as a file under the state directory while it runs (hone's pid, the group, and the
 kernel's start time of the group leader, so a reused pid is never mistaken for it). `stop_orphans`
 kills and reaps the groups whose hone process is gone: `restore` calls it first."""
@@ -33,14 +35,17 @@ def _started(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-def add(pgid: int, command: str) -> Path | None:
-    """Record a running command; None when the disk is full (restoring must still work)."""
+def add(pgid: int, command: str, grace: float = 0.0) -> Path | None:
+    """Record a running command; None when the disk is full (restoring must still work).
+    `grace`: seconds between SIGTERM and SIGKILL when it is stopped as an orphan (a server
+    hone launched gets to shut down; a set command is killed at once)."""
     data = {
         "owner": os.getpid(),
         "owner_started": _started(os.getpid()),
         "pgid": pgid,
         "started": _started(pgid),
         "command": command[:200],
+        "grace": grace,
     }
     try:
         record = _folder() / f"{pgid}.json"
@@ -67,14 +72,21 @@ def stop_orphans(timeout: float = 10.0) -> list[str]:
         if _alive(data["owner"], data["owner_started"]):
             continue  # its hone is still running and will reap it
         if _alive(data["pgid"], data["started"]):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(data["pgid"], signal.SIGKILL)
-            deadline = time.monotonic() + timeout
-            while _group_alive(data["pgid"]) and time.monotonic() < deadline:
-                time.sleep(0.02)
+            grace = float(data.get("grace") or 0.0)
+            if grace:
+                _signal_until_gone(data["pgid"], signal.SIGTERM, grace)
+            _signal_until_gone(data["pgid"], signal.SIGKILL, timeout)
             stopped.append(data["command"])
         record.unlink(missing_ok=True)
     return stopped
+
+
+def _signal_until_gone(pgid: int, sig: int, timeout: float) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+    deadline = time.monotonic() + timeout
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def _group_alive(pgid: int) -> bool:

@@ -36,6 +36,13 @@ class HoneError(Exception):
         return f"{where}{key}{self.message}"
 
 
+class Stop(BaseException):
+    """hone was asked to stop (SIGTERM). Like KeyboardInterrupt it is no Exception, so no
+    handler of a trial's errors takes it for a failed trial and goes on with the study."""
+
+    exit_code = 143
+
+
 class ActuationError(HoneError):
     """A knob could not be read or set; fails the trial, not the study."""
 

@@ -69,3 +69,22 @@ def test_a_full_disk_mid_run_leaves_every_knob_back(tmp_path: Path, small_home: 
     )
     assert again.returncode == 0 and "Traceback" not in again.stderr
     assert (project / "level.txt").read_text() == "5\n"
+
+
+def test_a_full_disk_before_the_first_study_is_named(small_home: Path) -> None:
+    """Optuna's own words for it blame the data ('exceeding max length'); the line says why."""
+    with open(small_home / "fill", "wb") as fill:
+        try:
+            while True:
+                fill.write(b"\0" * 65536)
+        except OSError:
+            fill.truncate(fill.tell() - 50_000)  # room for the file, not for Optuna's schema
+    env = {**os.environ, "HONE_HOME": str(small_home / "state")}
+    result = subprocess.run(
+        [sys.executable, "-m", "hone", "studies"], capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"hone: cannot open study storage sqlite:///{small_home}/state/studies.db:"
+        " database or disk is full"
+    ]

@@ -12,7 +12,7 @@ import traceback
 
 import typer
 
-from hone.errors import HoneError, one_line
+from hone.errors import HoneError, Stop, one_line
 from hone.output import help_settings
 
 app = typer.Typer(
@@ -133,3 +133,6 @@ def run() -> None:
     except KeyboardInterrupt:
         print("hone: interrupted", file=sys.stderr)
         sys.exit(130)
+    except Stop as exc:
+        print(f"hone: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)

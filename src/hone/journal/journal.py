@@ -26,6 +26,9 @@ from hone.knobs import Actuator, actuator_from_spec
 from hone.paths import state_dir
 
 OPS = ("begin", "original", "end", "restored", "workload", "restarting")
+#: Spec fields that do not say which setting is changed: a shell knob's per-run environment
+#: (its port) and timeout, whether a config knob restarts the workload.
+_NOT_THE_SETTING = ("env", "timeout", "restart")
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ class Journal:
 
         Returns the original value (None for settings that die with hone's own process)."""
         known = self.originals()
-        if name in known:
+        if self.original_of(name, actuator) is not None:
             return known[name].value
         if not actuator.persistent:
             return None
@@ -211,6 +214,19 @@ class Journal:
                 if r["op"] == "original"
             }
         return self._originals
+
+    def original_of(self, name: str, actuator: Actuator) -> Original | None:
+        """The recorded original of this knob, None when there is none. A knob whose setter
+        the project changed since (another file, key or command) is refused: the recorded
+        value belongs to the old setting, and the new one's would never be recorded."""
+        original = self.originals().get(name)
+        if original is None or _same_setting(original.spec, actuator.spec()):
+            return original
+        raise HoneError(
+            f"knob {name}: its original value was recorded for {_describe(original.spec)}, but "
+            f"the project now sets {actuator.describe()}; run `hone restore` on the project first",
+            file=self.path,
+        )
 
     def unfinished(self) -> dict[str, Any] | None:
         """The `begin` record of a run that never wrote `end` (it crashed or was killed)."""
@@ -317,6 +333,20 @@ def _well_formed(record: Any) -> bool:
         and isinstance(record.get("spec"), dict)
         and isinstance(record["spec"].get("kind"), str)
     )
+
+
+def _same_setting(recorded: dict[str, Any], spec: dict[str, Any]) -> bool:
+    def setting(d: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in d.items() if k not in _NOT_THE_SETTING}
+
+    return setting(recorded) == setting(spec)
+
+
+def _describe(spec: dict[str, Any]) -> str:
+    try:
+        return actuator_from_spec(spec).describe()
+    except HoneError:
+        return str(spec.get("kind"))
 
 
 def _heal_torn_tail(fd: int) -> None:

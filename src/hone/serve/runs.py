@@ -133,8 +133,7 @@ class RunManager:
 
     def stop(self, project: str, timeout: float = 60.0) -> Run | None:
         """SIGINT, as Ctrl-C stops `hone tune`: the run puts every knob back, records the study
-        as interrupted and exits. (SIGTERM is not used: a run turns it into an error that the
-        trial in progress records as its failure, and goes on.)"""
+        as interrupted and exits."""
         run = self.runs.get(project)
         if run is None or not run.running:
             return None

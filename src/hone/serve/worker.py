@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from hone.errors import HoneError
+from hone.errors import HoneError, Stop
 from hone.tune.console import Reporter
 
 if TYPE_CHECKING:
@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # stop(): the Tuner has put every knob back
         _emit({"event": "stopped", "time": time.time()})
         return 130
+    except Stop as exc:  # SIGTERM: the Tuner has put the knobs back (or says it could not)
+        _emit({"event": "stopped", "time": time.time(), "message": str(exc)})
+        return exc.exit_code
     reporter.finish(result)
     return 0
 

@@ -135,7 +135,7 @@ class StudyStore:
                     self.url, engine_kwargs=_engine_options(self.url)
                 )
         except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
-            raise HoneError(f"cannot open study storage {self.url}: {one_line(str(exc))}") from None
+            raise HoneError(f"cannot open study storage {self.url}: {_cause(exc)}") from None
 
     # -- studies ---------------------------------------------------------------------------
 
@@ -377,3 +377,11 @@ def _sqlite_wal(connection: Any, record: Any) -> None:
 
 def _now() -> str:
     return dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def _cause(exc: BaseException) -> str:
+    """The database's own words, one line: Optuna wraps a full disk in 'invalid data in the
+    commit, e.g. exceeding max length', which blames the data."""
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return one_line(str(exc))

@@ -154,10 +154,17 @@ def restore(
 ) -> None:
     """Put every knob a tuning run changed back to the value it had before (on every host of
     a cluster project)."""
+    from hone import children
     from hone.cluster.restore import has_changes, restore_project
+    from hone.journal import Journal
 
     name = _project_name(project)
-    outcomes = restore_project(name) if has_changes(name) else []
+    # what a killed run left running (a set command, a server it launched) goes first
+    stopped = children.stop_orphans()
+    # a killed run that recorded no originals (its knobs die with the process) is closed too,
+    # else every later run warns that it never finished
+    unfinished = Journal.for_project(name).unfinished() is not None
+    outcomes = restore_project(name) if has_changes(name) or unfinished else []
     failed = [o for o in outcomes if not o.outcome.ok]
     if as_json:
         print_json(
@@ -177,6 +184,8 @@ def restore(
         )
     else:
         console = output_console()
+        for command in stopped:
+            console.print(f"stopped, left by a killed run: {command}", markup=False)
         if not outcomes:
             console.print(f"nothing to restore for {name}: no recorded changes")
         for item in outcomes:

@@ -28,7 +28,7 @@ from hone import shell
 from hone.cluster.metrics import HostMetrics
 from hone.cluster.project import cluster_of, remote_benchmark
 from hone.cluster.restore import restore_project
-from hone.errors import ActuationError, BenchmarkError, HoneError
+from hone.errors import ActuationError, BenchmarkError, HoneError, Stop
 from hone.journal import Journal
 from hone.journal.settings import settings_locked
 from hone.knobs.shell import ShellActuator
@@ -182,11 +182,12 @@ class Tuner:
             try:
                 result = self._tune(study, space, baseline)
             except BaseException as exc:
-                self._abort(study, exc)
-                if isinstance(exc, OSError | SQLAlchemyError | StorageInternalError):
-                    # a full disk, a lost database: said in one line, after the knobs are back
-                    raise HoneError(f"stopped, every knob put back: {_first_line(exc)}") from None
-                raise
+                with _shielded():
+                    back = self._abort(study, exc)
+                error = _stop_error(exc, back, self.project.name)
+                if error is exc:
+                    raise
+                raise error from None
             self.store.update(study, state=FINISHED, result=_result_attrs(result))
             return result
 
@@ -871,14 +872,14 @@ class Tuner:
 
     def _read_baseline(self) -> Config:
         """The configuration before tuning: journaled originals, else what the system shows."""
-        originals = self.journal.originals()
         on_hosts = self.cluster.baseline() if self.cluster else {}
         config: Config = {}
         for knob in self.project.knobs:
+            original = None if knob.group else self.journal.original_of(knob.name, knob.actuator)
             if knob.name in on_hosts:
                 text = on_hosts[knob.name]
-            elif knob.name in originals:
-                text = originals[knob.name].value
+            elif original is not None:
+                text = original.value
             elif knob.actuator.readable:
                 text = knob.actuator.get()  # a failing get stops here: nothing changed yet
                 try:  # and so does a value it could never write back
@@ -896,7 +897,7 @@ class Tuner:
                 config[knob.name] = knob.domain.parse(text)
             except ValueError:
                 config[knob.name] = text
-            if knob.name not in originals and knob.group is None:
+            if original is None and knob.group is None:
                 self.applied[knob.name] = config[knob.name]
         return config
 
@@ -947,24 +948,26 @@ class Tuner:
             except HoneError as exc:
                 self.reporter.warn(f"could not stop the workload: {exc}")
 
-    def _abort(self, study: StudyRecord, exc: BaseException) -> None:
+    def _abort(self, study: StudyRecord, exc: BaseException) -> bool:
         """Any error or interrupt: put every knob back and stop what hone started first, then
-        keep records (on a full disk the record fails; the knobs must not stay changed)."""
+        keep records (on a full disk the record fails; the knobs must not stay changed).
+        Returns whether every knob is back."""
+        back = True
         try:
             self._restore_all()
         except HoneError as restore_error:
             self.reporter.warn(str(restore_error))
+            back = False
         self._stop_owned_workload()
         try:
             self.store.update(study, state=INTERRUPTED, error=str(exc)[:500])
         except Exception as record_error:
             self.reporter.warn(f"the study's end could not be recorded: {record_error}")
+        return back
 
 
-class Stopped(HoneError):
+class Stopped(Stop):
     """hone was asked to stop (SIGTERM); the run puts every knob back before it exits."""
-
-    exit_code = 143
 
 
 @contextmanager
@@ -975,13 +978,44 @@ def _stop_on_sigterm() -> Iterator[None]:
         return
 
     def stop(signum: int, frame: object) -> None:
-        raise Stopped("stopped by SIGTERM; every knob was put back")
+        raise Stopped("stopped by SIGTERM")
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _shielded() -> Iterator[None]:
+    """SIGINT and SIGTERM do nothing while a stopping run puts its knobs back: a second Ctrl-C
+    or a repeated SIGTERM would cut the restore short and leave knobs changed. (A handler, not
+    SIG_IGN, which the commands run meanwhile, a service's restart among them, would inherit.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """A signal that arrives while knobs are being put back."""
+
+
+def _stop_error(exc: BaseException, back: bool, project: str) -> BaseException:
+    """What a stopped run raises once `_abort` is done, saying whether the knobs are back."""
+    where = "every knob put back" if back else f"knobs not all put back: `hone restore {project}`"
+    if isinstance(exc, OSError | SQLAlchemyError | StorageInternalError):
+        # a full disk, a lost database: said in one line, after the knobs are back
+        return HoneError(f"stopped, {where}: {_first_line(exc)}")
+    if isinstance(exc, Stopped):
+        return Stopped(f"stopped by SIGTERM; {where}")
+    return exc
 
 
 def project_attrs(project: Project) -> dict[str, Any]:

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from optuna.exceptions import StorageInternalError
-from sqlalchemy.exc import SQLAlchemyError
 
 from hone.errors import BenchmarkError, HoneError
 from hone.journal.settings import settings_locked
@@ -52,6 +50,8 @@ from hone.tune.runner import (
     TuneOptions,
     Tuner,
     _first_line,
+    _shielded,
+    _stop_error,
     _stop_on_sigterm,
     project_attrs,
 )
@@ -149,10 +149,12 @@ class Worker(Tuner):
                 self.decision = self._end(study, space, baseline)
                 self._stop_owned_workload()
             except BaseException as exc:
-                self._abort(study, exc)
-                if isinstance(exc, OSError | SQLAlchemyError | StorageInternalError):
-                    raise HoneError(f"stopped, every knob put back: {_first_line(exc)}") from None
-                raise
+                with _shielded():
+                    back = self._abort(study, exc)
+                error = _stop_error(exc, back, self.project.name)
+                if error is exc:
+                    raise
+                raise error from None
             finally:
                 self.heart.stop()
             self._record(study, state="finished", finished=_now())
@@ -457,13 +459,16 @@ class Worker(Tuner):
         record = dict(self.store.storage.get_study_user_attrs(study.study_id).get(key) or {})
         self.store.storage.set_study_user_attr(study.study_id, key, {**record, **fields})
 
-    def _abort(self, study: StudyRecord, exc: BaseException) -> None:
+    def _abort(self, study: StudyRecord, exc: BaseException) -> bool:
         """Knobs back and owned workload stopped first; then the trial it was running is
-        failed with the reason and the worker marked stopped (the study goes on without it)."""
+        failed with the reason and the worker marked stopped (the study goes on without it).
+        Returns whether every knob is back."""
+        back = True
         try:
             self._restore_all()
         except HoneError as restore_error:
             self.reporter.warn(str(restore_error))
+            back = False
         self._stop_owned_workload()
         stopped = isinstance(exc, Stopped | KeyboardInterrupt)
         reason = CUT_OFF if stopped else f"worker {self.id} stopped: {_first_line(exc)}"
@@ -473,6 +478,7 @@ class Worker(Tuner):
             self._record(study, state="stopped", error=reason[:300])
         except Exception as record_error:
             self.reporter.warn(f"the worker's end could not be recorded: {record_error}")
+        return back
 
     def _result(self, study: StudyRecord) -> WorkerResult:
         trials = read_trials(self.store, study)

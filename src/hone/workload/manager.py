@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import time
 from pathlib import Path
 
-from hone import shell
+from hone import children, shell
 from hone.errors import BenchmarkError
 from hone.project.model import Workload
 from hone.shell import expand
@@ -26,6 +27,8 @@ class WorkloadManager:
         self.cwd = cwd
         self.log_path = log_dir / "workload.log"
         self.process: subprocess.Popen[bytes] | None = None
+        #: The launched process's record (children.py): `restore` stops it after a kill -9.
+        self.record: Path | None = None
 
     @property
     def managed(self) -> bool:
@@ -54,6 +57,8 @@ class WorkloadManager:
                     )
                 except OSError as exc:
                     raise BenchmarkError(f"cannot start {argv[0]}: {exc.strerror}") from None
+            grace = 0.0 if self.workload.launch.stop_signal == "KILL" else 5.0
+            self.record = children.add(self.process.pid, shlex.join(argv), grace)
         elif self.workload.start:
             self._command(self.workload.start, "start")
 
@@ -68,6 +73,9 @@ class WorkloadManager:
                 self.process, kill_at_once=launch is not None and launch.stop_signal == "KILL"
             )
             self.process = None
+            if self.record is not None:
+                self.record.unlink(missing_ok=True)
+                self.record = None
             _wait_gone(tree, self.workload.ready_timeout)
         elif self.workload.stop:
             self._command(self.workload.stop, "stop")

@@ -1,0 +1,121 @@
+"""SIGTERM (systemd's stop, `kill`) in the middle of a trial stops the run: every knob put back,
+the study recorded as interrupted, exit code 143. A repeated signal does not cut that short."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hone.journal import Journal
+from hone.storage import StudyStore
+
+SET = 'sleep 0.5; echo "$value" > level.txt'
+
+
+def make_project(folder: Path, set_command: str = SET) -> Path:
+    """level starts at 5; its set command takes half a second (so a restore takes as long)."""
+    (folder / "level.txt").write_text("5\n")
+    project = {
+        "name": "stop-test",
+        "knobs": {
+            "level": {
+                "type": "int",
+                "range": [1, 9],
+                "shell": {"get": "cat level.txt", "set": set_command},
+            }
+        },
+        "benchmark": {"command": 'sleep 1; echo "score: $(cat level.txt)"', "timeout": 20},
+        "metrics": {"score": {"pattern": r"score: (\S+)", "direction": "maximize"}},
+        "tuning": {"engine": "random", "budget": 12, "baseline": 1, "seed": 1},
+    }
+    path = folder / "hone.yaml"
+    path.write_text(yaml.safe_dump(project))
+    return path
+
+
+def start_tune(project: Path, hone_home: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hone", "tune", str(project), "--no-why"],
+        env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_search(proc: subprocess.Popen) -> None:
+    """Return once a search trial is running (its benchmark sleeps for a second)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        if proc.poll() is not None:
+            pytest.fail(f"hone ended too early: {proc.stderr.read()[-500:]}")
+        try:
+            store = StudyStore()
+            trials = store.trials(store.find("stop-test"))
+        except Exception:  # the database or the study is not there yet
+            continue
+        if any(t.phase == "search" and t.state == "running" for t in trials):
+            return
+    pytest.fail("hone did not reach the search")
+
+
+def stopped_run(
+    tmp_path: Path, hone_home: Path, signals: int, set_command: str = SET, before=lambda: None
+) -> tuple[int, str, list]:
+    """Start a run, send SIGTERM `signals` times a quarter second apart in a search trial
+    (`before` called first); the exit code, stderr and the study's trials."""
+    proc = start_tune(make_project(tmp_path, set_command), hone_home)
+    try:
+        wait_for_search(proc)
+        before()
+        for _ in range(signals):
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(0.25)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    store = StudyStore()
+    study = store.find("stop-test")
+    assert study.state == "interrupted"
+    return proc.returncode, stderr, store.trials(study)
+
+
+def test_sigterm_in_a_trial_stops_the_run_and_puts_every_knob_back(
+    tmp_path: Path, hone_home: Path
+) -> None:
+    code, stderr, trials = stopped_run(tmp_path, hone_home, signals=1)
+    assert code == 143, stderr
+    assert stderr.strip().splitlines()[-1] == "hone: stopped by SIGTERM; every knob put back"
+    assert (tmp_path / "level.txt").read_text().strip() == "5"
+    # the run stopped in its first search trial: no trial came after the signal
+    assert len([t for t in trials if t.phase == "search"]) == 1
+    assert not Journal.for_project("stop-test").has_changes()
+
+
+def test_a_repeated_sigterm_does_not_cut_the_restore_short(tmp_path: Path, hone_home: Path) -> None:
+    # the second lands while the first's restore runs the half-second set command
+    code, stderr, _ = stopped_run(tmp_path, hone_home, signals=2)
+    assert code == 143, stderr
+    assert "every knob put back" in stderr
+    assert (tmp_path / "level.txt").read_text().strip() == "5"
+    assert not Journal.for_project("stop-test").has_changes()
+
+
+def test_a_stopped_run_that_cannot_put_a_knob_back_says_so(tmp_path: Path, hone_home: Path) -> None:
+    blocked = tmp_path / "blocked"
+    set_command = f"test -e {blocked} && exit 1; {SET}"
+    code, stderr, _ = stopped_run(tmp_path, hone_home, 1, set_command, before=blocked.touch)
+    assert code == 143, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last == "hone: stopped by SIGTERM; knobs not all put back: `hone restore stop-test`"
+    assert Journal.for_project("stop-test").has_changes()  # kept for that restore
