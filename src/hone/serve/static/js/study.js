@@ -225,8 +225,12 @@ function renderHeader(header, study, name) {
 
 function quality(q) {
   if (!q) return "—";
-  const most = q.max_rounds > q.rounds ? `, ${q.max_rounds} rounds from ${num(q.detectable_max, 2)} %` : "";
-  return `CV ${num(q.cv, 2)} %; ${q.rounds} rounds confirm gains from ${num(q.detectable, 2)} %${most}`;
+  // null: no gain is confirmable (one round has no spread to test against; JSON has no inf)
+  const gain = (g) => (g === null || g === undefined ? null : `${num(g, 2)} %`);
+  const rounds = (n) => `${n} round${n === 1 ? " confirms" : "s confirm"}`;
+  const first = gain(q.detectable) ? `gains from ${gain(q.detectable)}` : "no gain";
+  const most = q.max_rounds > q.rounds ? `, ${q.max_rounds} rounds from ${gain(q.detectable_max) ?? "—"}` : "";
+  return `CV ${num(q.cv, 2)} %; ${rounds(q.rounds)} ${first}${most}`;
 }
 
 function renderBest(el, study, trials) {

@@ -1,0 +1,182 @@
+"""The UI and API where a performance engineer's real studies differ from the tidy ones: figures
+of four digits and more, an A-Tune project name with '/', ',', '#', spaces and non-ASCII
+letters, knob names too long for their drawings, a study whose process was killed, and a run
+of a served project started in a terminal. Its own server over its own HONE_HOME."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, Server, q, run_study, shot, start_server
+from playwright.sync_api import Page
+
+from benchmarks.web import stop_server
+
+WEIRD = "my app #2 ü/x,y"
+LONG = "net.ipv4.tcp_a_very_long_kernel_parameter_name_that_goes_on_and_on_and_on_number_"
+
+
+def hone_project(folder: Path, name: str, knobs: dict[str, str], bench: str, **tuning: Any) -> Path:
+    """A hone project of int file knobs (name: start value, range 1..3) and a Python benchmark
+    printing `throughput: N`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"name: {name}", "knobs:"]
+    for i, (knob, start) in enumerate(knobs.items()):
+        (folder / f"k{i}.txt").write_text(f"{start}\n")
+        high = 100_000_000 if len(knobs) > 1 else 3
+        lines += [
+            f"  {knob}:",
+            f"    {{type: int, range: [1, {high}],",
+            f"     shell: {{get: cat k{i}.txt, set: 'echo \"$value\" > k{i}.txt'}}}}",
+        ]
+    (folder / "bench.py").write_text(textwrap.dedent(bench))
+    settings = {"engine": "random", "budget": 5, "baseline": 2, "apply": "never", "seed": 1}
+    settings.update(tuning)
+    lines += [
+        "benchmark: {command: python3 bench.py, timeout: 20}",
+        "metrics:",
+        "  throughput: {pattern: 'throughput: (\\S+)', direction: maximize}",
+        "tuning: {" + ", ".join(f"{k}: {v}" for k, v in settings.items()) + "}",
+    ]
+    (folder / "hone.yaml").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def atune_project(base: Path) -> Path:
+    """An A-Tune pair whose project name holds '/', ',', '#', spaces and a non-ASCII letter
+    (A-Tune's names are free text; its commands run in the folder above the project's)."""
+    folder = base / "atune" / "weird"
+    folder.mkdir(parents=True)
+    (base / "atune" / "w.txt").write_text("1\n")
+    (folder / "weird_server.yaml").write_text(
+        textwrap.dedent(f"""\
+        project: "{WEIRD}"
+        maxiterations: 10
+        object:
+          - name: "w"
+            info:
+              get: "cat w.txt"
+              set: "echo $value > w.txt"
+              needrestart: "false"
+              type: "continuous"
+              dtype: "int"
+              scope: [1, 4]
+        """)
+    )
+    (folder / "weird_client.yaml").write_text(
+        textwrap.dedent(f"""\
+        project: "{WEIRD}"
+        engine: "random"
+        iterations: 3
+        benchmark: "echo score: $(cat w.txt)"
+        evaluations:
+          - name: "score"
+            info:
+              get: "echo '$out' | awk '{{print $2}}'"
+              type: "negative"
+              weight: 100
+        """)
+    )
+    return folder
+
+
+def kill_mid_run(folder: Path, home: Path) -> None:
+    """`hone tune` killed with SIGKILL once its first search trial is stored: the study stays
+    `running` with the pid of a process that is gone."""
+    log = folder / "tune.log"
+    with log.open("w") as out:
+        tune = subprocess.Popen(
+            [sys.executable, "-m", "hone", "tune", str(folder), "--no-why"],
+            env={**os.environ, "HONE_HOME": str(home)},
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while "trial 1/" not in log.read_text(errors="replace"):
+            assert time.monotonic() < deadline and tune.poll() is None, log.read_text()
+            time.sleep(0.2)
+        tune.kill()
+        tune.wait()
+
+
+@pytest.fixture(scope="module")
+def edges(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    home = tmp_path_factory.mktemp("edges-home")
+    base = tmp_path_factory.mktemp("edges-projects")
+    # Deterministic four-digit figures (x=2: 2000.4); one confirmation round confirms no gain.
+    figures = hone_project(
+        base / "figures",
+        "figures",
+        {"x": "2"},
+        """\
+        x = int(open("k0.txt").read())
+        print(f"throughput: {1000 * x + 0.4}")
+        """,
+        confirm="{candidates: 1, rounds: 1}",
+    )
+    run_study(figures, home, why=False)
+    run_study(atune_project(base), home, why=False)
+    wide = hone_project(
+        base / "wide",
+        "wide",
+        {f"{LONG}{i}": "1" for i in range(3)},
+        """\
+        k = [int(open(f"k{i}.txt").read()) for i in range(3)]
+        print(f"throughput: {100 + k[0] / 1e6 + k[1] / 2e6 + k[2] / 4e6}")
+        """,
+        budget=8,
+    )
+    run_study(wide, home, why=False)
+    slow = "import time; time.sleep(0.5); print('throughput: 5')\n"
+    stale = hone_project(base / "stale", "stale", {"x": "2"}, slow, budget=50)
+    kill_mid_run(stale, home)
+    busy = hone_project(base / "busy", "busy", {"x": "2"}, slow, budget=50)
+    process, url = start_server(home, {"busy": busy})
+    token = (home / "serve" / "token").read_text().strip()
+    yield Server(url, token, home, {"busy": busy}, process)
+    stop_server(process)
+
+
+def column(page: Page, key: str) -> list[str]:
+    """The text of every body cell of the trial table's column `key`."""
+    return page.evaluate(
+        """(key) => {
+            const heads = [...document.querySelectorAll('#trials thead th')];
+            const i = heads.findIndex((th) => th.dataset.key === key);
+            const rows = [...document.querySelectorAll('#trials tbody tr')];
+            return rows.map((tr) => tr.cells[i].textContent);
+        }""",
+        key,
+    )
+
+
+def fact(page: Page, name: str) -> str:
+    """The study header's value for `name` (engine, baseline, measurement, ...)."""
+    return page.locator(f"dl.facts dt:text-is('{name}') + dd").inner_text()
+
+
+def test_figures_of_four_digits_are_written_in_full(page: Page, edges: Server) -> None:
+    trials = edges.get(f"/api/studies/{q('figures#1')}/trials")
+    page.goto(edges.url + f"/#/study/{q('figures#1')}")
+    page.wait_for_selector("body[data-ready=study]")
+    shown = column(page, "m:throughput")
+    assert len(shown) == len(trials)
+    for text, trial in zip(shown, trials, strict=True):
+        value = trial["metrics"].get("throughput")
+        if value is not None:  # 2000.4 was written "2" (toPrecision's "2000" cut of its zeros)
+            assert float(text) == pytest.approx(value, rel=1e-3), (text, value)
+    assert fact(page, "baseline").startswith("2000 ± 0 ")
+    # One confirmation round has no spread: no gain is confirmable (null in the JSON).
+    quality = edges.get(f"/api/studies/{q('figures#1')}")["attrs"]["quality"]
+    assert quality["rounds"] == 1 and quality["detectable"] is None
+    assert fact(page, "measurement").startswith("CV 0 %; 1 round confirms no gain")
+    shot(page, "edges-figures")
