@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, Server, q, run_study, shot, start_server
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from benchmarks.web import stop_server
 
@@ -180,3 +180,42 @@ def test_figures_of_four_digits_are_written_in_full(page: Page, edges: Server) -
     assert quality["rounds"] == 1 and quality["detectable"] is None
     assert fact(page, "measurement").startswith("CV 0 %; 1 round confirms no gain")
     shot(page, "edges-figures")
+
+
+def test_a_name_with_slash_comma_hash_space_and_unicode(page: Page, edges: Server) -> None:
+    name = f"{WEIRD}#1"
+    trials = edges.get(f"/api/studies/{q(name)}/trials")
+    assert edges.get(f"/api/studies/{q(name)}")["name"] == name
+    assert edges.get(f"/api/studies/{q(WEIRD)}")["name"] == name  # the project's newest
+    assert edges.get(f"/api/studies/{q(name)}/best")["source"] == "confirmed"
+    assert isinstance(edges.get(f"/api/studies/{q(name)}/importance"), list)
+    status, restored = edges.request("POST", f"/api/projects/{q(WEIRD)}/restore")
+    assert status == 200 and restored["project"] == WEIRD, restored
+    remote = subprocess.run(
+        [sys.executable, "-m", "hone", "remote", "--server", edges.url, "show", name, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert remote.returncode == 0, remote.stderr
+    assert '"name": "my app #2 \\u00fc/x,y#1"' in remote.stdout
+
+    page.goto(edges.url + "/")
+    page.wait_for_selector("body[data-ready=studies]")
+    page.get_by_role("link", name=name).click()
+    page.wait_for_selector("body[data-ready=study]")
+    expect(page.locator("h1")).to_contain_text(name)
+    expect(page.locator("#trials tbody tr")).to_have_count(len(trials))
+    shot(page, "edges-weird-name")
+
+    page.go_back()
+    page.wait_for_selector("body[data-ready=studies]")
+    page.get_by_label(f"compare {name}").check()
+    page.get_by_label("compare figures#1").check()
+    page.get_by_role("button", name="Compare selected").click()
+    page.wait_for_selector("body[data-ready=compare]")
+    labels = page.evaluate("() => window.honeCharts.compare.series.map((s) => s.label)")
+    assert f"{name} (finished)" in labels and "figures#1 (finished)" in labels
+    page.reload()  # the address alone brings the same comparison back
+    page.wait_for_selector("body[data-ready=compare]")
+    expect(page.locator("main table.data tbody tr")).to_have_count(2)
