@@ -5,6 +5,7 @@ of a served project started in a terminal. Its own server over its own HONE_HOME
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -219,3 +220,43 @@ def test_a_name_with_slash_comma_hash_space_and_unicode(page: Page, edges: Serve
     page.reload()  # the address alone brings the same comparison back
     page.wait_for_selector("body[data-ready=compare]")
     expect(page.locator("main table.data tbody tr")).to_have_count(2)
+
+
+def test_long_knob_names_stay_readable(page: Page, edges: Server) -> None:
+    page.set_viewport_size({"width": 800, "height": 900})
+    page.goto(edges.url + f"/#/study/{q('wide#1')}")
+    page.wait_for_selector("body[data-ready=study]")
+    page.wait_for_function("() => Number(document.getElementById('effects').dataset.curves) > 0")
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"page wider than the window by {overflow} px"
+    bars = page.evaluate(
+        """() => {
+            const box = document.querySelector('#importance svg').getBoundingClientRect();
+            return [...document.querySelectorAll('#importance svg text')]
+                .filter((t) => !t.textContent.endsWith('%'))
+                .map((t) => ({left: t.getBoundingClientRect().left - box.left,
+                              text: t.textContent,
+                              whole: t.parentNode.querySelector('title')?.textContent}));
+        }"""
+    )
+    assert len(bars) == 3
+    for bar in bars:
+        assert bar["left"] >= 0, f"label cut off on the left: {bar}"
+        assert bar["whole"].startswith(LONG) and bar["text"][-1] == bar["whole"][-1]
+    effects = page.evaluate(
+        """() => [...document.querySelectorAll('#effects svg.effect')].map((s) => {
+            const box = s.getBoundingClientRect();
+            const labels = [...s.querySelectorAll('text:not(.title)')].slice(2)
+                .map((t) => t.getBoundingClientRect()).map((r) => [r.left, r.right]);
+            const title = s.querySelector('text.title');
+            return {overTheEdge: title.getBoundingClientRect().right - box.right, labels,
+                    title: title.textContent};
+        })"""
+    )
+    assert len({e["title"] for e in effects}) == len(effects) > 0
+    for effect in effects:
+        assert effect["overTheEdge"] <= 1, effect
+        spans = sorted(effect["labels"])
+        for (_, right), (left, _) in itertools.pairwise(spans):
+            assert left >= right, f"value labels overlap: {spans}"
+    shot(page, "edges-long-names")

@@ -48,6 +48,15 @@ export function num(value, digits = 4) {
   return text.includes(".") ? text.replace(/\.?0+$/, "") : text;
 }
 
+// A name cut in the middle to at most `max` characters: knob names often share a long prefix
+// (net.ipv4.tcp_...) and differ at the end, so both ends are kept.
+export function shorten(text, max) {
+  const value = String(text);
+  if (value.length <= max) return value;
+  const tail = Math.floor((max - 1) / 2);
+  return `${value.slice(0, max - 1 - tail)}…${value.slice(value.length - tail)}`;
+}
+
 export function pct(value, half) {
   if (value === null || value === undefined) return "";
   const sign = value >= 0 ? "+" : "−";
