@@ -260,3 +260,20 @@ def test_long_knob_names_stay_readable(page: Page, edges: Server) -> None:
         for (_, right), (left, _) in itertools.pairwise(spans):
             assert left >= right, f"value labels overlap: {spans}"
     shot(page, "edges-long-names")
+
+
+def test_a_killed_run_offers_resume_not_stop(page: Page, edges: Server) -> None:
+    study = edges.get("/api/studies/stale")
+    assert (study["state"], study["alive"]) == ("running", False)
+    page.goto(edges.url + f"/#/study/{q(study['name'])}")
+    page.wait_for_selector("body[data-ready=study]")
+    expect(page.get_by_role("button", name="Resume")).to_be_visible()
+    expect(page.get_by_role("button", name="Stop")).to_have_count(0)
+    page.get_by_label("state").select_option("running")
+    rows = page.locator("#trials tbody tr")
+    expect(rows).not_to_have_count(0)
+    for text in column(page, "state"):
+        assert text == "‖ interrupted"
+    page.goto(edges.url + "/#/")
+    page.wait_for_selector("body[data-ready=studies]")
+    expect(page.locator(".status-line")).to_contain_text(" 0 running")
