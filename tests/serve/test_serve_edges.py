@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -277,3 +278,28 @@ def test_a_killed_run_offers_resume_not_stop(page: Page, edges: Server) -> None:
     page.goto(edges.url + "/#/")
     page.wait_for_selector("body[data-ready=studies]")
     expect(page.locator(".status-line")).to_contain_text(" 0 running")
+
+
+def test_a_run_in_a_terminal_is_not_started_again_by_the_server(edges: Server) -> None:
+    folder = edges.projects["busy"]
+    tune = subprocess.Popen(
+        [sys.executable, "-m", "hone", "tune", str(folder), "--no-why"],
+        env={**os.environ, "HONE_HOME": str(edges.home)},
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while edges.request("GET", "/api/studies/busy")[0] != 200:
+            assert time.monotonic() < deadline and tune.poll() is None
+            time.sleep(0.1)
+        status, body = edges.request("POST", f"/api/studies/{q('busy#1')}/resume")
+        assert status == 409 and f"pid {tune.pid}" in body["detail"], body
+        status, body = edges.request("POST", "/api/studies", {"project": "busy"})
+        assert status == 409 and f"pid {tune.pid}" in body["detail"], body
+        assert edges.get("/api/runs") == []  # nothing was started to fail on the journal's lock
+    finally:
+        tune.send_signal(signal.SIGINT)
+        tune.wait(60)
+    assert (folder / "k0.txt").read_text().strip() == "2"

@@ -21,7 +21,15 @@ from hone.serve.deps import NO_BODY, find_study, store
 from hone.serve.runs import Run, RunManager
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING
-from hone.storage.summary import best_of, detail, read_trials, summaries, trial_dict
+from hone.storage.summary import (
+    best_of,
+    detail,
+    find,
+    pid_alive,
+    read_trials,
+    summaries,
+    trial_dict,
+)
 from hone.tune.views import knob_insight
 
 router = APIRouter(prefix="/api", tags=["studies"])
@@ -109,9 +117,9 @@ def list_runs(request: Request) -> list[dict[str, Any]]:
 
 
 @router.post("/studies", status_code=202)
-def start_study(body: StartRequest, request: Request) -> dict[str, Any]:
+def start_study(body: StartRequest, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     options = body.model_dump(exclude={"project"})
-    return _launch(request, body.project, resume=False, **options).describe()
+    return _launch(request, db, body.project, resume=False, **options).describe()
 
 
 @router.post("/studies/{name:path}/resume", status_code=202, dependencies=NO_BODY)
@@ -126,13 +134,15 @@ def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[st
         raise HTTPException(
             409, f"only the newest study of {study.project} ({newest.name}) can be resumed"
         )
-    run = _launch(request, study.project, resume=True)
+    run = _launch(request, db, study.project, resume=True)
     run.study = study.name  # a resumed run announces no study of its own
     return run.describe()
 
 
-def _launch(request: Request, project: str, resume: bool, **options: Any) -> Run:
+def _launch(request: Request, db: StudyStore, project: str, resume: bool, **options: Any) -> Run:
     manager = runs(request)
+    if project in manager.projects and manager.active(project) is None:
+        _refuse_if_running_elsewhere(db, project)
     try:
         run = manager.start(project, resume=resume, **options)
     except KeyError:
@@ -142,6 +152,19 @@ def _launch(request: Request, project: str, resume: bool, **options: Any) -> Run
     except HoneError as exc:
         raise HTTPException(409, str(exc)) from None
     return run
+
+
+def _refuse_if_running_elsewhere(db: StudyStore, project: str) -> None:
+    """A run of the project by another process (`hone tune` in a terminal) holds its journal's
+    lock: a second run started here would be answered 202 and only then fail on that lock."""
+    newest = find(db, project)
+    if newest is None or newest.state != RUNNING:
+        return
+    pid = newest.attrs.get("pid")
+    if pid_alive(pid):
+        raise HTTPException(
+            409, f"study {newest.name} is running in another process (pid {pid}); stop it first"
+        )
 
 
 @router.post("/studies/{name:path}/stop", dependencies=NO_BODY)
