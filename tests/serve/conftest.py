@@ -7,17 +7,21 @@ import json
 import subprocess
 import textwrap
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from playwright.sync_api import Page, sync_playwright
 
 from benchmarks import web
-from benchmarks.web import stop_server
+from benchmarks.web import launch, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts" / "serve"
 
 
 def make_project(folder: Path, name: str, sleep: float = 0.0, budget: int = 6) -> Path:
@@ -143,3 +147,37 @@ def server(serve_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     token = (serve_home / "serve" / "token").read_text().strip()
     yield Server(url, token, serve_home, projects, process)
     stop_server(process)
+
+
+@pytest.fixture(scope="module")
+def context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Chromium with a new, empty user-data-dir."""
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        context = launch(playwright, str(profile))
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def page(context: Any) -> Iterator[Page]:
+    """A new tab; the test fails if a script error happened in it."""
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    page.close()
+    assert not errors, errors
+
+
+def shot(page: Page, name: str) -> Path:
+    """A full-page screenshot under artifacts/serve/, for a person to look at."""
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def q(name: str) -> str:
+    """A study name as one URL path segment (a '#', '/' or ',' in it encoded)."""
+    return urllib.parse.quote(name, safe="")

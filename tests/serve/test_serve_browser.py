@@ -8,49 +8,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-import urllib.parse
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
-from playwright.sync_api import Page, expect, sync_playwright
-
-from benchmarks.web import launch
-
-ARTIFACTS = ROOT / "artifacts" / "serve"
-
-
-@pytest.fixture(scope="module")
-def context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Chromium with a new, empty user-data-dir."""
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        context = launch(playwright, str(profile))
-        yield context
-        context.close()
-
-
-@pytest.fixture
-def page(context: Any) -> Iterator[Page]:
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    page.close()
-    assert not errors, errors
-
-
-def shot(page: Page, name: str) -> Path:
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
-
-
-def q(name: str) -> str:
-    return urllib.parse.quote(name, safe="")
+from conftest import q, shot
+from playwright.sync_api import Page, expect
 
 
 def test_study_list_then_study_page_with_its_curve(page: Page, server: Any) -> None:

@@ -21,7 +21,15 @@ from hone.serve.deps import NO_BODY, find_study, store
 from hone.serve.runs import Run, RunManager
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING
-from hone.storage.summary import best_of, detail, read_trials, summaries, trial_dict
+from hone.storage.summary import (
+    best_of,
+    detail,
+    find,
+    pid_alive,
+    read_trials,
+    summaries,
+    trial_dict,
+)
 from hone.tune.views import knob_insight
 
 router = APIRouter(prefix="/api", tags=["studies"])
@@ -60,13 +68,7 @@ def list_studies(db: StudyStore = Store) -> list[dict[str, Any]]:
     return summaries(db)
 
 
-@router.get("/studies/{name}")
-def get_study(name: str, db: StudyStore = Store) -> dict[str, Any]:
-    study = find_study(db, name)
-    return detail(db, study)
-
-
-@router.get("/studies/{name}/trials")
+@router.get("/studies/{name:path}/trials")
 def get_trials(name: str, db: StudyStore = Store) -> JSONResponse:
     """Every trial in order: phase, configuration, state, score, metrics, failure reason."""
     study = find_study(db, name)
@@ -74,13 +76,13 @@ def get_trials(name: str, db: StudyStore = Store) -> JSONResponse:
     return JSONResponse(finite([trial_dict(t) for t in read_trials(db, study)]))
 
 
-@router.get("/studies/{name}/best")
+@router.get("/studies/{name:path}/best")
 def get_best(name: str, db: StudyStore = Store) -> dict[str, Any]:
     study = find_study(db, name)
     return best_of(study, read_trials(db, study))
 
 
-@router.get("/studies/{name}/importance")
+@router.get("/studies/{name:path}/importance")
 def get_importance(name: str, request: Request, db: StudyStore = Store) -> list[dict[str, Any]]:
     """Each knob's share of what explains the scores, most important first, with the effect
     curve of the first three (empty with fewer than 4 finished trials)."""
@@ -115,12 +117,12 @@ def list_runs(request: Request) -> list[dict[str, Any]]:
 
 
 @router.post("/studies", status_code=202)
-def start_study(body: StartRequest, request: Request) -> dict[str, Any]:
+def start_study(body: StartRequest, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     options = body.model_dump(exclude={"project"})
-    return _launch(request, body.project, resume=False, **options).describe()
+    return _launch(request, db, body.project, resume=False, **options).describe()
 
 
-@router.post("/studies/{name}/resume", status_code=202, dependencies=NO_BODY)
+@router.post("/studies/{name:path}/resume", status_code=202, dependencies=NO_BODY)
 def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Resume the named study. A run resumes its project's newest study, so an older one is
     refused rather than another study resumed in its place."""
@@ -132,13 +134,15 @@ def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[st
         raise HTTPException(
             409, f"only the newest study of {study.project} ({newest.name}) can be resumed"
         )
-    run = _launch(request, study.project, resume=True)
+    run = _launch(request, db, study.project, resume=True)
     run.study = study.name  # a resumed run announces no study of its own
     return run.describe()
 
 
-def _launch(request: Request, project: str, resume: bool, **options: Any) -> Run:
+def _launch(request: Request, db: StudyStore, project: str, resume: bool, **options: Any) -> Run:
     manager = runs(request)
+    if project in manager.projects and manager.active(project) is None:
+        _refuse_if_running_elsewhere(db, project)
     try:
         run = manager.start(project, resume=resume, **options)
     except KeyError:
@@ -150,7 +154,20 @@ def _launch(request: Request, project: str, resume: bool, **options: Any) -> Run
     return run
 
 
-@router.post("/studies/{name}/stop", dependencies=NO_BODY)
+def _refuse_if_running_elsewhere(db: StudyStore, project: str) -> None:
+    """A run of the project by another process (`hone tune` in a terminal) holds its journal's
+    lock: a second run started here would be answered 202 and only then fail on that lock."""
+    newest = find(db, project)
+    if newest is None or newest.state != RUNNING:
+        return
+    pid = newest.attrs.get("pid")
+    if pid_alive(pid):
+        raise HTTPException(
+            409, f"study {newest.name} is running in another process (pid {pid}); stop it first"
+        )
+
+
+@router.post("/studies/{name:path}/stop", dependencies=NO_BODY)
 def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Stop a run this server started, as Ctrl-C stops `hone tune`: knobs back, study
     interrupted. A run started elsewhere is left alone (a recorded pid may since belong to
@@ -168,7 +185,7 @@ def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str,
     return {"stopped": study.name, "pid": run.process.pid, "returncode": run.process.poll()}
 
 
-@router.post("/projects/{project}/restore", dependencies=NO_BODY)
+@router.post("/projects/{project:path}/restore", dependencies=NO_BODY)
 def restore_project(project: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Put back every knob a run of this project changed (`hone restore`)."""
     known = {s.project for s in db.studies()} | set(runs(request).projects)
@@ -198,7 +215,7 @@ def restore_project(project: str, request: Request, db: StudyStore = Store) -> d
     }
 
 
-@router.get("/studies/{name}/events")
+@router.get("/studies/{name:path}/events")
 async def study_events(name: str, request: Request, db: StudyStore = Store) -> StreamingResponse:
     """Server-sent events while the study runs: `trial` (a new or finished trial from the
     database, whoever runs the study), `progress` (the run's reporter events, when this server
@@ -235,6 +252,15 @@ async def study_events(name: str, request: Request, db: StudyStore = Store) -> S
             await asyncio.sleep(interval)
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers=_NO_CACHE)
+
+
+# `{name:path}`: A-Tune project names may hold a '/', which a client sends as %2F and the
+# server decodes before routing. Registered after the routes above, whose paths it would
+# otherwise swallow (`/studies/x/trials` would be the study `x/trials`).
+@router.get("/studies/{name:path}")
+def get_study(name: str, db: StudyStore = Store) -> dict[str, Any]:
+    study = find_study(db, name)
+    return detail(db, study)
 
 
 _NO_CACHE = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}

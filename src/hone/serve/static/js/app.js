@@ -14,21 +14,37 @@ function onLeave(fn) {
   leaving.push(fn);
 }
 
+// The page and its argument as links write them (each name percent-encoded), split before
+// decoding: a name may hold a '/' or a ',' (A-Tune project names are free text), and decoding
+// first cut such a name in two.
+function parseHash() {
+  const raw = location.hash.replace(/^#\/?/, "");
+  const cut = raw.indexOf("/");
+  return cut < 0 ? [decode(raw), ""] : [decode(raw.slice(0, cut)), raw.slice(cut + 1)];
+}
+
+// A stray '%' in a typed address is taken as written rather than stopping the page.
+function decode(text) {
+  try {
+    return decodeURIComponent(text);
+  } catch (_) {
+    return text;
+  }
+}
+
 async function route() {
   for (const fn of leaving) fn();
   leaving = [];
   delete document.body.dataset.ready;
-  const hash = decodeURIComponent(location.hash.replace(/^#\/?/, ""));
-  const [page, ...rest] = hash.split("/");
-  const arg = rest.join("/");
+  const [page, arg] = parseHash();
   for (const link of document.querySelectorAll("nav a")) {
     link.toggleAttribute("aria-current", link.dataset.page === (page || "studies"));
   }
   try {
     if (!page || page === "studies") await studiesPage(main, { onLeave });
-    else if (page === "study") await studyPage(main, arg, { onLeave });
-    else if (page === "compare") await comparePage(main, arg.split(",").filter(Boolean));
-    else if (extraPages[page]) await extraPages[page](main, arg, { onLeave });
+    else if (page === "study") await studyPage(main, decode(arg), { onLeave });
+    else if (page === "compare") await comparePage(main, arg.split(",").filter(Boolean).map(decode));
+    else if (extraPages[page]) await extraPages[page](main, decode(arg), { onLeave });
     else message(clear(main), `no page ${page}`, "error");
   } catch (error) {
     message(main, error.message, "error");
@@ -66,7 +82,7 @@ async function start() {
   updateTokenButton();
   window.addEventListener("hashchange", route);
   // The built-in pages do not wait for the optional modules to load.
-  const first = decodeURIComponent(location.hash.replace(/^#\/?/, "")).split("/")[0];
+  const first = parseHash()[0];
   const builtIn = ["", "studies", "study", "compare"].includes(first);
   const routed = builtIn ? route() : null;
   try {

@@ -1,7 +1,7 @@
 // Charts: uPlot for curves (fast with thousands of points), small SVG drawings for the rest.
 // Series differ by form as well as colour: points, solid, dashed and dotted lines, labels.
 import uPlot from "../vendor/uplot/uPlot.esm.js";
-import { num, svg } from "./util.js";
+import { num, shorten, svg } from "./util.js";
 
 export const charts = (window.honeCharts = window.honeCharts || {});
 
@@ -135,10 +135,19 @@ export function compareChart(el, studies) {
   );
 }
 
+// A label that may be shortened, with its whole text as a tooltip (kept out of the label's own
+// text, which stays what is drawn).
+function named(whole, label) {
+  return svg("g", {}, svg("title", {}, whole), label);
+}
+
 // Horizontal bars with the share written beside each, so no colour is needed to read them.
 export function importanceBars(el, shares) {
   const rowHeight = 26;
-  const labelWidth = 180;
+  // Room for the longest name up to 40 characters (under 8 px each); longer ones are cut in
+  // the middle, whole in their tooltip: a fixed width clipped their start off the drawing.
+  const chars = Math.min(40, Math.max(8, ...shares.map((s) => String(s.knob).length)));
+  const labelWidth = chars * 8 + 16;
   const barWidth = 360;
   const drawing = svg("svg", {
     viewBox: `0 0 ${labelWidth + barWidth + 70} ${rowHeight * shares.length + 4}`,
@@ -149,7 +158,7 @@ export function importanceBars(el, shares) {
   shares.forEach((s, i) => {
     const y = i * rowHeight + 2;
     drawing.append(
-      svg("text", { x: labelWidth - 8, y: y + 17, "text-anchor": "end" }, s.knob),
+      named(s.knob, svg("text", { x: labelWidth - 8, y: y + 17, "text-anchor": "end" }, shorten(s.knob, chars))),
       svg("rect", { x: labelWidth, y: y + 4, width: Math.max(1, s.share * barWidth), height: rowHeight - 10, class: "bar" }),
       svg("text", { x: labelWidth + s.share * barWidth + 6, y: y + 17 }, `${(s.share * 100).toFixed(1)} %`),
     );
@@ -203,9 +212,11 @@ export function parallelCoordinates(el, space, trials) {
     const x = left + i * step;
     const g = svg("g", { class: "axis" });
     g.append(svg("line", { x1: x, x2: x, y1: top, y2: bottom }));
-    g.append(svg("text", { x, y: top - 26, "text-anchor": "middle", class: "axis-name" }, axis.name));
+    // Names and tick labels fit between two axes (about 7 px a character), whole in tooltips.
+    const room = Math.max(4, Math.floor((step || W) / 7) - 1);
+    g.append(named(axis.name, svg("text", { x, y: top - 26, "text-anchor": "middle", class: "axis-name" }, shorten(axis.name, room))));
     for (const [value, label] of axis.ticks) {
-      g.append(svg("text", { x: x + 4, y: y(axis, value) + 4, class: "tick" }, label));
+      g.append(named(label, svg("text", { x: x + 4, y: y(axis, value) + 4, class: "tick" }, shorten(label, room))));
     }
     drawing.append(g);
   });
@@ -270,13 +281,23 @@ export function effectCurves(el, shares) {
       role: "img",
       "aria-label": `effect of ${s.knob}`,
     });
+    // Value labels that would overlap the one before are left out (a long int range has
+    // eight 9-digit values); each point keeps its value in its tooltip.
+    let free = -Infinity;
+    const labels = s.effect.map((p, i) => {
+      const text = String(p.value);
+      const half = (text.length * 6.5) / 2;
+      if (x(i) - half < free) return null;
+      free = x(i) + half + 4;
+      return svg("text", { x: x(i), y: height - 10, "text-anchor": "middle" }, text);
+    });
     drawing.append(
-      svg("text", { x: pad.l, y: 13, class: "title" }, `${s.knob}: predicted score`),
+      named(s.knob, svg("text", { x: 4, y: 13, class: "title" }, `${shorten(s.knob, 30)}: predicted score`)),
       svg("text", { x: pad.l - 6, y: y(lo + span) + 4, "text-anchor": "end" }, num(lo + span)),
       svg("text", { x: pad.l - 6, y: y(lo) + 4, "text-anchor": "end" }, num(lo)),
       svg("polyline", { points, class: "line" }),
       ...s.effect.map((p, i) => svg("circle", { cx: x(i), cy: y(p.score), r: 3 }, svg("title", {}, `${p.value}: ${num(p.score)}`))),
-      ...s.effect.map((p, i) => svg("text", { x: x(i), y: height - 10, "text-anchor": "middle" }, String(p.value))),
+      ...labels.filter(Boolean),
     );
     return drawing;
   });

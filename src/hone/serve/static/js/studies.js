@@ -64,7 +64,7 @@ export async function studiesPage(main, { onLeave }) {
     try {
       const rows = await get("/api/studies");
       table.setRows(rows.slice().reverse());
-      status.textContent = `${rows.length} studies · ${rows.filter((r) => r.state === "running").length} running · updated ${new Date().toLocaleTimeString()}`;
+      status.textContent = `${rows.length} studies · ${rows.filter((r) => r.state === "running" && r.alive !== false).length} running · updated ${new Date().toLocaleTimeString()}`;
       document.body.dataset.ready = "studies";
     } catch (error) {
       message(status, `cannot load the studies: ${error.message}`, "error");

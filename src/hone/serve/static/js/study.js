@@ -47,7 +47,8 @@ export async function studyPage(main, name, { onLeave }) {
     const names = [...new Set(rows.flatMap((t) => Object.keys(t.metrics || {})))].sort();
     if (table && names.join() === metricNames.join()) return table;
     metricNames = names;
-    table = trialTable(clear(tableBox), knobs, names, () => study.state);
+    // a trial left running by a process that is gone is interrupted, not running
+    table = trialTable(clear(tableBox), knobs, names, () => (study.alive === false ? "interrupted" : study.state));
     return table;
   }
 
@@ -199,8 +200,11 @@ function renderHeader(header, study, name) {
         out.textContent = `${label}: ${error.detail || error.message}`;
       }
     } }, label);
-  if (study.state === "running") controls.append(act("Stop", studyPath(study.name, "/stop"), "Stop this study? Its knobs are put back."));
-  if (study.state === "interrupted" || study.state === "failed") controls.append(act("Resume", studyPath(study.name, "/resume")));
+  // A study left "running" by a process that is gone (killed, machine rebooted) cannot be
+  // stopped, only resumed.
+  const stale = study.state === "running" && study.alive === false;
+  if (study.state === "running" && !stale) controls.append(act("Stop", studyPath(study.name, "/stop"), "Stop this study? Its knobs are put back."));
+  if (stale || study.state === "interrupted" || study.state === "failed") controls.append(act("Resume", studyPath(study.name, "/resume")));
   controls.append(act("Restore knobs", `/api/projects/${encodeURIComponent(study.project)}/restore`, `Put back every knob a run of ${study.project} changed?`));
   controls.append(out);
   const facts = [
@@ -225,8 +229,12 @@ function renderHeader(header, study, name) {
 
 function quality(q) {
   if (!q) return "—";
-  const most = q.max_rounds > q.rounds ? `, ${q.max_rounds} rounds from ${num(q.detectable_max, 2)} %` : "";
-  return `CV ${num(q.cv, 2)} %; ${q.rounds} rounds confirm gains from ${num(q.detectable, 2)} %${most}`;
+  // null: no gain is confirmable (one round has no spread to test against; JSON has no inf)
+  const gain = (g) => (g === null || g === undefined ? null : `${num(g, 2)} %`);
+  const rounds = (n) => `${n} round${n === 1 ? " confirms" : "s confirm"}`;
+  const first = gain(q.detectable) ? `gains from ${gain(q.detectable)}` : "no gain";
+  const most = q.max_rounds > q.rounds ? `, ${q.max_rounds} rounds from ${gain(q.detectable_max) ?? "—"}` : "";
+  return `CV ${num(q.cv, 2)} %; ${rounds(q.rounds)} ${first}${most}`;
 }
 
 function renderBest(el, study, trials) {

@@ -34,17 +34,34 @@ export function esc(value) {
   return String(value ?? "").replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
 
+// `digits` significant digits, but the whole part always in full and trailing zeros only cut
+// after a decimal point: toPrecision wrote 39.5 at 2 digits as "40" (cut to "4") and 234.5 as
+// "2.3e+2".
 export function num(value, digits = 4) {
   if (value === null || value === undefined || Number.isNaN(value)) return "";
   if (typeof value !== "number") return String(value);
-  return Number.isInteger(value) ? String(value) : value.toPrecision(digits).replace(/\.?0+$/, "");
+  if (Number.isInteger(value) || !Number.isFinite(value)) return String(value);
+  const size = Math.abs(value);
+  if (size >= 1e21 || size < 1e-6) return value.toPrecision(digits);
+  const whole = Math.floor(Math.log10(size)) + 1;
+  const text = value.toFixed(Math.min(100, Math.max(0, digits - whole)));
+  return text.includes(".") ? text.replace(/\.?0+$/, "") : text;
+}
+
+// A name cut in the middle to at most `max` characters: knob names often share a long prefix
+// (net.ipv4.tcp_...) and differ at the end, so both ends are kept.
+export function shorten(text, max) {
+  const value = String(text);
+  if (value.length <= max) return value;
+  const tail = Math.floor((max - 1) / 2);
+  return `${value.slice(0, max - 1 - tail)}…${value.slice(value.length - tail)}`;
 }
 
 export function pct(value, half) {
   if (value === null || value === undefined) return "";
   const sign = value >= 0 ? "+" : "−";
   const text = `${sign}${Math.abs(value).toFixed(1)} %`;
-  return half === null || half === undefined ? text : `${text} ± ${half.toFixed(1)}`;
+  return half === null || half === undefined ? text : `${text} ± ${half.toFixed(1)} %`;
 }
 
 export function when(value) {
