@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from optuna.exceptions import StorageInternalError
@@ -182,12 +182,7 @@ class Tuner:
             try:
                 result = self._tune(study, space, baseline)
             except BaseException as exc:
-                with _shielded():
-                    back = self._abort(study, exc)
-                error = _stop_error(exc, back, self.project.name)
-                if error is exc:
-                    raise
-                raise error from None
+                self._stop(study, exc)
             self.store.update(study, state=FINISHED, result=_result_attrs(result))
             return result
 
@@ -947,6 +942,16 @@ class Tuner:
                 self.workload.stop()
             except HoneError as exc:
                 self.reporter.warn(f"could not stop the workload: {exc}")
+
+    def _stop(self, study: StudyRecord, exc: BaseException) -> NoReturn:
+        """End the run on `exc`: knobs back (a second Ctrl-C or SIGTERM cannot cut that short),
+        then the error that says whether they are."""
+        with _shielded():
+            back = self._abort(study, exc)
+        error = _stop_error(exc, back, self.project.name)
+        if error is exc:
+            raise exc
+        raise error from None
 
     def _abort(self, study: StudyRecord, exc: BaseException) -> bool:
         """Any error or interrupt: put every knob back and stop what hone started first, then

@@ -50,8 +50,6 @@ from hone.tune.runner import (
     TuneOptions,
     Tuner,
     _first_line,
-    _shielded,
-    _stop_error,
     _stop_on_sigterm,
     project_attrs,
 )
@@ -149,12 +147,7 @@ class Worker(Tuner):
                 self.decision = self._end(study, space, baseline)
                 self._stop_owned_workload()
             except BaseException as exc:
-                with _shielded():
-                    back = self._abort(study, exc)
-                error = _stop_error(exc, back, self.project.name)
-                if error is exc:
-                    raise
-                raise error from None
+                self._stop(study, exc)
             finally:
                 self.heart.stop()
             self._record(study, state="finished", finished=_now())
