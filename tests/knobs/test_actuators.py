@@ -53,6 +53,13 @@ def test_sysctl_rejected_value_leaves_it_unchanged() -> None:
         actuator.set(before)
 
 
+def test_a_read_only_sysctl_is_refused_before_any_write() -> None:
+    ostype = actuator_from_spec({"kind": "sysctl", "key": "kernel.ostype"})
+    with pytest.raises(ActuationError, match="read-only"):
+        ostype.check_writable()
+    actuator_from_spec({"kind": "sysctl", "key": "vm.swappiness"}).check_writable()
+
+
 @pytest.mark.parametrize(
     ("fmt", "text", "key", "extra", "expected", "after"),
     [

@@ -48,6 +48,12 @@ class SysctlActuator(Actuator):
         except OSError as exc:
             raise ActuationError(f"cannot read: {exc.strerror}", key=self.key) from None
 
+    def check_writable(self) -> None:
+        """A read-only setting (kernel.ostype) or a /proc/sys mounted read-only (a container)."""
+        path = self.path
+        if path.exists() and not os.access(path, os.W_OK):
+            raise ActuationError(f"{path} is read-only here", key=self.key)
+
     def set(self, value: str) -> None:
         try:
             with open(self.path, "w") as handle:
