@@ -141,6 +141,27 @@ def test_flag_and_env_edit_the_launch() -> None:
         actuator_from_spec({"kind": "flag", "flag": "-t"})
 
 
+def test_flag_and_env_values_that_would_do_nothing_or_crash_are_refused() -> None:
+    """A flag already on the command line would be given twice; a switch turned on with a word
+    it does not know stayed off; a NUL byte made the start fail with a traceback."""
+    launch = LaunchSpec(["memcached", "-t", "4", "--size=64"])
+    for flag in ("-t", "--size"):
+        with pytest.raises(ActuationError, match="already in the workload's command"):
+            actuator_from_spec({"kind": "flag", "flag": flag}, launch=launch)
+    verbose = actuator_from_spec({"kind": "flag", "flag": "-v", "style": "switch"}, launch=launch)
+    with pytest.raises(ActuationError, match="of a switch must be one of"):
+        verbose.apply("enabled")
+    verbose.apply("on")
+    with pytest.raises(ActuationError, match="NUL"):
+        actuator_from_spec({"kind": "flag", "flag": "-c"}, launch=launch).apply("1\x00")
+    with pytest.raises(ActuationError, match="NUL"):
+        actuator_from_spec({"kind": "env", "variable": "GOGC"}, launch=launch).apply("1\x00")
+    for name in ("", "A=B", "A\x00"):
+        with pytest.raises(ActuationError):
+            actuator_from_spec({"kind": "env", "variable": name}, launch=launch)
+    assert launch.command() == ["memcached", "-t", "4", "--size=64", "-v"]
+
+
 HOSTILE = [
     "a'b",
     'a"b',
