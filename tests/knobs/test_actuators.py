@@ -53,6 +53,13 @@ def test_sysctl_rejected_value_leaves_it_unchanged() -> None:
         actuator.set(before)
 
 
+def test_a_read_only_sysctl_is_refused_before_any_write() -> None:
+    ostype = actuator_from_spec({"kind": "sysctl", "key": "kernel.ostype"})
+    with pytest.raises(ActuationError, match="read-only"):
+        ostype.check_writable()
+    actuator_from_spec({"kind": "sysctl", "key": "vm.swappiness"}).check_writable()
+
+
 @pytest.mark.parametrize(
     ("fmt", "text", "key", "extra", "expected", "after"),
     [
@@ -132,6 +139,27 @@ def test_flag_and_env_edit_the_launch() -> None:
     assert launch.env == {"MALLOC_ARENA_MAX": "2"}
     with pytest.raises(ActuationError, match="needs a process"):
         actuator_from_spec({"kind": "flag", "flag": "-t"})
+
+
+def test_flag_and_env_values_that_would_do_nothing_or_crash_are_refused() -> None:
+    """A flag already on the command line would be given twice; a switch turned on with a word
+    it does not know stayed off; a NUL byte made the start fail with a traceback."""
+    launch = LaunchSpec(["memcached", "-t", "4", "--size=64"])
+    for flag in ("-t", "--size"):
+        with pytest.raises(ActuationError, match="already in the workload's command"):
+            actuator_from_spec({"kind": "flag", "flag": flag}, launch=launch)
+    verbose = actuator_from_spec({"kind": "flag", "flag": "-v", "style": "switch"}, launch=launch)
+    with pytest.raises(ActuationError, match="of a switch must be one of"):
+        verbose.apply("enabled")
+    verbose.apply("on")
+    with pytest.raises(ActuationError, match="NUL"):
+        actuator_from_spec({"kind": "flag", "flag": "-c"}, launch=launch).apply("1\x00")
+    with pytest.raises(ActuationError, match="NUL"):
+        actuator_from_spec({"kind": "env", "variable": "GOGC"}, launch=launch).apply("1\x00")
+    for name in ("", "A=B", "A\x00"):
+        with pytest.raises(ActuationError):
+            actuator_from_spec({"kind": "env", "variable": name}, launch=launch)
+    assert launch.command() == ["memcached", "-t", "4", "--size=64", "-v"]
 
 
 HOSTILE = [

@@ -97,6 +97,11 @@ def test_on_off_yes_no_are_values_where_values_are_meant(tmp_path: Path) -> None
         (('limit: "<= 5"', 'limit: "about 5"'), "limit"),
         (("sysctl: vm.swappiness", "sysctl: vm.swappiness, sysfs: /sys/x"), "exactly one"),
         (("budget: 7", "budget: 7, engine: simulated-annealing"), "unknown engine"),
+        (("sysctl: vm.swappiness", "sysctl: ../../etc/passwd"), "not under /proc/sys"),
+        (("sysctl: vm.swappiness", "sysctl: ......etc.shadow"), "not under /proc/sys"),
+        (("sysctl: vm.swappiness", "sysctl: /etc/passwd"), "not under /proc/sys"),
+        (("sysctl: vm.swappiness", "sysctl: {key: 5}"), "needs a key"),
+        (("sysctl: vm.swappiness", 'sysctl: "vm.swap piness"'), "not a sysctl name"),
     ],
 )
 def test_bad_input_names_file_line_and_key(

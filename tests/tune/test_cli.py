@@ -3,6 +3,7 @@ answered with one line, exit code 2 and nothing changed."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -128,3 +129,39 @@ def test_config_knobs_without_a_workload_need_no_restart(tmp_path: Path, hone_cl
     )
     result = hone_cli("check", str(tmp_path))
     assert result.returncode == 2 and "no workload to restart" in result.stderr
+
+
+def test_one_confirmation_round_and_a_metric_called_score_read_plainly(
+    tmp_path: Path, hone_cli
+) -> None:
+    """One round has no spread: its detectable gain and its interval are infinite, which the
+    run and `hone show` printed as `inf %`; and a metric named `score` gave `hone show` two
+    columns called score."""
+    (tmp_path / "app.conf").write_text("level = 3\n")
+    (tmp_path / "bench.py").write_text(
+        "import random, re\n"
+        "level = int(re.search(r'level = (\\d+)', open('app.conf').read())[1])\n"
+        "print('score:', 100 + 10 * level + random.random())\n"
+    )
+    text = textwrap.dedent("""\
+        name: one-round
+        knobs:
+          level: {type: int, range: [1, 9], config: {file: app.conf, key: level}}
+        benchmark: {command: python3 bench.py, timeout: 20}
+        metrics:
+          score: {pattern: 'score: (\\S+)', direction: maximize}
+        tuning: {engine: random, budget: 3, baseline: 3, apply: never, seed: 1,
+                 confirm: {candidates: 1, rounds: 1}}
+        """)
+    (tmp_path / "hone.yaml").write_text(text)
+    tune = hone_cli("tune", str(tmp_path), "--no-why")
+    assert tune.returncode == 0, tune.stderr
+    show = hone_cli("show", "one-round")
+    assert show.returncode == 0, show.stderr
+    for output in (tune.stdout, show.stdout):
+        assert not re.search(r"\binf\b", output), output
+        assert "1 confirmation round confirms no gain (an interval needs 2 rounds)" in output
+    header = next(line for line in show.stdout.splitlines() if "phase" in line)
+    columns = [cell.strip() for cell in header.strip("┃│ ").split("┃")]
+    assert columns.count("score") == 1 and "score (metric)" in columns, columns
+    assert (tmp_path / "app.conf").read_text() == "level = 3\n"

@@ -72,6 +72,11 @@ class Actuator(ABC):
         before anything changes, for values read from the system as for proposed ones)."""
         return None  # most actuators can write any text
 
+    def check_writable(self) -> None:
+        """ActuationError when every write is sure to fail (a read-only file system, an
+        immutable file): found before a run changes anything, not at its first trial."""
+        return None
+
     def apply(self, value: str) -> None:
         """Set, then verify: the one call the tuning loop and profiles use."""
         self.check_value(value)

@@ -2,10 +2,13 @@
 (postgresql.conf, sysconfig) or a user regex whose one group is the value.
 
 The file is rewritten atomically (temporary file, rename) with its mode and owner kept,
-and every other line, comment and blank line stays as it was."""
+and every other byte (line endings, comments, blank lines, bytes that are not UTF-8) stays as
+it was. A key set twice, in the file or in a file it includes, is refused: programs differ in
+which one they read, so an edit of either could do nothing."""
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import tempfile
@@ -18,6 +21,15 @@ from hone.knobs.base import Actuator, register
 from hone.shell import expand
 
 FORMATS = ("ini", "space", "equals", "regex")
+#: Lines that read another file in: redis and nginx `include`, PostgreSQL `include`,
+#: `include_if_exists` and `include_dir`, MySQL `!include` and `!includedir`.
+_INCLUDE = re.compile(
+    r"^[ \t]*!?(?P<what>include(?:_if_exists|_dir|dir)?)[ \t]*=?[ \t]*"
+    r"(?P<quote>['\"]?)(?P<path>[^'\"\r\n;#]+?)(?P=quote)[ \t]*;?[ \t]*(?:#.*)?\r?$",
+    re.M,
+)
+#: Files followed through includes, at most (a glob of thousands would be read for nothing).
+_MOST_INCLUDED = 64
 
 
 @register
@@ -34,7 +46,7 @@ class ConfigFileActuator(Actuator):
     kind = "config"
 
     def setting(self) -> str:
-        return f"file:{self.path.resolve()}"
+        return f"file:{self._target()}"
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -61,23 +73,36 @@ class ConfigFileActuator(Actuator):
         """The file, with hone's $HONE_* variables (e.g. the work directory) expanded."""
         return Path(expand(self.file))
 
-    def _read(self) -> str:
+    def _target(self) -> Path:
+        """The file a write lands on: symlinks followed (a loop is left for open to name)."""
+        return Path(os.path.realpath(self.path))
+
+    def _read(self, path: Path | None = None) -> str:
+        """The text as it is on disk: CRLF kept, bytes that are not UTF-8 carried as escapes,
+        so that a write gives back every byte hone did not mean to change."""
+        path = path or self.path
         try:
-            return self.path.read_text()
+            with open(path, encoding="utf-8", errors="surrogateescape", newline="") as handle:
+                return handle.read()
         except OSError as exc:
-            raise ActuationError(f"cannot read {self.path}: {exc.strerror}", key=self.key) from None
+            raise ActuationError(f"cannot read {path}: {exc.strerror}", key=self.key) from None
 
     def _write(self, text: str) -> None:
         """Replace the file's text atomically. A symlink is written through: the rename lands
         on its target, so the link stays a link; mode, owner and extended attributes (ACLs,
         SELinux labels) are carried over to the new inode."""
-        path = self.path.resolve()
-        stat = path.stat()
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        path = self._target()
+        try:
+            stat = path.stat()
+            fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        except OSError as exc:
+            raise ActuationError(
+                f"cannot write {self.file}: {exc.strerror}", key=self.key
+            ) from None
         try:
             # Atomic by rename; no fsync: the journal, not this file, is the durable record.
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
+                out.write(text)
             os.chown(temp, stat.st_uid, stat.st_gid)
             os.chmod(temp, stat.st_mode & 0o7777)
             _copy_xattrs(path, temp)
@@ -87,6 +112,16 @@ class ConfigFileActuator(Actuator):
             raise ActuationError(
                 f"cannot write {self.file}: {exc.strerror}", key=self.key
             ) from None
+
+    def check_writable(self) -> None:
+        """The rename needs the folder, and replacing the file needs it not immutable."""
+        target = self._target()
+        for place in (target.parent, target):
+            if place.exists() and not os.access(place, os.W_OK):
+                raise ActuationError(
+                    f"cannot write {place}: read-only (a read-only mount, or immutable: lsattr)",
+                    key=self.key or self.pattern,
+                )
 
     def check_value(self, value: str) -> None:
         """Values that the file's syntax would not give back as written: a line break makes a
@@ -106,58 +141,169 @@ class ConfigFileActuator(Actuator):
 
     # -- locating the value ----------------------------------------------------------------
 
-    def _line_pattern(self) -> re.Pattern[str]:
-        key = re.escape(self.key)
+    def _line_pattern(self, flags: int = 0) -> re.Pattern[str]:
         if self.format == "regex":
-            return re.compile(self.pattern or "", re.MULTILINE)
-        if self.format == "space":
-            # `key value`, or nginx's `key value;`: the `;` and comments stay where they are.
-            return re.compile(
-                rf"^(?P<head>[ \t]*{key}[ \t]+)(?P<value>[^\n#;]*?)[ \t]*([;#].*)?$", re.M
-            )
-        return re.compile(
-            rf"^(?P<head>[ \t]*{key}[ \t]*[=:][ \t]*)(?P<value>[^\n#;]*?)[ \t]*([#;].*)?$", re.M
-        )
+            return re.compile(self.pattern or "", re.M)
+        key = re.escape(self.key)
+        # `key value` (nginx's `key value;`) or `key = value`: a trailing `;` or comment and a
+        # CR before the line break stay where they are.
+        head = rf"[ \t]*{key}[ \t]+" if self.format == "space" else rf"[ \t]*{key}[ \t]*[=:][ \t]*"
+        rest = r"(?P<value>[^\r\n#;]*?)[ \t]*(?:[;#][^\r\n]*)?\r?$"
+        return re.compile(rf"^(?P<head>{head}){rest}", re.M | flags)
 
-    def _region(self, text: str) -> tuple[int, int]:
-        """The part of the file holding the key: the whole file, or the INI section."""
+    def _region(self, text: str, where: str) -> tuple[int, int] | None:
+        """The part of the text holding the key: the whole text, or the INI section (None when
+        the text has no such section)."""
         if self.format != "ini" or not self.section:
             return 0, len(text)
-        header = re.search(rf"^[ \t]*\[{re.escape(self.section)}\][ \t]*$", text, re.M)
-        if not header:
-            raise ActuationError(f"no section [{self.section}] in {self.file}", key=self.key)
-        following = re.compile(r"^[ \t]*\[", re.M).search(text, header.end())
-        return header.end(), following.start() if following else len(text)
+        headers = list(re.finditer(rf"^[ \t]*\[{re.escape(self.section)}\][ \t]*\r?$", text, re.M))
+        if len(headers) > 1:
+            lines = " and ".join(str(_line_of(text, h.start())) for h in headers[:2])
+            raise ActuationError(
+                f"section [{self.section}] appears twice in {where}, at lines {lines}: "
+                "programs differ in which one they read; merge them",
+                key=self.key,
+            )
+        if not headers:
+            return None
+        following = re.compile(r"^[ \t]*\[", re.M).search(text, headers[0].end())
+        return headers[0].end(), following.start() if following else len(text)
+
+    def _matches(self, text: str, where: str) -> list[re.Match[str]]:
+        """Every line setting the key, its name in any case (redis, PostgreSQL and MySQL read
+        names so), in the region that holds it."""
+        region = self._region(text, where)
+        if region is None:
+            return []
+        flags = 0 if self.format == "regex" else re.I
+        return list(self._line_pattern(flags).finditer(text, *region))
 
     def _find(self, text: str) -> re.Match[str] | None:
-        start, end = self._region(text)
-        return self._line_pattern().search(text, start, end)
+        """The one line that sets the key; a second one is refused, since redis and PostgreSQL
+        read the last and other programs the first: an edit of either could do nothing."""
+        if self._region(text, self.file) is None:
+            raise ActuationError(f"no section [{self.section}] in {self.file}", key=self.key)
+        matches = self._matches(text, self.file)
+        name = self.key or self.pattern
+        if len(matches) > 1:
+            first, second = (_line_of(text, m.start()) for m in matches[:2])
+            raise ActuationError(
+                f"set twice in {self.file}, at lines {first} and {second}: programs differ in "
+                "which one they read (redis and PostgreSQL: the last), so an edit of either "
+                "could do nothing; keep one",
+                key=name,
+            )
+        if not matches:
+            return None
+        match, line = matches[0], _line_of(text, matches[0].start())
+        if self.format == "regex":
+            return match
+        spelled = match.group("head").lstrip()[: len(self.key)]
+        if spelled != self.key:
+            raise ActuationError(
+                f"{self.file} line {line} spells it {spelled!r}: give the key as written there",
+                key=self.key,
+            )
+        if self.format == "space" and match.group("value").startswith(("=", ":")):
+            raise ActuationError(
+                f"{self.file} line {line} reads {self.key} {match.group('value')[0]} ...: "
+                "that is format equals, not space",
+                key=self.key,
+            )
+        return match
+
+    def _not_found(self, text: str) -> ActuationError:
+        """Why the key is missing, where the file shows it: commented out, or in the other
+        `key value` / `key = value` form."""
+        name = self.key or self.pattern
+        hint = ""
+        if self.format != "regex":
+            key = re.escape(self.key)
+            found = re.search(rf"^[ \t]*[#;][ \t]*{key}(?=[ \t=:])", text, re.M | re.I)
+            other = re.search(rf"^[ \t]*{key}(?=[ \t=:])", text, re.M | re.I)
+            if found:
+                hint = (
+                    f" (line {_line_of(text, found.start())} has it commented out: write it "
+                    "with the value in use, so that hone has a value to put back)"
+                )
+            elif other:
+                hint = f" (line {_line_of(text, other.start())} sets it in another format)"
+        what = "pattern" if self.format == "regex" else "key"
+        return ActuationError(f"{what} not found in {self.file}{hint}", key=name)
+
+    def _check_includes(self, text: str) -> None:
+        """A key also set in a file this one includes is refused like a key set twice: which
+        one the program reads depends on the program and on where the include stands. So is a
+        key in the postgresql.auto.conf beside a postgresql.conf (ALTER SYSTEM's, read last)."""
+        target = self._target()
+        seen = {target}
+        auto = target.with_name("postgresql.auto.conf")
+        if target.name == "postgresql.conf" and auto.is_file():
+            seen.add(auto)
+            self._refuse_if_set(auto, "which PostgreSQL reads after it")
+        pending = [(self.path, text)]
+        while pending:
+            path, body = pending.pop()
+            for include in _INCLUDE.finditer(body):
+                for included in _included_files(path, include.group("what"), include["path"]):
+                    if included in seen or len(seen) > _MOST_INCLUDED:
+                        continue
+                    seen.add(included)
+                    line = _line_of(body, include.start())
+                    inner = self._refuse_if_set(included, f"included from {path} line {line}")
+                    pending.append((included, inner))
+
+    def _refuse_if_set(self, other: Path, why: str) -> str:
+        """The other file's text, unless it sets the key too."""
+        inner = self._read(other)
+        matches = self._matches(inner, str(other))
+        if matches:
+            raise ActuationError(
+                f"set in {self.file} and again in {other} line "
+                f"{_line_of(inner, matches[0].start())} ({why}): the program reads one of "
+                "them, so an edit of the other could do nothing; keep one",
+                key=self.key or self.pattern,
+            )
+        return inner
 
     def get(self) -> str:
-        return self.value_in(self._read())
+        text = self._read()
+        value = self.value_in(text)
+        self._check_includes(text)
+        return value
 
     def value_in(self, text: str) -> str:
         """The key's value in this text of the file (a remote host's file is read elsewhere)."""
         match = self._find(text)
         if match is None:
-            raise ActuationError(f"key not found in {self.file}", key=self.key or self.pattern)
+            raise self._not_found(text)
         value = match.group("value") if self.format != "regex" else match.group(1)
-        return _unquote(value.strip())
+        value = _unquote(value.strip())
+        if any("\udc80" <= c <= "\udcff" for c in value):
+            raise ActuationError(
+                f"the value in {self.file} holds bytes that are not UTF-8", key=self.key
+            )
+        return value
 
     def set(self, value: str) -> None:
-        self._write(self.edited(self._read(), value))
+        text = self._read()
+        edited = self.edited(text, value)
+        self._check_includes(text)
+        self._write(edited)
 
     def edited(self, text: str, value: str) -> str:
         """The file's text with the key set to `value`, every other byte as it was."""
         match = self._find(text)
         if match is None:
             if self.format == "regex":
-                raise ActuationError(f"pattern not found in {self.file}", key=self.pattern)
-            _, end = self._region(text)
+                raise self._not_found(text)
+            region = self._region(text, self.file)
+            end = region[1] if region else len(text)
+            newline = "\r\n" if "\r\n" in text else "\n"
             separator = " " if self.format == "space" else " = "
-            line = f"{self.key}{separator}{value}\n"
+            line = f"{self.key}{separator}{value}{newline}"
             prefix = (
-                text[:end] if text[:end].endswith("\n") or not text[:end] else text[:end] + "\n"
+                text[:end] if text[:end].endswith("\n") or not text[:end] else text[:end] + newline
             )
             return prefix + line + text[end:]
         group = "value" if self.format != "regex" else 1
@@ -191,6 +337,23 @@ def _copy_xattrs(source: Path, target: str) -> None:
             os.setxattr(target, name, os.getxattr(source, name))
         except OSError:
             continue  # a security label the kernel does not let us copy: keep the default
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _included_files(base: Path, what: str, name: str) -> list[Path]:
+    """The regular files an include line names, relative to the including file's folder: a
+    file, a glob (redis, nginx) or a folder (`include_dir`, `!includedir`)."""
+    pattern = Path(base).parent / name.strip()
+    if what.endswith("dir"):
+        pattern = pattern / "*"
+    return [
+        Path(os.path.realpath(found))
+        for found in sorted(glob.glob(str(pattern)))
+        if os.path.isfile(found)
+    ]
 
 
 def _unquote(text: str) -> str:

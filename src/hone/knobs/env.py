@@ -23,6 +23,15 @@ class EnvActuator(Actuator):
     def __post_init__(self) -> None:
         if self.launch is None:
             raise ActuationError("an env knob needs a process that hone starts", key=self.variable)
+        if not isinstance(self.variable, str) or not self.variable or "=" in self.variable:
+            raise ActuationError(f"{self.variable!r} is not a variable name", key="env")
+        if "\x00" in self.variable:
+            raise ActuationError(f"{self.variable!r} holds a NUL byte", key="env")
+
+    def check_value(self, value: str) -> None:
+        """A NUL cannot be passed in an environment."""
+        if "\x00" in value:
+            raise ActuationError(f"value {value!r} holds a NUL byte", key=self.variable)
 
     @property
     def readable(self) -> bool:

@@ -10,6 +10,7 @@ report prints. Stopping because nothing is ahead spends no error (docs/trust.md)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,14 +75,24 @@ def rounds_needed(cv: float, target: float, limit: int = 1000) -> int | None:
     return next((n for n in range(2, limit + 1) if rounds_for(cv, target, n, n)), None)
 
 
+def _reach(rounds: int, gain: float | None, short: bool = False) -> str:
+    """`3 confirmation rounds confirm gains from 2.1 %`; a single round confirms none (its
+    detectable gain is infinite, stored as null once it passed through JSON)."""
+    what = ("round" if short else "confirmation round") + ("" if rounds == 1 else "s")
+    if gain is None or not math.isfinite(gain):
+        verb = "confirms" if rounds == 1 else "confirm"
+        return f"{rounds} {what} {verb} no gain (an interval needs 2 rounds)"
+    return f"{rounds} {what} {'from' if short else 'confirm gains from'} {gain:.1f} %"
+
+
 def quality_text(quality: dict[str, Any]) -> str:
     """The measurement-quality line of a run and of `hone show`."""
     text = (
         f"measurement: noise CV {quality['cv']:.1f} % over {quality['runs']} baseline runs; "
-        f"{quality['rounds']} confirmation rounds confirm gains from {quality['detectable']:.1f} %"
+        f"{_reach(quality['rounds'], quality['detectable'])}"
     )
     if quality["max_rounds"] > quality["rounds"]:
-        text += f", {quality['max_rounds']} rounds from {quality['detectable_max']:.1f} %"
+        text += f", {_reach(quality['max_rounds'], quality['detectable_max'], short=True)}"
     if quality.get("min_detectable") is not None:
         text += f" (--min-detectable {quality['min_detectable']:g} %)"
     return text

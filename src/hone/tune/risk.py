@@ -8,7 +8,7 @@ from typing import Any
 
 from hone.project.model import Project
 from hone.space import Config
-from hone.tune.stats import Gain
+from hone.tune.stats import Gain, gain_words
 
 
 @dataclass(frozen=True)
@@ -118,9 +118,9 @@ def gain_dict(gain: Gain | None) -> dict[str, Any] | None:
 
 def gain_text(gain: dict[str, Any]) -> str:
     """A stored gain as the run printed it: mean ± half-width (level, rounds)."""
-    level = gain.get("level", 95.0)
-    rounds = f", {gain['rounds']} rounds" if gain.get("rounds") else ""
-    return f"{gain['mean']:+.1f} % ± {gain['half_width']:.1f} % ({level:.4g} %{rounds})"
+    return gain_words(
+        gain["mean"], gain.get("half_width"), gain.get("level", 95.0), gain.get("rounds")
+    )
 
 
 def risk_lines(record: dict[str, Any] | None) -> list[str]:

@@ -868,6 +868,9 @@ class Tuner:
     def _read_baseline(self) -> Config:
         """The configuration before tuning: journaled originals, else what the system shows."""
         on_hosts = self.cluster.baseline() if self.cluster else {}
+        for knob in self.project.knobs:
+            if knob.group is None:
+                knob.actuator.check_writable()  # stops here, before anything changed
         config: Config = {}
         for knob in self.project.knobs:
             original = None if knob.group else self.journal.original_of(knob.name, knob.actuator)

@@ -5,6 +5,7 @@ scipy.stats is imported where a quantile is needed: it takes half a second, and 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,10 +28,17 @@ class Gain:
         return self.rounds >= 2 and self.mean - self.half_width > 0
 
     def __str__(self) -> str:
-        return (
-            f"{self.mean:+.1f} % ± {self.half_width:.1f} % "
-            f"({self.level:.4g} %, {self.rounds} rounds)"
-        )
+        return gain_words(self.mean, self.half_width, self.level, self.rounds)
+
+
+def gain_words(mean: float, half_width: float | None, level: float, rounds: int | None) -> str:
+    """`+4.2 % ± 1.3 % (99.5 %, 3 rounds)`; one round has no spread, so no interval: that is
+    said in words rather than as `± inf %` (a stored infinity may come back as None)."""
+    plural = "" if rounds == 1 else "s"
+    if half_width is None or not math.isfinite(half_width):
+        return f"{mean:+.1f} % after {rounds or 0} round{plural}, too few for an interval"
+    count = f", {rounds} round{plural}" if rounds else ""
+    return f"{mean:+.1f} % ± {half_width:.1f} % ({level:.4g} %{count})"
 
 
 def _t_quantile(q: float, df: int) -> float:

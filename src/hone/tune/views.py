@@ -253,7 +253,14 @@ def trial_table(trials: list[TrialRecord]) -> Table:
     names = sorted({k for t in trials for k in t.config})
     metric_names = sorted({k for t in trials for k in t.metrics})
     shared = any(t.worker for t in trials)  # a study of `hone worker`s: who ran each trial
-    table = DataTable("#", "phase", *(["worker"] if shared else []), *names, *metric_names)
+    fixed = ["#", "phase", "worker", "score", "state"]
+    table = DataTable(
+        "#",
+        "phase",
+        *(["worker"] if shared else []),
+        *_labels(names, "knob", fixed + metric_names),
+        *_labels(metric_names, "metric", fixed + names),
+    )
     table.add_column("score")
     table.add_column("state")
     for trial in trials:
@@ -267,6 +274,12 @@ def trial_table(trials: list[TrialRecord]) -> Table:
             trial.state,
         )
     return table
+
+
+def _labels(names: list[str], kind: str, taken: list[str]) -> list[str]:
+    """Column headers: a knob or metric named like another column (a metric called `score`
+    beside the objective's score) says which it is."""
+    return [f"{name} ({kind})" if name in taken else name for name in names]
 
 
 def knob_importance(attrs: dict, trials: list[TrialRecord]) -> list[tuple[str, float]]:
