@@ -492,7 +492,10 @@ class Worker(Tuner):
                 self.store.fail_trial(self.heart.trial_id, reason, lost=True)
             self._record(study, state="stopped", error=reason[:300])
         except Exception as record_error:
-            self.reporter.warn(f"the worker's end could not be recorded: {record_error}")
+            # in the database's words: Optuna's own blames "invalid data in the commit"
+            self.reporter.warn(
+                f"the worker's end could not be recorded: {_first_line(record_error)}"
+            )
         return back
 
     def _result(self, study: StudyRecord) -> WorkerResult:
