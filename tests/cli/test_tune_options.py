@@ -20,8 +20,11 @@ def test_tune_refuses_a_flag_out_of_range(flag: str, value: str, hone_run) -> No
     assert line.startswith(f"hone: tune: Invalid value for '{flag}'")
 
 
-def test_worker_refuses_a_lease_of_zero(tmp_path: Path, hone_run) -> None:
+@pytest.mark.parametrize("lease", ["0", "0.1", "1e12"])
+def test_worker_refuses_a_lease_out_of_range(tmp_path: Path, hone_run, lease: str) -> None:
+    """Under a second a live worker's trials go stale between its heartbeats; past a day the
+    heartbeat thread's timer overflows and the worker never beats at all."""
     storage = f"sqlite:///{tmp_path / 'shared.db'}"
-    line = hone_run("worker", PROJECT, "--storage", storage, "--lease", "0").one_line()
-    assert "--lease must be a number of seconds above 0" in line
+    line = hone_run("worker", PROJECT, "--storage", storage, "--lease", lease).one_line()
+    assert f"--lease must be between 1 and 86400 seconds, not {float(lease):g}" in line
     assert not (tmp_path / "shared.db").exists()

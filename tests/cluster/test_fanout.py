@@ -186,3 +186,60 @@ def test_a_whole_study_on_the_cluster_leaves_every_host_as_it_was(
     study = json.loads(shown.stdout)["study"]
     assert study["failures"] == 0 and study["trials"] >= 4, study  # baseline + 3 trials
     assert study["state"] == "finished", study
+
+
+def test_a_host_knob_moved_to_another_file_is_refused_a_new_key_file_is_not(
+    tmp_path: Path, hosts: Testbed
+):
+    """Host journals hold originals per setting, as on the controller: a project edited while
+    they are kept, whose knob now edits another file, would take the old file's original as
+    the new file's baseline (and write it there) and never record the new file's own. A new
+    way to reach the same host (another key file) is the same setting, and `restore` must use
+    it: the old key is gone."""
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    cluster.apply({"backlog": "512", "threads": "8", "batch": "250"})
+    changed = [_state(hosts, i) for i in range(3)]
+    for i in range(3):
+        (hosts.data(i) / "other.conf").write_text("threads = 2\n")
+    moved = project_yaml(hosts).replace(
+        f"{{file: {hosts.mount / 'app.conf'}, key: threads}}",
+        f"{{file: {hosts.mount / 'other.conf'}, key: threads}}",
+    )
+    path = tmp_path / "moved" / "hone.yaml"
+    path.parent.mkdir()
+    path.write_text(moved)
+    with pytest.raises(HoneError) as refused:
+        cluster_of(load_project(path)).prepare()  # type: ignore[union-attr]
+    line = str(refused.value)
+    assert "knob threads: its original value was recorded for" in line, line
+    assert "app.conf" in line and "other.conf" in line and "hone restore" in line
+    assert [_state(hosts, i) for i in range(3)] == changed  # nothing changed
+    assert all((hosts.data(i) / "other.conf").read_text() == "threads = 2\n" for i in range(3))
+
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    identity = keys / "id"
+    identity.write_bytes(Path(hosts.identity).read_bytes())
+    identity.chmod(0o600)
+    path.write_text(
+        project_yaml(hosts).replace(f"identity: {hosts.identity}", f"identity: {identity}")
+    )
+    for host in cluster.hosts.values():
+        host.stop_master()
+    again = cluster_of(load_project(path))
+    assert again is not None
+    again.prepare()  # the same settings, reached with another key: accepted
+    assert again.baseline() == {"backlog": "4096", "threads": "4", "batch": "100"}
+    for host in again.hosts.values():
+        host.stop_master()
+    old = Path(hosts.identity)
+    hidden = old.with_name(old.name + ".hidden")
+    old.rename(hidden)  # the old key no longer opens the hosts
+    try:
+        outcomes = restore_project("fanout")
+    finally:
+        hidden.rename(old)
+    assert outcomes and all(o.outcome.ok for o in outcomes), outcomes
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))

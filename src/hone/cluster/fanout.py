@@ -82,12 +82,12 @@ class Cluster:
         values = self._read(host, names, self.raw[host.name])
         self.current[host.name] = dict(values)
         journal = self.journals[host.name]
-        known = journal.originals()
-        new = [
-            (n, RemoteActuator(host.spec(), self._knob(n).actuator.spec()), values[n])
-            for n in names
-            if n not in known
-        ]
+        actuators = [(n, RemoteActuator(host.spec(), self._knob(n).actuator.spec())) for n in names]
+        # an original recorded for another setting (the knob now edits another file or key)
+        # is refused, as for a knob on this machine; a new way to reach the host is not that
+        known = {n for n, a in actuators if journal.original_of(n, a) is not None}
+        journal.reconnect(actuators)
+        new = [(n, a, values[n]) for n, a in actuators if n not in known]
         for name, actuator, value in new:
             try:
                 actuator.check_value(value)

@@ -143,6 +143,23 @@ class Journal:
         for name, actuator, value in new:
             known[name] = Original(name, actuator.spec(), value)
 
+    def reconnect(self, actuators: list[tuple[str, Actuator]]) -> None:
+        """Record again, with its value unchanged, the original of a setting now reached
+        another way (a host's new port or key file): `restore` builds each knob from its
+        last record, and must use the connection that works now."""
+        known = self.originals()
+        moved = [(n, a) for n, a in actuators if n in known and known[n].spec != a.spec()]
+        if not moved:
+            return
+        self._append(
+            *(
+                {"op": "original", "name": n, "spec": a.spec(), "value": known[n].value}
+                for n, a in moved
+            )
+        )
+        for name, actuator in moved:
+            known[name] = Original(name, actuator.spec(), known[name].value)
+
     def remember_workload(
         self, group: str, host: dict[str, Any], spec: dict[str, Any], running: bool
     ) -> None:
@@ -336,7 +353,13 @@ def _well_formed(record: Any) -> bool:
 
 
 def _same_setting(recorded: dict[str, Any], spec: dict[str, Any]) -> bool:
-    def setting(d: dict[str, Any]) -> dict[str, Any]:
+    def setting(d: Any) -> Any:
+        if not isinstance(d, dict):
+            return d
+        if d.get("kind") == "remote":
+            # the host is the journal's own (one per host); how it is reached (address, port,
+            # user, key files) is not the setting, the knob on it is
+            return setting(d.get("knob"))
         return {k: v for k, v in d.items() if k not in _NOT_THE_SETTING}
 
     return setting(recorded) == setting(spec)

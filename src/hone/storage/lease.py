@@ -126,6 +126,8 @@ class Running:
     number: int
     worker: str | None
     silent: float  # seconds since its last heartbeat, by the database's clock
+    #: the lease its worker holds it with (its `--lease`); None for a trial started without
+    lease: float | None = None
 
 
 def running_trials(store: StudyStore, study_id: int) -> list[Running]:
@@ -134,10 +136,12 @@ def running_trials(store: StudyStore, study_id: int) -> list[Running]:
     h = models.TrialHeartbeatModel.__table__
     ua = models.TrialUserAttributeModel.__table__
     worker = ua.alias("worker")
+    lease = ua.alias("lease")
     query = (
-        sa.select(t.c.trial_id, t.c.number, h.c.heartbeat, worker.c.value_json)
+        sa.select(t.c.trial_id, t.c.number, h.c.heartbeat, worker.c.value_json, lease.c.value_json)
         .join(h, h.c.trial_id == t.c.trial_id)
         .outerjoin(worker, sa.and_(worker.c.trial_id == t.c.trial_id, worker.c.key == "worker"))
+        .outerjoin(lease, sa.and_(lease.c.trial_id == t.c.trial_id, lease.c.key == "lease_seconds"))
         .where(t.c.study_id == study_id, t.c.state == TrialState.RUNNING)
     )
     with store.storage.engine.connect() as conn:
@@ -149,8 +153,9 @@ def running_trials(store: StudyStore, study_id: int) -> list[Running]:
             number,
             json.loads(worker_json) if worker_json else None,
             (now - beat.replace(tzinfo=None)).total_seconds(),
+            json.loads(lease_json) if lease_json else None,
         )
-        for trial_id, number, beat, worker_json in rows
+        for trial_id, number, beat, worker_json, lease_json in rows
     ]
 
 

@@ -119,10 +119,10 @@ def worker(
     """Run trials of a study shared by several machines (docs/scale.md)."""
     from hone.project import load_project
     from hone.tune.console import RichReporter
-    from hone.tune.worker import Worker, WorkerOptions
+    from hone.tune.worker import LEASE_RANGE, MAX_LEASE, MIN_LEASE, Worker, WorkerOptions
 
-    if not lease > 0:
-        raise HoneError(f"--lease must be a number of seconds above 0, not {lease}")
+    if not MIN_LEASE <= lease <= MAX_LEASE:
+        raise HoneError(LEASE_RANGE.format(lease=lease))
     loaded = load_project(project)
     if engine:
         from hone.optimizers import make_optimizer

@@ -15,6 +15,7 @@ every worker then applies the winner on its own machine, or puts its knobs back.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -65,6 +66,10 @@ SUPERSEDED = (
     "worker {worker} stopped while confirming (the database released its confirm lock: "
     "killed, crashed or cut off); another worker confirms instead"
 )
+#: A lease shorter than a few heartbeats (one every sixth of it, at least 0.2 s apart) loses
+#: live trials; one past a day is no lease (and overflows the heartbeat thread's timer).
+MIN_LEASE, MAX_LEASE = 1.0, 86400.0
+LEASE_RANGE = "--lease must be between 1 and 86400 seconds, not {lease:g}"
 WAIT = "wait"  # the budget is spent but trials run elsewhere: one of them may yet be lost
 POLL = 0.5  # seconds between looks at the study while waiting for those trials
 
@@ -112,8 +117,8 @@ class Worker(Tuner):
                 storage=options.storage,
             ),
         )
-        if options.lease <= 0:
-            raise HoneError("--lease must be a positive number of seconds")
+        if not MIN_LEASE <= options.lease <= MAX_LEASE:
+            raise HoneError(LEASE_RANGE.format(lease=options.lease))
         if self.cluster is not None:
             raise HoneError(
                 f"{project.name} puts knobs on host groups: a cluster project runs with"
@@ -195,6 +200,7 @@ class Worker(Tuner):
             study = self._shared_study(wanted)
             if study is None:
                 study = self.store.create(self.project.name, self._study_attrs())
+            _require_same_project(study, project_attrs(self.project))
             self.engine = str(study.attrs.get("engine", self.engine))
             self.budget = int(study.attrs.get("budget", self.budget))
             self.apply_policy = str(study.attrs.get("apply", self.apply_policy))
@@ -248,7 +254,7 @@ class Worker(Tuner):
         before = study.attrs.get(f"worker:{self.id}") or {}
         dead = before.get("host") == socket.gethostname() and not pid_alive(before.get("pid"))
         for trial in mine:
-            if not dead and trial.silent <= self.heart.interval * 6:
+            if not dead and trial.silent <= (trial.lease or self.worker_options.lease):
                 raise HoneError(
                     f"worker {self.id} is already running trial #{trial.number} of "
                     f"{study.name}; give each worker its own --worker-id"
@@ -307,7 +313,9 @@ class Worker(Tuner):
     def _reap(self, study: StudyRecord) -> None:
         """Fail the trials whose worker stopped renewing its lease, with the reason."""
         for stale in running_trials(self.store, study.study_id):
-            if stale.silent <= self.worker_options.lease:
+            # judged by the lease its own worker holds it with: a worker given a longer
+            # --lease beats less often, and is not lost for it
+            if stale.silent <= (stale.lease or self.worker_options.lease):
                 continue
             reason = LOST.format(worker=stale.worker or "?", silent=stale.silent)
             if self.store.fail_trial(stale.trial_id, reason, lost=True):
@@ -425,7 +433,14 @@ class Worker(Tuner):
         os.environ["ITERATION"] = str(self.trial_count)
         with study_locked(self.store, f"study:{study.study_id}"):  # trial numbers stay unique
             trial_id = self.store.start_trial(
-                study, space, config, phase, lease=True, worker=self.id, **attrs
+                study,
+                space,
+                config,
+                phase,
+                lease=True,
+                worker=self.id,
+                lease_seconds=self.worker_options.lease,
+                **attrs,
             )
         self.heart.trial_id = trial_id
         return trial_id
@@ -470,7 +485,10 @@ class Worker(Tuner):
                 self.store.fail_trial(self.heart.trial_id, reason, lost=True)
             self._record(study, state="stopped", error=reason[:300])
         except Exception as record_error:
-            self.reporter.warn(f"the worker's end could not be recorded: {record_error}")
+            # in the database's words: Optuna's own blames "invalid data in the commit"
+            self.reporter.warn(
+                f"the worker's end could not be recorded: {_first_line(record_error)}"
+            )
         return back
 
     def _result(self, study: StudyRecord) -> WorkerResult:
@@ -491,6 +509,34 @@ class Worker(Tuner):
             outcome=str(self.decision.get("outcome", "restored")),
             reason=str(self.decision.get("reason", "")),
         )
+
+
+def _require_same_project(study: StudyRecord, mine: dict[str, Any]) -> None:
+    """Refuse to join a study whose knobs, ranges or metrics differ from this worker's
+    project: its proposals would fall outside the others' ranges, and its scores would be
+    gains in another objective than theirs."""
+    differences = []
+    mine = json.loads(json.dumps(mine))  # as the study holds it: lists, not tuples
+    theirs, ours = study.attrs.get("space") or {}, mine["space"]
+    for name in sorted(set(theirs) | set(ours)):
+        if name not in ours:
+            differences.append(f"knob {name} is not in this project")
+        elif name not in theirs:
+            differences.append(f"knob {name} is not in the study")
+        elif theirs[name] != ours[name]:
+            was, now = study.attrs.get("knobs", {}).get(name), mine["knobs"][name]
+            differences.append(f"knob {name} is {now} here but {was} in the study")
+    if _objective(study.attrs.get("metrics") or []) != _objective(mine["metrics"]):
+        differences.append("its metrics (names, directions or weights) differ")
+    if differences:
+        raise HoneError(
+            f"study {study.name} runs another project than this one: {differences[0]}; every"
+            " worker of a study needs the same knobs, ranges and metrics (docs/scale.md)"
+        )
+
+
+def _objective(metrics: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
+    return {(m.get("name"), m.get("direction"), m.get("weight")) for m in metrics}
 
 
 def _counts(trial: TrialRecord) -> bool:

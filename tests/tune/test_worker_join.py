@@ -1,0 +1,76 @@
+"""Workers that differ from the study they join, in a real PostgreSQL server: a worker given a
+longer `--lease` than the others (it beats less often) is not declared lost by them, and a
+worker whose project has other ranges or knobs than the study's is refused before it changes
+anything."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from test_workers import finish, machine, wait_for
+
+from hone.storage import StudyStore
+from hone.storage.summary import read_trials
+
+
+def worker(folder: Path, url: str, name: str, lease: float, budget: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            *(sys.executable, "-m", "hone", "worker", str(folder), "--storage", url),
+            *("--worker-id", name, "--budget", str(budget), "--lease", str(lease)),
+        ],
+        env={**os.environ, "HONE_HOME": str(folder / "home")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_a_worker_with_a_longer_lease_is_not_lost_to_one_with_a_shorter(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """`slow` holds its trials with a 60 s lease (a heartbeat every 10 s) and measures for 4 s;
+    `quick` holds its own with 2 s. Judged by quick's lease, slow's trial went 2 s without a
+    heartbeat and was failed as lost while slow was alive (its result dropped)."""
+    slow = machine(tmp_path, "slow", search_sleep=3)
+    quick = machine(tmp_path, "quick", search_sleep=0.2)
+    procs = [worker(slow, postgres_url, "slow", 60, 5), worker(quick, postgres_url, "quick", 2, 5)]
+    outputs = [finish(proc) for proc in procs]
+    store = StudyStore(postgres_url)
+    trials = read_trials(store, store.find("shared"))
+    assert not [t for t in trials if t.lost], [t.error for t in trials if t.lost]
+    assert "dropped" not in outputs[0]
+    slow_search = [t for t in trials if t.worker == "slow" and t.phase == "search"]
+    assert slow_search and all(t.state == "complete" for t in slow_search)
+
+
+def test_a_worker_with_other_ranges_or_knobs_is_refused(postgres_url: str, tmp_path: Path) -> None:
+    first = machine(tmp_path, "first", search_sleep=2)
+    running = worker(first, postgres_url, "first", 5, 3)
+    try:
+        searching = lambda ts: [t for t in ts if t.phase == "search"]  # noqa: E731
+        wait_for(StudyStore(postgres_url), 60, searching, "the first worker never searched")
+        wider = machine(tmp_path, "wider")
+        text = (wider / "hone.yaml").read_text()
+        (wider / "hone.yaml").write_text(text.replace("range: [1, 9]", "range: [1, 20]"))
+        renamed = machine(tmp_path, "renamed")
+        text = (renamed / "hone.yaml").read_text()
+        (renamed / "hone.yaml").write_text(text.replace("  level:", "  lvl:"))
+        expected = {
+            wider: "knob level is int [1, 20] here but int [1, 9] in the study",
+            renamed: "knob level is not in this project",
+        }
+        for folder, why in expected.items():
+            refused = worker(folder, postgres_url, folder.name, 5, 3)
+            _out, err = refused.communicate(timeout=60)
+            assert refused.returncode == 2, err
+            lines = err.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("hone: study shared#1 runs another"), err
+            assert why in lines[0]
+            assert (folder / "app.conf").read_text() == "level 0\n"
+    finally:
+        finish(running)
