@@ -35,6 +35,7 @@ PUBLIC_ATTRS = (
     "quality",
     "result",
     "why",
+    "scores",
 )
 
 

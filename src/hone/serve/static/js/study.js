@@ -58,7 +58,7 @@ export async function studyPage(main, name, { onLeave }) {
     renderBest(best, study, trials);
     renderWhy(why, study.attrs.why);
     const search = trials.filter((t) => t.phase === "search");
-    const yLabel = study.single_metric ? scoreLabel(study) : "score (weighted % over baseline)";
+    const yLabel = study.attrs.scores === "relative" ? "gain (% over its worker's baseline)" : study.single_metric ? scoreLabel(study) : "score (weighted % over baseline)";
     trialChart(curve, search, study.band, yLabel);
     curve.dataset.points = String(search.filter((t) => t.score !== null).length);
     timeChart(time, trials);
