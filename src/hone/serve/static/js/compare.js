@@ -2,7 +2,7 @@
 import { get, studyPath } from "./api.js";
 import { compareChart, DASHES } from "./charts.js";
 import { DataTable } from "./table.js";
-import { clear, h, message, pct } from "./util.js";
+import { bestSeen, clear, h, message, pct } from "./util.js";
 
 // The gain the tuner reports (hone.storage.summary.gain_of): % of the baseline when the score is
 // one metric's raw value, else the difference of scores that are already percentages (weighted,
@@ -50,7 +50,7 @@ export async function comparePage(main, names) {
     { key: "state", label: "state", value: (s) => s.state },
     { key: "engine", label: "engine", value: (s) => s.engine },
     { key: "trials", label: "trials", value: (s) => s.trials, numeric: true },
-    { key: "best", label: "best seen", value: (s) => s.best_gain, text: (s) => pct(s.best_gain), numeric: true },
+    { key: "best", label: "best seen", value: (s) => s.best_gain, text: bestSeen, numeric: true },
     { key: "gain", label: "confirmed gain", value: (s) => s.gain, text: (s) => pct(s.gain, s.gain_half_width), numeric: true },
   ]);
   table.setRows(loaded);

@@ -3,7 +3,7 @@
 import { follow, get, post, studyPath } from "./api.js";
 import { effectCurves, importanceBars, parallelCoordinates, timeChart, trialChart } from "./charts.js";
 import { DataTable } from "./table.js";
-import { clear, h, message, num, pct, stateBadge, when } from "./util.js";
+import { bestSeen, clear, h, message, num, pct, stateBadge, when } from "./util.js";
 
 export async function studyPage(main, name, { onLeave }) {
   clear(main);
@@ -214,7 +214,7 @@ function renderHeader(header, study, name) {
     ["baseline", study.band ? `${num(study.band.mean)} ± ${num((study.band.high - study.band.mean) / 2)} (σ, ${study.band.runs} runs, CV ${num(study.attrs.baseline_cv, 2)} %)` : "not measured yet"],
     ["confirmed gain", pct(study.gain, study.gain_half_width) || "—"],
     ["measurement", quality(study.attrs.quality)],
-    ["best seen", pct(study.best_gain) || "—"],
+    ["best seen", bestSeen(study) || "—"],
     ["created", when(study.created)],
   ];
   const parts = [
