@@ -97,8 +97,11 @@ export async function studyPage(main, name, { onLeave }) {
     });
   };
   const byNumber = new Map(trials.map((t, i) => [t.number, i]));
+  // The stream leaves out the trials this page holds finished, below the first unfinished one.
+  const open = trials.find((t) => t.state === "running" || t.state === "waiting");
+  const after = open ? open.number : trials.length ? trials[trials.length - 1].number + 1 : 0;
   const stop = follow(
-    studyPath(study.name, "/events"),
+    studyPath(study.name, `/events?after=${after}`),
     async (kind, data) => {
       if (kind === "trial") {
         if (byNumber.has(data.number)) {
