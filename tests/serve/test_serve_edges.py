@@ -170,6 +170,13 @@ def edges(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     )
     run_study(wide, home, why=False)
     run_study(risky_project(base / "risky"), home, why=False)
+    # x = 5 before tuning, outside the range: the baseline measures, every search value fails
+    failing = (
+        "import sys\nif open('k0.txt').read().strip() != '5': sys.exit(3)\nprint('throughput: 5')\n"
+    )
+    run_study(
+        hone_project(base / "failing", "failing", {"x": "5"}, failing, budget=3), home, why=False
+    )
     slow = "import time; time.sleep(0.5); print('throughput: 5')\n"
     stale = hone_project(base / "stale", "stale", {"x": "2"}, slow, budget=50)
     kill_mid_run(stale, home)
@@ -369,3 +376,16 @@ def test_a_risky_best_held_back_is_not_shown_as_the_gain(page: Page, edges: Serv
     assert fact(page, "best seen").endswith("(risky, held back: mode=unsafe)")
     expect(page.locator("section.best")).to_contain_text("risky winner: mode=unsafe")
     shot(page, "edges-risky")
+
+
+def test_a_finished_study_whose_every_search_trial_failed(page: Page, edges: Server) -> None:
+    study = edges.get("/api/studies/failing")
+    trials = edges.get(f"/api/studies/{q(study['name'])}/trials")
+    search = [t for t in trials if t["phase"] == "search"]
+    assert study["state"] == "finished" and search and all(t["state"] == "fail" for t in search)
+    page.goto(edges.url + f"/#/study/{q(study['name'])}")
+    page.wait_for_selector("body[data-ready=study]")
+    expect(page.locator("section.best p").first).to_have_text(
+        f"no configuration measured: all {len(search)} search trials failed "
+        "(reasons in the trial table)"
+    )

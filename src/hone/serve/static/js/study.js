@@ -247,7 +247,7 @@ function renderBest(el, study, trials) {
   const config = result.best || (top && top.config);
   el.replaceChildren(h("h2", {}, result.best ? "Best configuration (confirmed)" : "Best so far"));
   if (!config) {
-    el.append(h("p", { class: "hint" }, "no finished search trial yet"));
+    el.append(h("p", { class: "hint" }, noBest(study, trials)));
     return;
   }
   el.append(
@@ -267,6 +267,16 @@ function renderBest(el, study, trials) {
   if (result.disturbed) el.append(h("p", { class: "hint" }, `${result.disturbed} reading(s) taken while the machine was disturbed, each measured again`));
   if (result.outcome) el.append(h("p", {}, h("strong", {}, result.outcome), ": ", result.reason || ""));
   else if (top) el.append(h("p", {}, `trial #${top.number}, score ${num(top.score)}`));
+}
+
+// Why there is no best: still to come only while the study runs; otherwise what happened.
+function noBest(study, trials) {
+  const search = trials.filter((t) => t.phase === "search");
+  const failed = search.filter((t) => t.state === "fail").length;
+  const running = study.state === "running" && study.alive !== false;
+  if (failed && failed === search.length && !running) return `no configuration measured: all ${failed} search trials failed (reasons in the trial table)`;
+  if (running) return failed ? `no finished search trial yet (${failed} failed)` : "no finished search trial yet";
+  return failed ? `no configuration measured: ${failed} search trials failed, the others did not finish` : "no search trial was run";
 }
 
 // Why it won (hone.tune.why): the paragraph, then the functions and wait states whose share of
