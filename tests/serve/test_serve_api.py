@@ -3,6 +3,7 @@ restored through it (real worker processes, real knobs in files)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -82,12 +83,18 @@ def test_unknown_study_is_404_and_openapi_is_served(server: Any) -> None:
         assert path in spec["paths"]
 
 
-def read_events(server: Any, study: str, stop: Any, timeout: float = 60) -> list[tuple[str, Any]]:
-    """Server-sent events of a study until `stop(events)` is true."""
-    request = urllib.request.Request(server.url + f"/api/studies/{q(study)}/events")
+def read_events(
+    server: Any, study: str, stop: Any, timeout: float = 60, query: str = ""
+) -> list[tuple[str, Any]]:
+    """Server-sent events of a study until `stop(events)` is true (asking for gzip, which an
+    event stream must not be sent in: its events would wait in the compressor's buffer)."""
+    request = urllib.request.Request(
+        server.url + f"/api/studies/{q(study)}/events{query}", headers={"Accept-Encoding": "gzip"}
+    )
     events: list[tuple[str, Any]] = []
     deadline = time.monotonic() + timeout
     with urllib.request.urlopen(request, timeout=timeout) as response:
+        assert response.headers.get("Content-Encoding") is None
         kind = None
         for raw in response:
             line = raw.decode().rstrip("\n")
@@ -100,6 +107,28 @@ def read_events(server: Any, study: str, stop: Any, timeout: float = 60) -> list
             if time.monotonic() > deadline:
                 break
     raise AssertionError(f"stream ended before the condition: {events[-5:]}")
+
+
+def test_json_is_sent_gzipped_to_a_client_that_accepts_it(server: Any) -> None:
+    path = server.url + f"/api/studies/{q('beta#1')}/trials"
+    with urllib.request.urlopen(path) as response:  # urllib asks for no encoding
+        assert response.headers.get("Content-Encoding") is None
+        plain = response.read()
+    request = urllib.request.Request(path, headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request) as response:
+        assert response.headers["Content-Encoding"] == "gzip"
+        zipped = response.read()
+    assert gzip.decompress(zipped) == plain and len(zipped) < len(plain) / 3
+
+
+def test_events_leave_out_the_finished_trials_the_page_holds(server: Any) -> None:
+    trials = server.get(f"/api/studies/{q('beta#1')}/trials")
+    for after, expected in ((0, len(trials)), (5, len(trials) - 5), (len(trials), 0)):
+        events = read_events(
+            server, "beta#1", lambda ev: ev[-1][0] == "state", query=f"?after={after}"
+        )
+        sent = [e["number"] for kind, e in events if kind == "trial"]
+        assert sent == list(range(after, len(trials))) and len(sent) == expected
 
 
 def wait_for_study(server: Any, project: str, timeout: float = 30) -> str:

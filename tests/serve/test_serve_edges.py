@@ -6,6 +6,7 @@ of a served project started in a terminal. Its own server over its own HONE_HOME
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -90,6 +91,36 @@ def atune_project(base: Path) -> Path:
     return folder
 
 
+def risky_project(folder: Path) -> Path:
+    """`mode=unsafe` triples the throughput and is marked a durability risk: the run confirms
+    it best, holds it back (no --allow-risk) and decides on the best safe configuration."""
+    folder.mkdir(parents=True)
+    (folder / "mode.txt").write_text("safe\n")
+    (folder / "bench.py").write_text(
+        "import random\n"
+        "mode = open('mode.txt').read().strip()\n"
+        "base = {'safe': 100, 'fast': 110, 'unsafe': 300}[mode]\n"
+        "print(f'throughput: {base + random.uniform(-1, 1)}')\n"
+    )
+    (folder / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: risky
+        knobs:
+          mode:
+            type: categorical
+            values: [safe, fast, unsafe]
+            shell: {get: cat mode.txt, set: 'echo "$value" > mode.txt'}
+            risk: {durability: [unsafe]}
+        benchmark: {command: python3 bench.py, timeout: 20}
+        metrics:
+          throughput: {pattern: 'throughput: (\\S+)', direction: maximize}
+        tuning: {engine: random, budget: 3, baseline: 2, apply: never, seed: 1,
+                 start: [{mode: unsafe}, {mode: fast}], confirm: {candidates: 2, rounds: 2}}
+        """)
+    )
+    return folder
+
+
 def kill_mid_run(folder: Path, home: Path) -> None:
     """`hone tune` killed with SIGKILL once its first search trial is stored: the study stays
     `running` with the pid of a process that is gone."""
@@ -138,6 +169,14 @@ def edges(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         budget=8,
     )
     run_study(wide, home, why=False)
+    run_study(risky_project(base / "risky"), home, why=False)
+    # x = 5 before tuning, outside the range: the baseline measures, every search value fails
+    failing = (
+        "import sys\nif open('k0.txt').read().strip() != '5': sys.exit(3)\nprint('throughput: 5')\n"
+    )
+    run_study(
+        hone_project(base / "failing", "failing", {"x": "5"}, failing, budget=3), home, why=False
+    )
     slow = "import time; time.sleep(0.5); print('throughput: 5')\n"
     stale = hone_project(base / "stale", "stale", {"x": "2"}, slow, budget=50)
     kill_mid_run(stale, home)
@@ -303,3 +342,50 @@ def test_a_run_in_a_terminal_is_not_started_again_by_the_server(edges: Server) -
         tune.send_signal(signal.SIGINT)
         tune.wait(60)
     assert (folder / "k0.txt").read_text().strip() == "2"
+
+
+def test_a_risky_best_held_back_is_not_shown_as_the_gain(page: Page, edges: Server) -> None:
+    """The best search trial ran `mode=unsafe` (+200 %), which the run held back: the list and
+    the study page say so beside that figure, as `hone show` does, and the confirmed gain is
+    the safe configuration's."""
+    row = next(r for r in edges.get("/api/studies") if r["name"] == "risky#1")
+    assert row["best_held_back"] == ["mode=unsafe"] and row["best_gain"] > 150, row
+    assert (
+        next(r for r in edges.get("/api/studies") if r["name"] == "figures#1")["best_held_back"]
+        == []
+    )
+    env = {**os.environ, "HONE_HOME": str(edges.home)}
+    hone = [sys.executable, "-m", "hone"]
+    listed = subprocess.run([*hone, "studies", "--json"], capture_output=True, env=env, cwd=ROOT)
+    assert next(r for r in json.loads(listed.stdout) if r["name"] == "risky#1") == row
+    shown = subprocess.run([*hone, "show", "risky#1"], capture_output=True, text=True, env=env)
+    assert "risky winner (held back: needs --allow-risk): mode=unsafe" in shown.stdout
+    safe = json.loads(
+        subprocess.run([*hone, "show", "risky#1", "--json"], capture_output=True, env=env).stdout
+    )["best"]
+    assert safe["config"] == {"mode": "fast"} and safe["source"] == "confirmed"
+
+    page.goto(edges.url + "/")
+    page.wait_for_selector("body[data-ready=studies]")
+    cell = page.locator("#studies tbody tr[data-study='risky#1'] td").nth(8)
+    expect(cell).to_have_text(f"+{row['best_gain']:.1f} % (risky, held back: mode=unsafe)")
+    plain = page.locator("#studies tbody tr[data-study='figures#1'] td").nth(8)
+    expect(plain).not_to_contain_text("risky")
+    page.goto(edges.url + f"/#/study/{q('risky#1')}")
+    page.wait_for_selector("body[data-ready=study]")
+    assert fact(page, "best seen").endswith("(risky, held back: mode=unsafe)")
+    expect(page.locator("section.best")).to_contain_text("risky winner: mode=unsafe")
+    shot(page, "edges-risky")
+
+
+def test_a_finished_study_whose_every_search_trial_failed(page: Page, edges: Server) -> None:
+    study = edges.get("/api/studies/failing")
+    trials = edges.get(f"/api/studies/{q(study['name'])}/trials")
+    search = [t for t in trials if t["phase"] == "search"]
+    assert study["state"] == "finished" and search and all(t["state"] == "fail" for t in search)
+    page.goto(edges.url + f"/#/study/{q(study['name'])}")
+    page.wait_for_selector("body[data-ready=study]")
+    expect(page.locator("section.best p").first).to_have_text(
+        f"no configuration measured: all {len(search)} search trials failed "
+        "(reasons in the trial table)"
+    )

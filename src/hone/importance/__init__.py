@@ -16,10 +16,11 @@ from hone.optimizers.base import Observation
 from hone.optimizers.encoding import Encoder
 from hone.space import Config, SearchSpace
 
+#: The trees, with the encoder and the configurations they were fitted on.
+Fitted = tuple[Encoder, ExtraTreesRegressor, list[Config]]
 
-def fit(
-    space: SearchSpace, observations: Sequence[Observation]
-) -> tuple[Encoder, ExtraTreesRegressor, list[Config]] | None:
+
+def fit(space: SearchSpace, observations: Sequence[Observation]) -> Fitted | None:
     """The trees on the feasible measured configurations, with the encoder and those
     configurations; None with fewer than 4 or when every value is the same."""
     done = [o for o in observations if o.value is not None and space.feasible(o.config)]
@@ -38,8 +39,11 @@ def fit(
 def importance(space: SearchSpace, observations: Sequence[Observation]) -> dict[str, float]:
     """Each knob's share of what explains the measured values (shares sum to 1)."""
     fitted = fit(space, observations)
-    if fitted is None:
-        return {}
+    return {} if fitted is None else shares_of(space, fitted)
+
+
+def shares_of(space: SearchSpace, fitted: Fitted) -> dict[str, float]:
+    """Each knob's share of the fitted trees' impurity decrease (shares sum to 1)."""
     encoder, model, _ = fitted
     shares: dict[str, float] = dict.fromkeys(space.names, 0.0)
     for (name, _), weight in zip(encoder.columns, model.feature_importances_, strict=True):

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hone.importance import fit
+from hone.importance import Fitted, fit
 from hone.optimizers.base import Observation
 from hone.space import Config, SearchSpace
 from hone.space.domains import Value
 
 POINTS = 8  # values along a knob's range (every value of a smaller finite domain)
+ROWS = 500  # configurations the effect is averaged over at most (the time is in proportion)
 
 
 def effect_curves(
@@ -23,19 +24,29 @@ def effect_curves(
     scores: Sequence[float],
     knobs: Sequence[str],
     points: int = POINTS,
+    fitted: Fitted | None = None,
 ) -> dict[str, list[tuple[Value, float]]]:
     """For each of `knobs`, (value, predicted score) along its range (higher score is better);
-    empty when the trials cannot fit the trees (fewer than 4, or all alike)."""
-    observations = [Observation(c, -s) for c, s in zip(configs, scores, strict=True)]
-    fitted = fit(space, observations)
+    empty when the trials cannot fit the trees (fewer than 4, or all alike). `fitted`: the
+    trees already fitted on these trials (importance fits the same ones)."""
+    if fitted is None:
+        observations = [Observation(c, -s) for c, s in zip(configs, scores, strict=True)]
+        fitted = fit(space, observations)
     if fitted is None:
         return {}
     encoder, model, measured = fitted
+    if len(measured) > ROWS:  # the average over configurations spread evenly over the study
+        measured = [measured[i * len(measured) // ROWS] for i in range(ROWS)]
+    rows = encoder.encode(measured)
     curves: dict[str, list[tuple[Value, float]]] = {}
     for name in knobs:
+        # Only the knob's own columns change: set them in the encoded rows rather than encode
+        # every configuration again for each value (most of the time at 1,500 trials).
+        columns = [i for i, (knob, _) in enumerate(encoder.columns) if knob == name]
         curve = []
         for value in space.domains[name].grid(points):
-            x = encoder.encode([{**config, name: value} for config in measured])
+            x = rows.copy()
+            x[:, columns] = encoder.encode([{**measured[0], name: value}])[0, columns]
             curve.append((value, -float(model.predict(x).mean())))
         curves[name] = curve
     return curves

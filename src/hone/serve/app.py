@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from hone import __version__
@@ -27,6 +28,8 @@ from hone.serve.runs import EventLog, RunManager
 from hone.storage import StudyStore
 
 STATIC = Path(__file__).parent / "static"
+#: zlib's default: the 4.2 MB of 10,000 trials go as 0.56 MB (docs/benchmarks.md)
+GZIP_LEVEL = 6
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -104,6 +107,10 @@ def create_app(config: ServeConfig, poll_interval: float = 0.5) -> FastAPI:
             allow_headers=["Authorization", "Content-Type"],
         )
 
+    # JSON (10,000 trials: 4 MB) and the UI's files compressed for a client that accepts gzip;
+    # event streams are left as they are (Starlette's default exclusion), so events still
+    # arrive one by one.
+    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=GZIP_LEVEL)
     app.add_middleware(StrictHeaders)
 
     @app.exception_handler(RequestValidationError)

@@ -35,6 +35,7 @@ PUBLIC_ATTRS = (
     "quality",
     "result",
     "why",
+    "scores",
 )
 
 
@@ -69,6 +70,7 @@ def summaries(store: StudyStore) -> list[dict[str, Any]]:
             attrs[study_id][key] = json.loads(value)
         counts, best = _trial_counts(conn)
         running = _running_by_worker(conn)
+        held = {sid: _best_held_back(conn, sid, attrs[sid]) for sid in names}
     return [
         summary_row(
             name,
@@ -77,8 +79,54 @@ def summaries(store: StudyStore) -> list[dict[str, Any]]:
             counts[study_id],
             best.get(study_id),
             running.get(study_id, {}),
+            held[study_id],
         )
         for study_id, name in sorted(names.items())
+    ]
+
+
+def _best_held_back(conn: sa.Connection, study_id: int, attrs: dict[str, Any]) -> list[str]:
+    """The risky values (`knob=value`) of the best search trial that the study held back (they
+    need --allow-risk): its gain is then not one the run applied or would apply. Read only for
+    a study whose decision set a risky winner aside, so one query for those alone."""
+    risk = (attrs.get("result") or {}).get("risk") or {}
+    changes = risk.get("changes") or _changes_in_words(risk)
+    if risk.get("allowed") or not changes:
+        return []
+    t, v = models.TrialModel.__table__, models.TrialValueModel.__table__
+    ta = models.TrialUserAttributeModel.__table__
+    phase, config = ta.alias("phase"), ta.alias("config")
+    row = conn.execute(
+        sa.select(config.c.value_json)
+        .select_from(t)
+        .join(v, v.c.trial_id == t.c.trial_id)
+        .join(config, sa.and_(config.c.trial_id == t.c.trial_id, config.c.key == "config"))
+        .join(phase, sa.and_(phase.c.trial_id == t.c.trial_id, phase.c.key == "phase"))
+        .where(
+            t.c.study_id == study_id,
+            t.c.state == TrialState.COMPLETE,
+            phase.c.value_json == json.dumps("search"),
+        )
+        .order_by(v.c.value.desc())
+        .limit(1)
+    ).first()
+    best = json.loads(row[0]) if row else {}
+    return [
+        f"{c['knob']}={c['value']}"
+        for c in changes
+        if c["knob"] in best and str(best[c["knob"]]) == str(c["value"])
+    ]
+
+
+def _changes_in_words(risk: dict[str, Any]) -> list[dict[str, Any]]:
+    """A record written before `changes` was stored: the risky winner's values that its
+    `risks` lines name (each begins `knob=value (kind risk)`)."""
+    config = (risk.get("risky") or {}).get("config") or {}
+    lines = risk.get("risks") or []
+    return [
+        {"knob": knob, "value": str(value)}
+        for knob, value in config.items()
+        if any(line.startswith(f"{knob}={value} (") for line in lines)
     ]
 
 
@@ -174,6 +222,7 @@ def summary_row(
     counts: dict[str, int],
     best_score: float | None,
     running: dict[str, int] | None = None,
+    held_back: list[str] | None = None,
 ) -> dict[str, Any]:
     result = attrs.get("result") or {}
     confirmed = result.get("gain") or {}
@@ -191,6 +240,7 @@ def summary_row(
         "outcome": result.get("outcome"),
         "best_score": best_score,
         "best_gain": gain_of(attrs, best_score),
+        "best_held_back": held_back or [],
         "gain": confirmed.get("mean"),
         "gain_half_width": _finite(confirmed.get("half_width")),
         "baseline_score": attrs.get("baseline_score"),
@@ -308,6 +358,7 @@ def detail(store: StudyStore, study: StudyRecord) -> dict[str, Any]:
         counts, best = _trial_counts(conn, study.study_id)
         base = _baseline_scores(conn, study.study_id)
         running = _running_by_worker(conn, study.study_id)
+        held = _best_held_back(conn, study.study_id, attrs)
     row = summary_row(
         study.name,
         study.study_id,
@@ -315,6 +366,7 @@ def detail(store: StudyStore, study: StudyRecord) -> dict[str, Any]:
         counts[study.study_id],
         best.get(study.study_id),
         running.get(study.study_id, {}),
+        held,
     )
     band = None
     if base:

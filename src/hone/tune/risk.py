@@ -67,6 +67,10 @@ class Choice:
         return {
             "allowed": self.allowed,
             "risks": [str(r) for r in self.risks],
+            # the same, as data: which value of which knob (the study list matches trials to it)
+            "changes": [
+                {"knob": r.knob, "value": r.value, "kinds": list(r.kinds)} for r in self.risks
+            ],
             "risky": {"config": risky, "gain": gain_dict(risky_gain)},
             "safe": {"config": safe, "gain": gain_dict(safe_gain)} if safe else None,
         }

@@ -17,7 +17,6 @@ from hone.project.load import load_project
 from hone.project.model import Knob, Metric
 from hone.project.yamlio import load_yaml
 from hone.space import SearchSpace
-from hone.space.domains import Value
 from hone.storage import StudyStore
 from hone.storage.store import TrialRecord
 from hone.storage.summary import summaries, workers_of
@@ -26,6 +25,7 @@ from hone.tune.risk import gain_text, risk_lines
 from hone.tune.why import lines as why_lines
 
 EFFECT_KNOBS = 3  # knobs whose effect curve is shown, most important first
+INSIGHT_TRIALS = 2000  # trials importance and effects are fitted on at most (docs/benchmarks.md)
 
 
 def check_project(
@@ -293,25 +293,28 @@ def knob_importance(attrs: dict, trials: list[TrialRecord]) -> list[tuple[str, f
     return from_configs(space, [t.config for t in done], [t.score for t in done])
 
 
-def knob_effects(
-    attrs: dict, trials: list[TrialRecord], knobs: list[str]
-) -> dict[str, list[tuple[Value, float]]]:
-    """The effect curve (value, predicted score) of each of `knobs` (hone.importance.effects)."""
+def knob_insight(attrs: dict, trials: list[TrialRecord]) -> list[dict]:
+    """Knobs most important first, each with its share and, for the first EFFECT_KNOBS, its
+    effect curve: what `hone show`, the report and the web UI show. One fit of the trees serves
+    both, on at most INSIGHT_TRIALS trials spread evenly over the study (10,000 trials took
+    minutes; the web UI asks again as a live study grows)."""
+    from hone.importance import fit, shares_of
     from hone.importance.effects import effect_curves
+    from hone.optimizers.base import Observation
 
     scored = _scored(attrs, trials)
     if scored is None:
-        return {}
+        return []
     space, done = scored
-    known = [k for k in knobs if k in space.domains]
-    return effect_curves(space, [t.config for t in done], [t.score for t in done], known)
-
-
-def knob_insight(attrs: dict, trials: list[TrialRecord]) -> list[dict]:
-    """Knobs most important first, each with its share and, for the first EFFECT_KNOBS, its
-    effect curve: what `hone show`, the report and the web UI show."""
-    shares = knob_importance(attrs, trials)
-    curves = knob_effects(attrs, trials, [k for k, _ in shares[:EFFECT_KNOBS]])
+    if len(done) > INSIGHT_TRIALS:
+        step = len(done) / INSIGHT_TRIALS
+        done = [done[int(i * step)] for i in range(INSIGHT_TRIALS)]
+    fitted = fit(space, [Observation(t.config, -t.score) for t in done])  # type: ignore[operator]
+    if fitted is None:
+        return []
+    shares = sorted(shares_of(space, fitted).items(), key=lambda kv: -kv[1])
+    top = [k for k, _ in shares[:EFFECT_KNOBS]]
+    curves = effect_curves(space, [], [], top, fitted=fitted)
     return [
         {
             "knob": knob,

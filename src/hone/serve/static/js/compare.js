@@ -2,17 +2,24 @@
 import { get, studyPath } from "./api.js";
 import { compareChart, DASHES } from "./charts.js";
 import { DataTable } from "./table.js";
-import { clear, h, message, pct } from "./util.js";
+import { bestSeen, clear, h, message, pct } from "./util.js";
+
+// The gain the tuner reports (hone.storage.summary.gain_of): % of the baseline when the score is
+// one metric's raw value, else the difference of scores that are already percentages (weighted,
+// or a `hone worker`'s gain over its own machine's baseline, whose study baseline is 0).
+export function gainOf(study, score) {
+  const base = study.baseline_score;
+  if (score === null || base === null || base === undefined) return null;
+  if (study.attrs?.scores === "relative" || !study.single_metric) return score - base;
+  return base ? ((score - base) / Math.abs(base)) * 100 : null;
+}
 
 export function bestGains(study, trials) {
-  const base = study.baseline_score;
   const gains = [];
   let best = null;
   for (const t of trials.filter((t) => t.phase === "search")) {
-    if (t.score !== null && base !== null && base !== undefined) {
-      const gain = study.single_metric ? ((t.score - base) / Math.abs(base)) * 100 : t.score - base;
-      if (best === null || gain > best) best = gain;
-    }
+    const gain = gainOf(study, t.score);
+    if (gain !== null && (best === null || gain > best)) best = gain;
     gains.push(best);
   }
   return gains;
@@ -43,7 +50,7 @@ export async function comparePage(main, names) {
     { key: "state", label: "state", value: (s) => s.state },
     { key: "engine", label: "engine", value: (s) => s.engine },
     { key: "trials", label: "trials", value: (s) => s.trials, numeric: true },
-    { key: "best", label: "best seen", value: (s) => s.best_gain, text: (s) => pct(s.best_gain), numeric: true },
+    { key: "best", label: "best seen", value: (s) => s.best_gain, text: bestSeen, numeric: true },
     { key: "gain", label: "confirmed gain", value: (s) => s.gain, text: (s) => pct(s.gain, s.gain_half_width), numeric: true },
   ]);
   table.setRows(loaded);

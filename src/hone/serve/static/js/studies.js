@@ -1,7 +1,7 @@
 // The studies list: state and gain of every study, selection for comparison, starting a study.
 import { get, post } from "./api.js";
 import { DataTable } from "./table.js";
-import { clear, h, message, pct, stateBadge, when } from "./util.js";
+import { bestSeen, clear, h, message, pct, stateBadge, when } from "./util.js";
 
 export async function studiesPage(main, { onLeave }) {
   clear(main);
@@ -35,7 +35,7 @@ export async function studiesPage(main, { onLeave }) {
       { key: "failures", label: "failed", value: (r) => r.failures, numeric: true },
       { key: "outcome", label: "outcome", value: (r) => r.outcome ?? "" },
       { key: "gain", label: "confirmed gain", value: (r) => r.gain, text: (r) => pct(r.gain, r.gain_half_width), numeric: true },
-      { key: "best_gain", label: "best seen", value: (r) => r.best_gain, text: (r) => pct(r.best_gain), numeric: true },
+      { key: "best_gain", label: "best seen", value: (r) => r.best_gain, text: bestSeen, numeric: true },
       { key: "workers", label: "workers", value: (r) => workersText(r.workers) },
       { key: "created", label: "created", value: (r) => r.created ?? "", text: (r) => when(r.created) },
     ],

@@ -3,7 +3,7 @@
 import { follow, get, post, studyPath } from "./api.js";
 import { effectCurves, importanceBars, parallelCoordinates, timeChart, trialChart } from "./charts.js";
 import { DataTable } from "./table.js";
-import { clear, h, message, num, pct, stateBadge, when } from "./util.js";
+import { bestSeen, clear, h, message, num, pct, stateBadge, when } from "./util.js";
 
 export async function studyPage(main, name, { onLeave }) {
   clear(main);
@@ -58,7 +58,7 @@ export async function studyPage(main, name, { onLeave }) {
     renderBest(best, study, trials);
     renderWhy(why, study.attrs.why);
     const search = trials.filter((t) => t.phase === "search");
-    const yLabel = study.single_metric ? scoreLabel(study) : "score (weighted % over baseline)";
+    const yLabel = study.attrs.scores === "relative" ? "gain (% over its worker's baseline)" : study.single_metric ? scoreLabel(study) : "score (weighted % over baseline)";
     trialChart(curve, search, study.band, yLabel);
     curve.dataset.points = String(search.filter((t) => t.score !== null).length);
     timeChart(time, trials);
@@ -97,8 +97,11 @@ export async function studyPage(main, name, { onLeave }) {
     });
   };
   const byNumber = new Map(trials.map((t, i) => [t.number, i]));
+  // The stream leaves out the trials this page holds finished, below the first unfinished one.
+  const open = trials.find((t) => t.state === "running" || t.state === "waiting");
+  const after = open ? open.number : trials.length ? trials[trials.length - 1].number + 1 : 0;
   const stop = follow(
-    studyPath(study.name, "/events"),
+    studyPath(study.name, `/events?after=${after}`),
     async (kind, data) => {
       if (kind === "trial") {
         if (byNumber.has(data.number)) {
@@ -214,7 +217,7 @@ function renderHeader(header, study, name) {
     ["baseline", study.band ? `${num(study.band.mean)} ± ${num((study.band.high - study.band.mean) / 2)} (σ, ${study.band.runs} runs, CV ${num(study.attrs.baseline_cv, 2)} %)` : "not measured yet"],
     ["confirmed gain", pct(study.gain, study.gain_half_width) || "—"],
     ["measurement", quality(study.attrs.quality)],
-    ["best seen", pct(study.best_gain) || "—"],
+    ["best seen", bestSeen(study) || "—"],
     ["created", when(study.created)],
   ];
   const parts = [
@@ -244,7 +247,7 @@ function renderBest(el, study, trials) {
   const config = result.best || (top && top.config);
   el.replaceChildren(h("h2", {}, result.best ? "Best configuration (confirmed)" : "Best so far"));
   if (!config) {
-    el.append(h("p", { class: "hint" }, "no finished search trial yet"));
+    el.append(h("p", { class: "hint" }, noBest(study, trials)));
     return;
   }
   el.append(
@@ -264,6 +267,16 @@ function renderBest(el, study, trials) {
   if (result.disturbed) el.append(h("p", { class: "hint" }, `${result.disturbed} reading(s) taken while the machine was disturbed, each measured again`));
   if (result.outcome) el.append(h("p", {}, h("strong", {}, result.outcome), ": ", result.reason || ""));
   else if (top) el.append(h("p", {}, `trial #${top.number}, score ${num(top.score)}`));
+}
+
+// Why there is no best: still to come only while the study runs; otherwise what happened.
+function noBest(study, trials) {
+  const search = trials.filter((t) => t.phase === "search");
+  const failed = search.filter((t) => t.state === "fail").length;
+  const running = study.state === "running" && study.alive !== false;
+  if (failed && failed === search.length && !running) return `no configuration measured: all ${failed} search trials failed (reasons in the trial table)`;
+  if (running) return failed ? `no finished search trial yet (${failed} failed)` : "no finished search trial yet";
+  return failed ? `no configuration measured: ${failed} search trials failed, the others did not finish` : "no search trial was run";
 }
 
 // Why it won (hone.tune.why): the paragraph, then the functions and wait states whose share of

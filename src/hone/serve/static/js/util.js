@@ -64,6 +64,14 @@ export function pct(value, half) {
   return half === null || half === undefined ? text : `${text} ± ${half.toFixed(1)} %`;
 }
 
+// The best search trial's gain, saying so when its configuration holds risky values the run
+// held back (they need --allow-risk): that gain is not one the study applied or would apply.
+export function bestSeen(row) {
+  const gain = pct(row.best_gain);
+  const held = row.best_held_back || [];
+  return gain && held.length ? `${gain} (risky, held back: ${held.join(", ")})` : gain;
+}
+
 export function when(value) {
   if (!value) return "";
   const date = typeof value === "number" ? new Date(value * 1000) : new Date(value);
