@@ -397,7 +397,7 @@ def _analyse(
     # Name the hot function in the program's own language when its stacks are there.
     named = language_profile if language_profile and language_profile.total else profile
     findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive,
-                              children)  # fmt: skip
+                              children, native=profile)  # fmt: skip
     result = Diagnosis(
         profile=profile,
         target=target,
