@@ -174,3 +174,46 @@ def test_ctrl_c_stops_every_recorder_and_the_command(hone_home: Path, tmp_path: 
     assert hone.returncode == 130
     time.sleep(1)
     assert ours() == []
+
+
+def _under_sample_rate(limit: int, argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    """Run argv where /proc/sys/kernel/perf_event_max_sample_rate reads `limit` (a bind mount in
+    a mount namespace of its own): perf then asks the kernel for what the file says."""
+    import os
+    import sys
+
+    fake = tmp_path / "max_sample_rate"
+    fake.write_text(f"{limit}\n")
+    script = 'mount --bind "$0" /proc/sys/kernel/perf_event_max_sample_rate && exec "$@"'
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, str(fake), sys.executable, "-m", "hone", *argv],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_sampling_rate_the_kernel_refuses_is_explained(start, tmp_path: Path) -> None:
+    """The kernel lowers kernel.perf_event_max_sample_rate while perf's interrupts take too long,
+    also while perf opens a process's events: perf then gets EINVAL and says `Invalid event
+    (cpu-clock) in per-thread mode, enable system wide with '-a'`. Here perf reads a limit far
+    above the kernel's, so the kernel refuses -F 200000 every time."""
+    program = start([str(build("hot_split", tmp_path)), "30"], 0.3)
+    argv = ["diagnose", "-F", "200000", "-d", "2", "--pid", str(program.pid)]
+    done = _under_sample_rate(100_000_000, argv, tmp_path)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    line = done.stderr
+    assert "perf record failed at -F 200000: the kernel refused that sampling rate" in line
+    assert "kernel.perf_event_max_sample_rate" in line and "use a lower -F" in line
+
+
+@pytest.mark.slow
+def test_a_sampling_rate_perf_lowers_is_the_one_recorded(start, tmp_path: Path) -> None:
+    program = start([str(build("hot_split", tmp_path)), "30"], 0.3)
+    argv = ["diagnose", "-F", "20000", "-d", "2", "--json", "--no-offcpu", "--no-locks",
+            "--pid", str(program.pid), "-o", str(tmp_path / "rep")]  # fmt: skip
+    done = _under_sample_rate(2000, argv, tmp_path)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["frequency_hz"] == 2000  # the period pprof's cpu/nanoseconds uses
+    assert any("sampled at 2000 Hz, not -F 20000" in note for note in document["notes"])

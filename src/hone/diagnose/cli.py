@@ -330,7 +330,7 @@ def _record(
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
-                    memory.result(caps.has("hardware counters")), network.result(),
+                    frequency, memory.result(caps.has("hardware counters")), network.result(),
                     kids.result())  # fmt: skip
 
 
@@ -358,6 +358,7 @@ def _analyse(
     window: float,
     work: Path,
     notes: list[str],
+    frequency: int,
     memory: heap.Heap | None = None,
     receive: softirq.Softirq | None = None,
     children: list[descendants.Child] | None = None,
@@ -366,6 +367,11 @@ def _analyse(
     if oncpu.error:
         raise oncpu.error
     profile = oncpu.result.profile()  # type: ignore[union-attr]
+    if profile.frequency_hz and profile.frequency_hz < frequency:
+        notes.append(
+            f"on-CPU sampled at {profile.frequency_hz:g} Hz, not -F {frequency}: perf lowered it "
+            "to the kernel's limit, kernel.perf_event_max_sample_rate"
+        )
     if profile.perf_data and not Path(profile.perf_data).exists():
         profile.perf_data = None
     if str(work) in str(profile.perf_data or ""):
