@@ -10,9 +10,11 @@ page faults for memory.
 Each on-CPU sample whose innermost frame is the kernel's is put in one group by the kernel
 frames on its stack (frame-pointer stacks include them): any network frame makes it
 `network` (a write to a socket passes through vfs_writev first), else a page fault or mapping
-frame `memory`, else a file system frame or a file system call `files`, else `other`. The system
-call is named by the kernel frame right under the syscall entry (`__x64_sys_openat` ->
-openat), or `softirq`/`page fault` when the kernel ran without one."""
+frame `memory`, else an interrupt that came while the process ran in user space `interrupts`
+(timer ticks and their softirqs, preemption; perf's own sampling interrupts at a high -F: not
+the process's doing), else a file system frame or a file system call `files`, else `other`.
+The system call is named by the kernel frame right under the syscall entry (`__x64_sys_openat`
+-> openat), or `page fault`, `softirq`, `interrupt` when the kernel ran without one."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from hone.diagnose.fold import Frame, is_kernel
 from hone.diagnose.profile import Profile
 
-GROUPS = ("network", "files", "memory", "other")
+GROUPS = ("network", "files", "memory", "interrupts", "other")
 
 _NETWORK = re.compile(
     r"^_*(tcp|udp|inet6?|ipv6|ip6?|sock|sk|skb|netif|napi|unix|dev_queue|dev_hard|neigh|nf|net|"
@@ -41,6 +43,7 @@ _FILES = re.compile(
     r"sendfile64)$|^__do_sys_(newfstatat|newfstat|newstat|statx)$"
 )
 _ENTRY = ("do_syscall_64", "x64_sys_call")
+_INTERRUPT = ("asm_sysvec_", "sysvec_", "asm_common_interrupt", "common_interrupt", "irq_")
 _PREFIXES = ("__x64_sys_", "__do_sys_", "__se_sys_", "__sys_", "ksys_", "do_")
 
 
@@ -73,6 +76,8 @@ def _group(frames: tuple[Frame, ...]) -> str:
         return "network"
     if any(_MEMORY.search(n) for n in names):
         return "memory"
+    if names and names[0].startswith(_INTERRUPT) and not any(n in _ENTRY for n in names):
+        return "interrupts"
     if any(_FILES.search(n) for n in names):
         return "files"
     return "other"
@@ -90,10 +95,12 @@ def _call(frames: tuple[Frame, ...]) -> str:
             if call.startswith(prefix):
                 return call[len(prefix) :]
         return call
-    if any("softirq" in n or n == "net_rx_action" for n in names):
-        return "softirq"
     if any("page_fault" in n for n in names):
         return "page fault"
+    if any("softirq" in n or n == "net_rx_action" for n in names):
+        return "softirq"
+    if any(n.startswith(_INTERRUPT) for n in names):
+        return "interrupt"
     return "kernel"
 
 

@@ -94,6 +94,7 @@ KERNEL_PARTS = {
     "network": "the kernel's network stack",
     "files": "the kernel's file system calls",
     "memory": "the kernel's memory management (page faults, mappings)",
+    "interrupts": "interrupts while it ran (timer ticks, softirqs, preemption)",
     "other": "other kernel work",
 }
 
@@ -115,9 +116,10 @@ def _kernel(time: KernelTime, threads: list[ThreadStat], cpu: float) -> list[Fin
             f"CPU time in {KERNEL_PARTS[group]}: {time.group_share(group):.0%} of on-CPU samples "
             f"({calls}){sys_share}"
         )
-        findings.append(
-            Finding(f"kernel-{group}", cpu * time.group_share(group), headline, details)
-        )
+        # interrupts come to whatever runs on the CPU: not the process's doing
+        own = group != "interrupts"
+        score = cpu * time.group_share(group)
+        findings.append(Finding(f"kernel-{group}", score, headline, details, own=own))
     return findings
 
 
