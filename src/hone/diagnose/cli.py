@@ -309,7 +309,7 @@ def _record(
         sampler = threads.ThreadSampler(pid).start()
         memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
         time.sleep(min(0.5, duration / 4))
-        early_names, _ = threads.language_names(pid, language)
+        early_names, _, early_dump = threads.language_names(pid, language)
         while time.monotonic() - sampler.started < duration and _alive(pid):
             time.sleep(0.05)
             if time.monotonic() - memory.at >= 0.5:  # a command may exit with the window
@@ -325,8 +325,10 @@ def _record(
         stop.set()
     for job in jobs.values():
         job.join()
-    names, note = threads.language_names(pid, language) if _alive(pid) else ({}, "")
+    names, note, dump = threads.language_names(pid, language) if _alive(pid) else ({}, "", "")
     threads.name_threads(stats, {**early_names, **names})
+    if language == "java" and "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
+        locks.java_monitors(jobs["locks"].result, [early_dump, dump])
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
