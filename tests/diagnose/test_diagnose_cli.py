@@ -217,3 +217,29 @@ def test_a_sampling_rate_perf_lowers_is_the_one_recorded(start, tmp_path: Path) 
     document = json.loads(done.stdout)
     assert document["frequency_hz"] == 2000  # the period pprof's cpu/nanoseconds uses
     assert any("sampled at 2000 Hz, not -F 20000" in note for note in document["notes"])
+
+
+def test_a_zombie_is_named_at_once(hone_cli) -> None:
+    """perf cannot attach to a process that has exited: it said only `/bin/dmesg | grep -i perf
+    may provide additional information`, after the recorders' start-up wait."""
+    import sys
+    import time
+
+    code = "import subprocess, time\nc = subprocess.Popen(['true'])\nprint(c.pid, flush=True)\n"
+    code += "time.sleep(60)"
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        zombie = int(parent.stdout.readline())  # type: ignore[union-attr]
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{zombie}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        done = hone_cli("diagnose", "--pid", str(zombie), "-d", "2")
+    finally:
+        parent.kill()
+        parent.wait()
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"hone: pid {zombie} is a zombie: it has exited and its parent has not reaped it yet; "
+        "nothing runs to diagnose"
+    )

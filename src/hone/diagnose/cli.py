@@ -268,6 +268,11 @@ def collect(
     """Record everything about `pid` for `duration` seconds (less if it exits) and analyse it."""
     if not Path(f"/proc/{pid}").exists():
         raise HoneError(f"no process with pid {pid}")
+    if not _alive(pid):
+        raise HoneError(
+            f"pid {pid} is a zombie: it has exited and its parent has not reaped it yet; "
+            "nothing runs to diagnose"
+        )
     caps = caps or probe()
     if not caps.has("perf"):
         raise HoneError(caps.get("perf").detail if caps.get("perf") else "perf is missing")
@@ -277,6 +282,11 @@ def collect(
     try:
         return _record(pid, duration, language, target, caps, work, keep or work, frequency,
                        want_offcpu, want_locks)  # fmt: skip
+    except HoneError as error:
+        if _alive(pid):
+            raise
+        # perf's own words name the syscall that failed, not that the process is gone
+        raise HoneError(f"pid {pid} ended before perf could attach ({error})") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

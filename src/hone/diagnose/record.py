@@ -160,7 +160,11 @@ def failure(stderr: str, code: int, frequency: int) -> str:
     the events of a process's threads; an event opened above the new limit is refused with
     EINVAL, which perf reports as `Invalid event (cpu-clock) in per-thread mode, enable system
     wide with '-a'` (or nothing at all) and exit code 255."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip() not in ("", "Error:")]
+    lines = [
+        line.strip()
+        for line in stderr.splitlines()
+        if line.strip() not in ("", "Error:") and "may provide additional information" not in line
+    ]
     said = lines[-1].rstrip(".") if lines else f"exit code {code}, nothing on stderr"
     try:
         limit = int(MAX_RATE.read_text())
