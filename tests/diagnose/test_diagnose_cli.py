@@ -243,3 +243,18 @@ def test_a_zombie_is_named_at_once(hone_cli) -> None:
         f"hone: pid {zombie} is a zombie: it has exited and its parent has not reaped it yet; "
         "nothing runs to diagnose"
     )
+
+
+def test_perfs_reason_is_its_error_not_its_dmesg_hint() -> None:
+    """perf ends an open failure with a hint to read dmesg; the line before is the reason."""
+    from hone.diagnose.record import failure
+
+    said = (
+        "Error:\nThe sys_perf_event_open() syscall returned with 3 (No such process) for event "
+        "(sched:sched_switch).\n/bin/dmesg | grep -i perf may provide additional information.\n"
+    )
+    assert failure(said, 255, 0) == (
+        "perf record failed: The sys_perf_event_open() syscall returned with 3 (No such process) "
+        "for event (sched:sched_switch)"
+    )
+    assert failure("", 255, 99) == "perf record failed: exit code 255, nothing on stderr"

@@ -41,6 +41,7 @@ from hone.diagnose import (
 from hone.diagnose.fold import Frame
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
 from hone.diagnose.profile import Profile
+from hone.diagnose.record import failure
 from hone.diagnose.report import Diagnosis, terminal, to_html
 from hone.errors import HoneError
 from hone.paths import state_dir
@@ -111,8 +112,7 @@ def _recorder(
     def work() -> object:
         done = run(argv)
         if not data.exists() or data.stat().st_size == 0:
-            lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
-            raise HoneError(f"perf record failed: {lines[-1]}")
+            raise HoneError(failure(done.stderr, done.returncode, 0))
         return analyse(data)
 
     return work
