@@ -252,6 +252,7 @@ def test_perfs_reason_is_its_error_not_its_dmesg_hint() -> None:
     said = (
         "Error:\nThe sys_perf_event_open() syscall returned with 3 (No such process) for event "
         "(sched:sched_switch).\n/bin/dmesg | grep -i perf may provide additional information.\n"
+        "'trace' not valid for unknown events. Ignoring.\n"
     )
     assert failure(said, 255, 0) == (
         "perf record failed: The sys_perf_event_open() syscall returned with 3 (No such process) "

@@ -150,6 +150,9 @@ def _run_perf_record(argv: list[str], limit_s: float | None, quiet: bool, freque
 
 
 MAX_RATE = Path("/proc/sys/kernel/perf_event_max_sample_rate")
+REASON = re.compile(
+    r"returned with|No such|[Pp]ermission|not permitted|Invalid|failed|Couldn't|[Cc]annot"
+)
 
 
 def failure(stderr: str, code: int, frequency: int) -> str:
@@ -165,7 +168,9 @@ def failure(stderr: str, code: int, frequency: int) -> str:
         for line in stderr.splitlines()
         if line.strip() not in ("", "Error:") and "may provide additional information" not in line
     ]
-    said = lines[-1].rstrip(".") if lines else f"exit code {code}, nothing on stderr"
+    # perf may add warnings about its config after the reason: the reason is the error line
+    reasons = [line for line in lines if REASON.search(line)] or lines
+    said = reasons[-1].rstrip(".") if reasons else f"exit code {code}, nothing on stderr"
     try:
         limit = int(MAX_RATE.read_text())
     except (OSError, ValueError):
