@@ -174,3 +174,88 @@ def test_ctrl_c_stops_every_recorder_and_the_command(hone_home: Path, tmp_path: 
     assert hone.returncode == 130
     time.sleep(1)
     assert ours() == []
+
+
+def _under_sample_rate(limit: int, argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    """Run argv where /proc/sys/kernel/perf_event_max_sample_rate reads `limit` (a bind mount in
+    a mount namespace of its own): perf then asks the kernel for what the file says."""
+    import os
+    import sys
+
+    fake = tmp_path / "max_sample_rate"
+    fake.write_text(f"{limit}\n")
+    script = 'mount --bind "$0" /proc/sys/kernel/perf_event_max_sample_rate && exec "$@"'
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, str(fake), sys.executable, "-m", "hone", *argv],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_sampling_rate_the_kernel_refuses_is_explained(start, tmp_path: Path) -> None:
+    """The kernel lowers kernel.perf_event_max_sample_rate while perf's interrupts take too long,
+    also while perf opens a process's events: perf then gets EINVAL and says `Invalid event
+    (cpu-clock) in per-thread mode, enable system wide with '-a'`. Here perf reads a limit far
+    above the kernel's, so the kernel refuses -F 200000 every time."""
+    program = start([str(build("hot_split", tmp_path)), "30"], 0.3)
+    argv = ["diagnose", "-F", "200000", "-d", "2", "--pid", str(program.pid)]
+    done = _under_sample_rate(100_000_000, argv, tmp_path)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    line = done.stderr
+    assert "perf record failed at -F 200000: the kernel refused that sampling rate" in line
+    assert "kernel.perf_event_max_sample_rate" in line and "use a lower -F" in line
+
+
+@pytest.mark.slow
+def test_a_sampling_rate_perf_lowers_is_the_one_recorded(start, tmp_path: Path) -> None:
+    program = start([str(build("hot_split", tmp_path)), "30"], 0.3)
+    argv = ["diagnose", "-F", "20000", "-d", "2", "--json", "--no-offcpu", "--no-locks",
+            "--pid", str(program.pid), "-o", str(tmp_path / "rep")]  # fmt: skip
+    done = _under_sample_rate(2000, argv, tmp_path)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["frequency_hz"] == 2000  # the period pprof's cpu/nanoseconds uses
+    assert any("sampled at 2000 Hz, not -F 20000" in note for note in document["notes"])
+
+
+def test_a_zombie_is_named_at_once(hone_cli) -> None:
+    """perf cannot attach to a process that has exited: it said only `/bin/dmesg | grep -i perf
+    may provide additional information`, after the recorders' start-up wait."""
+    import sys
+    import time
+
+    code = "import subprocess, time\nc = subprocess.Popen(['true'])\nprint(c.pid, flush=True)\n"
+    code += "time.sleep(60)"
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        zombie = int(parent.stdout.readline())  # type: ignore[union-attr]
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{zombie}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        done = hone_cli("diagnose", "--pid", str(zombie), "-d", "2")
+    finally:
+        parent.kill()
+        parent.wait()
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"hone: pid {zombie} is a zombie: it has exited and its parent has not reaped it yet; "
+        "nothing runs to diagnose"
+    )
+
+
+def test_perfs_reason_is_its_error_not_its_dmesg_hint() -> None:
+    """perf ends an open failure with a hint to read dmesg; the line before is the reason."""
+    from hone.diagnose.record import failure
+
+    said = (
+        "Error:\nThe sys_perf_event_open() syscall returned with 3 (No such process) for event "
+        "(sched:sched_switch).\n/bin/dmesg | grep -i perf may provide additional information.\n"
+        "'trace' not valid for unknown events. Ignoring.\n"
+    )
+    assert failure(said, 255, 0) == (
+        "perf record failed: The sys_perf_event_open() syscall returned with 3 (No such process) "
+        "for event (sched:sched_switch)"
+    )
+    assert failure("", 255, 99) == "perf record failed: exit code 255, nothing on stderr"

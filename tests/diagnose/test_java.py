@@ -34,3 +34,21 @@ def test_report_names_the_busy_java_thread(diagnose_running, tmp_path: Path) -> 
     functions = {frame.function for (_, stack) in d.profile.stacks for frame in stack}
     assert any("BusyWorker.spin" in f for f in functions)
     assert any("perf map" in n or "perf-" in n for n in d.notes)
+
+
+@pytest.mark.slow
+def test_a_contended_synchronized_block_is_named(diagnose_running, tmp_path: Path) -> None:
+    """HotSpot parks a thread waiting for a monitor on a condition variable of its own, so the
+    futex recording alone saw only per-thread condition waits and no lock finding."""
+    shutil.copy(PROGRAMS / "MonitorContend.java", tmp_path)
+    subprocess.run(["javac", "MonitorContend.java"], cwd=tmp_path, check=True)
+    argv = ["java", "-XX:+PreserveFramePointer", "-cp", str(tmp_path), "MonitorContend", "60"]
+    done, d, _ = diagnose_running(argv, 2.0, "--duration", "3")
+    assert d.locks is not None
+    top = d.locks.contended()[0]
+    assert top.kind == "monitor" and top.lock.startswith("java.lang.Object <0x")
+    assert top.site.startswith("MonitorContend.lambda$main$0(MonitorContend.java:")
+    assert len(top.waiters) >= 2 and all(w.startswith("poster-") for w in top.waiters)
+    lock = next(f for f in d.findings if f.kind == "lock")
+    assert "java.lang.Object" in lock.headline and "MonitorContend.lambda" in lock.headline
+    assert f"verdict: Waiting on lock {top.lock}" in done.stdout or lock.headline in done.stdout

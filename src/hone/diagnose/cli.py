@@ -41,6 +41,7 @@ from hone.diagnose import (
 from hone.diagnose.fold import Frame
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
 from hone.diagnose.profile import Profile
+from hone.diagnose.record import failure
 from hone.diagnose.report import Diagnosis, terminal, to_html
 from hone.errors import HoneError
 from hone.paths import state_dir
@@ -111,8 +112,7 @@ def _recorder(
     def work() -> object:
         done = run(argv)
         if not data.exists() or data.stat().st_size == 0:
-            lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
-            raise HoneError(f"perf record failed: {lines[-1]}")
+            raise HoneError(failure(done.stderr, done.returncode, 0))
         return analyse(data)
 
     return work
@@ -268,6 +268,11 @@ def collect(
     """Record everything about `pid` for `duration` seconds (less if it exits) and analyse it."""
     if not Path(f"/proc/{pid}").exists():
         raise HoneError(f"no process with pid {pid}")
+    if not _alive(pid):
+        raise HoneError(
+            f"pid {pid} is a zombie: it has exited and its parent has not reaped it yet; "
+            "nothing runs to diagnose"
+        )
     caps = caps or probe()
     if not caps.has("perf"):
         raise HoneError(caps.get("perf").detail if caps.get("perf") else "perf is missing")
@@ -277,6 +282,11 @@ def collect(
     try:
         return _record(pid, duration, language, target, caps, work, keep or work, frequency,
                        want_offcpu, want_locks)  # fmt: skip
+    except HoneError as error:
+        if _alive(pid):
+            raise
+        # perf's own words name the syscall that failed, not that the process is gone
+        raise HoneError(f"pid {pid} ended before perf could attach ({error})") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -309,7 +319,7 @@ def _record(
         sampler = threads.ThreadSampler(pid).start()
         memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
         time.sleep(min(0.5, duration / 4))
-        early_names, _ = threads.language_names(pid, language)
+        early_names, _, early_dump = threads.language_names(pid, language)
         while time.monotonic() - sampler.started < duration and _alive(pid):
             time.sleep(0.05)
             if time.monotonic() - memory.at >= 0.5:  # a command may exit with the window
@@ -325,12 +335,14 @@ def _record(
         stop.set()
     for job in jobs.values():
         job.join()
-    names, note = threads.language_names(pid, language) if _alive(pid) else ({}, "")
+    names, note, dump = threads.language_names(pid, language) if _alive(pid) else ({}, "", "")
     threads.name_threads(stats, {**early_names, **names})
+    if language == "java" and "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
+        locks.java_monitors(jobs["locks"].result, [early_dump, dump])
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
-                    memory.result(caps.has("hardware counters")), network.result(),
+                    frequency, memory.result(caps.has("hardware counters")), network.result(),
                     kids.result())  # fmt: skip
 
 
@@ -358,6 +370,7 @@ def _analyse(
     window: float,
     work: Path,
     notes: list[str],
+    frequency: int,
     memory: heap.Heap | None = None,
     receive: softirq.Softirq | None = None,
     children: list[descendants.Child] | None = None,
@@ -366,6 +379,11 @@ def _analyse(
     if oncpu.error:
         raise oncpu.error
     profile = oncpu.result.profile()  # type: ignore[union-attr]
+    if profile.frequency_hz and profile.frequency_hz < frequency:
+        notes.append(
+            f"on-CPU sampled at {profile.frequency_hz:g} Hz, not -F {frequency}: perf lowered it "
+            "to the kernel's limit, kernel.perf_event_max_sample_rate"
+        )
     if profile.perf_data and not Path(profile.perf_data).exists():
         profile.perf_data = None
     if str(work) in str(profile.perf_data or ""):
@@ -397,7 +415,7 @@ def _analyse(
     # Name the hot function in the program's own language when its stacks are there.
     named = language_profile if language_profile and language_profile.total else profile
     findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive,
-                              children)  # fmt: skip
+                              children, native=profile)  # fmt: skip
     result = Diagnosis(
         profile=profile,
         target=target,

@@ -32,7 +32,7 @@ class LockWait:
 
     lock: str  # symbol name, else the address
     address: str
-    kind: str  # mutex, condition, kernel:<flags>
+    kind: str  # mutex, condition, monitor (Java), kernel:<flags>
     wait_ms: float = 0.0
     count: int = 0
     max_ms: float = 0.0
@@ -53,7 +53,7 @@ class Locks:
 
     def contended(self) -> list[LockWait]:
         """Real contention (mutexes, kernel locks), longest wait first; condition waits excluded."""
-        found = [w for w in self.user if w.kind == "mutex"] + self.kernel
+        found = [w for w in self.user if w.kind in ("mutex", "monitor")] + self.kernel
         return sorted(found, key=lambda w: -w.wait_ms)
 
     def to_dict(self) -> dict:
@@ -215,6 +215,36 @@ def analyse(text: str, symbolizer: Symbolizer | None = None) -> Locks:
             "(not counted: idle workers usually)"
         )
     return locks
+
+
+def java_monitors(locks: Locks, dumps: list[str]) -> None:
+    """Name the Java monitors threads were blocked on (`synchronized`). HotSpot parks a thread
+    that waits for a monitor on its own event (a condition variable per thread), and the stacks
+    stop in libc, so the futex recording sees per-thread condition waits. A condition wait whose
+    waiters jstack saw blocked on one monitor (at the window's start or end) is that monitor's:
+    the waits of all its threads are summed under it, as a contended `monitor` wait, the site
+    being the Java frame that waits to lock it."""
+    from hone.diagnose.threads import parse_blocked
+
+    blocked: dict[str, tuple[str, str]] = {}
+    for dump in dumps:
+        for name, seen in parse_blocked(dump).items():
+            blocked.setdefault(name[:15], seen)  # the kernel's thread name is 15 characters
+    monitors: dict[str, LockWait] = {}
+    kept: list[LockWait] = []
+    for wait in locks.user:
+        held = {blocked.get(w) for w in wait.waiters}
+        if wait.kind != "condition" or len(held) != 1 or None in held:
+            kept.append(wait)
+            continue
+        monitor, frame = held.pop()  # type: ignore[misc]
+        merged = monitors.setdefault(monitor, LockWait(monitor, monitor, "monitor", site=frame))
+        merged.wait_ms = round(merged.wait_ms + wait.wait_ms, 3)
+        merged.count += wait.count
+        merged.max_ms = max(merged.max_ms, wait.max_ms)
+        merged.waiters += [w for w in wait.waiters if w not in merged.waiters]
+        merged.stack = merged.stack or wait.stack
+    locks.user = sorted(kept + list(monitors.values()), key=lambda w: -w.wait_ms)
 
 
 def _add(

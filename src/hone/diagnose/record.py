@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -104,7 +105,11 @@ def record(
         argv += ["--", *command]  # type: ignore[misc]
         target = shlex.join(command)  # type: ignore[arg-type]
     started = time.monotonic()
-    _run_perf_record(argv, duration_s if pid is None else None, quiet_command)
+    said = _run_perf_record(argv, duration_s if pid is None else None, quiet_command, frequency_hz)
+    # perf lowers -F to the kernel's limit at start, saying so: the period is the rate it used
+    throttled = re.search(r"throttling from [\d,.']+ Hz to ([\d,.']+) Hz", said)
+    if throttled:
+        frequency_hz = int(re.sub(r"\D", "", throttled[1]))
     elapsed = time.monotonic() - started
     if not perf_data.exists() or perf_data.stat().st_size == 0:
         raise HoneError(f"perf record wrote no data for {target}")
@@ -117,8 +122,9 @@ def record(
     return Recording(perf_data, script.stdout, event, frequency_hz, elapsed, target, call_graph)
 
 
-def _run_perf_record(argv: list[str], limit_s: float | None, quiet: bool) -> None:
-    """Run perf record; with a limit, SIGINT it (perf then stops the command and writes)."""
+def _run_perf_record(argv: list[str], limit_s: float | None, quiet: bool, frequency: int) -> str:
+    """Run perf record; with a limit, SIGINT it (perf then stops the command and writes).
+    Returns what perf said on stderr."""
     output = subprocess.DEVNULL if quiet else None
     try:
         process = subprocess.Popen(
@@ -139,5 +145,43 @@ def _run_perf_record(argv: list[str], limit_s: float | None, quiet: bool) -> Non
         raise
     text = stderr.decode(errors="replace")
     if process.returncode not in (0, -signal.SIGINT) and "Captured and wrote" not in text:
-        lines = [line for line in text.splitlines() if line.strip()]
-        raise HoneError(f"perf record failed: {lines[-1] if lines else process.returncode}")
+        raise HoneError(failure(text, process.returncode, frequency))
+    return text
+
+
+MAX_RATE = Path("/proc/sys/kernel/perf_event_max_sample_rate")
+REASON = re.compile(
+    r"returned with|No such|[Pp]ermission|not permitted|Invalid|failed|Couldn't|[Cc]annot"
+)
+
+
+def failure(stderr: str, code: int, frequency: int) -> str:
+    """perf record's failure in one line, with the reason when it is the sampling rate.
+
+    perf caps -F at kernel.perf_event_max_sample_rate when it starts, but the kernel lowers that
+    limit whenever perf's sampling interrupts take too long, also while perf is still opening
+    the events of a process's threads; an event opened above the new limit is refused with
+    EINVAL, which perf reports as `Invalid event (cpu-clock) in per-thread mode, enable system
+    wide with '-a'` (or nothing at all) and exit code 255."""
+    lines = [
+        line.strip()
+        for line in stderr.splitlines()
+        if line.strip() not in ("", "Error:") and "may provide additional information" not in line
+    ]
+    # perf may add warnings about its config after the reason: the reason is the error line
+    reasons = [line for line in lines if REASON.search(line)] or lines
+    said = reasons[-1].rstrip(".") if reasons else f"exit code {code}, nothing on stderr"
+    try:
+        limit = int(MAX_RATE.read_text())
+    except (OSError, ValueError):
+        limit = 0
+    refused = not lines or "Invalid" in said or "Invalid argument" in stderr
+    if frequency < 1000 or not (refused or (limit and frequency > limit)):
+        return f"perf record failed: {said}"
+    now = f"it is {limit} Hz now" if limit else "it cannot be read"
+    return (
+        f"perf record failed at -F {frequency}: the kernel refused that sampling rate (perf says: "
+        f"{said}); the limit is kernel.perf_event_max_sample_rate ({now}), which the kernel "
+        "lowers while perf's sampling interrupts take too long: use a lower -F (the default 99 "
+        "is enough for a profile), or raise the limit with sysctl"
+    )

@@ -220,6 +220,8 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
             "no kernel knob makes this code cheaper: --suggest-project DIR writes a "
             "compiler-flags project (-O, -march, LTO, PGO) for a program you build"
         )
+    elif d.own_findings() and d.own_findings()[0].kind.startswith("kernel-"):
+        lines += [f"advice: {tip}" for tip in catalogue.advice(d.own_findings()[0].kind)]
     used = [i.name for i in d.capabilities.items if i.used]
     if used:
         lines.append(f"used: {', '.join(used)}")

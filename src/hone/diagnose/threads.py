@@ -216,23 +216,43 @@ def language_of(pid: int) -> str:
     return "native"
 
 
-def language_names(pid: int, language: str) -> tuple[dict[int, tuple[str, list[str]]], str]:
-    """Thread names from the language's own tool, with a note saying what was used or missing."""
+def parse_blocked(text: str) -> dict[str, tuple[str, str]]:
+    """Java threads blocked on a monitor in jstack output: name -> (monitor, frame), the monitor
+    as `java.lang.Object <0x000000069ec194a0>` and the frame that waits to lock it."""
+    blocked: dict[str, tuple[str, str]] = {}
+    name, frame = "", ""
+    for line in text.splitlines():
+        head = re.match(r'^"(.*)" ', line)
+        if head:
+            name, frame = head[1], ""
+        at = re.match(r"^\s+at (.+)$", line)
+        if at:
+            frame = frame or at[1]
+        waiting = re.match(r"^\s+- waiting to lock <(0x[0-9a-f]+)> \(a (.+)\)", line)
+        if waiting and name:
+            blocked[name] = (f"{waiting[2]} <{waiting[1]}>", frame)
+    return blocked
+
+
+def language_names(pid: int, language: str) -> tuple[dict[int, tuple[str, list[str]]], str, str]:
+    """Thread names from the language's own tool, with a note saying what was used or missing,
+    and the tool's output (jstack's also says which threads are blocked on which monitor)."""
     tool = {"java": "jstack", "python": "py-spy"}.get(language)
     if not tool:
-        return {}, ""
+        return {}, "", ""
     path = tool_path(tool)
     if not path:
-        return {}, f"{tool} not found: {language} thread names unavailable"
+        return {}, f"{tool} not found: {language} thread names unavailable", ""
     argv = [path, str(pid)] if tool == "jstack" else [path, "dump", "--pid", str(pid)]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     except subprocess.TimeoutExpired:
-        return {}, f"{tool} timed out"
+        return {}, f"{tool} timed out", ""
     parsed = parse_jstack(done.stdout) if tool == "jstack" else parse_py_spy(done.stdout)
     if not parsed:
-        return {}, f"{tool} gave no threads (exit {done.returncode}): {done.stderr.strip()[:160]}"
-    return parsed, f"{language} thread names from {tool} ({len(parsed)} threads)"
+        note = f"{tool} gave no threads (exit {done.returncode}): {done.stderr.strip()[:160]}"
+        return {}, note, ""
+    return parsed, f"{language} thread names from {tool} ({len(parsed)} threads)", done.stdout
 
 
 def name_threads(stats: list[ThreadStat], names: dict[int, tuple[str, list[str]]]) -> None:

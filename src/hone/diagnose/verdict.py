@@ -4,7 +4,10 @@ Every signal is put in the same unit, thread-seconds per second of the window (1
 the whole time): on the CPU, waiting for a CPU (run queue), blocked in uninterruptible sleep (I/O),
 waiting on a contended lock, asleep. The largest wins, with lock waits counted double: threads
 waiting on one lock serialise, so more CPUs would not help, and the time under the lock shows as
-CPU time of the holder. Hardware top-down results, when there are counters, refine a CPU-bound
+CPU time of the holder. On-CPU time splits into the program's own code (`cpu`) and the kernel's
+(`kernel-network`, `kernel-files`, `kernel-memory`, `kernel-other`, module kernel) by the share
+of samples on each side: a server whose time goes to system calls is told what changes them,
+not to rebuild itself. Hardware top-down results, when there are counters, refine a CPU-bound
 verdict into memory-, frontend- or speculation-bound."""
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from hone.diagnose.descendants import Child
+from hone.diagnose.fold import is_kernel
 from hone.diagnose.heap import Heap
+from hone.diagnose.kernel import KernelTime, split
 from hone.diagnose.locks import Locks
 from hone.diagnose.offcpu import OffCpu
 from hone.diagnose.profile import Profile
@@ -31,8 +36,8 @@ HEAP_WEIGHT = 0.5
 
 @dataclass
 class Finding:
-    kind: str  # cpu, runqueue, lock, io, idle, memory, frontend, speculation, heap, softirq,
-    # children
+    kind: str  # cpu, kernel-{network,files,memory,other}, runqueue, lock, io, idle, memory,
+    # frontend, speculation, heap, softirq, children
     score: float  # thread-seconds per second (weighted for locks)
     headline: str
     details: list[str] = field(default_factory=list)
@@ -60,7 +65,9 @@ def _user_frame(stack: str, modules: dict[str, str]) -> str:
 
 
 def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float) -> Finding:
+    """The program's own code: named by its hottest function outside the kernel."""
     rows = function_table(profile, order="self") if profile.total else []
+    rows = [row for row in rows if not is_kernel(row.module)]
     hot = _busiest(threads, "cpu_pct")
     if rows:
         top = rows[0]
@@ -81,6 +88,39 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float) -> Finding:
     if hot and hot.frames:
         details.insert(0, f"{hot.label} is running: " + " <- ".join(hot.frames[:3]))
     return Finding("cpu", cpu, headline, details)
+
+
+KERNEL_PARTS = {
+    "network": "the kernel's network stack",
+    "files": "the kernel's file system calls",
+    "memory": "the kernel's memory management (page faults, mappings)",
+    "interrupts": "interrupts while it ran (timer ticks, softirqs, preemption)",
+    "other": "other kernel work",
+}
+
+
+def _kernel(time: KernelTime, threads: list[ThreadStat], cpu: float) -> list[Finding]:
+    """One finding per part of the kernel the process's CPU time went to, scored by its share
+    of the samples; the system calls that led there and the process's system time as evidence."""
+    user = sum(t.user_pct for t in threads)
+    system = sum(t.sys_pct for t in threads)
+    sys_share = (
+        f"; system time {system / (user + system):.0%} of its CPU time" if user + system else ""
+    )
+    leaves = sorted(time.functions.items(), key=lambda kv: -kv[1])[:5]
+    details = [f"{name} ([kernel]): {n / time.samples:.1%} self" for name, n in leaves]
+    findings = []
+    for group in time.groups:
+        calls = ", ".join(f"{name} {share:.0%}" for name, share in time.top_calls(group))
+        headline = (
+            f"CPU time in {KERNEL_PARTS[group]}: {time.group_share(group):.0%} of on-CPU samples "
+            f"({calls}){sys_share}"
+        )
+        # interrupts come to whatever runs on the CPU: not the process's doing
+        own = group != "interrupts"
+        score = cpu * time.group_share(group)
+        findings.append(Finding(f"kernel-{group}", score, headline, details, own=own))
+    return findings
 
 
 def _runqueue(threads: list[ThreadStat], runq: float, cpu: float, cpus: int) -> Finding:
@@ -209,14 +249,18 @@ def decide(
     heap: Heap | None = None,
     softirq: Softirq | None = None,
     children: list[Child] | None = None,
+    native: Profile | None = None,
 ) -> list[Finding]:
     """Findings, the top bottleneck first; 'mostly idle' when nothing stands out. A heap and
     the receive path become findings only on their evidence (modules heap and softirq), the
-    children when they used the CPU or waited for I/O (module descendants)."""
+    children when they used the CPU or waited for I/O (module descendants). `native` is perf's
+    profile when `profile` is a language's own (py-spy): only perf sees the kernel's frames."""
     cpu = sum(t.cpu_pct for t in threads) / 100
     runq = sum(t.runq_pct for t in threads) / 100
-    cpu_finding = _cpu(profile, threads, cpu)
+    in_kernel = split(native or profile)
+    cpu_finding = _cpu(profile, threads, cpu * (1 - in_kernel.share))
     findings = [cpu_finding, _runqueue(threads, runq, cpu, cpus), _io(offcpu, threads, window_s)]
+    findings += _kernel(in_kernel, threads, cpu)
     if locks:
         lock = _lock(locks, window_s)
         if lock:

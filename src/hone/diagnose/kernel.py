@@ -1,0 +1,124 @@
+"""Where a process's on-CPU time in the kernel goes: the network stack, files, memory, the rest.
+
+A server such as nginx under load spends most of its CPU in system calls and the softirqs they
+trigger; its hottest function is a kernel one, and rebuilding the program with other compiler
+flags changes none of it. What can change it depends on the part of the kernel: network
+sysctls, interrupt placement and the server's own settings (sendfile, keep-alive, worker
+count) for the network stack; fewer opens and stats (a cache of open files) for files; fewer
+page faults for memory.
+
+Each on-CPU sample whose innermost frame is the kernel's is put in one group by the kernel
+frames on its stack (frame-pointer stacks include them): any network frame makes it
+`network` (a write to a socket passes through vfs_writev first), else a page fault or mapping
+frame `memory`, else an interrupt that came while the process ran in user space `interrupts`
+(timer ticks and their softirqs, preemption; perf's own sampling interrupts at a high -F: not
+the process's doing), else a file system frame or a file system call `files`, else `other`.
+The system call is named by the kernel frame right under the syscall entry (`__x64_sys_openat`
+-> openat), or `page fault`, `softirq`, `interrupt` when the kernel ran without one."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from hone.diagnose.fold import Frame, is_kernel
+from hone.diagnose.profile import Profile
+
+GROUPS = ("network", "files", "memory", "interrupts", "other")
+
+_NETWORK = re.compile(
+    r"^_*(tcp|udp|inet6?|ipv6|ip6?|sock|sk|skb|netif|napi|unix|dev_queue|dev_hard|neigh|nf|net|"
+    r"sys_send|sys_recv|sys_accept|sys_connect)(_|$)"
+)
+_MEMORY = re.compile(
+    r"^(asm_)?exc_page_fault$|^handle_mm_fault$|^__handle_mm_fault$|^do_(anonymous|wp|"
+    r"huge_pmd_anonymous|read|fault|swap)_page|^do_mmap$|^__vm_munmap$|^do_brk|^__do_sys_brk$|"
+    r"^__x64_sys_(mmap|munmap|brk|madvise|mprotect)$"
+)
+_FILES = re.compile(
+    r"^_*(vfs|ext4|xfs|btrfs|filemap|generic_file|iomap|path|link_path|do_filp|dput|d_alloc|"
+    r"lookup|do_sys_open|alloc_file|fsnotify|fput)|^__x64_sys_(openat2?|open|close|newfstatat|"
+    r"newfstat|newstat|statx|read|pread64|write|pwrite64|getdents64|lseek|fsync|fdatasync|"
+    r"sendfile64)$|^__do_sys_(newfstatat|newfstat|newstat|statx)$"
+)
+_ENTRY = ("do_syscall_64", "x64_sys_call")
+_INTERRUPT = ("asm_sysvec_", "sysvec_", "asm_common_interrupt", "common_interrupt", "irq_")
+_PREFIXES = ("__x64_sys_", "__do_sys_", "__se_sys_", "__sys_", "ksys_", "do_")
+
+
+@dataclass
+class KernelTime:
+    """The kernel's share of the on-CPU samples, by group and by system call."""
+
+    samples: int = 0  # every on-CPU sample
+    kernel: int = 0  # those whose innermost frame is the kernel's
+    groups: dict[str, int] = field(default_factory=dict)  # group -> samples
+    calls: dict[str, dict[str, int]] = field(default_factory=dict)  # group -> {syscall: n}
+    functions: dict[str, int] = field(default_factory=dict)  # kernel leaf -> samples
+
+    @property
+    def share(self) -> float:
+        return self.kernel / self.samples if self.samples else 0.0
+
+    def group_share(self, group: str) -> float:
+        return self.groups.get(group, 0) / self.samples if self.samples else 0.0
+
+    def top_calls(self, group: str, n: int = 3) -> list[tuple[str, float]]:
+        """The system calls (or `softirq`, `page fault`) of a group, as shares of all samples."""
+        calls = Counter(self.calls.get(group, {})).most_common(n)
+        return [(name, count / self.samples) for name, count in calls]
+
+
+def _group(frames: tuple[Frame, ...]) -> str:
+    names = [f.function for f in frames if is_kernel(f.module)]
+    if any(_NETWORK.search(n) for n in names):
+        return "network"
+    if any(_MEMORY.search(n) for n in names):
+        return "memory"
+    if names and names[0].startswith(_INTERRUPT) and not any(n in _ENTRY for n in names):
+        return "interrupts"
+    if any(_FILES.search(n) for n in names):
+        return "files"
+    return "other"
+
+
+def _call(frames: tuple[Frame, ...]) -> str:
+    """The system call the stack entered, by the kernel frame under the syscall entry."""
+    names = [f.function for f in frames]
+    entries = [i for i, name in enumerate(names[:-1]) if name in _ENTRY]
+    if entries:
+        call = names[entries[-1] + 1]
+        if call.startswith(("exit_to_user_mode", "syscall_exit")):
+            return "syscall return"
+        for prefix in _PREFIXES:
+            if call.startswith(prefix):
+                return call[len(prefix) :]
+        return call
+    if any("page_fault" in n for n in names):
+        return "page fault"
+    if any("softirq" in n or n == "net_rx_action" for n in names):
+        return "softirq"
+    if any(n.startswith(_INTERRUPT) for n in names):
+        return "interrupt"
+    return "kernel"
+
+
+def split(profile: Profile) -> KernelTime:
+    """Count the profile's samples in the kernel by group, system call and leaf function."""
+    result = KernelTime(samples=profile.total)
+    calls: dict[str, Counter] = {}
+    groups: Counter = Counter()
+    functions: Counter = Counter()
+    for (_, frames), count in profile.stacks.items():
+        if not frames or not is_kernel(frames[-1].module):
+            continue
+        result.kernel += count
+        group = _group(frames)
+        groups[group] += count
+        calls.setdefault(group, Counter())[_call(frames)] += count
+        functions[frames[-1].function] += count
+    result.groups = dict(groups)
+    result.calls = {g: dict(c) for g, c in calls.items()}
+    result.functions = dict(functions)
+    return result

@@ -1,0 +1,151 @@
+"""On-CPU time in the kernel: split by the part of the kernel, told what changes it (network
+sysctls, the server's settings), never offered a compiler-flags project."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hone.diagnose import kernel
+from hone.diagnose.fold import Frame
+from hone.diagnose.profile import Profile
+from hone.diagnose.threads import ThreadStat
+from hone.diagnose.verdict import decide
+
+K = "[kernel.kallsyms]"
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def stack(user: str, kernel_frames: str = "") -> tuple[Frame, ...]:
+    """`main;__libc_open` in srv or libc (by the name's leading underscores), then the kernel's."""
+    frames = [Frame(n, LIBC if n.startswith("__") else "srv") for n in user.split(";")]
+    return tuple(frames + [Frame(n, K) for n in kernel_frames.split(";") if n])
+
+
+ENTRY = "entry_SYSCALL_64_after_hwframe;do_syscall_64;"
+WRITEV = ENTRY + "do_writev;vfs_writev;sock_write_iter;tcp_sendmsg;_raw_spin_unlock_irqrestore"
+OPENAT = ENTRY + "__x64_sys_openat;do_sys_openat2;path_openat;link_path_walk"
+FAULT = "asm_exc_page_fault;exc_page_fault;handle_mm_fault;clear_page_erms"
+#: nginx's shape: writev into TCP, openat of the file, a page fault, a little of its own code
+SERVER = Profile(
+    stacks={
+        ("srv", stack("main;__GI___writev", WRITEV)): 50,
+        ("srv", stack("main;__libc_open", OPENAT)): 25,
+        ("srv", stack("main", FAULT)): 5,
+        ("srv", stack("main;parse_request")): 20,
+    }
+)
+
+
+def test_split_by_part_of_the_kernel_and_system_call() -> None:
+    found = kernel.split(SERVER)
+    assert found.share == pytest.approx(0.8)
+    assert found.groups == {"network": 50, "files": 25, "memory": 5}
+    assert found.top_calls("network") == [("writev", 0.5)]
+    assert found.top_calls("files") == [("openat", 0.25)]
+    assert found.top_calls("memory") == [("page fault", 0.05)]
+
+
+def test_kernel_time_outranks_the_programs_own_code() -> None:
+    threads = [ThreadStat(1, "srv", 90, 18, 72, 0, 0, 10)]
+    findings = decide(SERVER, threads, 10, 2)
+    assert [f.kind for f in findings[:3]] == ["kernel-network", "kernel-files", "cpu"]
+    network = findings[0]
+    assert network.score == pytest.approx(0.45)
+    assert "network stack: 50% of on-CPU samples (writev 50%)" in network.headline
+    assert "system time 80% of its CPU time" in network.headline
+    # the program's own part is named by its own function, not by a kernel one
+    assert findings[2].score == pytest.approx(0.18)
+    assert "parse_request" in findings[2].headline
+
+
+@pytest.fixture
+def nginx(tmp_path: Path):
+    """nginx with one worker on a free port, serving a 4 KB file; yields (port, worker pid)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "html").mkdir()
+    (tmp_path / "html" / "4k.html").write_bytes(b"x" * 4096)
+    (tmp_path / "nginx.conf").write_text(
+        f"worker_processes 1; pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;\n"
+        "events { worker_connections 1024; }\n"
+        f"http {{ access_log off; server {{ listen 127.0.0.1:{port}; root {tmp_path}/html; }} }}\n"
+    )
+    subprocess.run(
+        ["nginx", "-e", f"{tmp_path}/error.log", "-p", str(tmp_path), "-c",
+         str(tmp_path / "nginx.conf")], check=True,
+    )  # fmt: skip
+    for _ in range(50):
+        if (tmp_path / "nginx.pid").exists():
+            break
+        time.sleep(0.1)
+    master = int((tmp_path / "nginx.pid").read_text())
+    children = Path(f"/proc/{master}/task/{master}/children")
+    for _ in range(50):
+        workers = children.read_text().split()
+        if workers:
+            break
+        time.sleep(0.1)
+    try:
+        yield port, int(workers[0])
+    finally:
+        subprocess.run(["kill", "-QUIT", str(master)], check=False)
+
+
+@pytest.mark.slow
+def test_nginx_under_wrk_gets_network_knobs_not_compiler_flags(
+    hone_cli, nginx: tuple[int, int], tmp_path: Path
+) -> None:
+    port, worker = nginx
+    load = subprocess.Popen(
+        ["timeout", "30", "wrk", "-t1", "-c32", "-d12s", f"http://127.0.0.1:{port}/4k.html"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(1)
+        done = hone_cli(
+            "diagnose", "--pid", str(worker), "-d", "5", "--json",
+            "--suggest-project", str(tmp_path / "proj"),
+        )  # fmt: skip
+    finally:
+        load.kill()
+        load.wait()
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    own = [f for f in document["findings"] if f["own"] and f["kind"] not in ("runqueue", "idle")]
+    assert own[0]["kind"] == "kernel-network", own  # writev into TCP, not nginx's own code
+    assert "writev" in own[0]["headline"]
+    knobs = {s["name"] for s in document["suggestions"]}
+    assert {"net.ipv4.tcp_wmem", "net.core.netdev_budget"} <= knobs
+    project = tmp_path / "proj"
+    assert not (project / "flags.conf").exists()  # no compiler-flags project
+    data = yaml.safe_load((project / "hone.yaml").read_text())
+    assert "net.ipv4.tcp_wmem" in data["knobs"] and "opt" not in data["knobs"]
+    assert hone_cli("check", str(project)).returncode == 0
+    # the terminal says the same, with the advice for the network stack
+    text = hone_cli("diagnose", "--from", str(Path(document["files"]["saved"]))).stdout
+    assert "compiler-flags" not in text
+    assert "advice: " in text and "sendfile" in text
+
+
+def test_interrupts_while_it_ran_are_not_its_own_doing() -> None:
+    """At -F 100000 a busy loop showed 15% of its samples in timer interrupts, their RCU
+    softirqs and preemption: no knob or build of the program's reduces that."""
+    tick = "asm_sysvec_apic_timer_interrupt;sysvec_apic_timer_interrupt;__irq_exit_rcu;"
+    busy = Profile(
+        stacks={
+            ("loop", stack("main;hot_work")): 85,
+            ("loop", stack("main;hot_work", tick + "handle_softirqs;rcu_core")): 15,
+        }
+    )
+    findings = decide(busy, [ThreadStat(1, "loop", 100, 88, 12, 0, 0, 0)], 10, 2)
+    assert findings[0].kind == "cpu" and "hot_work" in findings[0].headline
+    interrupts = next(f for f in findings if f.kind == "kernel-interrupts")
+    assert not interrupts.own and "(softirq 15%)" in interrupts.headline
