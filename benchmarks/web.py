@@ -6,9 +6,11 @@ on a fresh profile; the server is a real `python -m hone serve` process on a fre
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -76,3 +78,32 @@ def stop_server(process: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def study_page_loads(url: str, study: str, repeats: int, timeout_ms: int = 120_000) -> list[dict]:
+    """Each fresh tab's study page: ms from navigation to drawn, the bytes of /trials on the
+    wire and the rows of the trial table."""
+    from playwright.sync_api import sync_playwright
+
+    profile = tempfile.mkdtemp(prefix="hone-bench-chromium-")
+    target = f"{url}/#/study/{urllib.request.quote(study, safe='')}"
+    found = []
+    try:
+        with sync_playwright() as playwright:
+            context = launch(playwright, profile)
+            for _ in range(repeats):
+                page = context.new_page()
+                page.goto(target)
+                page.wait_for_selector("body[data-ready=study]", timeout=timeout_ms)
+                drawn, wire = page.evaluate(
+                    """() => [performance.getEntriesByName('hone-study-drawn')[0].startTime,
+                        performance.getEntriesByType('resource')
+                            .find((e) => e.name.endsWith('/trials')).transferSize]"""
+                )
+                rows = page.locator("#trials tbody tr").count()
+                found.append({"drawn_ms": float(drawn), "wire": int(wire), "rows": rows})
+                page.close()
+            context.close()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    return found

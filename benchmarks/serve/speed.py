@@ -23,7 +23,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchmarks.web import launch, start_server, stop_server
+from benchmarks.web import start_server, stop_server, study_page_loads
 from hone.space import Categorical, FloatRange, IntRange, SearchSpace
 from hone.space.serialize import domain_to_dict
 
@@ -112,29 +112,10 @@ def time_list(url: str, repeats: int) -> list[float]:
 
 
 def time_page(url: str, study: str, repeats: int) -> list[float]:
-    from playwright.sync_api import sync_playwright
-
-    profile = tempfile.mkdtemp(prefix="hone-bench-chromium-")
-    times = []
-    try:
-        with sync_playwright() as playwright:
-            context = launch(playwright, profile)
-            target = f"{url}/#/study/{urllib.request.quote(study, safe='')}"
-            for _ in range(repeats):
-                page = context.new_page()
-                page.goto(target)
-                page.wait_for_selector("body[data-ready=study]", timeout=30_000)
-                drawn = page.evaluate(
-                    "() => performance.getEntriesByName('hone-study-drawn')[0].startTime"
-                )
-                rows = page.locator("#trials tbody tr").count()
-                assert rows >= 1000, rows
-                times.append(float(drawn))
-                page.close()
-            context.close()
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
-    return times
+    """ms from navigation to the study page drawn, per fresh tab."""
+    loads = study_page_loads(url, study, repeats, timeout_ms=30_000)
+    assert all(load["rows"] >= 1000 for load in loads), loads
+    return [load["drawn_ms"] for load in loads]
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 
 from benchmarks.serve.speed import make_study
-from benchmarks.web import launch, start_server, stop_server
+from benchmarks.web import start_server, stop_server, study_page_loads
 
 
 def fetch(url: str, encoding: str) -> tuple[int, float, int]:
@@ -46,33 +46,6 @@ def first_burst(url: str) -> tuple[int, float]:
             if line.startswith(b"event: state"):
                 break
     return size, (time.perf_counter() - started) * 1000
-
-
-def page_times(url: str, study: str, repeats: int) -> list[tuple[float, int]]:
-    """(ms from navigation to drawn, bytes of /trials on the wire) per fresh tab."""
-    from playwright.sync_api import sync_playwright
-
-    profile = tempfile.mkdtemp(prefix="hone-bench-chromium-")
-    found = []
-    try:
-        with sync_playwright() as playwright:
-            context = launch(playwright, profile)
-            target = f"{url}/#/study/{urllib.request.quote(study, safe='')}"
-            for _ in range(repeats):
-                page = context.new_page()
-                page.goto(target)
-                page.wait_for_selector("body[data-ready=study]", timeout=120_000)
-                drawn, wire = page.evaluate(
-                    """() => [performance.getEntriesByName('hone-study-drawn')[0].startTime,
-                        performance.getEntriesByType('resource')
-                            .find((e) => e.name.endsWith('/trials')).transferSize]"""
-                )
-                found.append((float(drawn), int(wire)))
-                page.close()
-            context.close()
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
-    return found
 
 
 def median_of(runs: list[tuple]) -> tuple:
@@ -117,7 +90,7 @@ def main() -> None:
             again = statistics.median(fetch(where, "gzip")[1] for _ in range(args.repeats))
             print(f"GET /importance ({trials} trials): first {first:.0f} ms, "
                   f"cached median {again:.0f} ms")  # fmt: skip
-        runs = page_times(url, big, args.page_repeats)
+        runs = [(x["drawn_ms"], x["wire"]) for x in study_page_loads(url, big, args.page_repeats)]
         drawn = [ms for ms, _ in runs]
         print(f"study page ({args.trials} trials), navigation to drawn: median "
               f"{statistics.median(drawn):.0f} ms, first (cold) {drawn[0]:.0f} ms, "
