@@ -28,8 +28,9 @@ from hone.serve.runs import EventLog, RunManager
 from hone.storage import StudyStore
 
 STATIC = Path(__file__).parent / "static"
-#: zlib's default: the 4.2 MB of 10,000 trials go as 0.56 MB (docs/benchmarks.md)
-GZIP_LEVEL = 6
+#: zlib's fastest level: on loopback, where most servers are read, level 6 took 4 times as
+#: long for a sixth fewer bytes (docs/benchmarks.md)
+GZIP_LEVEL = 1
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
