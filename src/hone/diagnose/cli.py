@@ -1,5 +1,7 @@
-"""`hone diagnose`: find the bottleneck of a process or a command and say what to tune.
+"""`hone diagnose`: find the bottleneck of a process or a command and say what to tune, or
+what the whole machine is busy with (`--system`, module hone.diagnose.system).
 
+    hone diagnose --system --duration 10
     hone diagnose --pid 1234 --duration 30
     hone diagnose -- ./my-benchmark args
     hone diagnose --compare before.hone after.hone
