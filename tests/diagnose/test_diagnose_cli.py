@@ -120,6 +120,8 @@ def test_a_saved_diagnosis_as_json_reads_back(hone_cli, tmp_path: Path) -> None:
         (("--from", "/nonexistent.hone"), "cannot read"),
         (("--pid", "1", "--duration", "0"), "--duration must be positive"),
         (("-F", "0", "--", "sleep", "5"), "--frequency must be positive, got 0"),
+        (("--system", "--pid", "1"), "give one of --pid PID, --system,"),
+        (("-a", "-d", "-1"), "--duration must be positive"),
     ],
 )
 def test_bad_input_is_one_line(hone_cli, args: tuple[str, ...], message: str) -> None:

@@ -1,5 +1,7 @@
-"""`hone diagnose`: find the bottleneck of a process or a command and say what to tune.
+"""`hone diagnose`: find the bottleneck of a process or a command and say what to tune, or
+what the whole machine is busy with (`--system`, module hone.diagnose.system).
 
+    hone diagnose --system --duration 10
     hone diagnose --pid 1234 --duration 30
     hone diagnose -- ./my-benchmark args
     hone diagnose --compare before.hone after.hone
@@ -38,7 +40,9 @@ from hone.diagnose import (
     topdown,
     verdict,
 )
+from hone.diagnose import system as whole_system
 from hone.diagnose.fold import Frame
+from hone.diagnose.machine import describe as _describe
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
 from hone.diagnose.profile import Profile
 from hone.diagnose.record import failure
@@ -441,24 +445,6 @@ def _analyse(
     return result
 
 
-def _describe(pid: int) -> str:
-    """`pid 12 (server -c x.conf)`: the program's name and first arguments. A process that set
-    its own title (nginx: worker process) keeps it as written, since its first word is not a
-    path; a kernel thread, which has no command line, is `[name]` as ps shows it."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0")
-        argv = [a.decode(errors="replace") for a in raw.split(b"\0")] if raw else []
-        if not argv:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            return f"pid {pid} ([{comm}])"
-    except OSError:
-        return f"pid {pid}"
-    if len(argv) == 1 and " " in argv[0]:
-        return f"pid {pid} ({' '.join(argv[0].split())})"
-    words = [Path(argv[0]).name, *argv[1:3]]
-    return f"pid {pid} ({command_line([w for w in words if w])})"
-
-
 def run_command(command: list[str], duration: float | None, **options: object) -> Diagnosis:
     """Start the command, diagnose it until it exits (or for `duration`), then stop it."""
     try:
@@ -505,11 +491,14 @@ def _places(output: Path | None, target: str) -> tuple[Path, Path]:
 def diagnose(
     command: list[str] = typer.Argument(None, help="a command to run and diagnose (after --)"),
     pid: int = typer.Option(None, "--pid", "-p", help="diagnose this running process"),
+    system: bool = typer.Option(
+        False, "--system", "-a", help="the whole machine: which processes take the CPUs"
+    ),
     duration: float = typer.Option(
         None,
         "--duration",
         "-d",
-        help="seconds (default 30 for --pid; a command: until it exits)",
+        help="seconds (default 30 for --pid, 10 for --system; a command: until it exits)",
         parser=finite_float,
     ),
     output: Path = typer.Option(None, "--output", "-o", help="report folder, or a .html path"),
@@ -531,9 +520,9 @@ def diagnose(
     if compare:
         _compare(compare[0], compare[1], output, as_json)
         return
-    sources = sum(x is not None and x != [] for x in (pid, command or None, load))
+    sources = sum(x is not None and x != [] for x in (pid, command or None, load)) + system
     if sources != 1:
-        raise HoneError("give one of --pid PID, --from FILE.hone, or -- COMMAND ARGS")
+        raise HoneError("give one of --pid PID, --system, --from FILE.hone, or -- COMMAND ARGS")
     if duration is not None and duration <= 0:
         raise HoneError(f"--duration must be positive, got {duration:g}")
     if frequency <= 0:  # checked before a command starts, not when perf is about to attach
@@ -548,10 +537,12 @@ def diagnose(
     else:
         if pid is not None and not Path(f"/proc/{pid}").exists():
             raise HoneError(f"no process with pid {pid}")
-        target = _describe(pid) if pid is not None else command_line(command)
-        report, saved = _places(output, target)
+        target = _describe(pid) if pid is not None else command_line(command or [])
+        report, saved = _places(output, "system" if system else target)
         files = _side_folder(report)
-        if pid is not None:
+        if system:
+            result = whole_system.collect(duration or 10.0, frequency=frequency, keep=files)
+        elif pid is not None:
             result = collect(pid, duration or 30.0, keep=files, **options)  # type: ignore[arg-type]
         else:
             result = run_command(list(command), duration, keep=files, **options)  # type: ignore[arg-type]

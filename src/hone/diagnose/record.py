@@ -29,7 +29,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -79,11 +79,17 @@ def record(
     event: str | None = None,
     output_dir: str | Path | None = None,
     quiet_command: bool = False,
+    system: bool = False,
+    mark: Callable[[], None] | None = None,
 ) -> Recording:
     """Profile `pid` for `duration_s` seconds (default 30), or run `command` under perf until
-    it exits (or until `duration_s`, when given, then stop it)."""
-    if (pid is None) == (command is None or not command):
-        raise HoneError("profile either a running process (--pid) or a command, not both")
+    it exits (or until `duration_s`, when given, then stop it), or with `system` every CPU for
+    `duration_s` seconds (`perf record -a`; `perf script` then names each sample's pid/tid).
+    `mark` (with `system`) is called when the `sleep` that bounds the window starts and when it
+    ends: perf takes seconds to start on a busy machine (it lists every thread's mappings first)
+    and to finish, and what is measured beside it is measured over the sampled window."""
+    if sum((pid is not None, bool(command), system)) != 1:
+        raise HoneError("profile either a running process (--pid), a command or the whole system")
     perf = shutil.which("perf")
     if perf is None:
         raise HoneError("perf is not installed (apt-get install linux-perf)")
@@ -97,15 +103,17 @@ def record(
     perf_data = folder / "perf.data"
     argv = [perf, "record", "-F", str(frequency_hz), "-e", event, "-o", str(perf_data)]
     argv += ["--call-graph", "dwarf"] if call_graph == "dwarf" else ["-g"]
-    if pid is not None:
+    if pid is not None or system:
         seconds = 30.0 if duration_s is None else duration_s
-        argv += ["-p", str(pid), "--", "sleep", f"{seconds:g}"]
-        target = f"pid {pid}"
+        argv += ["-a"] if system else ["-p", str(pid)]
+        argv += ["--", "sleep", f"{seconds:g}"]
+        target = "whole system" if system else f"pid {pid}"
     else:
         argv += ["--", *command]  # type: ignore[misc]
         target = shlex.join(command)  # type: ignore[arg-type]
     started = time.monotonic()
-    said = _run_perf_record(argv, duration_s if pid is None else None, quiet_command, frequency_hz)
+    limit = duration_s if command else None
+    said = _run_perf_record(argv, limit, quiet_command, frequency_hz, mark if system else None)
     # perf lowers -F to the kernel's limit at start, saying so: the period is the rate it used
     throttled = re.search(r"throttling from [\d,.']+ Hz to ([\d,.']+) Hz", said)
     if throttled:
@@ -113,8 +121,9 @@ def record(
     elapsed = time.monotonic() - started
     if not perf_data.exists() or perf_data.stat().st_size == 0:
         raise HoneError(f"perf record wrote no data for {target}")
+    fields = ["-F", "comm,pid,tid,cpu,time,period,event,ip,sym,symoff,dso"] if system else []
     script = subprocess.run(
-        [perf, "script", "-i", str(perf_data)], capture_output=True, check=False
+        [perf, "script", "-i", str(perf_data), *fields], capture_output=True, check=False
     )
     if script.returncode != 0:
         reason = script.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
@@ -122,9 +131,15 @@ def record(
     return Recording(perf_data, script.stdout, event, frequency_hz, elapsed, target, call_graph)
 
 
-def _run_perf_record(argv: list[str], limit_s: float | None, quiet: bool, frequency: int) -> str:
+def _run_perf_record(
+    argv: list[str],
+    limit_s: float | None,
+    quiet: bool,
+    frequency: int,
+    mark: Callable[[], None] | None = None,
+) -> str:
     """Run perf record; with a limit, SIGINT it (perf then stops the command and writes).
-    Returns what perf said on stderr."""
+    `mark` is called when perf's command (sleep) starts and ends. Returns perf's stderr."""
     output = subprocess.DEVNULL if quiet else None
     try:
         process = subprocess.Popen(
@@ -133,6 +148,8 @@ def _run_perf_record(argv: list[str], limit_s: float | None, quiet: bool, freque
     except OSError as error:
         raise HoneError(f"cannot run perf: {error.strerror}") from None
     try:
+        if mark:
+            _mark_command(process, mark)
         _, stderr = process.communicate(timeout=limit_s)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
@@ -147,6 +164,37 @@ def _run_perf_record(argv: list[str], limit_s: float | None, quiet: bool, freque
     if process.returncode not in (0, -signal.SIGINT) and "Captured and wrote" not in text:
         raise HoneError(failure(text, process.returncode, frequency))
     return text
+
+
+def _mark_command(perf: subprocess.Popen, mark: Callable[[], None]) -> None:
+    """Call `mark` when perf's child has become the command (perf enables its events just
+    before) and again when the command has ended. perf has one child: the forked command."""
+    child = None
+    while perf.poll() is None and child is None:
+        child = _command_child(perf.pid)
+        time.sleep(0.02)
+    mark()
+    while child and perf.poll() is None and _state(child) not in ("", "Z", "X"):
+        time.sleep(0.02)
+    mark()
+
+
+def _command_child(pid: int) -> int | None:
+    """perf's child once it runs `sleep` (before the exec it is a copy of perf)."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if kids and Path(f"/proc/{kids[0]}/comm").read_text().strip() == "sleep":
+            return int(kids[0])
+    except OSError:
+        pass
+    return None
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
 
 
 MAX_RATE = Path("/proc/sys/kernel/perf_event_max_sample_rate")

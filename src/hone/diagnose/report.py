@@ -22,6 +22,7 @@ from hone.diagnose.flamegraph import diff_flamegraph_svg, modules_of, render
 from hone.diagnose.fold import Frame
 from hone.diagnose.heap import Heap
 from hone.diagnose.locks import Locks
+from hone.diagnose.machine import Machine, terminal_lines
 from hone.diagnose.offcpu import OffCpu
 from hone.diagnose.probe import Capabilities
 from hone.diagnose.profile import Profile
@@ -56,6 +57,7 @@ class Diagnosis:
     language_profile: Profile | None = None  # language-level stacks (Python: py-spy)
     heap: Heap | None = None  # the process's memory and page faults (module heap)
     softirq: Softirq | None = None  # the machine's receive path per CPU (module softirq)
+    system: Machine | None = None  # `--system`: CPU split and process table (module machine)
 
     @property
     def kinds(self) -> list[str]:
@@ -108,6 +110,7 @@ class Diagnosis:
             "language_profile": _profile_rows(self.language_profile),
             "heap": self.heap.to_dict() if self.heap else None,
             "softirq": self.softirq.to_dict() if self.softirq else None,
+            "system": self.system.to_dict() if self.system else None,
         }
 
     def save(self, path: str | Path) -> Path:
@@ -152,6 +155,7 @@ class Diagnosis:
                 language_profile=_profile_of_rows(data.get("language_profile")),
                 heap=Heap.from_dict(data["heap"]) if data.get("heap") else None,
                 softirq=Softirq.from_dict(data["softirq"]) if data.get("softirq") else None,
+                system=Machine.from_dict(data["system"]) if data.get("system") else None,
             )
         except (KeyError, TypeError, ValueError) as error:
             raise HoneError(f"damaged diagnosis section: {error}", file=path) from None
@@ -181,6 +185,8 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
     if d.findings:
         lines.append(f"verdict: {d.findings[0].headline}")
         lines += [f"  also: {f.headline}" for f in d.findings[1:4]]
+    if d.system:
+        lines += terminal_lines(d.system)
     if d.threads:
         lines.append("hot threads (% of one CPU: on CPU / run queue / I/O / sleep):")
         shown = d.threads[:5]
@@ -192,13 +198,17 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
             )
     if d.profile.total:
         lines.append(f"on-CPU: {summary(d.profile)}")
+    if d.system and d.profile.total:
+        hot = function_table(d.profile, "self")[:5]
+        lines.append("hottest functions (self % of the machine's samples): " + ", ".join(
+            f"{r.name} ({module_name(r.module)}) {r.self_share:.0%}" for r in hot))  # fmt: skip
     if d.language_profile is not None and d.language_profile.total:
         lines.append(f"{d.language} stacks ({d.language_profile.event}): "
                      f"{summary(d.language_profile)}")  # fmt: skip
     if d.topdown.available:
         parts = ", ".join(f"{k} {v:.1f}%" for k, v in d.topdown.level1.items())
         lines.append(f"top-down ({d.topdown.method}): {parts}")
-    else:
+    elif not d.system:
         lines.append(f"top-down: unavailable ({d.topdown.evidence})")
         if d.topdown.software:
             parts = ", ".join(f"{k} {v:.1f}%" for k, v in d.topdown.software.items())
@@ -333,6 +343,35 @@ def _section_threads(d: Diagnosis) -> str:
         out.append(f"<details><summary>{len(rest)} threads idle through the window</summary>")
         out.append(_table(head, [_thread_row(t) for t in rest], numeric) + "</details>")
     return "".join(out)
+
+
+def _section_processes(d: Diagnosis) -> str:
+    m = d.system
+    assert m is not None
+    split = "".join(
+        f"<tr><td>{_e(k)}</td><td class='n'>{v:.1f}</td><td>{_bar(v)}</td></tr>"
+        for k, v in m.split.items()
+    )
+    pressure = (
+        f"<p>CPU pressure (PSI): runnable work waited for a CPU {m.pressure:.0%} of the window.</p>"
+        if m.pressure is not None
+        else ""
+    )
+    head = ["pid", "command", "CPU %", "user %", "kernel %", "samples", "hottest function",
+            "busiest threads (tid: % of a CPU)", "drill in"]  # fmt: skip
+    rows = [
+        [p.pid, p.command, f"{p.cpu_pct:.1f}", f"{p.user_pct:.1f}", f"{p.kernel_pct:.1f}",
+         p.samples, p.hottest, ", ".join(f"{t.comm} {t.tid}: {t.cpu_pct:.1f}" for t in p.threads),
+         f"hone diagnose --pid {p.pid}"]
+        for p in m.processes[:40]
+    ]  # fmt: skip
+    return (
+        f"<p>Time of all {m.cpus} CPUs over the window (/proc/stat), in percent:</p>"
+        + f"<table><tr><th>state</th><th>%</th><th></th></tr>{split}</table>"
+        + pressure
+        + "<p>Processes by on-CPU samples (percent of one CPU; user and kernel by where each "
+        "sample's innermost frame was):</p>" + _table(head, rows, {0, 2, 3, 4, 5})
+    )
 
 
 def _section_cpu(d: Diagnosis) -> str:
@@ -489,13 +528,19 @@ def _section_knobs(d: Diagnosis) -> str:
 def to_html(d: Diagnosis) -> str:
     """One self-contained HTML file: inline CSS, inline SVG flame graphs with their script."""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d.created))
-    sections = [
-        ("Verdict", _section_verdict(d)),
-        ("Hot threads", _section_threads(d)),
-        ("On-CPU: flame graph, top-down and bottom-up", _section_cpu(d)),
-        ("Off-CPU", _section_offcpu(d)),
-        ("Locks", _section_locks(d)),
-        ("Top-down microarchitecture analysis (TMAM)", _section_topdown(d)),
+    sections = [("Verdict", _section_verdict(d))]
+    if d.system:
+        sections += [("Processes", _section_processes(d)),
+                     ("On-CPU: flame graph, top-down and bottom-up", _section_cpu(d))]  # fmt: skip
+    else:
+        sections += [
+            ("Hot threads", _section_threads(d)),
+            ("On-CPU: flame graph, top-down and bottom-up", _section_cpu(d)),
+            ("Off-CPU", _section_offcpu(d)),
+            ("Locks", _section_locks(d)),
+            ("Top-down microarchitecture analysis (TMAM)", _section_topdown(d)),
+        ]
+    sections += [
         ("What to tune", _section_knobs(d)),
         ("Capabilities used and unavailable", _section_capabilities(d)),
     ]
@@ -513,10 +558,12 @@ def to_html(d: Diagnosis) -> str:
 
 
 def _thread_cpu(d: Diagnosis) -> dict[str, float]:
-    """CPU % per thread name (threads of one name, a pool, summed)."""
+    """CPU % per thread name (threads of one name, a pool, summed); for the whole system, per
+    command line (the processes of one command summed)."""
     out: dict[str, float] = {}
-    for t in d.threads:
-        out[t.label] = out.get(t.label, 0.0) + t.cpu_pct
+    named = [(p.command, p.cpu_pct) for p in d.system.processes] if d.system else []
+    for label, pct in named or [(t.label, t.cpu_pct) for t in d.threads]:
+        out[label] = out.get(label, 0.0) + pct
     return out
 
 
@@ -530,9 +577,15 @@ def _runtime_rows(a: Diagnosis, b: Diagnosis) -> list[tuple[str, str, str]]:
         ("window s", f"{a.window_s:.1f}", f"{b.window_s:.1f}"),
         ("on-CPU samples", str(a.profile.total), str(b.profile.total)),
     ]  # fmt: skip
+    if a.system and b.system:
+        rows.append(("CPUs busy", f"{a.system.busy_cpus:.2f}", f"{b.system.busy_cpus:.2f}"))
+        for state in ("user", "system", "irq", "softirq", "iowait"):
+            rows.append((f"{state} % of all CPUs", f"{a.system.split.get(state, 0):.1f}",
+                         f"{b.system.split.get(state, 0):.1f}"))  # fmt: skip
     for label, name in (("CPUs busy", "cpu_pct"), ("run-queue wait", "runq_pct"),
                         ("I/O wait", "io_pct")):  # fmt: skip
-        rows.append((f"{label} (thread-s/s)", f"{total(a, name):.2f}", f"{total(b, name):.2f}"))
+        if a.threads or b.threads:
+            rows.append((f"{label} (thread-s/s)", f"{total(a, name):.2f}", f"{total(b, name):.2f}"))
     if a.offcpu and b.offcpu:
         for kind in ("sleep", "io", "runqueue"):
             rows.append(
@@ -565,7 +618,7 @@ def compare_text(a: Diagnosis, b: Diagnosis) -> str:
     ta, tb = _thread_cpu(a), _thread_cpu(b)
     threads_moved = sorted(set(ta) | set(tb), key=lambda n: -abs(tb.get(n, 0) - ta.get(n, 0)))
     if threads_moved:
-        lines.append("threads whose CPU % moved most:")
+        lines.append(f"{'processes' if a.system else 'threads'} whose CPU % moved most:")
         lines += [f"  {n}: {ta.get(n, 0.0):.1f} -> {tb.get(n, 0.0):.1f}" for n in threads_moved[:5]]
     return "\n".join(lines)
 

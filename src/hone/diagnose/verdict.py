@@ -99,7 +99,7 @@ KERNEL_PARTS = {
 }
 
 
-def _kernel(time: KernelTime, threads: list[ThreadStat], cpu: float) -> list[Finding]:
+def kernel_findings(time: KernelTime, threads: list[ThreadStat], cpu: float) -> list[Finding]:
     """One finding per part of the kernel the process's CPU time went to, scored by its share
     of the samples; the system calls that led there and the process's system time as evidence."""
     user = sum(t.user_pct for t in threads)
@@ -260,7 +260,7 @@ def decide(
     in_kernel = split(native or profile)
     cpu_finding = _cpu(profile, threads, cpu * (1 - in_kernel.share))
     findings = [cpu_finding, _runqueue(threads, runq, cpu, cpus), _io(offcpu, threads, window_s)]
-    findings += _kernel(in_kernel, threads, cpu)
+    findings += kernel_findings(in_kernel, threads, cpu)
     if locks:
         lock = _lock(locks, window_s)
         if lock:

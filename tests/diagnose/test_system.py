@@ -1,0 +1,129 @@
+"""`hone diagnose --system`: two real CPU-bound programs of different weights, found among the
+machine's processes by pid, busier first, the same facts in the terminal, --json and the report;
+and the verdict's rules on a table built by hand."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.diagnose.inputs import build
+from hone.diagnose.machine import Machine, Process, ThreadShare
+from hone.diagnose.profile import Profile
+from hone.diagnose.report import Diagnosis
+from hone.diagnose.system import decide
+
+#: 5 % of one CPU: 0.5 ms busy in light_work, 9.5 ms asleep
+LIGHT = """
+import time
+def light_work(until):
+    while time.perf_counter() < until:
+        pass
+end = time.monotonic() + float(__import__("sys").argv[1])
+while time.monotonic() < end:
+    light_work(time.perf_counter() + 0.0005)
+    time.sleep(0.0095)
+"""
+
+
+def _row(stdout: str, pid: int) -> str:
+    rows = [line for line in stdout.splitlines() if re.match(rf"\s+{pid} ", line)]
+    assert len(rows) == 1, stdout
+    return rows[0]
+
+
+@pytest.mark.slow
+def test_the_busier_program_comes_first_with_its_pid(hone_cli, start, tmp_path: Path) -> None:
+    # Each in a session of its own: with autogroup scheduling (kernel.sched_autogroup_enabled)
+    # a session shares the CPUs equally with the others, so on a machine busy with other work
+    # the two programs get their own share, not a part of the test runner's.
+    heavy = start(["setsid", str(build("spinners", tmp_path)), "2", "30"], 0)
+    light = start(["setsid", sys.executable, "-c", LIGHT, "30"], 0.5)
+    folder = tmp_path / "rep"
+    done = hone_cli("diagnose", "--system", "-d", "4", "-o", str(folder))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.endswith("\n") and "\r" not in out  # whole lines through the pipe
+    heavy_row = _row(out, heavy.pid)
+    assert "spinners 2 30" in heavy_row and "spinners/" in heavy_row
+    heavy_cpu = float(re.search(r" (\d+\.\d) +\d+\.\d +\d+\.\d  ", heavy_row)[1])
+    d = Diagnosis.load(folder / "diagnosis.hone")
+    assert d.system is not None and d.language == "system" and 3.5 < d.window_s < 5
+    table = {p.pid: p for p in d.system.processes}
+    assert table[heavy.pid].cpu_pct > table[light.pid].cpu_pct > 0
+    order = [p.pid for p in d.system.processes]
+    assert order.index(heavy.pid) < order.index(light.pid)  # busier first
+    if order.index(light.pid) < 10:  # the terminal shows ten; elsewhere --json has them all
+        assert out.index(heavy_row) < out.index(_row(out, light.pid))
+    assert table[heavy.pid].cpu_pct == pytest.approx(heavy_cpu, abs=0.1)
+    assert len(table[heavy.pid].threads) == 2  # both of its threads, each sampled
+    assert table[heavy.pid].hottest == "spin_work (spinners)"
+    assert (
+        table[light.pid].command.startswith("python") and "light_work" in table[light.pid].command
+    )
+    # The verdict names the machine's busiest process and how to drill into it.
+    top = d.system.processes[0]
+    verdict = next(line for line in out.splitlines() if line.startswith("verdict: "))
+    assert f"{top.command} (pid {top.pid})" in verdict
+    assert verdict.endswith(f"drill in: hone diagnose --pid {top.pid}")
+    assert sum(d.system.split.values()) == pytest.approx(100, abs=0.5)
+    assert re.search(r"^CPU time \(% of \d+ CPUs\): user [\d.]+, ", out, re.M)
+    assert "spin_work" in (folder / "oncpu.folded").read_text()
+    assert f"spinners-{heavy.pid};" in (folder / "oncpu.folded").read_text()
+    page = (folder / "report.html").read_text()
+    assert "Processes" in page and f"hone diagnose --pid {heavy.pid}" in page
+    # --json of the saved run: the same facts, the process table added to the usual shape.
+    shown = hone_cli("diagnose", "--from", str(folder), "--json")
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert {"findings", "functions", "modules", "summary", "threads"} <= set(data)
+    pids = [p["pid"] for p in data["system"]["processes"]]
+    assert pids.index(heavy.pid) < pids.index(light.pid)
+    assert data["findings"][0]["headline"] == verdict.removeprefix("verdict: ")
+    assert data["system"]["processes"][pids.index(heavy.pid)]["cpu_pct"] == table[heavy.pid].cpu_pct
+    assert any(f["name"] == "spin_work" for f in data["functions"]["self"])
+    again = hone_cli("diagnose", "--compare", str(folder), str(folder))
+    assert again.returncode == 0, again.stderr
+    assert "CPUs busy: " in again.stdout and "processes whose CPU % moved most:" in again.stdout
+
+
+def _machine(*processes: tuple[int, str, float, float], idle: float = 10.0) -> Machine:
+    table = [
+        Process(pid, cmd, cmd, cpu, kernel, int(cpu), "work (app)", [ThreadShare(pid, cmd, cpu)])
+        for pid, cmd, cpu, kernel in processes
+    ]
+    split = {"user": (100 - idle) * 0.8, "system": (100 - idle) * 0.2, "idle": idle}
+    return Machine(2, split, 0.02, table)
+
+
+def test_the_verdict_names_the_busiest_process_and_the_command_to_drill_in() -> None:
+    profile = Profile.from_folded({"app-7;main;work": 150, "db-9;main;query": 30})
+    found = decide(profile, _machine((7, "app -c x", 150.0, 5.0), (9, "db", 30.0, 10.0)))
+    assert found[0].kind == "process"
+    assert found[0].headline.startswith("Busiest process: app -c x (pid 7) at 150% of a CPU")
+    assert found[0].headline.endswith("drill in: hone diagnose --pid 7")
+    assert found[0].details == ["db (pid 9): 30.0% of a CPU; hone diagnose --pid 9"]
+    assert not any(f.kind == "runqueue" for f in found)  # 2 % pressure: under 0.05
+
+
+def test_the_kernel_is_a_finding_where_it_holds_the_machine() -> None:
+    folded = {"nginx-5;main;__x64_sys_writev;tcp_sendmsg": 80, "app-7;main;work": 20}
+    profile = Profile.from_folded(folded)
+    profile.stacks = {
+        (t, tuple(f._replace(module="[kernel.kallsyms]") if f.function not in ("main", "work")
+                  else f for f in frames)): n
+        for (t, frames), n in profile.stacks.items()
+    }  # fmt: skip
+    found = decide(profile, _machine((5, "nginx", 80.0, 78.0), (7, "app", 20.0, 0.0)))
+    assert [f.kind for f in found][:2] == ["process", "kernel-network"]
+    assert "network stack: 80% of on-CPU samples" in found[1].headline
+
+
+def test_an_idle_machine_says_so() -> None:
+    found = decide(Profile(stacks={}), _machine((7, "app", 1.0, 0.0), idle=97.0))
+    assert [f.kind for f in found] == ["idle"]
+    assert found[0].headline == "Mostly idle: 0.06 of 2 CPUs busy (user 2%, idle 97%)"
