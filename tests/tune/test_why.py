@@ -106,6 +106,20 @@ def test_the_paragraph_names_what_moved_and_the_knob_that_acts_on_it() -> None:
     ]
 
 
+def test_the_largest_move_leads_even_when_it_is_of_no_known_kind() -> None:
+    # examples/compress: lzma's library gave way to zlib's; the run queue wait that rose a
+    # little (a busy machine) is of a known kind, but it is not why the winner won.
+    main, queue = Frame("main", "python3"), Frame("[waiting for a CPU]", "")
+    lzma, zlib = Frame("[liblzma.so.5]", "liblzma.so.5"), Frame("[libz.so.1]", "libz.so.1")
+    before = Profile(stacks={("python3", (main, lzma)): 650, ("python3", (main, queue)): 350})
+    after = Profile(stacks={("python3", (main, zlib)): 560, ("python3", (main, queue)): 440})
+    record = why.compare(before, after, {"method": ("lzma", "zlib")}, {"method": 0.8})
+    assert record["text"].startswith(
+        "[liblzma.so.5] fell from 65 % to 0.0 % of python3's time. [waiting for a CPU] "
+        "(waiting in the run queue for a CPU) rose from 35 % to 44 % of python3's time."
+    )
+
+
 POSTGRESQL = ROOT / "examples" / "postgresql"
 WAL = ("fdatasync", "fsync", "XLogFlush")
 
