@@ -4,6 +4,7 @@ importance and effects."""
 
 from __future__ import annotations
 
+import statistics
 from html import escape
 from pathlib import Path
 
@@ -41,9 +42,7 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
     for x, y in points:
         best = y if best is None or y > best else best
         best_points.append((x, best))
-    base = attrs.get("baseline_score")
-    spread = 2 * attrs.get("baseline_score_std", 0.0)
-    band = (base - spread, base + spread) if base is not None else None
+    band = baseline_band([t.score for t in trials if t.phase == "baseline"])
     curve = chart(
         [
             Series("trial", points, "#1f77b4", line=False),
@@ -66,8 +65,9 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
             for m in metric_names
         )
         score = "" if t.score is None else number(t.score)
+        phase = t.phase + (f" r{t.round + 1}" if t.round is not None else "")
         rows.append(
-            f"<tr{css}><td>{t.number}</td><td class=l>{t.phase}</td>{cells}<td>{score}</td>"
+            f"<tr{css}><td>{t.number}</td><td class=l>{phase}</td>{cells}<td>{score}</td>"
             f"<td class=l>{escape(t.error or t.state)}</td></tr>"
         )
     head = "".join(f"<th>{escape(k)}</th>" for k in [*knob_names, *metric_names])
@@ -76,12 +76,16 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
         f"<tr><td class=l>{escape(r['knob'])}</td><td>{r['share']:.1%}</td></tr>" for r in insight
     )
     gain = result.get("gain")
+    units = {m["name"]: m.get("unit", "") for m in attrs.get("metrics", [])}
+    baseline = measured(attrs.get("baseline_metrics") or {}, units)
+    if baseline and "baseline_cv" in attrs:
+        baseline += f" (noise CV {attrs['baseline_cv']:.1f} %)"
     summary = [
         ("state", study.state),
         ("engine", attrs.get("engine", "")),
-        ("baseline", _values(attrs.get("baseline_metrics") or {})),
+        ("baseline", baseline),
         ("best", ", ".join(f"{k}={v}" for k, v in (result.get("best") or {}).items())),
-        ("best metrics", _values(result.get("best_metrics") or {})),
+        ("best metrics", measured(result.get("best_metrics") or {}, units)),
         (
             "confirmed gain",
             gain_text(gain) if gain else "",
@@ -150,5 +154,12 @@ def _why_section(why: dict | None) -> str:
     )
 
 
-def _values(metrics: dict) -> str:
-    return measured(metrics)
+def baseline_band(scores: list[float | None]) -> tuple[float, float] | None:
+    """The baseline runs' mean ± 2 standard deviations: the noise a trial must beat (the
+    band the web UI draws too)."""
+    done = [s for s in scores if s is not None]
+    if not done:
+        return None
+    mean = statistics.fmean(done)
+    spread = 2 * statistics.stdev(done) if len(done) > 1 else 0.0
+    return mean - spread, mean + spread

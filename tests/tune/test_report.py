@@ -1,0 +1,56 @@
+"""`hone report`: the chart reads like the numbers people write, and shows the baseline's noise."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+from hone.report.svg import ticks
+
+# A server-sized figure (about 50,000 requests per second) with a few per cent of noise.
+PROJECT = """\
+name: report-figures
+knobs:
+  workers:
+    type: int
+    range: [1, 8]
+    shell: {get: "cat workers", set: "printf '%s' $value > workers"}
+benchmark:
+  command: 'echo "rps: $((50000 + $(cat workers) * 300 + $(od -An -N2 -tu2 /dev/urandom) % 2500))"'
+metrics:
+  rps: {pattern: 'rps: (\\d+)', direction: maximize, unit: rps}
+tuning: {budget: 5, baseline: 3, confirm: {candidates: 1, rounds: 2}, apply: never}
+"""
+
+
+def test_the_chart_has_round_labels_and_the_baseline_band(tmp_path: Path, hone_cli) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "hone.yaml").write_text(textwrap.dedent(PROJECT))
+    (project / "workers").write_text("1")
+    tuned = hone_cli("tune", str(project), "--no-why")
+    assert tuned.returncode == 0, tuned.stderr
+    out = tmp_path / "r.html"
+    assert hone_cli("report", "report-figures", "-o", str(out)).returncode == 0
+    html = out.read_text()
+    chart = html[html.index("<svg") : html.index("</svg>")]
+    labels = re.findall(r'text-anchor="end">([^<]+)</text>', chart)
+    # '5.04e+04' and '5.152e+04' before; now thousands as people write them, in round steps
+    assert labels and all(re.fullmatch(r"\d{2},\d{3}", label) for label in labels), labels
+    assert "e+0" not in chart
+    # the baseline band: mean ± 2 SD of the three baseline runs, a band, not a hairline
+    band = re.search(r'<rect [^>]*height="([\d.]+)" class="band">', chart)
+    assert band and float(band[1]) > 2, chart[:600]
+    assert "baseline ± 2 SD" in chart
+    # the summary says the baseline's noise and unit, as `hone show` does
+    assert re.search(r"rps=\d\d,\d{3} rps \(noise CV \d+\.\d %\)", html)
+    assert "confirm r1" in html and "confirm r2" in html
+
+
+def test_ticks_are_round_and_cover_the_range() -> None:
+    assert ticks(50400, 51520) == [50000, 50500, 51000, 51500, 52000]
+    assert ticks(0.483, 28.9) == [0, 10, 20, 30]
+    assert ticks(1, 20, whole=True) == [0, 5, 10, 15, 20]
+    assert ticks(1, 3, whole=True) == [1, 2, 3]
+    assert ticks(0.12, 0.31) == [0.1, 0.15, 0.2, 0.25, 0.3, 0.35]
