@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
+import statistics
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from hone.output import number
 from hone.report.svg import ticks
 
 # A server-sized figure (about 50,000 requests per second) with a few per cent of noise.
@@ -46,6 +51,34 @@ def test_the_chart_has_round_labels_and_the_baseline_band(tmp_path: Path, hone_c
     # the summary says the baseline's noise and unit, as `hone show` does
     assert re.search(r"rps=\d\d,\d{3} rps \(noise CV \d+\.\d %\)", html)
     assert "confirm r1" in html and "confirm r2" in html
+
+
+def test_the_gain_names_the_baseline_it_was_measured_against(tmp_path: Path, hone_cli) -> None:
+    # compress: baseline 1.77 MB/s (its phase), best 21.15, gain +1576 %: the gain compares
+    # the best with the baseline measured in the same confirmation rounds (1.27), which no
+    # output showed, so the three figures did not add up.
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "hone.yaml").write_text(textwrap.dedent(PROJECT))
+    (project / "workers").write_text("1")
+    tuned = hone_cli("tune", str(project), "--no-why")
+    assert tuned.returncode == 0, tuned.stderr
+    shown = json.loads(hone_cli("show", "report-figures", "--json").stdout)
+    base = next(t["config"] for t in shown["trials"] if t["phase"] == "baseline")
+    rounds = [
+        t["metrics"]["rps"]
+        for t in shown["trials"]
+        if t["phase"] == "confirm" and t["config"] == base and t["state"] == "complete"
+    ]
+    result = shown["study"]["attrs"]["result"]
+    assert result["confirm_baseline_metrics"]["rps"] == pytest.approx(statistics.fmean(rounds))
+    line = f"baseline in the same rounds: rps={number(statistics.fmean(rounds))} rps"
+    assert line in tuned.stdout
+    assert line in hone_cli("show", "report-figures").stdout
+    out = tmp_path / "r.html"
+    assert hone_cli("report", "report-figures", "-o", str(out)).returncode == 0
+    html = out.read_text()
+    assert f"baseline in the same rounds</th><td>rps={number(statistics.fmean(rounds))} rps" in html
 
 
 def test_ticks_are_round_and_cover_the_range() -> None:

@@ -86,6 +86,11 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
         ("baseline", baseline),
         ("best", ", ".join(f"{k}={v}" for k, v in (result.get("best") or {}).items())),
         ("best metrics", measured(result.get("best_metrics") or {}, units)),
+        *(
+            [("baseline in the same rounds", measured(result["confirm_baseline_metrics"], units))]
+            if result.get("confirm_baseline_metrics")
+            else []
+        ),
         (
             "confirmed gain",
             gain_text(gain) if gain else "",

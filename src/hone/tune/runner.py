@@ -115,6 +115,9 @@ class TuneResult:
     warmup: int = 0
     #: Workload (re)starts by stage: restarts cost time and disturb a service.
     restarts: dict[str, int] = field(default_factory=dict)
+    #: The baseline's mean in the confirmation rounds: what best_metrics and the gain are
+    #: measured against (the baseline phase ran earlier, under another load of the machine).
+    confirm_baseline_metrics: dict[str, float] = field(default_factory=dict)
 
 
 class Tuner:
@@ -464,6 +467,7 @@ class Tuner:
             confirm_rounds=rounds,
             warmup=self.warmups,
             restarts=dict(self.restarts),
+            confirm_baseline_metrics=_mean_metrics(metrics.get(0, [])) if best else {},
         )
 
     def _confirm(
@@ -1064,6 +1068,7 @@ def _result_attrs(result: TuneResult) -> dict[str, Any]:
         "reason": result.reason,
         "best": result.best,
         "best_metrics": result.best_metrics,
+        "confirm_baseline_metrics": result.confirm_baseline_metrics,
         "gain": gain_dict(result.gain),
         "risk": result.risk,
         "disturbed": result.disturbed,
