@@ -7,6 +7,7 @@ are put back to the baseline and the study goes on."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -831,7 +832,7 @@ class Tuner:
         if result.timed_out:
             raise BenchmarkError(f"benchmark timed out after {bench.timeout:g}s")
         if result.returncode != 0:
-            raise BenchmarkError(f"benchmark exited {result.returncode}: {result.tail()}")
+            raise BenchmarkError(_exit_reason(result.returncode, result.tail(), bench.command))
         output = result.stdout + result.stderr
         metrics = self.host_metrics.after(counters) if self.host_metrics else {}
         for m in self.project.metrics:
@@ -1048,6 +1049,15 @@ def _params(config: Mapping[str, Any]) -> str:
 
 def _comparable(space: SearchSpace, config: Config) -> bool:
     return set(space.domains) <= set(config)
+
+
+def _exit_reason(code: int, tail: str, command: str) -> str:
+    """Why a benchmark run failed, in words: 124 from a command that uses `timeout` is that
+    limit running out (redis-benchmark under `timeout 40` with 3 busy-spinning I/O threads)."""
+    reason = f"benchmark exited {code}"
+    if code == 124 and re.search(r"(^|[\s;&|(])timeout\s", command):
+        reason += " (its `timeout` ran out)"
+    return f"{reason}: {tail}" if tail else reason
 
 
 def _mean_metrics(runs: list[dict[str, float]]) -> dict[str, float]:
