@@ -144,6 +144,8 @@ class Tuner:
         self.workload = WorkloadManager(project.workload, project.directory, self.workdir)
         self.applied: dict[str, Value | None] = {}
         self.restarted = False
+        #: A start of the workload was tried: it may run even if it never became ready.
+        self.started = False
         #: The workload restarted since the last reading began.
         self.fresh = False
         self.warmups = 0
@@ -800,6 +802,7 @@ class Tuner:
             restarted_hosts = self.cluster.apply(texts)
             self.applied.update(remote)
         if self.workload.managed and (restart or not self.restarted):
+            self.started = True
             self.workload.restart()
             self.restarted = True
         elif not restarted_hosts:
@@ -947,7 +950,9 @@ class Tuner:
         return self.project.workload.launch is not None or self.project.workload.owned
 
     def _stop_owned_workload(self) -> None:
-        if self.restarted and self._owns_workload():
+        """Stop what hone started, also when it never became ready (nginx answering 403 to
+        the ready probe was left running after the run stopped)."""
+        if self.started and self._owns_workload():
             try:
                 self.workload.stop()
             except HoneError as exc:
