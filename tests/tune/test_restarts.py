@@ -150,7 +150,7 @@ def test_a_workload_that_never_became_ready_is_stopped(
         """)
     )
     run = hone_cli("tune", str(tmp_path), "--no-why")
-    assert run.returncode != 0 and "not ready after 1s" in run.stderr
+    assert run.returncode != 0 and "not ready after 1s (ready command: exit 1)" in run.stderr
     work = hone_home / "work" / "never-ready"
     pid = int((work / "pid").read_text())
     assert _gone(pid), f"sleep {pid} still runs"
