@@ -59,7 +59,9 @@ def _study(hone_cli, hone_home: Path, folder: Path) -> tuple[dict, list[dict], i
     assert run.returncode == 0, run.stderr
     shown = json.loads(hone_cli("show", "restarts", "--json").stdout)
     starts = (hone_home / "work" / "restarts" / "starts").read_text().count("started")
-    return shown["study"]["attrs"]["result"], shown["trials"], starts
+    result = shown["study"]["attrs"]["result"]
+    assert 0 < result["elapsed"] < 300  # seconds since the run began, not since the boot
+    return result, shown["trials"], starts
 
 
 def test_confirmation_rounds_of_a_warmed_up_workload_save_restarts(

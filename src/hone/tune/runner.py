@@ -145,7 +145,7 @@ class Tuner:
         self.applied: dict[str, Value | None] = {}
         self.restarted = False
         #: A start of the workload was tried: it may run even if it never became ready.
-        self.started = False
+        self.start_tried = False
         #: The workload restarted since the last reading began.
         self.fresh = False
         self.warmups = 0
@@ -802,7 +802,7 @@ class Tuner:
             restarted_hosts = self.cluster.apply(texts)
             self.applied.update(remote)
         if self.workload.managed and (restart or not self.restarted):
-            self.started = True
+            self.start_tried = True
             self.workload.restart()
             self.restarted = True
         elif not restarted_hosts:
@@ -952,7 +952,7 @@ class Tuner:
     def _stop_owned_workload(self) -> None:
         """Stop what hone started, also when it never became ready (nginx answering 403 to
         the ready probe was left running after the run stopped)."""
-        if self.started and self._owns_workload():
+        if self.start_tried and self._owns_workload():
             try:
                 self.workload.stop()
             except HoneError as exc:
