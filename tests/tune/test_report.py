@@ -87,3 +87,36 @@ def test_ticks_are_round_and_cover_the_range() -> None:
     assert ticks(1, 20, whole=True) == [0, 5, 10, 15, 20]
     assert ticks(1, 3, whole=True) == [1, 2, 3]
     assert ticks(0.12, 0.31) == [0.1, 0.15, 0.2, 0.25, 0.3, 0.35]
+
+
+def test_a_time_to_minimise_is_plotted_as_a_time(tmp_path: Path, hone_cli) -> None:
+    # examples/gcc-flags: its chart showed a "score" of -0.25 to -0.1, higher is better
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: report-time
+        knobs:
+          level:
+            type: int
+            range: [1, 8]
+            shell: {get: "cat level", set: "printf '%s' $value > level"}
+        benchmark:
+          command: 'echo "seconds: 0.$((30 - $(cat level) * 2))$(od -An -N1 -tu1 /dev/urandom)"'
+        metrics:
+          seconds: {pattern: 'seconds: ([0-9.]+)', direction: minimize, unit: s}
+        tuning: {budget: 4, baseline: 3, confirm: {candidates: 1, rounds: 2}, apply: never}
+        """)
+    )
+    (project / "level").write_text("1")
+    assert hone_cli("tune", str(project), "--no-why").returncode == 0
+    out = tmp_path / "r.html"
+    assert hone_cli("report", "report-time", "-o", str(out)).returncode == 0
+    chart = out.read_text().split("<svg", 1)[1].split("</svg>", 1)[0]
+    assert "seconds per trial and best so far (lower is better)" in chart
+    assert ">seconds (s)</text>" in chart
+    labels = re.findall(r'text-anchor="end">([^<]+)</text>', chart)
+    assert labels and not any(label.startswith("-") for label in labels), labels
+    best = [float(y) for y in re.findall(r"<title>best so far #\d+: ([\d.]+)</title>", chart)]
+    assert best and best == sorted(best, reverse=True)  # the best so far only falls
+    assert 'class="band">' in chart

@@ -11,7 +11,7 @@ from pathlib import Path
 from hone.output import measured, number
 from hone.paths import state_dir
 from hone.report.svg import Series, chart
-from hone.storage import StudyStore
+from hone.storage import StudyStore, TrialRecord
 from hone.tune.risk import gain_text, risk_lines
 from hone.tune.views import knob_insight
 
@@ -36,23 +36,7 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
     path = output or state_dir() / "reports" / f"{study.name.replace('#', '-')}.html"
     path.parent.mkdir(parents=True, exist_ok=True)
 
-    search = [t for t in trials if t.phase == "search"]
-    points = [(i + 1, t.score) for i, t in enumerate(search) if t.score is not None]
-    best_points, best = [], None
-    for x, y in points:
-        best = y if best is None or y > best else best
-        best_points.append((x, best))
-    band = baseline_band([t.score for t in trials if t.phase == "baseline"])
-    curve = chart(
-        [
-            Series("trial", points, "#1f77b4", line=False),
-            Series("best so far", best_points, "#d62728"),
-        ],
-        title="Score per trial and best so far (higher is better)",
-        x_label="search trial",
-        y_label="score",
-        band=band,
-    )
+    curve = _progress(attrs, trials)
 
     knob_names = sorted({k for t in trials for k in t.config})
     metric_names = sorted({k for t in trials for k in t.metrics})
@@ -115,6 +99,46 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
 """
     path.write_text(html)
     return path
+
+
+def _progress(attrs: dict, trials: list[TrialRecord]) -> str:
+    """Each search trial and the best so far against the baseline band: in the metric's own
+    figures and direction for a one-metric study (a time as 0.12 s, lower is better, not a
+    score of -0.12), else the combined score."""
+    metric = _plotted_metric(attrs)
+    sign = -1.0 if metric and metric["direction"] == "minimize" else 1.0
+
+    def value(t: TrialRecord) -> float | None:
+        return None if t.score is None else sign * t.score
+
+    search = [t for t in trials if t.phase == "search"]
+    points = [(i + 1, y) for i, t in enumerate(search) if (y := value(t)) is not None]
+    best_points: list[tuple[float, float]] = []
+    for x, y in points:
+        best = y if not best_points else (min if sign < 0 else max)(y, best_points[-1][1])
+        best_points.append((x, best))
+    name = metric["name"] if metric else "score"
+    unit = f" ({metric['unit']})" if metric and metric.get("unit") else ""
+    better = "lower" if sign < 0 else "higher"
+    return chart(
+        [
+            Series("trial", points, "#1f77b4", line=False),
+            Series("best so far", best_points, "#d62728"),
+        ],
+        title=f"{name} per trial and best so far ({better} is better)",
+        x_label="search trial",
+        y_label=name + unit,
+        band=baseline_band([value(t) for t in trials if t.phase == "baseline"]),
+    )
+
+
+def _plotted_metric(attrs: dict) -> dict | None:
+    """The one metric a study's scores are the raw values of, else None (weighted metrics,
+    or a worker's gains over its own baseline)."""
+    scored = [m for m in attrs.get("metrics", []) if m.get("weight", 1) > 0]
+    if len(scored) != 1 or attrs.get("scores") == "relative":
+        return None
+    return scored[0]
 
 
 def _effects_section(insight: list[dict]) -> str:
