@@ -120,3 +120,43 @@ def test_a_time_to_minimise_is_plotted_as_a_time(tmp_path: Path, hone_cli) -> No
     best = [float(y) for y in re.findall(r"<title>best so far #\d+: ([\d.]+)</title>", chart)]
     assert best and best == sorted(best, reverse=True)  # the best so far only falls
     assert 'class="band">' in chart
+
+
+def test_a_wide_study_stays_within_an_800_px_window(tmp_path: Path, hone_cli) -> None:
+    # redis's five knobs and two metrics made the trial table 867 px wide: the page scrolled
+    from playwright.sync_api import sync_playwright
+
+    from benchmarks.web import launch
+
+    names = [f"io_threads_do_reads_{i}" for i in range(6)]
+    knobs = "".join(
+        f'  {n}:\n    type: categorical\n    values: ["no", "yes"]\n'
+        f'    shell: {{get: echo no, set: "true"}}\n'
+        for n in names
+    )
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "hone.yaml").write_text(
+        "name: report-wide\nknobs:\n"
+        + knobs
+        + textwrap.dedent("""\
+        benchmark:
+          command: 'echo "get_rps: 4$(od -An -N2 -tu2 /dev/urandom) set_rps: 41234"'
+        metrics:
+          get_rps: {pattern: 'get_rps: *(\\d+)', direction: maximize}
+          set_rps: {pattern: 'set_rps: (\\d+)', direction: maximize}
+        tuning: {budget: 3, baseline: 2, confirm: {candidates: 1, rounds: 2}, apply: never}
+        """)
+    )
+    assert hone_cli("tune", str(project), "--no-why").returncode == 0
+    out = tmp_path / "r.html"
+    assert hone_cli("report", "report-wide", "-o", str(out)).returncode == 0
+    with sync_playwright() as playwright:
+        context = launch(playwright, str(tmp_path / "profile"), width=800, height=900)
+        page = context.new_page()
+        page.goto(out.as_uri())
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 800
+        wrap = page.evaluate("getComputedStyle(document.querySelector('td.p')).whiteSpace")
+        context.close()
+    assert wrap == "nowrap"  # a phase such as 'confirm r1' on one line

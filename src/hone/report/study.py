@@ -18,9 +18,9 @@ from hone.tune.views import knob_insight
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem}
 h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
-table{border-collapse:collapse;font-size:13px}
+table{border-collapse:collapse;font-size:13px;display:block;max-width:100%;overflow-x:auto}
 td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
-th{background:#f1f1f1}td.l,th.l{text-align:left}.fail{background:#fdeaea}
+th{background:#f1f1f1}td.l,th.l{text-align:left}td.p{white-space:nowrap}.fail{background:#fdeaea}
 .chart{width:100%;max-width:760px;height:auto}.chart text{font-size:11px;fill:#333}
 .chart .title{font-size:13px;font-weight:600}.grid{stroke:#e4e4e4}.band{fill:#9ecae1;opacity:.35}
 .summary td{text-align:left}
@@ -51,7 +51,7 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
         score = "" if t.score is None else number(t.score)
         phase = t.phase + (f" r{t.round + 1}" if t.round is not None else "")
         rows.append(
-            f"<tr{css}><td>{t.number}</td><td class=l>{phase}</td>{cells}<td>{score}</td>"
+            f"<tr{css}><td>{t.number}</td><td class='l p'>{phase}</td>{cells}<td>{score}</td>"
             f"<td class=l>{escape(t.error or t.state)}</td></tr>"
         )
     head = "".join(f"<th>{escape(k)}</th>" for k in [*knob_names, *metric_names])
@@ -119,6 +119,7 @@ def _progress(attrs: dict, trials: list[TrialRecord]) -> str:
         best_points.append((x, best))
     name = metric["name"] if metric else "score"
     unit = f" ({metric['unit']})" if metric and metric.get("unit") else ""
+    unit = unit if metric else " (weighted gain over the baseline, %)"
     better = "lower" if sign < 0 else "higher"
     return chart(
         [
