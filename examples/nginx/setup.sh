@@ -3,5 +3,6 @@
 set -eu
 prefix="$HONE_WORKDIR/nginx"
 mkdir -p "$prefix/html"
-sed "s/PORT/$HONE_PORT/" "$(dirname "$0")/nginx.conf.in" > "$prefix/nginx.conf"
+sed -e "s/PORT/$HONE_PORT/" -e "s/USER/$(id -un)/" "$(dirname "$0")/nginx.conf.in" \
+  > "$prefix/nginx.conf"
 head -c 4096 /dev/zero | tr '\0' 'x' > "$prefix/html/4k.html"

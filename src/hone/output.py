@@ -74,6 +74,12 @@ def measured(metrics: dict[str, float], units: dict[str, str] | None = None) -> 
     )
 
 
+def same_rounds(metrics: dict[str, float], units: dict[str, str] | None = None) -> str:
+    """The line under the best's figures (means of the confirmation rounds) naming the
+    baseline's means in those rounds: the gain compares these two, not the baseline phase."""
+    return f"      baseline in the same rounds: {measured(metrics, units)}" if metrics else ""
+
+
 def print_json(data: Any) -> None:
     """`--json`: one JSON document on stdout, whole (no colour, no wrapping); NaN as null."""
     sys.stdout.write(json.dumps(finite(data), indent=2, sort_keys=True) + "\n")

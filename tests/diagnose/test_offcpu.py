@@ -64,6 +64,16 @@ def test_intervals_are_charged_to_the_switch_out_stack() -> None:
     assert offcpu.OffCpu.from_dict(result.to_dict()) == result
 
 
+def test_a_frame_without_symbols_is_named_and_keyed_by_its_module() -> None:
+    # `[unknown] (/opt/app)` folds as `[app]`: the module map is keyed by that folded name, as
+    # every reader (flame graph, verdict, why it won) looks it up; keyed by `[unknown]`, a
+    # library without symbols lost its module and `hone show` listed it twice.
+    modules = offcpu.analyse(SCRIPT, pid=10).modules
+    assert modules["[app]"] == "app"
+    assert "[unknown]" not in modules
+    assert modules["fdatasync"] == "libc.so.6"
+
+
 @pytest.mark.slow
 def test_real_program_off_cpu(start, tmp_path: Path) -> None:
     proc = start([str(build("wait_sleep", tmp_path)), "6", str(tmp_path / "out.bin")], 0.3)

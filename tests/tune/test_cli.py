@@ -3,6 +3,7 @@ answered with one line, exit code 2 and nothing changed."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import textwrap
@@ -165,3 +166,29 @@ def test_one_confirmation_round_and_a_metric_called_score_read_plainly(
     columns = [cell.strip() for cell in header.strip("┃│ ").split("┃")]
     assert columns.count("score") == 1 and "score (metric)" in columns, columns
     assert (tmp_path / "app.conf").read_text() == "level = 3\n"
+
+
+def test_a_benchmark_cut_off_by_its_own_timeout_says_so(tmp_path: Path, hone_cli) -> None:
+    """redis's I/O threads busy-spin past `timeout 40 redis-benchmark ...`: the trial failed
+    with `benchmark exited 124: ` (an empty tail after the colon) and no word of the limit."""
+    (tmp_path / "w").write_text("1")
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: own-timeout
+        knobs:
+          workers:
+            type: int
+            range: [1, 8]
+            shell: {get: cat w, set: "printf '%s' $value > w"}
+        benchmark:
+          command: 'if [ $(cat w) -gt 4 ]; then timeout 0.2 sleep 5; else echo "rps: 1$(cat w)"; fi'
+        metrics:
+          rps: {pattern: 'rps: (\\d+)', direction: maximize}
+        tuning: {budget: 2, baseline: 1, apply: never, start: [{workers: 8}]}
+        """)
+    )
+    assert hone_cli("tune", str(tmp_path), "--no-why").returncode == 0
+    shown = json.loads(hone_cli("show", "own-timeout", "--json").stdout)
+    failed = [t for t in shown["trials"] if t["state"] == "fail"]
+    assert failed and failed[0]["config"]["workers"] == 8
+    assert failed[0]["error"] == "benchmark exited 124 (its `timeout` ran out)"

@@ -59,7 +59,9 @@ def _study(hone_cli, hone_home: Path, folder: Path) -> tuple[dict, list[dict], i
     assert run.returncode == 0, run.stderr
     shown = json.loads(hone_cli("show", "restarts", "--json").stdout)
     starts = (hone_home / "work" / "restarts" / "starts").read_text().count("started")
-    return shown["study"]["attrs"]["result"], shown["trials"], starts
+    result = shown["study"]["attrs"]["result"]
+    assert 0 < result["elapsed"] < 300  # seconds since the run began, not since the boot
+    return result, shown["trials"], starts
 
 
 def test_confirmation_rounds_of_a_warmed_up_workload_save_restarts(
@@ -124,3 +126,47 @@ def test_a_stop_waits_for_every_process_the_workload_started(tmp_path: Path) -> 
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signal.SIGKILL)
+
+
+def test_a_workload_that_never_became_ready_is_stopped(
+    tmp_path: Path, hone_cli, hone_home: Path
+) -> None:
+    """nginx answering 403 to its ready probe: the run stopped with 'not ready', and the server
+    it had started was left running (the stop was skipped: no start had succeeded)."""
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: never-ready
+        workload:
+          start: sleep 300 > /dev/null 2>&1 & echo $! > "$HONE_WORKDIR/pid"
+          stop: if [ -f "$HONE_WORKDIR/pid" ]; then kill "$(cat "$HONE_WORKDIR/pid")"; fi
+          ready: "false"
+          ready_timeout: 1
+        knobs:
+          tag:
+            type: categorical
+            values: [x, y]
+            shell: {get: echo x, set: "true"}
+        benchmark: {command: echo "ops 1"}
+        metrics: {ops: {pattern: 'ops ([0-9]+)', direction: maximize}}
+        tuning: {budget: 2, baseline: 1}
+        """)
+    )
+    run = hone_cli("tune", str(tmp_path), "--no-why")
+    assert run.returncode != 0 and "not ready after 1s (ready command: exit 1)" in run.stderr
+    work = hone_home / "work" / "never-ready"
+    pid = int((work / "pid").read_text())
+    assert _gone(pid), f"sleep {pid} still runs"
+
+
+def _gone(pid: int, seconds: float = 5.0) -> bool:
+    """The process exited (gone, or a zombie not yet reaped) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.1)
+    return False

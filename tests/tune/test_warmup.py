@@ -24,6 +24,12 @@ def test_a_slow_first_reading_is_a_warmup_and_noise_is_not() -> None:
     assert outlier({"ms": 5.0}, [{"ms": 10.0}, {"ms": 10.5}], latency) is None
 
 
+def test_the_warmup_line_gives_figures_as_people_write_them() -> None:
+    # memcached-sized figures read "tps=4.12e+04 against 5.287e+04" before
+    found = outlier({"tps": 41200.0}, [{"tps": 53738.0}, {"tps": 52000.0}], {"tps": "maximize"})
+    assert found == "tps=41,200 against 52,869 for the next 2 readings"
+
+
 def _project(folder: Path) -> Path:
     """A workload whose first benchmark run after each start is slow (a cold cache), and a
     knob that needs a restart."""

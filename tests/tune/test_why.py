@@ -106,6 +106,47 @@ def test_the_paragraph_names_what_moved_and_the_knob_that_acts_on_it() -> None:
     ]
 
 
+def test_the_largest_move_leads_even_when_it_is_of_no_known_kind() -> None:
+    # examples/compress: lzma's library gave way to zlib's; the run queue wait that rose a
+    # little (a busy machine) is of a known kind, but it is not why the winner won.
+    main, queue = Frame("main", "python3"), Frame("[waiting for a CPU]", "")
+    lzma, zlib = Frame("[liblzma.so.5]", "liblzma.so.5"), Frame("[libz.so.1]", "libz.so.1")
+    before = Profile(stacks={("python3", (main, lzma)): 650, ("python3", (main, queue)): 350})
+    after = Profile(stacks={("python3", (main, zlib)): 560, ("python3", (main, queue)): 440})
+    record = why.compare(before, after, {"method": ("lzma", "zlib")}, {"method": 0.8})
+    assert record["text"].startswith(
+        "the time in [liblzma.so.5] itself fell from 65 % to 0.0 % of python3's time. "
+        "[waiting for a CPU] (waiting in the run queue for a CPU) rose from 35 % to 44 % of "
+        "python3's time."
+    )
+
+
+def test_the_lead_is_own_time_not_a_caller_the_unwinder_saw_differently() -> None:
+    # examples/gcc-flags: the -O2 build's stacks reach __libc_start_call_main, the -O1 build's
+    # did not (0 % -> 100 % of the total): what moved is the time in main itself.
+    start, main = Frame("__libc_start_call_main", "libc.so.6"), Frame("main", "workload")
+    sort, queue = Frame("merge_sort", "workload"), Frame("[waiting for a CPU]", "")
+    before = Profile(
+        stacks={
+            ("workload", (main,)): 700,
+            ("workload", (main, sort)): 150,
+            ("workload", (main, queue)): 150,
+        }
+    )
+    after = Profile(
+        stacks={
+            ("workload", (start, main)): 300,
+            ("workload", (start, main, sort)): 500,
+            ("workload", (start, main, queue)): 200,
+        }
+    )
+    record = why.compare(before, after, {"opt": ("-O1", "-O2")}, {"opt": 0.9})
+    assert record["changes"][0]["name"] == "__libc_start_call_main"  # the table: total shares
+    assert record["text"].startswith(
+        "the time in main itself fell from 70 % to 30 % of workload's time. [waiting for a CPU]"
+    )
+
+
 POSTGRESQL = ROOT / "examples" / "postgresql"
 WAL = ("fdatasync", "fsync", "XLogFlush")
 

@@ -246,7 +246,7 @@ def analyse(
             if pid is None or event.pid == pid or prev in ours:
                 ours.add(prev)
                 for function, module in event.stack:
-                    result.modules.setdefault(function, module)
+                    result.modules.setdefault(frame_name(function, module), module)
                 kind = state_class(switch["state"])
                 out_at[prev] = (event.time, fold(switch["prev_comm"], event.stack), kind)
                 if kind == "runqueue":

@@ -4,22 +4,23 @@ importance and effects."""
 
 from __future__ import annotations
 
+import statistics
 from html import escape
 from pathlib import Path
 
 from hone.output import measured, number
 from hone.paths import state_dir
 from hone.report.svg import Series, chart
-from hone.storage import StudyStore
+from hone.storage import StudyStore, TrialRecord
 from hone.tune.risk import gain_text, risk_lines
 from hone.tune.views import knob_insight
 
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem}
 h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
-table{border-collapse:collapse;font-size:13px}
+table{border-collapse:collapse;font-size:13px;display:block;max-width:100%;overflow-x:auto}
 td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
-th{background:#f1f1f1}td.l,th.l{text-align:left}.fail{background:#fdeaea}
+th{background:#f1f1f1}td.l,th.l{text-align:left}td.p{white-space:nowrap}.fail{background:#fdeaea}
 .chart{width:100%;max-width:760px;height:auto}.chart text{font-size:11px;fill:#333}
 .chart .title{font-size:13px;font-weight:600}.grid{stroke:#e4e4e4}.band{fill:#9ecae1;opacity:.35}
 .summary td{text-align:left}
@@ -35,25 +36,7 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
     path = output or state_dir() / "reports" / f"{study.name.replace('#', '-')}.html"
     path.parent.mkdir(parents=True, exist_ok=True)
 
-    search = [t for t in trials if t.phase == "search"]
-    points = [(i + 1, t.score) for i, t in enumerate(search) if t.score is not None]
-    best_points, best = [], None
-    for x, y in points:
-        best = y if best is None or y > best else best
-        best_points.append((x, best))
-    base = attrs.get("baseline_score")
-    spread = 2 * attrs.get("baseline_score_std", 0.0)
-    band = (base - spread, base + spread) if base is not None else None
-    curve = chart(
-        [
-            Series("trial", points, "#1f77b4", line=False),
-            Series("best so far", best_points, "#d62728"),
-        ],
-        title="Score per trial and best so far (higher is better)",
-        x_label="search trial",
-        y_label="score",
-        band=band,
-    )
+    curve = _progress(attrs, trials)
 
     knob_names = sorted({k for t in trials for k in t.config})
     metric_names = sorted({k for t in trials for k in t.metrics})
@@ -66,8 +49,9 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
             for m in metric_names
         )
         score = "" if t.score is None else number(t.score)
+        phase = t.phase + (f" r{t.round + 1}" if t.round is not None else "")
         rows.append(
-            f"<tr{css}><td>{t.number}</td><td class=l>{t.phase}</td>{cells}<td>{score}</td>"
+            f"<tr{css}><td>{t.number}</td><td class='l p'>{phase}</td>{cells}<td>{score}</td>"
             f"<td class=l>{escape(t.error or t.state)}</td></tr>"
         )
     head = "".join(f"<th>{escape(k)}</th>" for k in [*knob_names, *metric_names])
@@ -76,12 +60,21 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
         f"<tr><td class=l>{escape(r['knob'])}</td><td>{r['share']:.1%}</td></tr>" for r in insight
     )
     gain = result.get("gain")
+    units = {m["name"]: m.get("unit", "") for m in attrs.get("metrics", [])}
+    baseline = measured(attrs.get("baseline_metrics") or {}, units)
+    if baseline and "baseline_cv" in attrs:
+        baseline += f" (noise CV {attrs['baseline_cv']:.1f} %)"
     summary = [
         ("state", study.state),
         ("engine", attrs.get("engine", "")),
-        ("baseline", _values(attrs.get("baseline_metrics") or {})),
+        ("baseline", baseline),
         ("best", ", ".join(f"{k}={v}" for k, v in (result.get("best") or {}).items())),
-        ("best metrics", _values(result.get("best_metrics") or {})),
+        ("best metrics", measured(result.get("best_metrics") or {}, units)),
+        *(
+            [("baseline in the same rounds", measured(result["confirm_baseline_metrics"], units))]
+            if result.get("confirm_baseline_metrics")
+            else []
+        ),
         (
             "confirmed gain",
             gain_text(gain) if gain else "",
@@ -106,6 +99,47 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
 """
     path.write_text(html)
     return path
+
+
+def _progress(attrs: dict, trials: list[TrialRecord]) -> str:
+    """Each search trial and the best so far against the baseline band: in the metric's own
+    figures and direction for a one-metric study (a time as 0.12 s, lower is better, not a
+    score of -0.12), else the combined score."""
+    metric = _plotted_metric(attrs)
+    sign = -1.0 if metric and metric["direction"] == "minimize" else 1.0
+
+    def value(t: TrialRecord) -> float | None:
+        return None if t.score is None else sign * t.score
+
+    search = [t for t in trials if t.phase == "search"]
+    points = [(i + 1, y) for i, t in enumerate(search) if (y := value(t)) is not None]
+    best_points: list[tuple[float, float]] = []
+    for x, y in points:
+        best = y if not best_points else (min if sign < 0 else max)(y, best_points[-1][1])
+        best_points.append((x, best))
+    name = metric["name"] if metric else "score"
+    unit = f" ({metric['unit']})" if metric and metric.get("unit") else ""
+    unit = unit if metric else " (weighted gain over the baseline, %)"
+    better = "lower" if sign < 0 else "higher"
+    return chart(
+        [
+            Series("trial", points, "#1f77b4", line=False),
+            Series("best so far", best_points, "#d62728"),
+        ],
+        title=f"{name} per trial and best so far ({better} is better)",
+        x_label="search trial",
+        y_label=name + unit,
+        band=baseline_band([value(t) for t in trials if t.phase == "baseline"]),
+    )
+
+
+def _plotted_metric(attrs: dict) -> dict | None:
+    """The one metric a study's scores are the raw values of, else None (weighted metrics,
+    or a worker's gains over its own baseline)."""
+    scored = [m for m in attrs.get("metrics", []) if m.get("weight", 1) > 0]
+    if len(scored) != 1 or attrs.get("scores") == "relative":
+        return None
+    return scored[0]
 
 
 def _effects_section(insight: list[dict]) -> str:
@@ -150,5 +184,12 @@ def _why_section(why: dict | None) -> str:
     )
 
 
-def _values(metrics: dict) -> str:
-    return measured(metrics)
+def baseline_band(scores: list[float | None]) -> tuple[float, float] | None:
+    """The baseline runs' mean ± 2 standard deviations: the noise a trial must beat (the
+    band the web UI draws too)."""
+    done = [s for s in scores if s is not None]
+    if not done:
+        return None
+    mean = statistics.fmean(done)
+    spread = 2 * statistics.stdev(done) if len(done) > 1 else 0.0
+    return mean - spread, mean + spread

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from hone.output import measured, output_console
+from hone.output import measured, output_console, same_rounds
 from hone.tune.risk import risk_lines
 
 if TYPE_CHECKING:
@@ -207,6 +207,9 @@ class RichReporter(Reporter):
         if result.best is not None:
             self.console.print(f"best: {_params(result.best)}", markup=False)
             self.console.print(f"      {measured(result.best_metrics, self.units)}")
+            if result.confirm_baseline_metrics:
+                line = same_rounds(result.confirm_baseline_metrics, self.units)
+                self.console.print(line, markup=False)
         self.console.print(f"baseline: {measured(result.baseline_metrics, self.units)}")
         if result.gain is not None:
             self.console.print(f"confirmed gain: [bold]{result.gain}[/]")

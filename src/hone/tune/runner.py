@@ -7,6 +7,7 @@ are put back to the baseline and the study goes on."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -115,6 +116,9 @@ class TuneResult:
     warmup: int = 0
     #: Workload (re)starts by stage: restarts cost time and disturb a service.
     restarts: dict[str, int] = field(default_factory=dict)
+    #: The baseline's mean in the confirmation rounds: what best_metrics and the gain are
+    #: measured against (the baseline phase ran earlier, under another load of the machine).
+    confirm_baseline_metrics: dict[str, float] = field(default_factory=dict)
 
 
 class Tuner:
@@ -140,6 +144,8 @@ class Tuner:
         self.workload = WorkloadManager(project.workload, project.directory, self.workdir)
         self.applied: dict[str, Value | None] = {}
         self.restarted = False
+        #: A start of the workload was tried: it may run even if it never became ready.
+        self.start_tried = False
         #: The workload restarted since the last reading began.
         self.fresh = False
         self.warmups = 0
@@ -459,6 +465,7 @@ class Tuner:
             confirm_rounds=rounds,
             warmup=self.warmups,
             restarts=dict(self.restarts),
+            confirm_baseline_metrics=_mean_metrics(metrics.get(0, [])) if best else {},
         )
 
     def _confirm(
@@ -790,6 +797,7 @@ class Tuner:
             restarted_hosts = self.cluster.apply(texts)
             self.applied.update(remote)
         if self.workload.managed and (restart or not self.restarted):
+            self.start_tried = True
             self.workload.restart()
             self.restarted = True
         elif not restarted_hosts:
@@ -822,7 +830,7 @@ class Tuner:
         if result.timed_out:
             raise BenchmarkError(f"benchmark timed out after {bench.timeout:g}s")
         if result.returncode != 0:
-            raise BenchmarkError(f"benchmark exited {result.returncode}: {result.tail()}")
+            raise BenchmarkError(_exit_reason(result.returncode, result.tail(), bench.command))
         output = result.stdout + result.stderr
         metrics = self.host_metrics.after(counters) if self.host_metrics else {}
         for m in self.project.metrics:
@@ -940,7 +948,9 @@ class Tuner:
         return self.project.workload.launch is not None or self.project.workload.owned
 
     def _stop_owned_workload(self) -> None:
-        if self.restarted and self._owns_workload():
+        """Stop what hone started, also when it never became ready (nginx answering 403 to
+        the ready probe was left running after the run stopped)."""
+        if self.start_tried and self._owns_workload():
             try:
                 self.workload.stop()
             except HoneError as exc:
@@ -1054,6 +1064,15 @@ def _comparable(space: SearchSpace, config: Config) -> bool:
     return set(space.domains) <= set(config)
 
 
+def _exit_reason(code: int, tail: str, command: str) -> str:
+    """Why a benchmark run failed, in words: 124 from a command that uses `timeout` is that
+    limit running out (redis-benchmark under `timeout 40` with 3 busy-spinning I/O threads)."""
+    reason = f"benchmark exited {code}"
+    if code == 124 and re.search(r"(^|[\s;&|(])timeout\s", command):
+        reason += " (its `timeout` ran out)"
+    return f"{reason}: {tail}" if tail else reason
+
+
 def _mean_metrics(runs: list[dict[str, float]]) -> dict[str, float]:
     if not runs:
         return {}
@@ -1072,6 +1091,7 @@ def _result_attrs(result: TuneResult) -> dict[str, Any]:
         "reason": result.reason,
         "best": result.best,
         "best_metrics": result.best_metrics,
+        "confirm_baseline_metrics": result.confirm_baseline_metrics,
         "gain": gain_dict(result.gain),
         "risk": result.risk,
         "disturbed": result.disturbed,

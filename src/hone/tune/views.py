@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hone.errors import HoneError
-from hone.output import DataTable, measured, number, percent_gain, print_json
+from hone.output import DataTable, measured, number, percent_gain, print_json, same_rounds
 from hone.project import atune
 from hone.project.describe import goal_data, knob_data, project_data, tuning_data
 from hone.project.hone_format import TOP_KEYS
@@ -200,6 +200,8 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         )
         metrics = result.get("best_metrics") or {}
         console.print("      " + measured(metrics, units))
+        if result.get("confirm_baseline_metrics"):
+            console.print(same_rounds(result["confirm_baseline_metrics"], units), markup=False)
     if result.get("gain"):
         gain = result["gain"]
         console.print(f"confirmed gain: {gain_text(gain)}")

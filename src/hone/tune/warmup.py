@@ -15,6 +15,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
+from hone.output import number
+
 MADS = 3.0
 FLOOR = 0.10
 SCALE = 1.4826
@@ -42,6 +44,7 @@ def outlier(
             and worse_by > FLOOR * abs(median)
         ):
             return (
-                f"{name}={first[name]:.4g} against {median:.4g} for the next {len(values)} readings"
+                f"{name}={number(first[name])} against {number(median)} "
+                f"for the next {len(values)} readings"
             )
     return None

@@ -95,9 +95,11 @@ class WorkloadManager:
             if last.ok:
                 return
             if time.monotonic() > deadline:
+                why = "timed out" if last.timed_out else f"exit {last.returncode}"
+                tail = last.tail() or self._log_tail()
                 raise BenchmarkError(
-                    f"workload not ready after {self.workload.ready_timeout:g}s: "
-                    f"{last.tail() or self._log_tail()}"
+                    f"workload not ready after {self.workload.ready_timeout:g}s "
+                    f"(ready command: {why})" + (f": {tail}" if tail else "")
                 )
             time.sleep(0.1)
 
