@@ -1,5 +1,5 @@
 // hone's web UI: hash routes, the token dialog and the page frame. Plain ES modules, no build.
-import { get, setToken, token } from "./api.js";
+import { get, onTokenRefused, setToken, token } from "./api.js";
 import { comparePage } from "./compare.js";
 import { studiesPage } from "./studies.js";
 import { studyPage } from "./study.js";
@@ -53,12 +53,14 @@ async function route() {
 
 function tokenDialog() {
   const input = h("input", { type: "password", autocomplete: "off", "aria-label": "token", size: 48 });
+  const problem = h("p", { class: "message error", id: "token-problem", role: "alert", hidden: true });
   const dialog = h(
     "dialog",
     { id: "token-dialog" },
     h("form", { method: "dialog" },
       h("h2", {}, "Server token"),
-      h("p", {}, "Changing anything (start, stop, resume, restore) needs the token that hone serve printed at its first start (also in its state directory, serve/token). It stays in this tab only."),
+      problem,
+      h("p", {}, "Changing anything (start, stop, resume, restore, applying a profile) needs the token that hone serve printed at its first start (also in its state directory, serve/token). It stays in this tab only."),
       input,
       h("menu", {},
         h("button", { value: "save", onclick: () => { setToken(input.value); updateTokenButton(); } }, "Use token"),
@@ -68,6 +70,24 @@ function tokenDialog() {
     ),
   );
   document.body.append(dialog);
+  // A refused token: say why, take a new one, and let the refused request be sent again.
+  onTokenRefused((error) => {
+    problem.textContent = error.status === 403
+      ? "The server refused the token: it is wrong. Enter it again; what you asked for is then sent again."
+      : "This needs the server's token. Enter it; what you asked for is then sent.";
+    problem.hidden = false;
+    input.value = "";
+    if (!dialog.open) {
+      dialog.returnValue = ""; // Escape closes without setting it: a save from before must not count
+      dialog.showModal();
+    }
+    return new Promise((resolve) => {
+      dialog.addEventListener("close", () => {
+        problem.hidden = true;
+        resolve(dialog.returnValue === "save" && Boolean(token()));
+      }, { once: true });
+    });
+  });
   return dialog;
 }
 

@@ -141,15 +141,24 @@ function showAnalysis(out, a) {
     h("p", { class: "hint", id: "workload-model" }, `model: ${a.model}, ${a.hardware ? "with" : "without"} hardware counters`),
     h("p", { class: "hint" }, "what points to it: ", a.features.map((f) => `${f.name} ${num(f.value, 3)} (typical ${num(f.typical, 3)})`).join("; ")),
     use,
-    a.profile ? h("p", {}, `profile for ${a.class}: `, h("strong", {}, a.profile), " ", h("button", { type: "button", onclick: async (e) => {
-      try {
-        const result = await post(`/api/profiles/${encodeURIComponent(a.profile)}/apply`);
-        e.target.replaceWith(`applied, ${result.changed} item(s) changed (roll back from the Profile card)`);
-      } catch (error) {
-        e.target.replaceWith(`not applied: ${error.detail || error.message}`);
-      }
-    } }, "Apply it")) : null,
+    a.profile ? applyButton(a.profile, a.class) : null,
   );
+}
+
+// The recognised class's profile with a button to apply it; a refusal (a wrong token, a busy
+// journal) is said beside the button, which stays for another try.
+function applyButton(profile, workload) {
+  const said = h("span", { class: "hint", role: "status", id: "workload-applied" });
+  const button = h("button", { type: "button", onclick: async () => {
+    try {
+      const result = await post(`/api/profiles/${encodeURIComponent(profile)}/apply`);
+      button.remove();
+      said.textContent = `applied, ${result.changed} item(s) changed (roll back from the Profile card)`;
+    } catch (error) {
+      said.textContent = `not applied: ${error.detail || error.message}`;
+    }
+  } }, "Apply it");
+  return h("p", {}, `profile for ${workload}: `, h("strong", {}, profile), " ", button, " ", said);
 }
 
 const STATUS = { matches: "✔ matches", differs: "✖ differs", set: "✔ set", staged: "… staged", unchanged: "= unchanged", skipped: "– skipped", advice: "ℹ advice", unknown: "? unknown" };
