@@ -216,3 +216,32 @@ def test_lock_table_readable_at_laptop_and_monitor_width(
             assert edge is not None and scroll is not None
             assert edge["x"] + edge["width"] <= scroll["x"] + scroll["width"] + 1, cell.inner_text()
         context.close()
+
+
+@pytest.mark.slow
+def test_diagnosis_pages_back_forward_and_reload(
+    diagnoses: tuple[Server, list[str]], tmp_path: Path
+) -> None:
+    server, (tree, split) = diagnoses
+    with sync_playwright() as playwright:
+        context = launch(playwright, str(tmp_path / "chromium"))
+        page = context.new_page()
+        page.goto(f"{server.url}/#/diagnoses")
+        page.wait_for_selector("body[data-ready=diagnoses]")
+        for name in (split, tree):
+            page.locator(f"#diagnoses a[href$='{name}']").click()
+            page.wait_for_selector("body[data-ready=diagnosis]", timeout=30_000)
+            expect(page.locator("#main h1")).to_have_count(1)
+            expect(page.locator(".crumbs")).to_contain_text(name)
+            page.go_back()
+            page.wait_for_selector("body[data-ready=diagnoses]")
+            expect(page.locator("#main h1")).to_have_text("Diagnoses")
+        page.go_forward()
+        page.wait_for_selector("body[data-ready=diagnosis]", timeout=30_000)
+        expect(page.locator(".crumbs")).to_contain_text(tree)
+        page.reload()
+        page.wait_for_selector("body[data-ready=diagnosis]", timeout=30_000)
+        expect(page.locator(".crumbs")).to_contain_text(tree)
+        expect(page.locator("#flame svg")).to_have_count(1)
+        expect(page.locator("#main h1")).to_have_count(1)
+        context.close()

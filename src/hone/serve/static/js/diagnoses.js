@@ -3,7 +3,7 @@
 // top-down and bottom-up tables by function and module, locks, top-down (TMAM) or its fallback.
 import { get, getText, token } from "./api.js";
 import { DataTable } from "./table.js";
-import { clear, h, message, num, when } from "./util.js";
+import { clear, h, message, num, ready, when } from "./util.js";
 
 const path = (name, tail = "") => `/api/diagnoses/${encodeURIComponent(name)}${tail}`;
 const share = (x) => (x === null || x === undefined ? "" : `${(100 * x).toFixed(1)} %`);
@@ -33,7 +33,7 @@ export async function page(main) {
   const rows = await get("/api/diagnoses");
   if (!rows.length) {
     message(box, "No diagnoses yet: run hone diagnose on this machine.");
-    document.body.dataset.ready = "diagnoses";
+    ready(main, "diagnoses");
     return;
   }
   const table = new DataTable(box, [
@@ -53,7 +53,7 @@ export async function page(main) {
     });
   };
   table.setRows(rows);
-  document.body.dataset.ready = "diagnoses";
+  ready(main, "diagnoses");
 }
 
 async function diagnosisPage(main, name) {
@@ -192,7 +192,7 @@ function flameCard(name, d, others) {
       box.dataset.base = base.value;
       moves.replaceChildren();
       if (base.value) moves.append(await movesTable(name, base.value));
-      document.body.dataset.ready = "diagnosis";
+      ready(box, "diagnosis");
     } catch (error) {
       status.textContent = `cannot draw: ${error.message}`;
     }

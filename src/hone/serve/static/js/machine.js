@@ -4,7 +4,7 @@ import { follow, get, post } from "./api.js";
 import { charts, DASHES, PALETTE } from "./charts.js";
 import uPlot from "../vendor/uplot/uPlot.esm.js";
 import { DataTable } from "./table.js";
-import { clear, h, message, num, svg } from "./util.js";
+import { clear, h, message, num, ready, svg } from "./util.js";
 
 const KEEP = 300; // samples kept in the charts (5 minutes at one a second)
 const GAUGES = [
@@ -96,7 +96,7 @@ export async function page(main, _arg, { onLeave }) {
     procs.setRows(sample.processes);
     live.textContent = `sampled ${new Date(sample.time * 1000).toLocaleTimeString()} · ${samples.length} samples`;
     live.dataset.samples = String(samples.length);
-    document.body.dataset.ready = "machine";
+    ready(main, "machine");
   });
   onLeave(stop);
 }

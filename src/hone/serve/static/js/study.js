@@ -3,7 +3,7 @@
 import { follow, get, post, studyPath } from "./api.js";
 import { effectCurves, importanceBars, parallelCoordinates, timeChart, trialChart } from "./charts.js";
 import { DataTable } from "./table.js";
-import { bestSeen, clear, h, message, num, pct, stateBadge, when } from "./util.js";
+import { bestSeen, clear, h, message, num, pct, ready, stateBadge, when } from "./util.js";
 
 export async function studyPage(main, name, { onLeave }) {
   clear(main);
@@ -80,7 +80,7 @@ export async function studyPage(main, name, { onLeave }) {
     }
   }
   draw();
-  document.body.dataset.ready = "study";
+  ready(main, "study");
   document.body.dataset.drawMs = String(Math.round(performance.now() - started));
   performance.mark("hone-study-drawn");
   refreshImportance();
