@@ -108,6 +108,9 @@ def test_hone_diagnose_of_a_waiting_program(hone_cli, tmp_path: Path) -> None:
     assert d.offcpu.total_us() / 1e6 > 0.7 * d.window_s
     assert any("fdatasync" in s for s in d.offcpu.stacks.get("io", {}))
     assert d.findings[0].kind in ("idle", "io", "runqueue")
+    # a wait in libc (the naps, the syncs) is named with the program's function it came from
+    waits = [f.headline for f in d.findings if f.kind in ("idle", "io")]
+    assert any("(libc.so.6) reached from " in w and "(wait_sleep)" in w for w in waits), waits
     assert d.threads[0].cpu_pct < 20
     page = (tmp_path / "rep" / "report.html").read_text()
     assert "Off-CPU time (microseconds)" in page and "fdatasync" in page

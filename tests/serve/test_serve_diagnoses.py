@@ -159,3 +159,89 @@ def test_diagnosis_page_flame_graph_zoom_search_and_diff(
         page.screenshot(path=str(ARTIFACTS / "diagnosis-diff.png"), full_page=True)
         context.close()
     assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def lock_diagnosis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
+    """A server over one real diagnosis, with lock waits, of a program whose lock, the function
+    taking it and its caller have names as long as C++ or Java frames."""
+    home = tmp_path_factory.mktemp("lock-home")
+    program = build("lock_long_names", tmp_path_factory.mktemp("lock-bin"))
+    subprocess.run(
+        [sys.executable, "-m", "hone", "diagnose", "--", str(program), "3"],
+        env={**os.environ, "HONE_HOME": str(home)},
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    (name,) = [p.name for p in (home / "diagnoses").iterdir()]
+    process, url = start_server(home, cwd=ROOT)
+    try:
+        yield Server(url, "", home, {}, process), name
+    finally:
+        stop_server(process)
+
+
+LONG_LOCK = "storage_engine_transactional_write_ahead_log_commit_lock_guarding_the_segment_index"
+LONG_SITE = "storage_engine_write_ahead_log_flush_worker_loop_draining_the_pending_batches_forever"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [800, 1920])
+def test_lock_table_readable_at_laptop_and_monitor_width(
+    lock_diagnosis: tuple[Server, str], tmp_path: Path, width: int
+) -> None:
+    """Every column of the lock waits (and the other diagnosis tables) fits its card: long
+    names break inside their cell instead of pushing "where" and "threads" out of sight."""
+    server, name = lock_diagnosis
+    locks = server.get(f"/api/diagnoses/{name}")["locks"]  # type: ignore[index]
+    top = locks["user"][0]
+    assert top["lock"] == LONG_LOCK and top["site"].startswith(LONG_SITE), top
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        context = launch(playwright, str(tmp_path / "chromium"), width=width, height=1000)
+        page = context.new_page()
+        page.goto(f"{server.url}/#/diagnosis/{name}")
+        page.wait_for_selector("body[data-ready=diagnosis]", timeout=30_000)
+        row = page.locator("#locks tbody tr", has_text=LONG_LOCK)
+        expect(row.locator("td").nth(4)).to_contain_text(LONG_SITE)
+        page.locator("#locks").screenshot(path=str(ARTIFACTS / f"diagnosis-locks-{width}.png"))
+        for table in ("#locks", "#threads", "#table-functions", "#table-modules"):
+            box = page.locator(f"{table} .table-scroll")
+            sizes = box.evaluate("e => [e.scrollWidth, e.clientWidth]")
+            assert sizes[0] <= sizes[1], (table, width, sizes)  # nothing hidden to the right
+        scroll = page.locator("#locks .table-scroll").bounding_box()
+        for cell in row.locator("td").all():
+            edge = cell.bounding_box()
+            assert edge is not None and scroll is not None
+            assert edge["x"] + edge["width"] <= scroll["x"] + scroll["width"] + 1, cell.inner_text()
+        context.close()
+
+
+@pytest.mark.slow
+def test_diagnosis_pages_back_forward_and_reload(
+    diagnoses: tuple[Server, list[str]], tmp_path: Path
+) -> None:
+    server, (tree, split) = diagnoses
+    with sync_playwright() as playwright:
+        context = launch(playwright, str(tmp_path / "chromium"))
+        page = context.new_page()
+        page.goto(f"{server.url}/#/diagnoses")
+        page.wait_for_selector("body[data-ready=diagnoses]")
+        for name in (split, tree):
+            page.locator(f"#diagnoses a[href$='{name}']").click()
+            page.wait_for_selector("body[data-ready=diagnosis]", timeout=30_000)
+            expect(page.locator("#main h1")).to_have_count(1)
+            expect(page.locator(".crumbs")).to_contain_text(name)
+            page.go_back()
+            page.wait_for_selector("body[data-ready=diagnoses]")
+            expect(page.locator("#main h1")).to_have_text("Diagnoses")
+        page.go_forward()
+        page.wait_for_selector("body[data-ready=diagnosis]", timeout=30_000)
+        expect(page.locator(".crumbs")).to_contain_text(tree)
+        page.reload()
+        page.wait_for_selector("body[data-ready=diagnosis]", timeout=30_000)
+        expect(page.locator(".crumbs")).to_contain_text(tree)
+        expect(page.locator("#flame svg")).to_have_count(1)
+        expect(page.locator("#main h1")).to_have_count(1)
+        context.close()

@@ -13,6 +13,7 @@ verdict into memory-, frontend- or speculation-bound."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, field
 
 from hone.diagnose.descendants import Child
@@ -55,13 +56,26 @@ def _busiest(threads: list[ThreadStat], key: str) -> ThreadStat | None:
 
 
 def _user_frame(stack: str, modules: dict[str, str]) -> str:
-    """The innermost frame of a folded stack that is not the kernel's, with its module."""
+    """Where a wait was entered: the innermost frame outside the kernel, and when that is a system
+    library's call (fdatasync in libc), also the program's own function it was reached from, the
+    part a person can change: PostgreSQL's commits wait in fdatasync reached from XLogFlush
+    (frame-pointer stacks may skip the callers in between, hence "reached", not "called")."""
     frames = stack.split(";")[1:]
-    for name in reversed(frames):
-        module = modules.get(name, "")
-        if module and "kernel" not in module:
-            return f"{name} ({module})"
-    return frames[-1] if frames else stack
+    user = [(name, modules[name]) for name in frames
+            if modules.get(name) and not is_kernel(modules[name])]  # fmt: skip
+    if not user:
+        return frames[-1] if frames else stack
+    name, module = user[-1]
+    site = f"{name} ({module})"
+    if _LIBRARY.match(module):
+        for caller, where in reversed(user[:-1]):
+            if not _LIBRARY.match(where) and not caller.startswith("["):
+                return f"{site} reached from {caller} ({where})"
+    return site
+
+
+#: The C library and the dynamic loader: a wait entered there was asked for by the caller.
+_LIBRARY = re.compile(r"(libc|libpthread|librt|ld-linux[\w-]*)\.so\b")
 
 
 def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float) -> Finding:
@@ -165,10 +179,13 @@ def _lock(locks: Locks, window: float) -> Finding | None:
 def _io(offcpu: OffCpu | None, threads: list[ThreadStat], window: float) -> Finding:
     if offcpu and window > 0 and offcpu.stacks:
         io = offcpu.total_us("io") / 1e6 / window
-        top = offcpu.top("io", 1)
-        where = f", mostly in {_user_frame(top[0][0], offcpu.modules)}" if top else ""
-        details = [_user_frame(s, offcpu.modules) + f": {us / 1000:.1f} ms" for s, us in
-                   offcpu.top("io", 5)]  # fmt: skip
+        sites: dict[str, float] = {}  # stacks that differ only in the kernel are one site
+        for stack, us in offcpu.top("io", 20):
+            site = _user_frame(stack, offcpu.modules)
+            sites[site] = sites.get(site, 0.0) + us
+        ranked = sorted(sites.items(), key=lambda kv: -kv[1])
+        where = f", mostly in {ranked[0][0]}" if ranked else ""
+        details = [f"{site}: {us / 1000:.1f} ms" for site, us in ranked[:5]]
     else:
         io = sum(t.io_pct for t in threads) / 100
         where, details = "", []

@@ -27,8 +27,16 @@ export class ApiError extends Error {
   }
 }
 
-async function check(response) {
-  if (response.ok) return response.json();
+// Set by the page frame: asks for the token again after the server refused it (401: none sent,
+// 403: wrong) and resolves true once a new one is given, so the request is sent again and what
+// the user was doing goes on; false when they closed the dialog.
+let askToken = null;
+
+export function onTokenRefused(fn) {
+  askToken = fn;
+}
+
+async function failure(response) {
   let detail = response.statusText;
   try {
     const body = await response.json();
@@ -36,27 +44,32 @@ async function check(response) {
   } catch (_) {
     /* not JSON */
   }
-  throw new ApiError(response.status, detail);
+  return new ApiError(response.status, detail);
+}
+
+// fetch with the token; a refused token is asked for again and the request sent again with it.
+async function send(path, init = {}, extra = {}) {
+  for (;;) {
+    const response = await fetch(path, { ...init, headers: headers(extra) });
+    if (response.ok) return response;
+    const error = await failure(response);
+    const refused = response.status === 401 || response.status === 403;
+    if (!refused || !askToken || !(await askToken(error))) throw error;
+  }
 }
 
 export async function get(path) {
-  return check(await fetch(path, { headers: headers() }));
+  return (await send(path)).json();
 }
 
 // A text body (an SVG drawing), with the token like every other read.
 export async function getText(path) {
-  const response = await fetch(path, { headers: headers({ Accept: "*/*" }) });
-  if (!response.ok) await check(response);
-  return response.text();
+  return (await send(path, {}, { Accept: "*/*" })).text();
 }
 
 export async function post(path, body = {}) {
-  const response = await fetch(path, {
-    method: "POST",
-    headers: headers({ "Content-Type": "application/json" }),
-    body: JSON.stringify(body),
-  });
-  return check(response);
+  const init = { method: "POST", body: JSON.stringify(body) };
+  return (await send(path, init, { "Content-Type": "application/json" })).json();
 }
 
 export function studyPath(name, tail = "") {

@@ -2,7 +2,7 @@
 import { get, studyPath } from "./api.js";
 import { compareChart, DASHES } from "./charts.js";
 import { DataTable } from "./table.js";
-import { bestSeen, clear, h, message, pct } from "./util.js";
+import { bestSeen, clear, h, message, pct, ready } from "./util.js";
 
 // The gain the tuner reports (hone.storage.summary.gain_of): % of the baseline when the score is
 // one metric's raw value, else the difference of scores that are already percentages (weighted,
@@ -54,7 +54,7 @@ export async function comparePage(main, names) {
     { key: "gain", label: "confirmed gain", value: (s) => s.gain, text: (s) => pct(s.gain, s.gain_half_width), numeric: true },
   ]);
   table.setRows(loaded);
-  document.body.dataset.ready = "compare";
+  ready(main, "compare");
 }
 
 function dashName(i) {

@@ -3,7 +3,7 @@
 // top-down and bottom-up tables by function and module, locks, top-down (TMAM) or its fallback.
 import { get, getText, token } from "./api.js";
 import { DataTable } from "./table.js";
-import { clear, h, message, num, when } from "./util.js";
+import { clear, h, message, num, ready, when } from "./util.js";
 
 const path = (name, tail = "") => `/api/diagnoses/${encodeURIComponent(name)}${tail}`;
 const share = (x) => (x === null || x === undefined ? "" : `${(100 * x).toFixed(1)} %`);
@@ -33,7 +33,7 @@ export async function page(main) {
   const rows = await get("/api/diagnoses");
   if (!rows.length) {
     message(box, "No diagnoses yet: run hone diagnose on this machine.");
-    document.body.dataset.ready = "diagnoses";
+    ready(main, "diagnoses");
     return;
   }
   const table = new DataTable(box, [
@@ -53,7 +53,7 @@ export async function page(main) {
     });
   };
   table.setRows(rows);
-  document.body.dataset.ready = "diagnoses";
+  ready(main, "diagnoses");
 }
 
 async function diagnosisPage(main, name) {
@@ -89,12 +89,13 @@ async function diagnosisPage(main, name) {
     { key: "runq", label: "run queue", value: (t) => t.runq_pct, text: (t) => num(t.runq_pct, 3), numeric: true },
     { key: "io", label: "I/O wait", value: (t) => t.io_pct, text: (t) => num(t.io_pct, 3), numeric: true },
     { key: "sleep", label: "sleeping", value: (t) => t.sleep_pct, text: (t) => num(t.sleep_pct, 3), numeric: true },
-    { key: "frames", label: "top frames", value: (t) => (t.frames || []).slice(0, 3).join(" ← ") },
+    { key: "frames", label: "top frames", value: (t) => (t.frames || []).slice(0, 3).join(" ← "), wrap: true },
   ]).setRows(d.threads);
 
   main.append(flameCard(name, d, others));
   main.append(h("div", { class: "grid two" }, tableCard("Functions", d.functions), tableCard("Modules", d.modules)));
-  main.append(h("div", { class: "grid two" }, offcpuCard(d.offcpu), locksCard(d.locks)));
+  // Lock waits get the full width: their lock, site and thread names are as long as frames.
+  main.append(offcpuCard(d.offcpu), locksCard(d.locks));
   main.append(h("section", { class: "card", id: "capabilities" }, h("h2", {}, "What this machine offered"), capabilityList(d.capabilities)));
   if (d.notes.length) main.append(h("section", { class: "card" }, h("h2", {}, "Notes"), h("ul", {}, d.notes.map((n) => h("li", {}, n)))));
 }
@@ -125,8 +126,8 @@ function tableCard(title, tables) {
     h("option", { value: "total" }, "top-down (total %)"),
     h("option", { value: "self" }, "bottom-up (self %)"));
   const table = new DataTable(box, [
-    { key: "name", label: title === "Functions" ? "function" : "module", value: (r) => r.name },
-    ...(title === "Functions" ? [{ key: "module", label: "module", value: (r) => r.module.split("/").pop() }] : []),
+    { key: "name", label: title === "Functions" ? "function" : "module", value: (r) => r.name, wrap: true },
+    ...(title === "Functions" ? [{ key: "module", label: "module", value: (r) => r.module.split("/").pop(), wrap: true }] : []),
     { key: "self", label: "self %", value: (r) => r.self, text: (r) => share(r.self), numeric: true },
     { key: "total", label: "total %", value: (r) => r.total, text: (r) => share(r.total), numeric: true },
   ]);
@@ -150,11 +151,11 @@ function locksCard(locks) {
   const box = h("div");
   card.append(box);
   new DataTable(box, [
-    { key: "lock", label: "lock", value: (w) => w.lock },
+    { key: "lock", label: "lock", value: (w) => w.lock, wrap: true },
     { key: "kind", label: "kind", value: (w) => w.kind },
     { key: "wait", label: "wait ms", value: (w) => w.wait_ms, text: (w) => num(w.wait_ms, 3), numeric: true },
     { key: "count", label: "waits", value: (w) => w.count, numeric: true },
-    { key: "site", label: "where", value: (w) => w.site },
+    { key: "site", label: "where", value: (w) => w.site, wrap: true },
     { key: "waiters", label: "threads", value: (w) => w.waiters.join(", ") },
   ]).setRows(waits);
   for (const note of locks.notes) card.append(h("p", { class: "hint" }, note));
@@ -191,7 +192,7 @@ function flameCard(name, d, others) {
       box.dataset.base = base.value;
       moves.replaceChildren();
       if (base.value) moves.append(await movesTable(name, base.value));
-      document.body.dataset.ready = "diagnosis";
+      ready(box, "diagnosis");
     } catch (error) {
       status.textContent = `cannot draw: ${error.message}`;
     }
@@ -214,7 +215,7 @@ async function movesTable(name, base) {
   ];
   new DataTable(box, [
     { key: "what", label: "kind", value: (r) => r.what },
-    { key: "name", label: "name", value: (r) => r.name },
+    { key: "name", label: "name", value: (r) => r.name, wrap: true },
     { key: "before", label: `${base} %`, value: (r) => r.before, text: (r) => share(r.before), numeric: true },
     { key: "after", label: "this run %", value: (r) => r.after, text: (r) => share(r.after), numeric: true },
     { key: "change", label: "change (points)", value: (r) => r.after - r.before, text: (r) => `${r.after >= r.before ? "▲ +" : "▼ −"}${Math.abs(100 * (r.after - r.before)).toFixed(1)}`, numeric: true },

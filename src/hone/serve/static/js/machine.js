@@ -4,7 +4,7 @@ import { follow, get, post } from "./api.js";
 import { charts, DASHES, PALETTE } from "./charts.js";
 import uPlot from "../vendor/uplot/uPlot.esm.js";
 import { DataTable } from "./table.js";
-import { clear, h, message, num, svg } from "./util.js";
+import { clear, h, message, num, ready, svg } from "./util.js";
 
 const KEEP = 300; // samples kept in the charts (5 minutes at one a second)
 const GAUGES = [
@@ -96,7 +96,7 @@ export async function page(main, _arg, { onLeave }) {
     procs.setRows(sample.processes);
     live.textContent = `sampled ${new Date(sample.time * 1000).toLocaleTimeString()} · ${samples.length} samples`;
     live.dataset.samples = String(samples.length);
-    document.body.dataset.ready = "machine";
+    ready(main, "machine");
   });
   onLeave(stop);
 }
@@ -141,15 +141,24 @@ function showAnalysis(out, a) {
     h("p", { class: "hint", id: "workload-model" }, `model: ${a.model}, ${a.hardware ? "with" : "without"} hardware counters`),
     h("p", { class: "hint" }, "what points to it: ", a.features.map((f) => `${f.name} ${num(f.value, 3)} (typical ${num(f.typical, 3)})`).join("; ")),
     use,
-    a.profile ? h("p", {}, `profile for ${a.class}: `, h("strong", {}, a.profile), " ", h("button", { type: "button", onclick: async (e) => {
-      try {
-        const result = await post(`/api/profiles/${encodeURIComponent(a.profile)}/apply`);
-        e.target.replaceWith(`applied, ${result.changed} item(s) changed (roll back from the Profile card)`);
-      } catch (error) {
-        e.target.replaceWith(`not applied: ${error.detail || error.message}`);
-      }
-    } }, "Apply it")) : null,
+    a.profile ? applyButton(a.profile, a.class) : null,
   );
+}
+
+// The recognised class's profile with a button to apply it; a refusal (a wrong token, a busy
+// journal) is said beside the button, which stays for another try.
+function applyButton(profile, workload) {
+  const said = h("span", { class: "hint", role: "status", id: "workload-applied" });
+  const button = h("button", { type: "button", onclick: async () => {
+    try {
+      const result = await post(`/api/profiles/${encodeURIComponent(profile)}/apply`);
+      button.remove();
+      said.textContent = `applied, ${result.changed} item(s) changed (roll back from the Profile card)`;
+    } catch (error) {
+      said.textContent = `not applied: ${error.detail || error.message}`;
+    }
+  } }, "Apply it");
+  return h("p", {}, `profile for ${workload}: `, h("strong", {}, profile), " ", button, " ", said);
 }
 
 const STATUS = { matches: "✔ matches", differs: "✖ differs", set: "✔ set", staged: "… staged", unchanged: "= unchanged", skipped: "– skipped", advice: "ℹ advice", unknown: "? unknown" };

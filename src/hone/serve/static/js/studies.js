@@ -1,7 +1,7 @@
 // The studies list: state and gain of every study, selection for comparison, starting a study.
 import { get, post } from "./api.js";
 import { DataTable } from "./table.js";
-import { bestSeen, clear, h, message, pct, stateBadge, when } from "./util.js";
+import { bestSeen, clear, h, message, pct, ready, stateBadge, when } from "./util.js";
 
 export async function studiesPage(main, { onLeave }) {
   clear(main);
@@ -65,7 +65,7 @@ export async function studiesPage(main, { onLeave }) {
       const rows = await get("/api/studies");
       table.setRows(rows.slice().reverse());
       status.textContent = `${rows.length} studies · ${rows.filter((r) => r.state === "running" && r.alive !== false).length} running · updated ${new Date().toLocaleTimeString()}`;
-      document.body.dataset.ready = "studies";
+      ready(main, "studies");
     } catch (error) {
       message(status, `cannot load the studies: ${error.message}`, "error");
     }

@@ -3,7 +3,7 @@
 import { follow, get, post, studyPath } from "./api.js";
 import { effectCurves, importanceBars, parallelCoordinates, timeChart, trialChart } from "./charts.js";
 import { DataTable } from "./table.js";
-import { bestSeen, clear, h, message, num, pct, stateBadge, when } from "./util.js";
+import { bestSeen, clear, h, message, num, pct, ready, stateBadge, when } from "./util.js";
 
 export async function studyPage(main, name, { onLeave }) {
   clear(main);
@@ -18,6 +18,9 @@ export async function studyPage(main, name, { onLeave }) {
   }
   performance.mark("hone-study-data");
   const header = h("header", { class: "study-head" });
+  // What the last action answered: kept across the header's redraws (every trial event redraws
+  // it), else "Stop: done" or a refusal vanished with the next trial.
+  const said = h("span", { class: "hint", role: "status", id: "action-status" });
   const live = h("p", { class: "live", role: "status", "aria-live": "polite" });
   const best = h("section", { class: "best card", "aria-label": "best configuration" });
   const curve = h("div", { class: "chart", id: "trial-chart" });
@@ -54,7 +57,7 @@ export async function studyPage(main, name, { onLeave }) {
 
   let importanceDue = 0;
   function draw() {
-    renderHeader(header, study, name);
+    renderHeader(header, study, name, said);
     renderBest(best, study, trials);
     renderWhy(why, study.attrs.why);
     const search = trials.filter((t) => t.phase === "search");
@@ -77,7 +80,7 @@ export async function studyPage(main, name, { onLeave }) {
     }
   }
   draw();
-  document.body.dataset.ready = "study";
+  ready(main, "study");
   document.body.dataset.drawMs = String(Math.round(performance.now() - started));
   performance.mark("hone-study-drawn");
   refreshImportance();
@@ -190,9 +193,8 @@ function progressText(event) {
   }
 }
 
-function renderHeader(header, study, name) {
+function renderHeader(header, study, name, out) {
   const controls = h("div", { class: "controls" });
-  const out = h("span", { class: "hint", role: "status" });
   const act = (label, path, confirmText) =>
     h("button", { type: "button", onclick: async () => {
       if (confirmText && !confirm(confirmText)) return;

@@ -1,7 +1,8 @@
 // A sortable, filterable table built as one HTML string per render (fast with thousands of rows).
 import { esc, h } from "./util.js";
 
-// columns: [{key, label, value(row), text(row)?, numeric?, cls(row)?}]
+// columns: [{key, label, value(row), text(row)?, numeric?, wrap?, cls(row)?}]; `wrap` lets a long
+// name (a C++ template, a Java class path) break anywhere so the table fits its card.
 export class DataTable {
   constructor(container, columns, { filters = [], caption = "", rowClass = () => "" } = {}) {
     this.columns = columns;
@@ -126,7 +127,7 @@ export class DataTable {
       for (const column of this.columns) {
         const text = column.text ? column.text(row) : column.value(row);
         const extra = column.cls ? column.cls(row) : "";
-        const classes = [column.numeric ? "num" : "", extra].filter(Boolean).join(" ");
+        const classes = [column.numeric ? "num" : "", column.wrap ? "wrap" : "", extra].filter(Boolean).join(" ");
         parts.push(`<td${classes ? ` class="${classes}"` : ""}>${esc(text ?? "")}</td>`);
       }
       parts.push("</tr>");

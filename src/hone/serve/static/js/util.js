@@ -106,3 +106,9 @@ export function clear(el) {
 export function message(el, text, kind = "info") {
   clear(el).append(h("p", { class: `message ${kind}`, role: kind === "error" ? "alert" : "status" }, text));
 }
+
+// Marks the page ready (what the tests and a person's script wait for), unless `el` is no longer
+// on screen: a page left before it finished must not claim the page shown now.
+export function ready(el, name) {
+  if (el.isConnected) document.body.dataset.ready = name;
+}
