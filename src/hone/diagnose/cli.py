@@ -352,16 +352,28 @@ def _record(
 
 def _await_start(outputs: dict[str, Path], jobs: dict[str, _Job], since: float) -> None:
     """Wait (up to 15 s) until each perf recorder has written its file's header: perf takes a
-    while to start on a busy machine, and the window (and the thread sampling) starts after."""
+    while to start on a busy machine (1.5 s at a load of 9 on 2 CPUs), and the window (and the
+    thread sampling) starts after. perf creates the file empty before it opens its events and
+    writes the header once they are open, so an empty file is still starting."""
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         waiting = [
-            name for name, path in outputs.items()
-            if jobs[name].is_alive() and not (path.exists() and path.stat().st_mtime >= since - 1)
-        ]  # fmt: skip
+            name
+            for name, path in outputs.items()
+            if jobs[name].is_alive() and not _written(path, since)
+        ]
         if not waiting:
             return
         time.sleep(0.05)
+
+
+def _written(path: Path, since: float) -> bool:
+    """perf has written this file's header in this run."""
+    try:
+        status = path.stat()
+    except OSError:
+        return False
+    return status.st_size > 0 and status.st_mtime >= since - 1
 
 
 def _analyse(
@@ -446,7 +458,10 @@ def _analyse(
 
 
 def run_command(command: list[str], duration: float | None, **options: object) -> Diagnosis:
-    """Start the command, diagnose it until it exits (or for `duration`), then stop it."""
+    """Start the command, diagnose it until it exits (or for `duration`), then stop it. What the
+    machine allows is probed before the command starts: probing takes half a second (more on a
+    busy machine), which a short command would otherwise spend unrecorded."""
+    options.setdefault("caps", probe())
     try:
         proc = subprocess.Popen(command, start_new_session=True)
     except OSError as error:

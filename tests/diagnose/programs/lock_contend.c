@@ -1,5 +1,7 @@
 /* Two threads contending on one mutex, for hone diagnose's lock test.
-   Each holds `counter_lock` while it works, so the other waits in futex.
+   Each holds `counter_lock` while it works and then naps (as across I/O), so the other waits in
+   futex. The nap keeps the lock the bottleneck on a busy machine too: with work alone, the
+   threads wait for a CPU rather than for the lock once other work takes the CPUs.
    Usage: lock_contend SECONDS */
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,9 +18,11 @@ __attribute__((noinline)) static void work_under_lock(void) {
 
 __attribute__((noinline)) static void *contend(void *arg) {
     (void)arg;
+    struct timespec nap = {0, 500000}; /* 0.5 ms, twice the work's 0.23 ms */
     while (!stop) {
         pthread_mutex_lock(&counter_lock);
         work_under_lock();
+        nanosleep(&nap, NULL);
         pthread_mutex_unlock(&counter_lock);
     }
     return NULL;
