@@ -171,12 +171,13 @@ class ConfigFileActuator(Actuator):
 
     def _matches(self, text: str, where: str) -> list[re.Match[str]]:
         """Every line setting the key, its name in any case (redis, PostgreSQL and MySQL read
-        names so), in the region that holds it."""
+        names so), in the region that holds it; for a user's regex, its non-empty matches."""
         region = self._region(text, where)
         if region is None:
             return []
-        flags = 0 if self.format == "regex" else re.I
-        return list(self._line_pattern(flags).finditer(text, *region))
+        if self.format == "regex":  # an empty match (`^(.*)$` after the last newline) sets nothing
+            return [m for m in self._line_pattern().finditer(text, *region) if m.group(0)]
+        return list(self._line_pattern(re.I).finditer(text, *region))
 
     def _find(self, text: str) -> re.Match[str] | None:
         """The one line that sets the key; a second one is refused, since redis and PostgreSQL
