@@ -23,7 +23,7 @@ def test_embedded_default_tunes_shows_reports_and_restores(tmp_path: Path, hone_
     original = (project / "settings.conf").read_text()
     result = hone_cli("tune", str(project), "--budget", "8", "--seed", "2")
     assert result.returncode == 0, result.stderr
-    assert "baseline (3 runs)" in result.stdout and "confirmed gain" in result.stdout
+    assert "baseline (3 runs)" in result.stdout and "gain in confirmation" in result.stdout
     shown = hone_cli("show", "compress")
     assert shown.returncode == 0
     assert "limit ratio >= 3.4 broken" in shown.stdout or "failed trial" not in shown.stdout

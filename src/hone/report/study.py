@@ -76,7 +76,7 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
             else []
         ),
         (
-            "confirmed gain",
+            "gain in confirmation",
             gain_text(gain) if gain else "",
         ),
         *(("risk", line) for line in risk_lines(result.get("risk"))),

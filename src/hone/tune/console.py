@@ -212,7 +212,7 @@ class RichReporter(Reporter):
                 self.console.print(line, markup=False)
         self.console.print(f"baseline: {measured(result.baseline_metrics, self.units)}")
         if result.gain is not None:
-            self.console.print(f"confirmed gain: [bold]{result.gain}[/]")
+            self.console.print(f"gain in confirmation: [bold]{result.gain}[/]")
         for line in risk_lines(result.risk):
             self.console.print(line, markup=False)
         colour = "green" if result.outcome == "applied" else "yellow"

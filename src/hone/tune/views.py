@@ -204,7 +204,7 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
             console.print(same_rounds(result["confirm_baseline_metrics"], units), markup=False)
     if result.get("gain"):
         gain = result["gain"]
-        console.print(f"confirmed gain: {gain_text(gain)}")
+        console.print(f"gain in confirmation: {gain_text(gain)}")
     if result.get("disturbed"):
         console.print(
             f"{result['disturbed']} reading(s) taken while the machine was disturbed, "

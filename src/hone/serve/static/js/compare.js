@@ -51,7 +51,7 @@ export async function comparePage(main, names) {
     { key: "engine", label: "engine", value: (s) => s.engine },
     { key: "trials", label: "trials", value: (s) => s.trials, numeric: true },
     { key: "best", label: "best seen", value: (s) => s.best_gain, text: bestSeen, numeric: true },
-    { key: "gain", label: "confirmed gain", value: (s) => s.gain, text: (s) => pct(s.gain, s.gain_half_width), numeric: true },
+    { key: "gain", label: "gain in confirmation", value: (s) => s.gain, text: (s) => pct(s.gain, s.gain_half_width), numeric: true },
   ]);
   table.setRows(loaded);
   ready(main, "compare");

@@ -34,7 +34,7 @@ export async function studiesPage(main, { onLeave }) {
       { key: "trials", label: "trials", value: (r) => r.trials, numeric: true },
       { key: "failures", label: "failed", value: (r) => r.failures, numeric: true },
       { key: "outcome", label: "outcome", value: (r) => r.outcome ?? "" },
-      { key: "gain", label: "confirmed gain", value: (r) => r.gain, text: (r) => pct(r.gain, r.gain_half_width), numeric: true },
+      { key: "gain", label: "gain in confirmation", value: (r) => r.gain, text: (r) => pct(r.gain, r.gain_half_width), numeric: true },
       { key: "best_gain", label: "best seen", value: (r) => r.best_gain, text: bestSeen, numeric: true },
       { key: "workers", label: "workers", value: (r) => workersText(r.workers) },
       { key: "created", label: "created", value: (r) => r.created ?? "", text: (r) => when(r.created) },

@@ -217,7 +217,7 @@ function renderHeader(header, study, name, out) {
     ["budget", study.budget],
     ["trials", `${study.trials} (${study.failures} failed)`],
     ["baseline", study.band ? `${num(study.band.mean)} ± ${num((study.band.high - study.band.mean) / 2)} (σ, ${study.band.runs} runs, CV ${num(study.attrs.baseline_cv, 2)} %)` : "not measured yet"],
-    ["confirmed gain", pct(study.gain, study.gain_half_width) || "—"],
+    ["gain in confirmation", pct(study.gain, study.gain_half_width) || "—"],
     ["measurement", quality(study.attrs.quality)],
     ["best seen", bestSeen(study) || "—"],
     ["created", when(study.created)],
