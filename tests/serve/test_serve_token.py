@@ -45,6 +45,9 @@ def test_stop_resume_restore_with_a_wrong_token_then_the_right_one(page: Page, s
         assert time.monotonic() < deadline
         time.sleep(0.1)
     name = [r["name"] for r in server.get("/api/studies") if r["project"] == "slow"][-1]
+    while not server.get(f"/api/studies/{q(name)}").get("alive"):  # its pid recorded: Stop shown
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
     page.on("dialog", lambda dialog: dialog.accept())  # the "Stop this study?" confirmations
     page.goto(server.url + f"/#/study/{q(name)}")
     page.wait_for_selector("body[data-ready=study]")

@@ -162,7 +162,7 @@ def test_one_confirmation_round_and_a_metric_called_score_read_plainly(
     for output in (tune.stdout, show.stdout):
         assert not re.search(r"\binf\b", output), output
         assert "1 confirmation round confirms no gain (an interval needs 2 rounds)" in output
-    header = next(line for line in show.stdout.splitlines() if "phase" in line)
+    header = next(line for line in show.stdout.splitlines() if "phase" in line and "┃" in line)
     columns = [cell.strip() for cell in header.strip("┃│ ").split("┃")]
     assert columns.count("score") == 1 and "score (metric)" in columns, columns
     assert (tmp_path / "app.conf").read_text() == "level = 3\n"

@@ -23,7 +23,8 @@ def make_project(folder: Path) -> Path:
         "name": "launched",
         "workload": {"process": {"command": ["sh", "-c", "echo $$ > server.pid; exec sleep 600"]}},
         "knobs": {"threads": {"type": "int", "range": [1, 8], "default": 2, "env": "THREADS"}},
-        "benchmark": {"command": "sleep 0.5; echo score: 1", "timeout": 20},
+        # long enough that the kill lands in the baseline, before a trial restarts the server
+        "benchmark": {"command": "sleep 10; echo score: 1", "timeout": 20},
         "metrics": {"score": {"pattern": r"score: (\S+)", "direction": "maximize"}},
         "tuning": {"engine": "random", "budget": 20, "baseline": 1, "seed": 1},
     }
