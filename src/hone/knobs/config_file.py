@@ -4,7 +4,8 @@
 The file is rewritten atomically (temporary file, rename) with its mode and owner kept,
 and every other byte (line endings, comments, blank lines, bytes that are not UTF-8) stays as
 it was. A key set twice, in the file or in a file it includes, is refused: programs differ in
-which one they read, so an edit of either could do nothing."""
+which one they read, so an edit of either could do nothing. In a MySQL option file `a-b` and
+`a_b` are one key, as they are to the server."""
 
 from __future__ import annotations
 
@@ -25,11 +26,17 @@ FORMATS = ("ini", "space", "equals", "regex")
 #: `include_if_exists` and `include_dir`, MySQL `!include` and `!includedir`.
 _INCLUDE = re.compile(
     r"^[ \t]*!?(?P<what>include(?:_if_exists|_dir|dir)?)[ \t]*=?[ \t]*"
-    r"(?P<quote>['\"]?)(?P<path>[^'\"\r\n;#]+?)(?P=quote)[ \t]*;?[ \t]*(?:#.*)?\r?$",
+    r"(?P<quote>['\"]?)(?P<path>[^'\"\r\n;#]+?)(?P=quote)[ \t]*(?P<end>;?)[ \t]*(?:#.*)?\r?$",
     re.M,
 )
 #: Files followed through includes, at most (a glob of thousands would be read for nothing).
 _MOST_INCLUDED = 64
+#: The files a folder include reads: PostgreSQL's `include_dir` the `.conf` ones, MySQL's
+#: `!includedir` the `.cnf` ones (a `.bak` or `.rpmsave` beside them is not read).
+_DIR_FILES = {"include_dir": "*.conf", "includedir": "*.cnf"}
+#: MySQL's and MariaDB's own option groups ([mysqld], [mariadb-10.11], ...), for an option
+#: file not named `.cnf`.
+_MYSQL_GROUP = re.compile(r"mysql|mariadb", re.I)
 
 
 @register
@@ -141,10 +148,29 @@ class ConfigFileActuator(Actuator):
 
     # -- locating the value ----------------------------------------------------------------
 
+    @property
+    def _mysql(self) -> bool:
+        """A MySQL or MariaDB option file (my.cnf, conf.d/*.cnf, my.ini, or a knob on one of
+        their option groups), whose servers read `-` and `_` in an option name as one."""
+        if self.format not in ("ini", "equals"):
+            return False
+        name = self.path.name.lower()
+        return (
+            name.endswith(".cnf")
+            or name == "my.ini"
+            or bool(self.section and _MYSQL_GROUP.match(self.section))
+        )
+
+    def _key_pattern(self) -> str:
+        """The key as a regex: in a MySQL option file either of `-` and `_` where it has one."""
+        if not self._mysql:
+            return re.escape(self.key)
+        return "[-_]".join(re.escape(part) for part in re.split(r"[-_]", self.key))
+
     def _line_pattern(self, flags: int = 0) -> re.Pattern[str]:
         if self.format == "regex":
             return re.compile(self.pattern or "", re.M)
-        key = re.escape(self.key)
+        key = self._key_pattern()
         # `key value` (nginx's `key value;`) or `key = value`: a trailing `;` or comment and a
         # CR before the line break stay where they are.
         head = rf"[ \t]*{key}[ \t]+" if self.format == "space" else rf"[ \t]*{key}[ \t]*[=:][ \t]*"
@@ -188,10 +214,16 @@ class ConfigFileActuator(Actuator):
         name = self.key or self.pattern
         if len(matches) > 1:
             first, second = (_line_of(text, m.start()) for m in matches[:2])
+            spellings = [self._spelled(m) for m in matches[:2]]
+            how = (
+                f" (as {spellings[0]} and {spellings[1]}, one option to MySQL)"
+                if spellings[0] != spellings[1]
+                else ""
+            )
             raise ActuationError(
-                f"set twice in {self.file}, at lines {first} and {second}: programs differ in "
-                "which one they read (redis and PostgreSQL: the last), so an edit of either "
-                "could do nothing; keep one",
+                f"set twice in {self.file}, at lines {first} and {second}{how}: programs differ "
+                "in which one they read (redis, PostgreSQL and MySQL: the last), so an edit of "
+                "either could do nothing; keep one",
                 key=name,
             )
         if not matches:
@@ -199,8 +231,10 @@ class ConfigFileActuator(Actuator):
         match, line = matches[0], _line_of(text, matches[0].start())
         if self.format == "regex":
             return match
-        spelled = match.group("head").lstrip()[: len(self.key)]
-        if spelled != self.key:
+        spelled = self._spelled(match)
+        if spelled != self.key and not (
+            self._mysql and spelled.replace("-", "_") == self.key.replace("-", "_")
+        ):
             raise ActuationError(
                 f"{self.file} line {line} spells it {spelled!r}: give the key as written there",
                 key=self.key,
@@ -213,13 +247,19 @@ class ConfigFileActuator(Actuator):
             )
         return match
 
+    def _spelled(self, match: re.Match[str]) -> str:
+        """The key as a line writes it (its case, and in MySQL's files its `-` or `_`)."""
+        if self.format == "regex":
+            return self.pattern or ""
+        return match.group("head").lstrip()[: len(self.key)]
+
     def _not_found(self, text: str) -> ActuationError:
         """Why the key is missing, where the file shows it: commented out, or in the other
         `key value` / `key = value` form."""
         name = self.key or self.pattern
         hint = ""
         if self.format != "regex":
-            key = re.escape(self.key)
+            key = self._key_pattern()
             found = re.search(rf"^[ \t]*[#;][ \t]*{key}(?=[ \t=:])", text, re.M | re.I)
             other = re.search(rf"^[ \t]*{key}(?=[ \t=:])", text, re.M | re.I)
             if found:
@@ -238,31 +278,59 @@ class ConfigFileActuator(Actuator):
         key in the postgresql.auto.conf beside a postgresql.conf (ALTER SYSTEM's, read last)."""
         target = self._target()
         seen = {target}
+        own = self._matches(text, self.file)
+        here = f"{self.file} line {_line_of(text, own[0].start())}" if own else ""
         auto = target.with_name("postgresql.auto.conf")
         if target.name == "postgresql.conf" and auto.is_file():
             seen.add(auto)
-            self._refuse_if_set(auto, "which PostgreSQL reads after it")
+            self._refuse_if_set(here, auto, "which PostgreSQL reads after it")
+        root = self._nginx_root(text)
         pending = [(self.path, text)]
         while pending:
             path, body = pending.pop()
             for include in _INCLUDE.finditer(body):
-                for included in _included_files(path, include.group("what"), include["path"]):
+                folder = root or path.parent
+                for included in _included_files(folder, include.group("what"), include["path"]):
                     if included in seen or len(seen) > _MOST_INCLUDED:
                         continue
                     seen.add(included)
                     line = _line_of(body, include.start())
-                    inner = self._refuse_if_set(included, f"included from {path} line {line}")
+                    why = f"included from {path} line {line}"
+                    inner = self._refuse_if_set(here, included, why)
                     pending.append((included, inner))
 
-    def _refuse_if_set(self, other: Path, why: str) -> str:
-        """The other file's text, unless it sets the key too."""
+    def _nginx_root(self, text: str) -> Path | None:
+        """The folder nginx resolves a relative include against, in every file it reads: that
+        of its main file (`nginx -c`'s), not the including file's. A file is nginx's when it is
+        an nginx.conf or includes with `include ...;`; its main file is the nginx.conf at or
+        above it (/etc/nginx's for /etc/nginx/sites-enabled/app), else itself. None for others."""
+        here = Path(os.path.abspath(self.path))
+        ends = any(m.group("end") for m in _INCLUDE.finditer(text))
+        if self.format != "space" or not (ends or here.name == "nginx.conf"):
+            return None
+        for folder in here.parents:
+            if (folder / "nginx.conf").is_file():
+                return folder
+        return here.parent
+
+    def _refuse_if_set(self, here: str, other: Path, why: str) -> str:
+        """The other file's text, unless it sets the key too. `here` is the line of this file
+        that sets it, empty when an edit would add one."""
         inner = self._read(other)
         matches = self._matches(inner, str(other))
         if matches:
+            spelled = self._spelled(matches[0])
+            there = f"{other} line {_line_of(inner, matches[0].start())}" + (
+                f" as {spelled}" if self.format != "regex" and spelled != self.key else ""
+            )
+            both = (
+                f"set in {here} and again in {there}"
+                if here
+                else f"set in {there}, and an edit would add it to {self.file}"
+            )
             raise ActuationError(
-                f"set in {self.file} and again in {other} line "
-                f"{_line_of(inner, matches[0].start())} ({why}): the program reads one of "
-                "them, so an edit of the other could do nothing; keep one",
+                f"{both} ({why}): the program reads one of them, so an edit of the other "
+                "could do nothing; keep one",
                 key=self.key or self.pattern,
             )
         return inner
@@ -344,12 +412,12 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def _included_files(base: Path, what: str, name: str) -> list[Path]:
-    """The regular files an include line names, relative to the including file's folder: a
-    file, a glob (redis, nginx) or a folder (`include_dir`, `!includedir`)."""
-    pattern = Path(base).parent / name.strip()
-    if what.endswith("dir"):
-        pattern = pattern / "*"
+def _included_files(folder: Path, what: str, name: str) -> list[Path]:
+    """The regular files an include line names, a relative name taken in `folder`: a file, a
+    glob (redis, nginx) or a folder (`include_dir`, `!includedir`)."""
+    pattern = folder / name.strip()
+    if what in _DIR_FILES:
+        pattern = pattern / _DIR_FILES[what]
     return [
         Path(os.path.realpath(found))
         for found in sorted(glob.glob(str(pattern)))
