@@ -305,7 +305,7 @@ def test_system_diagnosis_page_shows_cpu_split_busiest_and_process_table(
         split = page.locator("#cpu-split")
         expect(split.locator("caption")).to_contain_text(f"all {machine['cpus']} CPUs")
         for state in ("user", "system", "idle"):
-            cell = split.locator("tr", has=page.locator(f"th:text-is('{state}')")).locator("td")
+            cell = split.locator("tr", has=page.locator(f"th:text-is('{state}')")).locator("td.num")
             expect(cell).to_have_text(re.compile(r"^\d+(\.\d)? %$"))
         expect(page.locator("#cpu-time")).to_contain_text(f"of {machine['cpus']} CPUs busy")
 

@@ -75,13 +75,16 @@ async function diagnosisPage(main, name) {
       d.findings.length > 1 ? h("ul", {}, d.findings.slice(1).map((f) => h("li", {}, f.headline))) : null,
       h("p", {}, h("strong", {}, "On-CPU: "), d.summary),
     ),
+  );
+  // The whole machine's answer comes first, as the verdict names its busiest process.
+  if (d.system) main.append(...systemCards(d.system));
+  main.append(
     h("div", { class: "grid two" },
       h("section", { class: "card", id: "knobs" }, h("h2", {}, "What to tune"), knobList(d.suggestions)),
       h("section", { class: "card", id: "topdown" }, h("h2", {}, "Top-down"), topdownView(d.topdown)),
     ),
   );
-  if (d.system) main.append(...systemCards(d.system));
-  else main.append(threadsCard(d.threads));
+  if (!d.system) main.append(threadsCard(d.threads));
   main.append(flameCard(name, d, others));
   main.append(h("div", { class: "grid two" }, tableCard("Functions", d.functions), tableCard("Modules", d.modules)));
   // Lock waits get the full width: their lock, site and thread names are as long as frames.
@@ -113,7 +116,10 @@ function systemCards(m) {
   const pct = (v) => `${num(v, 3)} %`;
   const split = h("table", { class: "kv", id: "cpu-split" },
     h("caption", {}, `Time of all ${m.cpus} CPUs over the window (/proc/stat)`),
-    Object.entries(m.split).map(([state, v]) => h("tr", {}, h("th", { scope: "row" }, state), h("td", { class: "num" }, pct(v)))));
+    Object.entries(m.split).map(([state, v]) => h("tr", {},
+      h("th", { scope: "row" }, state),
+      h("td", { class: "num" }, pct(v)),
+      h("td", {}, h("meter", { min: 0, max: 100, value: v, "aria-hidden": "true" })))));
   const splitCard = h("section", { class: "card", id: "cpu-time" }, h("h2", {}, "CPU time"), split,
     h("p", {}, `${num(m.busy_cpus, 3)} of ${m.cpus} CPUs busy`),
     m.pressure === null ? null : h("p", {}, `CPU pressure (PSI): runnable work waited for a CPU ${pct(100 * m.pressure)} of the window`));
@@ -144,7 +150,7 @@ function systemCards(m) {
     { key: "samples", label: "samples", value: (p) => p.samples, numeric: true },
     { key: "hottest", label: "hottest function", value: (p) => p.hottest, wrap: true },
     { key: "threads", label: "busiest threads (% of one CPU)", value: (p) => threadList(p.threads) },
-    { key: "drill", label: "drill in", value: (p) => p.drill_in },
+    { key: "drill", label: "drill in", value: (p) => p.drill_in, cls: () => "command" },
   ], { caption: "Processes by on-CPU samples, in % of one CPU; user and kernel by where each sample's innermost frame was" }).setRows(m.processes);
   return [
     h("div", { class: "grid two" }, splitCard, busiest),
