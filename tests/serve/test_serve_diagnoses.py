@@ -1,11 +1,14 @@
 """The diagnosis API and pages over real `hone diagnose` runs of two C programs with known
-profiles: hot_split (hot_work ~70 % of the CPU, cold_work ~30 %) and hot_tree (a wide tree)."""
+profiles: hot_split (hot_work ~70 % of the CPU, cold_work ~30 %) and hot_tree (a wide tree), and
+over a real `hone diagnose --system` run with a known busy program among the machine's."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -245,3 +248,88 @@ def test_diagnosis_pages_back_forward_and_reload(
         expect(page.locator("#flame svg")).to_have_count(1)
         expect(page.locator("#main h1")).to_have_count(1)
         context.close()
+
+
+@pytest.fixture(scope="module")
+def system_diagnosis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str, int]]:
+    """A server over one real 2 s `hone diagnose --system` while `spinners 1` (one thread in
+    spin_work) runs in a session of its own (with autogroup scheduling it gets its own share of
+    a busy machine): the server, the diagnosis and the spinner's pid."""
+    home = tmp_path_factory.mktemp("system-home")
+    program = build("spinners", tmp_path_factory.mktemp("system-bin"))
+    spinner = subprocess.Popen(["setsid", str(program), "1", "30"])
+    try:
+        time.sleep(0.2)  # its thread started
+        subprocess.run(
+            [sys.executable, "-m", "hone", "diagnose", "--system", "--duration", "2"],
+            env={**os.environ, "HONE_HOME": str(home)},
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+    finally:
+        spinner.kill()
+        spinner.wait()
+    (name,) = [p.name for p in (home / "diagnoses").iterdir()]
+    process, url = start_server(home, cwd=ROOT)
+    try:
+        yield Server(url, "", home, {}, process), name, spinner.pid
+    finally:
+        stop_server(process)
+
+
+@pytest.mark.slow
+def test_system_diagnosis_page_shows_cpu_split_busiest_and_process_table(
+    system_diagnosis: tuple[Server, str, int], tmp_path: Path
+) -> None:
+    server, name, pid = system_diagnosis
+    machine = server.get(f"/api/diagnoses/{name}")["system"]  # type: ignore[index]
+    processes = machine["processes"]
+    spinner = next(p for p in processes if p["pid"] == pid)
+    assert spinner["hottest"] == "spin_work (spinners)" and spinner["cpu_pct"] > 5, spinner
+    assert spinner["drill_in"] == f"hone diagnose --pid {pid}"
+    assert 0 < machine["busy_cpus"] <= machine["cpus"]
+    top = processes[0]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        context = launch(playwright, str(tmp_path / "chromium"))
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{server.url}/#/diagnoses")
+        page.wait_for_selector("body[data-ready=diagnoses]")
+        expect(page.locator("#diagnoses tbody tr").first).to_contain_text("whole system")
+        page.locator(f"#diagnoses a[href$='{name}']").click()
+        page.wait_for_selector("body[data-ready=diagnosis]", timeout=30_000)
+
+        split = page.locator("#cpu-split")
+        expect(split.locator("caption")).to_contain_text(f"all {machine['cpus']} CPUs")
+        for state in ("user", "system", "idle"):
+            cell = split.locator("tr", has=page.locator(f"th:text-is('{state}')")).locator("td.num")
+            expect(cell).to_have_text(re.compile(r"^\d+(\.\d)? %$"))
+        expect(page.locator("#cpu-time")).to_contain_text(f"of {machine['cpus']} CPUs busy")
+
+        expect(page.locator("#busiest dd").first).to_have_text(top["command"])
+        expect(page.locator("#busiest code.drill-in")).to_have_text(top["drill_in"])
+
+        table = page.locator("#processes table")
+        expect(table.locator("caption")).to_contain_text("% of one CPU")
+        expect(page.locator("#processes .count")).to_have_text(
+            f"{len(processes)} of {len(processes)} rows"
+        )
+        row = table.locator("tbody tr", has=page.locator(f"td:text-is('{pid}')"))
+        expect(row).to_have_count(1)
+        expect(row).to_contain_text("spinners 1 30")
+        expect(row).to_contain_text("spin_work (spinners)")
+        expect(row).to_contain_text(f"hone diagnose --pid {pid}")
+        expect(row.locator("td").nth(2)).to_have_text(re.compile(r"^\d+(\.\d+)?$"))
+        table.locator("th[data-key=pid] button").click()  # sortable like the other tables
+        expect(table.locator("th[data-key=pid]")).to_have_attribute("aria-sort", "ascending")
+        lowest = min(p["pid"] for p in processes)
+        expect(table.locator("tbody tr").first.locator("td").first).to_have_text(str(lowest))
+        # threads, off-CPU and locks are per process: the drill-in command has them
+        for absent in ("#threads", "#offcpu", "#locks"):
+            expect(page.locator(absent)).to_have_count(0)
+        page.screenshot(path=str(ARTIFACTS / "diagnosis-system.png"), full_page=True)
+        context.close()
+    assert not errors, errors

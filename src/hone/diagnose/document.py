@@ -11,7 +11,8 @@ from hone.diagnose.tables import function_table, module_table, summary
 
 def document(d: Diagnosis, rows: int = 50) -> dict[str, Any]:
     """The verdict, capabilities, hot threads, off-CPU and lock summaries, top-down figures,
-    suggested knobs, and the top `rows` functions and modules by total and self time."""
+    suggested knobs, and the top `rows` functions and modules by total and self time; for
+    `--system`, the CPU split and the process table with each process's drill-in command."""
     body = d.runtime()
     offcpu = body.pop("offcpu") or {}
     body["offcpu"] = {
@@ -34,6 +35,12 @@ def document(d: Diagnosis, rows: int = 50) -> dict[str, Any]:
             "self": [_row(r) for r in module_table(d.profile, "self")[:rows]],
         },
     )
+    if d.system:
+        # what the saved file leaves to be computed: how many CPUs were busy, each process's
+        # command to drill in, so a page or a script need not rebuild either
+        body["system"]["busy_cpus"] = round(d.system.busy_cpus, 2)
+        for row, process in zip(body["system"]["processes"], d.system.processes, strict=True):
+            row["drill_in"] = process.drill_in
     return body
 
 

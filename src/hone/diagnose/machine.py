@@ -52,6 +52,11 @@ class Process:
     def user_pct(self) -> float:
         return self.cpu_pct - self.kernel_pct
 
+    @property
+    def drill_in(self) -> str:
+        """The command that diagnoses this process on its own (threads, off-CPU, locks)."""
+        return f"hone diagnose --pid {self.pid}"
+
 
 @dataclass
 class Machine:

@@ -362,7 +362,7 @@ def _section_processes(d: Diagnosis) -> str:
     rows = [
         [p.pid, p.command, f"{p.cpu_pct:.1f}", f"{p.user_pct:.1f}", f"{p.kernel_pct:.1f}",
          p.samples, p.hottest, ", ".join(f"{t.comm} {t.tid}: {t.cpu_pct:.1f}" for t in p.threads),
-         f"hone diagnose --pid {p.pid}"]
+         p.drill_in]
         for p in m.processes[:40]
     ]  # fmt: skip
     return (

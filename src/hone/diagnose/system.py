@@ -18,7 +18,7 @@ from pathlib import Path
 from hone.diagnose import catalogue
 from hone.diagnose.fold import Stack, parse_perf_script
 from hone.diagnose.kernel import split
-from hone.diagnose.machine import Counters, Machine, Process, pressure, processes
+from hone.diagnose.machine import Counters, Machine, pressure, processes
 from hone.diagnose.machine import split as cpu_split
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check
 from hone.diagnose.profile import Profile
@@ -112,10 +112,6 @@ def _per_process(stacks: dict[tuple[str, Stack], int]) -> dict[tuple[str, Stack]
     return merged
 
 
-def drill_in(p: Process) -> str:
-    return f"hone diagnose --pid {p.pid}"
-
-
 def _busiest(m: Machine) -> Finding:
     top = m.processes[0]
     busy = sum(p.cpu_pct for p in m.processes) or 1.0
@@ -124,10 +120,10 @@ def _busiest(m: Machine) -> Finding:
     headline = (
         f"Busiest process: {top.command} (pid {top.pid}) at {top.cpu_pct:.0f}% of a CPU, "
         f"{top.cpu_pct / busy:.0%} of the machine's sampled CPU time{kernel}{hottest}; "
-        f"drill in: {drill_in(top)}"
+        f"drill in: {top.drill_in}"
     )
     details = [
-        f"{p.command} (pid {p.pid}): {p.cpu_pct:.1f}% of a CPU; {drill_in(p)}"
+        f"{p.command} (pid {p.pid}): {p.cpu_pct:.1f}% of a CPU; {p.drill_in}"
         for p in m.processes[1:5]
     ]
     return Finding("process", top.cpu_pct / 100, headline, details)

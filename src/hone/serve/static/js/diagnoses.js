@@ -1,6 +1,8 @@
 // Diagnoses: the list of saved `hone diagnose` runs and one diagnosis: the verdict, suggested
 // knobs, hot threads, the flame graph (on-CPU, off-CPU, differential against another run),
 // top-down and bottom-up tables by function and module, locks, top-down (TMAM) or its fallback.
+// A whole-machine run (`--system`) shows the CPU split, the busiest process with the command that
+// drills into it, and the process table in place of the per-process threads, off-CPU and locks.
 import { get, getText, token } from "./api.js";
 import { DataTable } from "./table.js";
 import { clear, h, message, num, ready, when } from "./util.js";
@@ -26,7 +28,7 @@ export async function page(main) {
   clear(main);
   main.append(
     h("h1", {}, "Diagnoses"),
-    h("p", { class: "hint" }, "Saved runs of ", h("code", {}, "hone diagnose --pid PID"), " or ", h("code", {}, "hone diagnose -- COMMAND"), ", newest first."),
+    h("p", { class: "hint" }, "Saved runs of ", h("code", {}, "hone diagnose --pid PID"), ", ", h("code", {}, "hone diagnose -- COMMAND"), " or ", h("code", {}, "hone diagnose --system"), ", newest first."),
   );
   const box = h("div", { id: "diagnoses" });
   main.append(box);
@@ -73,13 +75,27 @@ async function diagnosisPage(main, name) {
       d.findings.length > 1 ? h("ul", {}, d.findings.slice(1).map((f) => h("li", {}, f.headline))) : null,
       h("p", {}, h("strong", {}, "On-CPU: "), d.summary),
     ),
+  );
+  // The whole machine's answer comes first, as the verdict names its busiest process.
+  if (d.system) main.append(...systemCards(d.system));
+  main.append(
     h("div", { class: "grid two" },
       h("section", { class: "card", id: "knobs" }, h("h2", {}, "What to tune"), knobList(d.suggestions)),
       h("section", { class: "card", id: "topdown" }, h("h2", {}, "Top-down"), topdownView(d.topdown)),
     ),
   );
+  if (!d.system) main.append(threadsCard(d.threads));
+  main.append(flameCard(name, d, others));
+  main.append(h("div", { class: "grid two" }, tableCard("Functions", d.functions), tableCard("Modules", d.modules)));
+  // Lock waits get the full width: their lock, site and thread names are as long as frames.
+  // A whole-machine run records neither (they are per process: the drill-in command has them).
+  if (!d.system) main.append(offcpuCard(d.offcpu), locksCard(d.locks));
+  main.append(h("section", { class: "card", id: "capabilities" }, h("h2", {}, "What this machine offered"), capabilityList(d.capabilities)));
+  if (d.notes.length) main.append(h("section", { class: "card" }, h("h2", {}, "Notes"), h("ul", {}, d.notes.map((n) => h("li", {}, n)))));
+}
+
+function threadsCard(threads) {
   const threadBox = h("div", { id: "threads" });
-  main.append(h("section", { class: "card" }, h("h2", {}, "Hot threads (% of one CPU over the window)"), threadBox));
   new DataTable(threadBox, [
     { key: "tid", label: "tid", value: (t) => t.tid, numeric: true },
     { key: "name", label: "thread", value: (t) => t.name || t.comm },
@@ -90,14 +106,60 @@ async function diagnosisPage(main, name) {
     { key: "io", label: "I/O wait", value: (t) => t.io_pct, text: (t) => num(t.io_pct, 3), numeric: true },
     { key: "sleep", label: "sleeping", value: (t) => t.sleep_pct, text: (t) => num(t.sleep_pct, 3), numeric: true },
     { key: "frames", label: "top frames", value: (t) => (t.frames || []).slice(0, 3).join(" ← "), wrap: true },
-  ]).setRows(d.threads);
+  ]).setRows(threads);
+  return h("section", { class: "card" }, h("h2", {}, "Hot threads (% of one CPU over the window)"), threadBox);
+}
 
-  main.append(flameCard(name, d, others));
-  main.append(h("div", { class: "grid two" }, tableCard("Functions", d.functions), tableCard("Modules", d.modules)));
-  // Lock waits get the full width: their lock, site and thread names are as long as frames.
-  main.append(offcpuCard(d.offcpu), locksCard(d.locks));
-  main.append(h("section", { class: "card", id: "capabilities" }, h("h2", {}, "What this machine offered"), capabilityList(d.capabilities)));
-  if (d.notes.length) main.append(h("section", { class: "card" }, h("h2", {}, "Notes"), h("ul", {}, d.notes.map((n) => h("li", {}, n)))));
+// `--system`: the CPU split (/proc/stat, % of all CPUs' time) beside the busiest process, then
+// every sampled process (% of one CPU: above 100 for a process busy on several CPUs).
+function systemCards(m) {
+  const pct = (v) => `${num(v, 3)} %`;
+  const split = h("table", { class: "kv", id: "cpu-split" },
+    h("caption", {}, `Time of all ${m.cpus} CPUs over the window (/proc/stat)`),
+    Object.entries(m.split).map(([state, v]) => h("tr", {},
+      h("th", { scope: "row" }, state),
+      h("td", { class: "num" }, pct(v)),
+      h("td", {}, h("meter", { min: 0, max: 100, value: v, "aria-hidden": "true" })))));
+  const splitCard = h("section", { class: "card", id: "cpu-time" }, h("h2", {}, "CPU time"), split,
+    h("p", {}, `${num(m.busy_cpus, 3)} of ${m.cpus} CPUs busy`),
+    m.pressure === null ? null : h("p", {}, `CPU pressure (PSI): runnable work waited for a CPU ${pct(100 * m.pressure)} of the window`));
+
+  const top = m.processes[0];
+  const busiest = h("section", { class: "card", id: "busiest" }, h("h2", {}, "Busiest process"));
+  if (!top) busiest.append(h("p", { class: "hint" }, "No process was sampled on a CPU."));
+  else {
+    const fact = (label, value) => [h("dt", {}, label), h("dd", {}, value)];
+    busiest.append(
+      h("dl", { class: "facts" },
+        fact("command", top.command),
+        fact("pid", String(top.pid)),
+        fact("on CPU", `${pct(top.cpu_pct)} of one CPU (user ${pct(top.cpu_pct - top.kernel_pct)}, kernel ${pct(top.kernel_pct)})`),
+        fact("hottest function", top.hottest || "—"),
+        fact("busiest threads", threadList(top.threads) || "—")),
+      h("p", {}, "Drill in: ", h("code", { class: "drill-in" }, top.drill_in)),
+    );
+  }
+
+  const box = h("div", { id: "processes" });
+  new DataTable(box, [
+    { key: "pid", label: "pid", value: (p) => p.pid, numeric: true },
+    { key: "command", label: "command", value: (p) => p.command, wrap: true },
+    { key: "cpu", label: "CPU %", value: (p) => p.cpu_pct, text: (p) => num(p.cpu_pct, 3), numeric: true },
+    { key: "user", label: "user %", value: (p) => p.cpu_pct - p.kernel_pct, text: (p) => num(p.cpu_pct - p.kernel_pct, 3), numeric: true },
+    { key: "kernel", label: "kernel %", value: (p) => p.kernel_pct, text: (p) => num(p.kernel_pct, 3), numeric: true },
+    { key: "samples", label: "samples", value: (p) => p.samples, numeric: true },
+    { key: "hottest", label: "hottest function", value: (p) => p.hottest, wrap: true },
+    { key: "threads", label: "busiest threads (% of one CPU)", value: (p) => threadList(p.threads) },
+    { key: "drill", label: "drill in", value: (p) => p.drill_in, cls: () => "command" },
+  ], { caption: "Processes by on-CPU samples, in % of one CPU; user and kernel by where each sample's innermost frame was" }).setRows(m.processes);
+  return [
+    h("div", { class: "grid two" }, splitCard, busiest),
+    h("section", { class: "card" }, h("h2", {}, "Processes"), box),
+  ];
+}
+
+function threadList(threads) {
+  return threads.map((t) => `${t.comm}/${t.tid} ${num(t.cpu_pct, 3)}`).join(", ");
 }
 
 function knobList(suggestions) {
