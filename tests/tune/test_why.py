@@ -15,6 +15,7 @@ import yaml
 
 from hone.diagnose.fold import Frame
 from hone.diagnose.profile import Profile
+from hone.storage import StudyStore
 from hone.tune import why
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,3 +181,38 @@ def test_postgresql_report_names_the_wal_sync_path(
     assert "synchronous_commit=off" in why["text"] and "fell" in why["text"]
     report = Path(hone_cli("report", "postgresql#1").stdout.strip()).read_text()
     assert "Why it won" in report and any(s in report for s in WAL)
+
+
+REDIS = """\
+name: why-redis
+workload:
+  process:
+    command: [redis-server, --port, "$HONE_PORT", --bind, 127.0.0.1, --save, "",
+              --appendonly, "no", --dir, "$HONE_WORKDIR", --daemonize, "no"]
+    stop_signal: KILL
+  ready: redis-cli -p $HONE_PORT ping
+knobs:
+  hz: {type: categorical, values: [100, 10], default: 10, flag: --hz}
+benchmark:
+  command: >-
+    redis-benchmark -p $HONE_PORT -t set,get -n 10000 -c 50 -q
+    && redis-cli -p $HONE_PORT info server
+  warmup: false
+metrics: {hz: {pattern: 'configured_hz:(\\d+)', direction: maximize}}
+tuning: {engine: gridsearch, budget: 1, baseline: 1, confirm: {candidates: 1, rounds: 1}}
+"""
+
+
+def test_a_launched_server_is_explained_not_its_load_generator(
+    hone_cli, hone_home: Path, tmp_path: Path
+) -> None:
+    """redis-benchmark spends more time on a CPU than the redis-server hone launched, yet the
+    server's knob was tuned: the explanation is about redis-server. The metric is the server's
+    own hz, so the winner (hz=100) is known without a noisy benchmark deciding it."""
+    (tmp_path / "hone.yaml").write_text(REDIS)
+    run = hone_cli("tune", str(tmp_path), "--max-repeats", "2", "--apply", "never", "--why")
+    assert run.returncode == 0, run.stderr
+    why = StudyStore().find("why-redis").attrs["why"]
+    assert "missing" not in why, why
+    assert why["process"] == "redis-server", why["process"]
+    assert "redis-benchmark" not in why["text"]

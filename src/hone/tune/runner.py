@@ -635,7 +635,9 @@ class Tuner:
 
     def _why(self, study: StudyRecord, baseline: Config, best: Config) -> None:
         """One more reading of the baseline and of the winner under perf, out of every
-        statistic, and the differential of their time profiles. A failure is one line."""
+        statistic, and the differential of their time profiles: of a launched workload's
+        busiest process when there is one (the server, not its load generator). A failure is
+        one line."""
         if self.why_off:
             if self.why_off != "--no-why":
                 self.store.update(study, why={"missing": self.why_off})
@@ -644,17 +646,23 @@ class Tuner:
         self.reporter.note("why it won: profiling one reading of the baseline and the winner")
         try:
             with tempfile.TemporaryDirectory(prefix="hone-why-") as folder:
-                profiles, readings = {}, {}
+                profiles, readings, served = {}, {}, set[str]()
                 pair = [("baseline", baseline), ("winner", best)]
                 if self._needs_restart(baseline) and not self._needs_restart(best):
                     pair.reverse()  # the running one first: one restart fewer
                 for label, config in pair:
                     self._apply(config)
                     recordings = self._profiled_reading(Path(folder), label, readings)
-                    profiles[label] = why.time_profile(recordings)
+                    benchmark, *workload = why.time_profiles(recordings)
+                    profiles[label] = why.merged([benchmark, *workload])
+                    served.update(*(profile.threads() for profile in workload))
             moved = {k: (baseline.get(k), v) for k, v in best.items() if baseline.get(k) != v}
             record = why.compare(
-                profiles["baseline"], profiles["winner"], moved, self._importance(study)
+                profiles["baseline"],
+                profiles["winner"],
+                moved,
+                self._importance(study),
+                served=served,
             )
             record["readings"] = readings
         except (HoneError, OSError, subprocess.SubprocessError) as exc:

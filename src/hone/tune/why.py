@@ -5,11 +5,17 @@ under `perf record` with hone diagnose's events: `cpu-clock` samples with call s
 and `sched:sched_switch` with stacks plus switch records (off-CPU, hone.diagnose.offcpu).
 These two readings are kept out of every statistic: the profiler slows what it watches.
 
-Both recordings become one *time profile* each, in microseconds: on-CPU stacks weigh their
-sampled CPU time, off-CPU stacks the time the thread stayed off the CPU, with a last frame that
-names the wait state (`[waiting for I/O]`, `[sleeping]`, `[waiting for a CPU]`). Time a process
-spends waiting for its own child (wait4) is left out: the child is profiled itself. The
-differential (hone.diagnose.diff) compares each function's share of that time."""
+Each recording (the benchmark command's, and a launched workload's when hone started one)
+becomes a *time profile* in microseconds: on-CPU stacks weigh their sampled CPU time, off-CPU
+stacks the time the thread stayed off the CPU, with a last frame that names the wait state
+(`[waiting for I/O]`, `[sleeping]`, `[waiting for a CPU]`). Time a process spends waiting for
+its own child (wait4) is left out: the child is profiled itself.
+
+One process name is explained, the *worker*: with a launched workload, the busiest of the names
+in the workload's recording, as its knobs are the ones tuned (redis-benchmark and wrk use more
+CPU than redis-server and nginx, yet are not what changed); without one, the busiest overall
+(the benchmark is the work: sqlite, compress). The differential (hone.diagnose.diff) compares
+each function's share of the worker's time."""
 
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,45 +203,60 @@ def _ended(perf: subprocess.Popen[bytes]) -> str:
     return "no ack in time" if timed_out else f"exit {perf.returncode}"
 
 
-def time_profile(recordings: list[Path]) -> Profile:
-    """On-CPU and off-CPU time of every thread in the recordings, in microseconds."""
+def time_profiles(recordings: list[Path]) -> list[Profile]:
+    """On-CPU and off-CPU time of every thread, in microseconds: one profile per recording."""
+    return [_time_profile(data) for data in recordings]
+
+
+def _time_profile(data: Path) -> Profile:
     stacks: dict[tuple[str, tuple[Frame, ...]], int] = {}
 
     def add(thread: str, frames: tuple[Frame, ...], us: float) -> None:
         key = (thread, frames)
         stacks[key] = stacks.get(key, 0) + round(us)
 
-    for data in recordings:
-        if not data.exists() or data.stat().st_size == 0:
-            raise HoneError("perf record wrote no data", file=data)
-        done = subprocess.run(
-            ["perf", "script", "-i", str(data)], capture_output=True, timeout=300, check=False
-        )
-        if done.returncode != 0:
-            raise HoneError(f"perf script failed: {done.stderr.decode(errors='replace')[:200]}")
-        on_cpu = parse_perf_script(done.stdout, count="period", event=ON_CPU)
-        for (thread, frames), nanoseconds in on_cpu.items():
-            add(thread, frames, nanoseconds / 1000)
-        off = offcpu.analyse(offcpu.script(data), None)
-        for kind, folded in off.stacks.items():
-            for line, us in folded.items():
-                thread, *names = line.split(";")
-                if CHILD_WAIT.intersection(names):
-                    continue
-                frames = tuple(Frame(_unknown(n), off.modules.get(n, "")) for n in names)
-                add(thread, (*frames, Frame(WAIT_FRAMES[kind], "")), us)
+    if not data.exists() or data.stat().st_size == 0:
+        raise HoneError("perf record wrote no data", file=data)
+    done = subprocess.run(
+        ["perf", "script", "-i", str(data)], capture_output=True, timeout=300, check=False
+    )
+    if done.returncode != 0:
+        raise HoneError(f"perf script failed: {done.stderr.decode(errors='replace')[:200]}")
+    on_cpu = parse_perf_script(done.stdout, count="period", event=ON_CPU)
+    for (thread, frames), nanoseconds in on_cpu.items():
+        add(thread, frames, nanoseconds / 1000)
+    off = offcpu.analyse(offcpu.script(data), None)
+    for kind, folded in off.stacks.items():
+        for line, us in folded.items():
+            thread, *names = line.split(";")
+            if CHILD_WAIT.intersection(names):
+                continue
+            frames = tuple(Frame(_unknown(n), off.modules.get(n, "")) for n in names)
+            add(thread, (*frames, Frame(WAIT_FRAMES[kind], "")), us)
     return Profile(stacks={k: v for k, v in stacks.items() if v > 0}, event="time (us)")
 
 
-def worker(profile: Profile) -> str:
-    """The process name (perf's comm) with the most time on a CPU or waiting for I/O: the one
-    doing the benchmark's work (a shell or a client waiting on a pipe only sleeps)."""
+def merged(profiles: list[Profile]) -> Profile:
+    """The recordings of one reading as one profile (the benchmark's and the workload's)."""
+    stacks: dict[tuple[str, tuple[Frame, ...]], int] = {}
+    for profile in profiles:
+        for key, us in profile.stacks.items():
+            stacks[key] = stacks.get(key, 0) + us
+    return Profile(stacks=stacks, event="time (us)")
+
+
+def worker(profile: Profile, served: Collection[str] = ()) -> str:
+    """The process name (perf's comm) with the most time on a CPU or waiting for I/O (a shell
+    or a client waiting on a pipe only sleeps); with `served`, the names seen in a launched
+    workload's recording, the busiest of those: the server whose knobs were tuned, not its
+    load generator. Should none of them be busy, the busiest overall."""
     busy: dict[str, int] = {}
     for (thread, frames), us in profile.stacks.items():
         if frames and frames[-1].function in (WAIT_FRAMES["sleep"], WAIT_FRAMES["runqueue"]):
             continue
         busy[thread] = busy.get(thread, 0) + us
-    return max(busy, key=lambda t: busy[t]) if busy else "the benchmark"
+    candidates = [t for t in busy if t in served] or list(busy)
+    return max(candidates, key=lambda t: busy[t]) if candidates else "the benchmark"
 
 
 def only(profile: Profile, process: str) -> Profile:
@@ -346,9 +367,12 @@ def compare(
     moved: dict[str, tuple[Any, Any]],
     importance: dict[str, float],
     limit: int = 8,
+    served: Collection[str] = (),
 ) -> dict[str, Any]:
-    """The record stored with the study (`study.attrs.why`)."""
-    process = worker(before)
+    """The record stored with the study (`study.attrs.why`), about one process name: the
+    busiest of `served` (the process names in a launched workload's recording) when given,
+    else the busiest overall."""
+    process = worker(before, served)
     before, after = working(only(before, process)), working(only(after, process))
     changes = diff(before, after)
     explained = explain(changes, moved)
