@@ -34,6 +34,7 @@ from hone.diagnose import (
     heap,
     locks,
     offcpu,
+    pgwaits,
     softirq,
     suggest,
     threads,
@@ -229,6 +230,13 @@ def _plan(
         )
     elif want_offcpu:
         notes.append("off-CPU: the sched:sched_switch tracepoint is not available")
+    if off_ok and pgwaits.is_postgres(pid):
+        data = work / "pgwaits.data"
+        argv = pgwaits.record_argv(pgwaits.processes_of(pid), data, bound)
+        jobs["pgwaits"] = _Job(
+            "pgwaits",
+            _recorder(procs.run, argv, data, lambda d: pgwaits.analyse(offcpu.script(d))),
+        )
     lock_ok = want_locks and caps.has("tracepoint syscalls:sys_enter_futex")
     symbolizer = locks.Symbolizer(pid) if lock_ok else None
     if lock_ok:
@@ -317,11 +325,13 @@ def _record(
     for job in jobs.values():
         job.start()
     outputs = {"oncpu": keep / "perf.data", "offcpu": work / "sched.data",
-               "wakeups": work / "wakeups.data", "locks": work / "locks.data"}  # fmt: skip
+               "wakeups": work / "wakeups.data", "locks": work / "locks.data",
+               "pgwaits": work / "pgwaits.data"}  # fmt: skip
     try:
         _await_start({n: outputs[n] for n in jobs if n in outputs}, jobs, started)
         sampler = threads.ThreadSampler(pid).start()
         memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
+        titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
         time.sleep(min(0.5, duration / 4))
         early_names, _, early_dump = threads.language_names(pid, language)
         while time.monotonic() - sampler.started < duration and _alive(pid):
@@ -330,6 +340,8 @@ def _record(
                 memory.sample()
                 network.sample()
                 kids.sample()
+                if titles:
+                    titles.sample()
         memory.sample()
         network.sample()
         kids.sample()
@@ -343,6 +355,8 @@ def _record(
     threads.name_threads(stats, {**early_names, **names})
     if language == "java" and "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
         locks.java_monitors(jobs["locks"].result, [early_dump, dump])
+    if titles and isinstance(jobs["pgwaits"].result, pgwaits.PgWaits):
+        jobs["pgwaits"].result.waiting = titles.waiting
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
@@ -430,8 +444,9 @@ def _analyse(
     language_profile = jobs["py-spy"].result if "py-spy" in jobs else None
     # Name the hot function in the program's own language when its stacks are there.
     named = language_profile if language_profile and language_profile.total else profile
+    pg = jobs["pgwaits"].result if "pgwaits" in jobs else None
     findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive,
-                              children, native=profile)  # fmt: skip
+                              children, native=profile, pg=pg)  # fmt: skip
     result = Diagnosis(
         profile=profile,
         target=target,
