@@ -131,6 +131,14 @@ def _wait(job: _Job | None) -> dict[int, list[float]] | None:
     return job.result if isinstance(job.result, dict) else None
 
 
+def _text(job: _Job | None) -> str:
+    """A recorder's perf script text when it worked (the analysis goes on without it)."""
+    if job is None:
+        return ""
+    job.join()
+    return job.result if isinstance(job.result, str) else ""
+
+
 def _py_spy(
     run: Callable[..., subprocess.CompletedProcess], argv: list[str], data: Path
 ) -> Callable[[], Profile]:
@@ -231,11 +239,22 @@ def _plan(
     elif want_offcpu:
         notes.append("off-CPU: the sched:sched_switch tracepoint is not available")
     if off_ok and pgwaits.is_postgres(pid):
+        pids = pgwaits.processes_of(pid)
+        futex = None
+        if caps.has("tracepoint syscalls:sys_enter_futex"):
+            futex_data = work / "pgfutex.data"
+            futex_argv = pgwaits.futex_argv(pids, futex_data, bound)
+            futex = _Job("pgfutex", _recorder(procs.run, futex_argv, futex_data, offcpu.script))
+            jobs["pgfutex"] = futex
         data = work / "pgwaits.data"
-        argv = pgwaits.record_argv(pgwaits.processes_of(pid), data, bound)
         jobs["pgwaits"] = _Job(
             "pgwaits",
-            _recorder(procs.run, argv, data, lambda d: pgwaits.analyse(offcpu.script(d))),
+            _recorder(
+                procs.run,
+                pgwaits.record_argv(pids, data, bound),
+                data,
+                lambda d: pgwaits.analyse(offcpu.script(d), _text(futex)),
+            ),
         )
     lock_ok = want_locks and caps.has("tracepoint syscalls:sys_enter_futex")
     symbolizer = locks.Symbolizer(pid) if lock_ok else None
@@ -326,7 +345,7 @@ def _record(
         job.start()
     outputs = {"oncpu": keep / "perf.data", "offcpu": work / "sched.data",
                "wakeups": work / "wakeups.data", "locks": work / "locks.data",
-               "pgwaits": work / "pgwaits.data"}  # fmt: skip
+               "pgwaits": work / "pgwaits.data", "pgfutex": work / "pgfutex.data"}  # fmt: skip
     try:
         _await_start({n: outputs[n] for n in jobs if n in outputs}, jobs, started)
         sampler = threads.ThreadSampler(pid).start()

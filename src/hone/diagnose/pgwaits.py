@@ -16,10 +16,13 @@ idle connection, not a wait inside the database, so a wait's share is of the res
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from heapq import merge
 from pathlib import Path
 
 from hone.diagnose import descendants, offcpu
+from hone.diagnose.fold import is_kernel
 
 #: The lock machinery, leaf side first: a stack that passes through one of these waited there.
 HEAVYWEIGHT = ("ProcSleep", "WaitOnLock", "LockAcquireExtended")
@@ -57,9 +60,11 @@ LWLOCKS = {
     "ReadBuffer_common": "BufferMapping",
     "LockBuffer": "BufferContent",
     "LockAcquireExtended": "LockManager",
+    "ProcSleep": "LockManager",
+    "LockReleaseAll": "LockManager",
+    "TransactionIdSetTreeStatus": "XactSLRU (transaction status)",
     "GetSnapshotData": "ProcArrayLock",
     "ProcArrayEndTransaction": "ProcArrayLock",
-    "SimpleLruReadPage": "SLRU (transaction status)",
 }
 CLIENT_WAIT = ("pq_getbyte", "secure_read", "pq_getmessage")
 
@@ -144,6 +149,38 @@ def record_argv(pids: list[int], output: Path, duration: float) -> list[str]:
     ]  # fmt: skip
 
 
+def futex_argv(pids: list[int], output: Path, duration: float) -> list[str]:
+    """Each futex wait of these processes with a DWARF-unwound user stack (see `mend`): 2 KB of
+    stack per call, only where a backend sleeps on a semaphore, not at every switch. A recording
+    of its own: perf script unwinds every event of a recording with DWARF once one has it, and
+    the switches' user stacks would be lost. The wakes (FUTEX_WAKE, shared or private) are
+    filtered out in the kernel."""
+    return [
+        "perf", "record", "-q", "-p", ",".join(map(str, pids)), "--call-graph", "dwarf,2048",
+        "-o", str(output), "-e", "syscalls:sys_enter_futex", "--filter", "op != 1 && op != 129",
+        "--", "sleep", f"{duration:g}",
+    ]  # fmt: skip
+
+
+def mend(*streams: Iterable[offcpu.Event]) -> Iterator[offcpu.Event]:
+    """Switch-outs inside a futex call with the user stack of that call. PGSemaphoreLock sleeps
+    in sem_wait, and Debian's libc has no frame pointers: the frame-pointer walk stops in libc
+    and the LWLock and its caller are lost. The futex call's own event was unwound with DWARF
+    (libc's .eh_frame), so the thread's last futex call, the one it sleeps in, lends its stack.
+    The streams (switches, futex calls) are merged by time: perf's clock is the same for every
+    recording on the machine."""
+    last: dict[int, list[tuple[str, str]]] = {}
+    for event in merge(*streams, key=lambda e: e.time):
+        if event.event == "syscalls:sys_enter_futex":
+            last[event.tid] = event.stack
+            continue
+        if event.event == "sched:sched_switch" and event.tid in last:
+            kernel = [frame for frame in event.stack if is_kernel(frame[1])]
+            if any(function == "__x64_sys_futex" for function, _ in kernel):
+                event.stack = kernel + last[event.tid]
+        yield event
+
+
 def classify(stack: str) -> PgWait | None:
     """The lock wait a folded stack (root first) shows, or None when it is no lock wait."""
     frames = stack.split(";")
@@ -172,9 +209,11 @@ def classify(stack: str) -> PgWait | None:
     return PgWait(kind, lock or "other", caller, statement)
 
 
-def analyse(text: str) -> PgWaits:
-    """The lock waits in `perf script` of `record_argv`'s recording (all its processes)."""
-    off = offcpu.analyse(text, None)
+def analyse(text: str, futex_text: str = "") -> PgWaits:
+    """The lock waits in `perf script` of `record_argv`'s recording (all its processes), the
+    LWLock waits named through `futex_argv`'s recording."""
+    events = mend(offcpu.parse_events(text), offcpu.parse_events(futex_text))
+    off = offcpu.analyse(text, None, events=events)
     result = PgWaits(window_s=off.window_s, backends=len(off.per_thread))
     found: dict[tuple[str, str, str], PgWait] = {}
     heaviest: dict[tuple[str, str, str], float] = {}
