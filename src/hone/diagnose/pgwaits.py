@@ -17,7 +17,7 @@ idle connection, not a wait inside the database, so a wait's share is of the res
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from heapq import merge
 from pathlib import Path
 
@@ -78,16 +78,11 @@ class PgWait:
     caller: str  # the first function outside the lock machinery, e.g. heap_update
     statement: str  # the SQL statement the caller serves, when known
     wait_us: float = 0.0
-    stack: str = ""  # the heaviest folded stack of this wait
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass
 class PgWaits:
     window_s: float = 0.0
-    backends: int = 0
     busy_us: float = 0.0  # off-CPU time not spent waiting for the client
     waits: list[PgWait] = field(default_factory=list)  # longest first
     #: command tag (UPDATE) -> times a backend's process title said it was waiting for a lock
@@ -100,9 +95,6 @@ class PgWaits:
     @property
     def share(self) -> float:
         return self.wait_us / self.busy_us if self.busy_us else 0.0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def is_postgres(pid: int) -> bool:
@@ -214,9 +206,8 @@ def analyse(text: str, futex_text: str = "") -> PgWaits:
     LWLock waits named through `futex_argv`'s recording."""
     events = mend(offcpu.parse_events(text), offcpu.parse_events(futex_text))
     off = offcpu.analyse(text, None, events=events)
-    result = PgWaits(window_s=off.window_s, backends=len(off.per_thread))
+    result = PgWaits(window_s=off.window_s)
     found: dict[tuple[str, str, str], PgWait] = {}
-    heaviest: dict[tuple[str, str, str], float] = {}
     for kind, stacks in off.stacks.items():
         if kind == "runqueue":  # preempted, not waiting
             continue
@@ -227,11 +218,7 @@ def analyse(text: str, futex_text: str = "") -> PgWaits:
             wait = classify(stack)
             if wait is None:
                 continue
-            key = (wait.kind, wait.lock, wait.caller)
-            kept = found.setdefault(key, wait)
-            kept.wait_us += us
-            if us > heaviest.get(key, 0.0):
-                heaviest[key], kept.stack = us, stack
+            found.setdefault((wait.kind, wait.lock, wait.caller), wait).wait_us += us
     result.waits = sorted(found.values(), key=lambda w: -w.wait_us)
     return result
 
