@@ -34,6 +34,7 @@ from hone.diagnose import (
     heap,
     locks,
     offcpu,
+    pgwaits,
     softirq,
     suggest,
     threads,
@@ -128,6 +129,14 @@ def _wait(job: _Job | None) -> dict[int, list[float]] | None:
         return None
     job.join()
     return job.result if isinstance(job.result, dict) else None
+
+
+def _text(job: _Job | None) -> str:
+    """A recorder's perf script text when it worked (the analysis goes on without it)."""
+    if job is None:
+        return ""
+    job.join()
+    return job.result if isinstance(job.result, str) else ""
 
 
 def _py_spy(
@@ -229,6 +238,24 @@ def _plan(
         )
     elif want_offcpu:
         notes.append("off-CPU: the sched:sched_switch tracepoint is not available")
+    if off_ok and pgwaits.is_postgres(pid):
+        pids = pgwaits.processes_of(pid)
+        futex = None
+        if caps.has("tracepoint syscalls:sys_enter_futex"):
+            futex_data = work / "pgfutex.data"
+            futex_argv = pgwaits.futex_argv(pids, futex_data, bound)
+            futex = _Job("pgfutex", _recorder(procs.run, futex_argv, futex_data, offcpu.script))
+            jobs["pgfutex"] = futex
+        data = work / "pgwaits.data"
+        jobs["pgwaits"] = _Job(
+            "pgwaits",
+            _recorder(
+                procs.run,
+                pgwaits.record_argv(pids, data, bound),
+                data,
+                lambda d: pgwaits.analyse(offcpu.script(d), _text(futex)),
+            ),
+        )
     lock_ok = want_locks and caps.has("tracepoint syscalls:sys_enter_futex")
     symbolizer = locks.Symbolizer(pid) if lock_ok else None
     if lock_ok:
@@ -317,11 +344,13 @@ def _record(
     for job in jobs.values():
         job.start()
     outputs = {"oncpu": keep / "perf.data", "offcpu": work / "sched.data",
-               "wakeups": work / "wakeups.data", "locks": work / "locks.data"}  # fmt: skip
+               "wakeups": work / "wakeups.data", "locks": work / "locks.data",
+               "pgwaits": work / "pgwaits.data", "pgfutex": work / "pgfutex.data"}  # fmt: skip
     try:
         _await_start({n: outputs[n] for n in jobs if n in outputs}, jobs, started)
         sampler = threads.ThreadSampler(pid).start()
         memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
+        titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
         time.sleep(min(0.5, duration / 4))
         early_names, _, early_dump = threads.language_names(pid, language)
         while time.monotonic() - sampler.started < duration and _alive(pid):
@@ -330,6 +359,8 @@ def _record(
                 memory.sample()
                 network.sample()
                 kids.sample()
+                if titles:
+                    titles.sample()
         memory.sample()
         network.sample()
         kids.sample()
@@ -343,6 +374,8 @@ def _record(
     threads.name_threads(stats, {**early_names, **names})
     if language == "java" and "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
         locks.java_monitors(jobs["locks"].result, [early_dump, dump])
+    if titles and isinstance(jobs["pgwaits"].result, pgwaits.PgWaits):
+        jobs["pgwaits"].result.waiting = titles.waiting
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
@@ -430,8 +463,9 @@ def _analyse(
     language_profile = jobs["py-spy"].result if "py-spy" in jobs else None
     # Name the hot function in the program's own language when its stacks are there.
     named = language_profile if language_profile and language_profile.total else profile
+    pg = jobs["pgwaits"].result if "pgwaits" in jobs else None
     findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive,
-                              children, native=profile)  # fmt: skip
+                              children, native=profile, pg=pg)  # fmt: skip
     result = Diagnosis(
         profile=profile,
         target=target,

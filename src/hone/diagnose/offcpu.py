@@ -15,7 +15,7 @@ import re
 import statistics
 import subprocess
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -88,7 +88,11 @@ class Span:
 
     def events(self, text: str) -> Iterator[Event]:
         """`parse_events(text)`, noting the times."""
-        for event in parse_events(text):
+        return self.track(parse_events(text))
+
+    def track(self, events: Iterable[Event]) -> Iterator[Event]:
+        """These events, noting the times."""
+        for event in events:
             if self.first is None:
                 self.first = event.time
             self.last = event.time
@@ -223,6 +227,7 @@ def analyse(
     pid: int | None,
     tids: set[int] | None = None,
     wakeups: dict[int, list[float]] | None = None,
+    events: Iterable[Event] | None = None,
 ) -> OffCpu:
     """Off-CPU intervals of process `pid` (plus any `tids`); every thread of the recording
     when `pid` is None (a recording of one command and its children holds only theirs).
@@ -230,14 +235,16 @@ def analyse(
     Switch-ins come from sched_switch's next_pid (a system-wide recording) or from
     PERF_RECORD_SWITCH IN records (`--switch-events`, a recording of the process alone).
     `wakeups` (tid -> sorted times, from `record_wakeups_argv`) adds the wake-ups that other
-    processes and interrupts issued, which a recording of the process alone cannot see."""
+    processes and interrupts issued, which a recording of the process alone cannot see.
+    `events`, when given, are the parsed events to read instead of `text` (module pgwaits
+    mends their stacks first)."""
     ours = set(tids or ())
     out_at: dict[int, tuple[float, str, str]] = {}  # tid -> (time, folded stack, class)
     woken_at: dict[int, float] = {}
     result = OffCpu()
     latencies: list[float] = []
     span = Span()
-    for event in span.events(text):
+    for event in span.track(parse_events(text) if events is None else events):
         if event.event == "sched:sched_switch":
             switch = SWITCH.search(event.trace)
             if not switch:

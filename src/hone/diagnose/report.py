@@ -232,6 +232,8 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
         )
     elif d.own_findings() and d.own_findings()[0].kind.startswith("kernel-"):
         lines += [f"advice: {tip}" for tip in catalogue.advice(d.own_findings()[0].kind)]
+    elif d.own_findings() and d.own_findings()[0].kind == "pg-lock":
+        lines += [line for line in d.own_findings()[0].details if line.startswith("advice: ")]
     used = [i.name for i in d.capabilities.items if i.used]
     if used:
         lines.append(f"used: {', '.join(used)}")

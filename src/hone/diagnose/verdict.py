@@ -22,6 +22,7 @@ from hone.diagnose.heap import Heap
 from hone.diagnose.kernel import KernelTime, split
 from hone.diagnose.locks import Locks
 from hone.diagnose.offcpu import OffCpu
+from hone.diagnose.pgwaits import PgWaits, advice, describe, groups
 from hone.diagnose.profile import Profile
 from hone.diagnose.softirq import Softirq
 from hone.diagnose.tables import function_table, module_name
@@ -33,12 +34,14 @@ MIN_SCORE = 0.05
 #: A heap's weight against the CPU time it may slow: huge pages help a CPU-bound process only
 #: by the part of its time spent on TLB misses and faults, unknown without counters.
 HEAP_WEIGHT = 0.5
+#: PostgreSQL's lock waits are a finding from this share of its backends' busy off-CPU time.
+MIN_PG_SHARE = 0.2
 
 
 @dataclass
 class Finding:
     kind: str  # cpu, kernel-{network,files,memory,other}, runqueue, lock, io, idle, memory,
-    # frontend, speculation, heap, softirq, children
+    # frontend, speculation, heap, softirq, children, pg-lock
     score: float  # thread-seconds per second (weighted for locks)
     headline: str
     details: list[str] = field(default_factory=list)
@@ -176,6 +179,27 @@ def _lock(locks: Locks, window: float) -> Finding | None:
     return Finding("lock", LOCK_WEIGHT * total, headline, details)
 
 
+def _pg_lock(pg: PgWaits) -> Finding | None:
+    """PostgreSQL's backends waiting on its own locks, scored like a lock (waiters serialise),
+    when the waits are a large part of the backends' time in the database."""
+    if not pg.waits or pg.window_s <= 0 or pg.share < MIN_PG_SHARE:
+        return None
+    top, statements = groups(pg.waits)[0]
+    if top.kind == "heavyweight" and pg.waiting:  # the process titles name every statement
+        statements = sorted(pg.waiting, key=lambda tag: -pg.waiting[tag])
+    total = pg.wait_us / 1e6 / pg.window_s
+    seen = f" (statements seen waiting: {', '.join(statements)})" if statements else ""
+    headline = (
+        f"PostgreSQL lock waits: backends waited {total:.2f} thread-seconds per second "
+        f"({pg.share:.0%} of their off-CPU time not spent waiting for clients), most of all "
+        f"for a {describe(top)}{seen}: {top.wait_us / 1e6 / pg.window_s:.2f} thread-seconds "
+        "per second"
+    )
+    details = [f"{describe(w)}: {w.wait_us / 1000:.1f} ms" for w in pg.waits[:5]]
+    details += [f"advice: {tip}" for tip in dict.fromkeys(advice(w) for w in pg.waits[:3])]
+    return Finding("pg-lock", LOCK_WEIGHT * total, headline, details)
+
+
 def _io(offcpu: OffCpu | None, threads: list[ThreadStat], window: float) -> Finding:
     if offcpu and window > 0 and offcpu.stacks:
         io = offcpu.total_us("io") / 1e6 / window
@@ -267,11 +291,13 @@ def decide(
     softirq: Softirq | None = None,
     children: list[Child] | None = None,
     native: Profile | None = None,
+    pg: PgWaits | None = None,
 ) -> list[Finding]:
     """Findings, the top bottleneck first; 'mostly idle' when nothing stands out. A heap and
     the receive path become findings only on their evidence (modules heap and softirq), the
     children when they used the CPU or waited for I/O (module descendants). `native` is perf's
-    profile when `profile` is a language's own (py-spy): only perf sees the kernel's frames."""
+    profile when `profile` is a language's own (py-spy): only perf sees the kernel's frames.
+    `pg` is PostgreSQL's lock waits in the process and its backends (module pgwaits)."""
     cpu = sum(t.cpu_pct for t in threads) / 100
     runq = sum(t.runq_pct for t in threads) / 100
     in_kernel = split(native or profile)
@@ -282,6 +308,9 @@ def decide(
         lock = _lock(locks, window_s)
         if lock:
             findings.append(lock)
+    pg_lock = _pg_lock(pg) if pg else None
+    if pg_lock:
+        findings.append(pg_lock)
     if topdown and topdown.available:
         refined = _topdown(topdown, cpu_finding)
         if refined:
@@ -293,6 +322,7 @@ def decide(
     if children:
         findings.append(_children(children))
     findings = sorted((f for f in findings if f.score >= MIN_SCORE), key=lambda f: -f.score)
-    if not findings or (cpu < 0.1 and findings[0].kind != "lock" and findings[0].score < 0.1):
+    waits = ("lock", "pg-lock")
+    if not findings or (cpu < 0.1 and findings[0].kind not in waits and findings[0].score < 0.1):
         findings.insert(0, _idle(offcpu, threads, window_s))
     return findings

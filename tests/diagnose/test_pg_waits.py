@@ -1,0 +1,87 @@
+"""PostgreSQL's own lock waits: clients updating one row queue behind each other's transactions.
+A backend waiting for a row lock sleeps on its latch in ProcSleep, which neither the futex
+recording nor the postmaster's own off-CPU stacks show: the diagnosis of the postmaster named it
+"mostly idle" or the children's CPU time. Commits queueing for the WAL flush wait for an LWLock
+in a semaphore, whose stacks the frame-pointer walk loses in libc."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks.tune.postgres import Postgres, cluster
+from hone.diagnose.report import Diagnosis
+
+#: Each transaction holds the row lock a few milliseconds, so the other clients wait for it.
+HOT_ROW = """BEGIN;
+UPDATE hot SET n = n + 1 WHERE id = 1;
+SELECT pg_sleep(0.003);
+COMMIT;
+"""
+
+
+#: (the CLI's result, the saved diagnosis)
+Diagnosed = tuple[subprocess.CompletedProcess, Diagnosis]
+
+
+def _psql(pg: Postgres, sql: str) -> None:
+    argv = ["psql", "-h", str(pg.folder), "-p", str(pg.port), "-U", "postgres", "-qc", sql]
+    subprocess.run(argv, check=True, capture_output=True)
+
+
+def _diagnose(hone_cli, pg: Postgres, script: Path, tmp_path: Path) -> Diagnosed:
+    """`hone diagnose --pid` of the postmaster for 3 s while 6 pgbench clients run `script`."""
+    postmaster = int((pg.folder / "data" / "postmaster.pid").read_text().split()[0])
+    bench = subprocess.Popen(
+        ["pgbench", "-h", str(pg.folder), "-p", str(pg.port), "-U", "postgres", "-n",
+         "-c", "6", "-T", "60", "-f", str(script), "postgres"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        folder = tmp_path / "rep"
+        done = hone_cli("diagnose", "--pid", str(postmaster), "-d", "3", "-o", str(folder))
+    finally:
+        bench.kill()
+        bench.wait()
+    assert done.returncode == 0, done.stderr
+    return done, Diagnosis.load(folder / "diagnosis.hone")
+
+
+@pytest.mark.slow
+def test_clients_updating_one_row_are_named(hone_cli, tmp_path: Path) -> None:
+    with cluster("fsync=off") as server:
+        _psql(server, "CREATE TABLE hot (id int PRIMARY KEY, n int); INSERT INTO hot VALUES (1, 0)")
+        script = tmp_path / "hot.sql"
+        script.write_text(HOT_ROW)
+        done, d = _diagnose(hone_cli, server, script, tmp_path)
+    top = d.findings[0]
+    assert top.kind == "pg-lock", [f.headline for f in d.findings]
+    # the row's updater has not committed (transaction) or another waiter is first (tuple)
+    assert "heavyweight lock on a t" in top.headline
+    assert "statements seen waiting: UPDATE" in top.headline
+    # the caller: heap_update, or the executor when static functions of the stripped binary lie
+    # between (an UPDATE that re-reads the row its waited-for transaction changed)
+    callers = ("in heap_update (UPDATE): ", "in standard_ExecutorRun (through unnamed functions)")
+    assert any(c in line for c in callers for line in top.details), "\n".join(top.details)
+    assert any("Keep these transactions short" in line for line in top.details)
+    assert "verdict: PostgreSQL lock waits" in done.stdout
+    assert "advice: many transactions change the same rows" in done.stdout
+
+
+@pytest.mark.slow
+def test_commits_waiting_for_the_wal_flush_are_named(hone_cli, tmp_path: Path) -> None:
+    """Clients committing one small INSERT each, with fsync on: every commit flushes the WAL
+    under WALWriteLock, and the backends queue for it in PGSemaphoreLock, where the frame-pointer
+    walk stops in libc; the futex recording's DWARF stacks name the lock's caller."""
+    with cluster("fsync=on") as server:
+        _psql(server, "CREATE TABLE log (n int)")
+        script = tmp_path / "log.sql"
+        script.write_text("INSERT INTO log VALUES (1);\n")
+        _, d = _diagnose(hone_cli, server, script, tmp_path)
+    pg = next((f for f in d.findings if f.kind == "pg-lock"), None)
+    assert pg is not None, [f.headline for f in d.findings]
+    assert "lightweight lock (LWLock) WALWriteLock" in pg.headline
+    assert any(" in XLogFlush: " in line for line in pg.details), "\n".join(pg.details)
+    assert any("commit_delay" in line for line in pg.details)
