@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from hone.serve.app import create_app
 from hone.serve.config import ServeConfig
+from hone.serve.gate import MAX_DEPTH
 from hone.serve.runs import Run
 from hone.serve.studies import _sse
 from hone.storage import StudyStore
@@ -99,6 +100,26 @@ def test_json_types_and_empty_bodies_still_pass_the_gate(client: TestClient) -> 
         assert response.status_code == 404, response.text  # parsed, then not served
     response = client.post("/api/studies/nope/stop", headers=AUTH)  # no body, no type
     assert response.status_code == 404
+
+
+def test_deeply_nested_json_is_one_clear_400(client: TestClient) -> None:
+    """Python's JSON parser recurses: 10,000 nested arrays are refused at the gate with one line,
+    on a route that takes a body and on one that parses its own (no_body), not a 500."""
+    headers = {**AUTH, "Content-Type": "application/json"}
+    deep = b"[" * 10_000 + b"]" * 10_000
+    nested = json.dumps({"project": "nope", "engine": [[[[[[["x"]]]]]]]}).encode()
+    # the shallow bodies below reach the route: not served (404), or a body refused (422)
+    for path, past_the_gate in (("/api/studies", 404), ("/api/studies/nope/stop", 422)):
+        for content in (deep, b'{"project": ' + deep + b"}"):
+            response = client.post(path, content=content, headers=headers)
+            assert response.status_code == 400, (path, response.text[:200])
+            expected = f"request body: JSON nested over {MAX_DEPTH} levels deep"
+            assert response.json() == {"detail": expected}
+        # brackets inside strings are text, and a few levels are the route's to judge
+        text = json.dumps({"project": "[" * 100 + '"{' * 50}).encode()
+        assert client.post(path, content=text, headers=headers).status_code == past_the_gate
+        assert client.post(path, content=nested, headers=headers).status_code == 422, path
+    assert client.get("/api/runs").json() == []
 
 
 def test_resuming_an_older_study_is_refused(client: TestClient, db: StudyStore) -> None:
