@@ -25,7 +25,10 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temporary file beside `path`, flush it to disk, then rename it over `path`:
     a reader (or a crash) sees the old file or the new one. An existing file's mode is kept."""
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
+    try:
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
+    except OSError as exc:  # named by the file asked for, not the temporary one
+        raise HoneError(exc.strerror or str(exc), file=path) from None
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)

@@ -46,3 +46,16 @@ def test_a_missing_sqlite_file_is_not_created_by_a_reading_command(
         line = hone_run(*command, "--storage", f"sqlite:///{typo}").one_line()
         assert line == f"hone: {typo}: no such study database"
     assert not typo.exists()
+
+
+def test_convert_keeps_an_existing_project_unless_forced(tmp_path: Path, hone_run) -> None:
+    """A converted project is edited afterwards: converting again over it would undo the edits."""
+    target = tmp_path / "hone.yaml"
+    target.write_text("# edited by hand\n")
+    line = hone_run("convert", str(ATUNE), "-o", str(target)).one_line()
+    assert line == f"hone: {target}: exists: give --force to replace it, or name another file"
+    assert target.read_text() == "# edited by hand\n"
+    ran = hone_run("convert", str(ATUNE), "-o", str(target), "--force")
+    assert ran.code == 0, ran.stderr
+    assert target.read_text().startswith("name: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hone.yaml"]  # no temporary file left
