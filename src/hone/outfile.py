@@ -12,13 +12,13 @@ from pathlib import Path
 from hone.errors import HoneError
 
 
-def refuse_existing(path: Path, force: bool, what: str = "--force") -> None:
+def refuse_existing(path: Path, force: bool) -> None:
     """Before any work is done: a folder is never a file to write, and a file is kept unless
-    `force`; `what` is the option that replaces it."""
+    `force` (the command's --force)."""
     if path.is_dir():
         raise HoneError(os.strerror(errno.EISDIR), file=path)
     if path.exists() and not force:
-        raise HoneError(f"exists: give {what} to replace it, or name another file", file=path)
+        raise HoneError("exists: give --force to replace it, or write elsewhere", file=path)
 
 
 def write_atomic(path: Path, data: bytes) -> None:

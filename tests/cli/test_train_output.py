@@ -20,7 +20,7 @@ def test_an_existing_model_file_is_kept_unless_forced(tmp_path: Path, hone_run) 
     model = tmp_path / "prod.pkl"
     model.write_bytes(OLD)
     line = hone_run("train", *DATA, "-o", str(model)).one_line()
-    assert line == f"hone: {model}: exists: give --force to replace it, or name another file"
+    assert line == f"hone: {model}: exists: give --force to replace it, or write elsewhere"
     assert model.read_bytes() == OLD
 
     ran = hone_run("train", *DATA, "-o", str(model), "--force")
@@ -36,7 +36,7 @@ def test_a_model_named_like_an_existing_one_is_kept(hone_home: Path, hone_run) -
     model.parent.mkdir(parents=True)
     model.write_bytes(OLD)
     line = hone_run("train", *DATA, "--name", "prod").one_line()
-    assert line == f"hone: {model}: exists: give --force to replace it, or name another file"
+    assert line == f"hone: {model}: exists: give --force to replace it, or write elsewhere"
     assert model.read_bytes() == OLD
 
 
