@@ -7,7 +7,6 @@ that parses its own body (`no_body`) fails with a 500 and a traceback."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -21,8 +20,6 @@ from hone.serve.deps import READS
 MAX_BODY = 1 << 20  # the API's bodies are a few hundred bytes of JSON
 MAX_DEPTH = 32  # they are flat objects: two levels
 
-#: a JSON string (its brackets are text, not nesting)
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 #: opening brackets to +1 and closing ones to -1 (as int8); every other byte deleted
 _STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
@@ -89,8 +86,12 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 def _depth(body: bytes) -> int:
     """How deep the body's arrays and objects nest, counted without parsing (a malformed body is
     left to the JSON parser's own error): a running sum of +1 per opening and -1 per closing
-    bracket outside strings. numpy's: a megabyte of brackets takes milliseconds, not 200."""
-    steps = _STRING.sub(b"", body).translate(_STEPS, _NOT_BRACKET)
+    bracket outside strings. Linear and in C (bytes methods, numpy) since it runs on the event
+    loop: a regular expression for strings backtracks quadratically over unclosed ones."""
+    # once the escaped backslashes and quotes are gone, every quote opens or closes a string,
+    # so the text outside strings is every other piece between quotes
+    plain = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    steps = b"".join(plain.split(b'"')[::2]).translate(_STEPS, _NOT_BRACKET)
     if not steps:
         return 0
     return int(np.frombuffer(steps, dtype=np.int8).cumsum(dtype=np.int64).max())
