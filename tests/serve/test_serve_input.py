@@ -153,6 +153,16 @@ def test_the_depth_counts_brackets_outside_strings_only() -> None:
         assert _depth(json.dumps(v).encode()) == depth(v), v
 
 
+def test_a_served_project_removed_since_the_start_is_one_line(
+    client: TestClient, home: Path
+) -> None:
+    """The fixture serves `p` at a folder that is not there (as if removed while serving)."""
+    response = client.post("/api/studies", json={"project": "p"}, headers=AUTH)
+    assert response.status_code == 409, response.text  # as for a project others can write
+    assert response.json() == {"detail": f"{home / 'p'}: no such file or folder"}
+    assert client.get("/api/runs").json() == []
+
+
 def test_resuming_an_older_study_is_refused(client: TestClient, db: StudyStore) -> None:
     """A run resumes its project's newest study: asked for p#1, it would resume p#2."""
     two_studies(db, "interrupted")
