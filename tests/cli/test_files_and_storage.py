@@ -46,3 +46,34 @@ def test_a_missing_sqlite_file_is_not_created_by_a_reading_command(
         line = hone_run(*command, "--storage", f"sqlite:///{typo}").one_line()
         assert line == f"hone: {typo}: no such study database"
     assert not typo.exists()
+
+
+def test_convert_keeps_an_existing_project_unless_forced(tmp_path: Path, hone_run) -> None:
+    """A converted project is edited afterwards: converting again over it would undo the edits."""
+    target = tmp_path / "hone.yaml"
+    target.write_text("# edited by hand\n")
+    line = hone_run("convert", str(ATUNE), "-o", str(target)).one_line()
+    assert line == f"hone: {target}: exists: give --force to replace it, or write elsewhere"
+    assert target.read_text() == "# edited by hand\n"
+    ran = hone_run("convert", str(ATUNE), "-o", str(target), "--force")
+    assert ran.code == 0, ran.stderr
+    assert target.read_text().startswith("name: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hone.yaml"]  # no temporary file left
+
+
+def test_diagnose_keeps_an_earlier_diagnosis_at_its_output(tmp_path: Path, hone_run) -> None:
+    """A measurement cannot be taken again: a new run into a folder (or next to a .html) that
+    holds one is refused before it starts, unless --force."""
+    folder = tmp_path / "before"
+    folder.mkdir()
+    (folder / "diagnosis.hone").write_bytes(b"an earlier run")
+    (tmp_path / "r.hone").write_bytes(b"another earlier run")
+    for output, saved in (
+        (folder, folder / "diagnosis.hone"),
+        (tmp_path / "r.html", tmp_path / "r.hone"),
+    ):
+        line = hone_run("diagnose", "-o", str(output), "--", "true").one_line()
+        assert line == f"hone: {saved}: exists: give --force to replace it, or write elsewhere"
+    assert (folder / "diagnosis.hone").read_bytes() == b"an earlier run"
+    assert sorted(p.name for p in folder.iterdir()) == ["diagnosis.hone"]  # no run, no files
+    assert (tmp_path / "r.hone").read_bytes() == b"another earlier run"

@@ -5,6 +5,7 @@ value makes a 500; listings keep one shape; stop and resume act only on the stud
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from fastapi.testclient import TestClient
 
 from hone.serve.app import create_app
 from hone.serve.config import ServeConfig
+from hone.serve.gate import MAX_DEPTH, _depth
 from hone.serve.runs import Run
 from hone.serve.studies import _sse
 from hone.storage import StudyStore
@@ -99,6 +101,66 @@ def test_json_types_and_empty_bodies_still_pass_the_gate(client: TestClient) -> 
         assert response.status_code == 404, response.text  # parsed, then not served
     response = client.post("/api/studies/nope/stop", headers=AUTH)  # no body, no type
     assert response.status_code == 404
+
+
+def test_deeply_nested_json_is_one_clear_400(client: TestClient) -> None:
+    """Python's JSON parser recurses: 10,000 nested arrays are refused at the gate with one line,
+    on a route that takes a body and on one that parses its own (no_body), not a 500."""
+    headers = {**AUTH, "Content-Type": "application/json"}
+    deep = b"[" * 10_000 + b"]" * 10_000
+    nested = json.dumps({"project": "nope", "engine": [[[[[[["x"]]]]]]]}).encode()
+    # the shallow bodies below reach the route: not served (404), or a body refused (422)
+    for path, past_the_gate in (("/api/studies", 404), ("/api/studies/nope/stop", 422)):
+        for content in (deep, b'{"project": ' + deep + b"}"):
+            response = client.post(path, content=content, headers=headers)
+            assert response.status_code == 400, (path, response.text[:200])
+            expected = f"request body: JSON nested over {MAX_DEPTH} levels deep"
+            assert response.json() == {"detail": expected}
+        # brackets inside strings are text, and a few levels are the route's to judge
+        text = json.dumps({"project": "[" * 100 + '"{' * 50}).encode()
+        assert client.post(path, content=text, headers=headers).status_code == past_the_gate
+        assert client.post(path, content=nested, headers=headers).status_code == 422, path
+    # an unclosed string of 300,000 escaped quotes: the parser's error, not a gate that stalls
+    unclosed = b'{"project": "' + b'\\"' * 300_000
+    response = client.post("/api/studies", content=unclosed, headers=headers)
+    assert response.status_code == 422 and "JSON decode error" in response.text
+    assert client.get("/api/runs").json() == []
+
+
+def test_the_depth_counts_brackets_outside_strings_only() -> None:
+    """Against the parsed value, over random JSON whose strings hold brackets, quotes and
+    backslashes (escaped by json.dumps as a client would)."""
+    rng = random.Random(7)
+    pieces = ["[", "]", "{", "}", '"', "\\", "a", "é"]
+
+    def value(level: int) -> Any:
+        kind = rng.random() if level < 6 else 1.0
+        if kind < 0.3:
+            return [value(level + 1) for _ in range(rng.randint(0, 3))]
+        if kind < 0.6:
+            return {text(): value(level + 1) for _ in range(rng.randint(0, 3))}
+        return text()
+
+    def text() -> str:
+        return "".join(rng.choices(pieces, k=rng.randint(0, 6)))
+
+    def depth(v: Any) -> int:
+        inner = v.values() if isinstance(v, dict) else v if isinstance(v, list) else None
+        return 0 if inner is None else 1 + max(map(depth, inner), default=0)
+
+    for _ in range(2000):
+        v = value(0)
+        assert _depth(json.dumps(v).encode()) == depth(v), v
+
+
+def test_a_served_project_removed_since_the_start_is_one_line(
+    client: TestClient, home: Path
+) -> None:
+    """The fixture serves `p` at a folder that is not there (as if removed while serving)."""
+    response = client.post("/api/studies", json={"project": "p"}, headers=AUTH)
+    assert response.status_code == 409, response.text  # as for a project others can write
+    assert response.json() == {"detail": f"{home / 'p'}: no such file or folder"}
+    assert client.get("/api/runs").json() == []
 
 
 def test_resuming_an_older_study_is_refused(client: TestClient, db: StudyStore) -> None:

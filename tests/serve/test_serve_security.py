@@ -267,6 +267,38 @@ def test_bodies_are_refused_before_they_are_read(server: Any) -> None:
     conn.close()
 
 
+def test_nested_and_oversize_bodies_get_one_line_and_no_traceback(tmp_path: Path) -> None:
+    """A real server's answers and log: 10,000 nested arrays to a route that parses its own body
+    (stop) and to one FastAPI parses, then a chunked body over the limit, each get one JSON line;
+    the log has no traceback."""
+    process, url = start_server(tmp_path, {})
+    try:
+        token = (tmp_path / "serve" / "token").read_text().strip()
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        parts = urllib.parse.urlsplit(url)
+        answers = []
+        for path, body in (
+            ("/api/studies/nope/stop", b"[" * 10_000 + b"]" * 10_000),
+            ("/api/studies", b'{"project": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"),
+            ("/api/studies", (b"[" + b"1," * 400_000 for _ in range(4))),
+        ):
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+            conn.request(
+                "POST", path, body=body, headers=headers, encode_chunked=not isinstance(body, bytes)
+            )
+            response = conn.getresponse()
+            text = response.read().decode()
+            answers.append((response.status, json.loads(text) if text[:1] == "{" else text))
+            conn.close()
+    finally:
+        stop_server(process)
+    log = process.stdout.read()  # type: ignore[union-attr]
+    nested = {"detail": "request body: JSON nested over 32 levels deep"}
+    too_big = {"detail": "request body over 1048576 bytes"}
+    assert answers == [(400, nested), (400, nested), (413, too_big)], answers
+    assert "Traceback" not in log and "RecursionError" not in log, log
+
+
 @pytest.mark.parametrize(
     "body",
     [

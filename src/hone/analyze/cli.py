@@ -150,10 +150,12 @@ def train_command(
     hardware: bool = typer.Option(
         False, "--hardware", help="also use hardware counters (only runs that have them)"
     ),
+    force: bool = typer.Option(False, "--force", help="replace an existing model file"),
 ) -> None:
     """Train a workload classifier from labelled CSV files (workload.type / workload.appname)."""
     from hone import profiles as profiles_module
     from hone.analyze.dataset import builtin_runs, csv_files, load_runs
+    from hone.outfile import refuse_existing
 
     if "/" in name or not name or name.startswith("."):
         raise HoneError(f"model name {name!r} must not be empty or contain '/'")
@@ -164,7 +166,12 @@ def train_command(
             raise HoneError(f"--profile {pair!r}: expected CLASS=PROFILE")
         profiles_module.load(profile_name)  # a missing profile is an error now, not at --apply
         mapping[cls] = profile_name
-    runs = [r for p in csv_files(paths) for r in load_runs(p, interval)]
+    files = csv_files(paths)
+    target = output or _models_dir() / f"{name}.pkl"
+    if any(target.resolve() == f.resolve() for f in files):  # even --force: it is the data
+        raise HoneError("is a training file: write the model elsewhere", file=target)
+    refuse_existing(target, force)  # before the training, not after it
+    runs = [r for p in files for r in load_runs(p, interval)]
     if builtin:
         runs += builtin_runs()
     unknown = set(mapping) - {r.cls for r in runs}
@@ -173,7 +180,6 @@ def train_command(
     from hone.analyze.model import fit, save  # scikit-learn: imported once the input is good
 
     model = fit(runs, mapping, hardware=hardware)
-    target = output or _models_dir() / f"{name}.pkl"
     save(model, target)
     for cls in model.classes:
         typer.echo(

@@ -23,6 +23,7 @@ from hone.analyze.dataset import CLASS_PROFILES, CLASSES, Run, builtin_runs
 from hone.analyze.features import FEATURES, HARDWARE_METRICS, row_names, windows
 from hone.collect import ATUNE_METRICS
 from hone.errors import HoneError
+from hone.outfile import write_atomic
 
 #: Bump when features or training change: cached models of older versions are not used.
 VERSION = 5
@@ -120,10 +121,10 @@ def fit(
 
 
 def save(model: Model, path: Path) -> None:
+    """Whole or not at all (a temporary file of its own, renamed): two processes caching the
+    default model at once, or a crash mid-write, never leave half a model."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    staged = path.with_name(path.name + ".new")
-    staged.write_bytes(pickle.dumps(model))
-    staged.replace(path)
+    write_atomic(path, pickle.dumps(model))
 
 
 def load(path: Path) -> Model:

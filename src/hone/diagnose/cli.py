@@ -49,6 +49,7 @@ from hone.diagnose.profile import Profile
 from hone.diagnose.record import failure
 from hone.diagnose.report import Diagnosis, terminal, to_html
 from hone.errors import HoneError
+from hone.outfile import refuse_existing
 from hone.paths import state_dir
 from hone.shell import command_line
 
@@ -551,6 +552,9 @@ def diagnose(
         parser=finite_float,
     ),
     output: Path = typer.Option(None, "--output", "-o", help="report folder, or a .html path"),
+    force: bool = typer.Option(
+        False, "--force", help="replace an earlier diagnosis saved at --output"
+    ),
     compare: tuple[Path, Path] | None = typer.Option(
         None, "--compare", help="two saved diagnoses (.hone files or report folders)"
     ),
@@ -588,6 +592,8 @@ def diagnose(
             raise HoneError(f"no process with pid {pid}")
         target = _describe(pid) if pid is not None else command_line(command or [])
         report, saved = _places(output, "system" if system else target)
+        # an earlier run's measurement cannot be taken again (its report can be redrawn)
+        refuse_existing(saved, force)
         files = _side_folder(report)
         if system:
             result = whole_system.collect(duration or 10.0, frequency=frequency, keep=files)

@@ -43,6 +43,8 @@ def require_trusted(path: str | Path) -> None:
     so a file or folder writable by others (or owned by someone else) would let that user run
     commands as root, as sshd refuses such key files."""
     target = Path(path).resolve()
+    if not target.exists():  # a served project removed while `hone serve` runs
+        raise HoneError("no such file or folder", file=target)
     files = [target] if target.is_file() else [p for p in target.glob("*.y*ml") if p.is_file()]
     folder = target.parent if target.is_file() else target
     # a sticky folder (/tmp) lets no one else replace a file they do not own

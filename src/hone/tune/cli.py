@@ -281,8 +281,10 @@ def convert(
     server: Path = typer.Option(None),
     client: Path = typer.Option(None),
     output: Path = typer.Option(None, "-o", "--output", help="write here (default: stdout)"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
 ) -> None:
     """Turn an A-Tune server/client pair into hone's single-file format."""
+    from hone.outfile import refuse_existing, write_atomic
     from hone.project import load_project
     from hone.project.convert import to_hone_yaml
 
@@ -290,9 +292,11 @@ def convert(
     if output and any(output.resolve() == source.resolve() for source in loaded.sources):
         # writing over the A-Tune file being converted would lose it
         raise HoneError("is a file being converted: write the hone YAML elsewhere", file=output)
+    if output:  # a converted project is edited afterwards: a second convert must not undo that
+        refuse_existing(output, force)
     text = to_hone_yaml(loaded, output)
     if output:
-        output.write_text(text)
+        write_atomic(output, text.encode())
     else:
         typer.echo(text, nl=False)
 
