@@ -141,6 +141,11 @@ def record_argv(pids: list[int], output: Path, duration: float) -> list[str]:
     ]  # fmt: skip
 
 
+#: At most this much futex data: with six clients committing at fsync on it grows 17 MB/s, and
+#: the first minutes of a long diagnosis name the waits as well as the whole would.
+MAX_SIZE = "256M"
+
+
 def futex_argv(pids: list[int], output: Path, duration: float) -> list[str]:
     """Each futex wait of these processes with a DWARF-unwound user stack (see `mend`): 2 KB of
     stack per call, only where a backend sleeps on a semaphore, not at every switch. A recording
@@ -150,7 +155,7 @@ def futex_argv(pids: list[int], output: Path, duration: float) -> list[str]:
     return [
         "perf", "record", "-q", "-p", ",".join(map(str, pids)), "--call-graph", "dwarf,2048",
         "-o", str(output), "-e", "syscalls:sys_enter_futex", "--filter", "op != 1 && op != 129",
-        "--", "sleep", f"{duration:g}",
+        "--max-size", MAX_SIZE, "--", "sleep", f"{duration:g}",
     ]  # fmt: skip
 
 
