@@ -261,14 +261,19 @@ def _softirq(softirq: Softirq) -> Finding:
     return Finding("softirq", busy.softirq, softirq.verdict)
 
 
-def _children(children: list[Child]) -> Finding:
-    """Work done by child processes, which the recorders do not see: name the busiest, and how
-    to diagnose it."""
+def _children(children: list[Child], waits_recorded: bool = False) -> Finding:
+    """Work done by child processes, whose CPU time the recorders do not see: name the busiest,
+    and how to diagnose it. `waits_recorded`: their PostgreSQL lock waits were (module pgwaits)."""
     top = children[0]
     busy = sum(c.cpu_pct + c.io_pct for c in children) / 100
     more = f" and {len(children) - 1} more" if len(children) > 1 else ""
+    unseen = (
+        "whose CPU time this diagnosis does not profile (their lock waits it does)"
+        if waits_recorded
+        else "which this diagnosis does not record"
+    )
     headline = (
-        f"The work is in child processes, which this diagnosis does not record: {top.comm} "
+        f"The work is in child processes, {unseen}: {top.comm} "
         f"(pid {top.pid}) on CPU {top.cpu_pct:.0f}% and in I/O wait {top.io_pct:.0f}% of the "
         f"window{more}; diagnose it with --pid {top.pid} while it runs"
     )
@@ -320,7 +325,7 @@ def decide(
     if softirq and softirq.concentrated:
         findings.append(_softirq(softirq))
     if children:
-        findings.append(_children(children))
+        findings.append(_children(children, waits_recorded=pg is not None))
     findings = sorted((f for f in findings if f.score >= MIN_SCORE), key=lambda f: -f.score)
     waits = ("lock", "pg-lock")
     if not findings or (cpu < 0.1 and findings[0].kind not in waits and findings[0].score < 0.1):
