@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -84,6 +87,32 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     loaded = Profile.load(path)
     assert loaded == profile
     assert loaded.folded() == profile.folded()
+
+
+def test_a_save_cut_short_keeps_the_earlier_file(tmp_path: Path) -> None:
+    """A diagnosis cannot be taken again: a save the kernel cuts short (a file size limit, as a
+    full disk would) leaves the earlier file whole and nothing beside it."""
+    path = tmp_path / "diagnosis.hone"
+    earlier = Profile.from_perf_script((FIXTURES / "system.perf.txt").read_bytes())
+    earlier.save(path)
+    before = path.read_bytes()
+    script = textwrap.dedent(f"""\
+        import os, resource, signal, sys
+        from hone.diagnose.fold import Frame
+        from hone.diagnose.profile import Profile
+        from hone.errors import HoneError
+        stacks = {{("t", (Frame(os.urandom(16).hex(), "m"),)): 1 for _ in range(2000)}}
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails: EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        try:
+            Profile(stacks=stacks).save({str(path)!r})
+        except HoneError as exc:
+            sys.exit(f"hone: {{exc}}")
+        """)
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 1 and ran.stderr == f"hone: {path}: File too large\n", ran.stderr
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["diagnosis.hone"]
 
 
 def test_profile_views() -> None:

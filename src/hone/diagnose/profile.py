@@ -24,6 +24,7 @@ from typing import Any
 
 from hone.diagnose.fold import Frame, Stack, first_event, parse_folded, parse_perf_script
 from hone.errors import HoneError
+from hone.outfile import write_atomic
 
 FORMAT = "hone-profile"
 VERSION = 1
@@ -86,7 +87,15 @@ class Profile:
         return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
     def save(self, path: str | Path) -> Path:
-        """Write a `.hone` file (gzip JSON); returns its path."""
+        """Write a `.hone` file (gzip JSON), whole or not at all; returns its path."""
+        path = Path(path)
+        write_atomic(
+            path, gzip.compress(json.dumps(self.document(), separators=(",", ":")).encode(), 6)
+        )
+        return path
+
+    def document(self) -> dict[str, Any]:
+        """The `.hone` file's JSON: frames listed once, samples as indexes into them."""
         index: dict[Frame, int] = {}
         samples = []
         for (thread, frames), count in self.stacks.items():
@@ -104,10 +113,7 @@ class Profile:
             "frames": [list(frame) for frame in index],
             "samples": samples,
         }
-        path = Path(path)
-        with gzip.open(path, "wt", encoding="utf-8", compresslevel=6) as out:
-            json.dump(document, out, separators=(",", ":"))
-        return path
+        return document
 
     @classmethod
     def load(cls, path: str | Path) -> Profile:

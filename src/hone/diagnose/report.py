@@ -32,6 +32,7 @@ from hone.diagnose.threads import ThreadStat
 from hone.diagnose.topdown import Topdown
 from hone.diagnose.verdict import Finding
 from hone.errors import HoneError
+from hone.outfile import write_atomic
 
 DIAGNOSIS_VERSION = 1
 
@@ -114,14 +115,11 @@ class Diagnosis:
         }
 
     def save(self, path: str | Path) -> Path:
-        """The profile's `.hone` file plus the `diagnosis` key."""
+        """The profile's `.hone` file plus the `diagnosis` key, written whole or not at all (a
+        measurement cannot be taken again: `--force` over an earlier one must not lose both)."""
         path = Path(path)
-        self.profile.save(path)
-        with gzip.open(path, "rt", encoding="utf-8") as stream:
-            document = json.load(stream)
-        document["diagnosis"] = self.runtime()
-        with gzip.open(path, "wt", encoding="utf-8", compresslevel=6) as out:
-            json.dump(document, out, separators=(",", ":"))
+        document = {**self.profile.document(), "diagnosis": self.runtime()}
+        write_atomic(path, gzip.compress(json.dumps(document, separators=(",", ":")).encode(), 6))
         return path
 
     @classmethod
