@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from hone.analyze.features import WINDOW_SECONDS
+from hone.analyze.window import WINDOW_SECONDS
 from hone.cli.values import finite_float
 from hone.errors import HoneError
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from hone.analyze.window import WINDOW_SECONDS
 from hone.collect import ATUNE_METRICS
 from hone.collect.perf import PERF_METRICS
 
-WINDOW_SECONDS = 45.0
 _AT = {name: i for i, name in enumerate(ATUNE_METRICS)}
 
 

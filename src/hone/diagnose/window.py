@@ -1,0 +1,510 @@
+"""One diagnosis window of a process or a command: every recorder starts at once over the same
+window (on-CPU samples with perf record -g, scheduler switches for off-CPU time, futex and kernel
+lock events, per-thread /proc counters, the top-down counters when the machine has them), stops
+together, and its data is analysed into a Diagnosis. The command line is in module cli."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from hone.diagnose import (
+    catalogue,
+    descendants,
+    heap,
+    locks,
+    offcpu,
+    pgwaits,
+    softirq,
+    threads,
+    topdown,
+    verdict,
+)
+from hone.diagnose.fold import Frame
+from hone.diagnose.machine import describe as _describe
+from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
+from hone.diagnose.profile import Profile
+from hone.diagnose.record import failure
+from hone.diagnose.report import Diagnosis
+from hone.errors import HoneError
+from hone.shell import command_line
+
+
+class _Job(threading.Thread):
+    """A recorder running in the background; its result or its error, afterwards."""
+
+    def __init__(self, name: str, work: Callable[[], object]) -> None:
+        super().__init__(name=name, daemon=True)
+        self.work = work
+        self.result: object = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.work()
+        except BaseException as error:  # reported as a note, the other recorders go on
+            self.error = error
+
+
+class _Processes:
+    """The recorders' processes, so that the window's end can stop them all (SIGINT: perf then
+    writes its data and ends its `sleep`). System-wide recorders and `perf stat -p` do not end
+    when the diagnosed process does."""
+
+    def __init__(self) -> None:
+        self.running: list[subprocess.Popen] = []
+        self.lock = threading.Lock()
+        self.stopped = False
+
+    def run(self, argv: list[str], **_: object) -> subprocess.CompletedProcess:
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with self.lock:
+            self.running.append(process)
+            if self.stopped:
+                process.send_signal(signal.SIGINT)
+        out, err = process.communicate()
+        return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+    def stop(self, grace: float = 30.0) -> None:
+        """SIGINT every recorder and wait until each has ended. A SIGINT that reaches perf while
+        it is still starting can be lost, so it is sent again every half second; a recorder
+        still running after `grace` seconds gets SIGTERM, then SIGKILL. On Ctrl-C the
+        interpreter exits right after this, so nothing may be left to the recorder threads."""
+        with self.lock:
+            self.stopped = True
+            running = list(self.running)
+        deadline = time.monotonic() + grace
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            while any(p.poll() is None for p in running) and time.monotonic() < deadline:
+                for process in running:
+                    if process.poll() is None:
+                        process.send_signal(sig)
+                time.sleep(0.5)
+            deadline = time.monotonic() + 2
+
+
+def _recorder(
+    run: Callable[..., subprocess.CompletedProcess],
+    argv: list[str],
+    data: Path,
+    analyse: Callable[[Path], object],
+) -> Callable[[], object]:
+    """perf record, then the analysis of its data (perf script and more), as one background job."""
+
+    def work() -> object:
+        done = run(argv)
+        if not data.exists() or data.stat().st_size == 0:
+            raise HoneError(failure(done.stderr, done.returncode, 0))
+        return analyse(data)
+
+    return work
+
+
+def _wait(job: _Job | None) -> dict[int, list[float]] | None:
+    """The wake-up times when that recorder worked (off-CPU analysis goes on without them)."""
+    if job is None:
+        return None
+    job.join()
+    return job.result if isinstance(job.result, dict) else None
+
+
+def _text(job: _Job | None) -> str:
+    """A recorder's perf script text when it worked (the analysis goes on without it)."""
+    if job is None:
+        return ""
+    job.join()
+    return job.result if isinstance(job.result, str) else ""
+
+
+def _py_spy(
+    run: Callable[..., subprocess.CompletedProcess], argv: list[str], data: Path
+) -> Callable[[], Profile]:
+    def work() -> Profile:
+        done = run(argv)
+        if not data.exists():
+            lines = (done.stderr.strip() or done.stdout.strip()).splitlines() or ["no output"]
+            raise HoneError(f"py-spy record failed: {lines[-1]}")
+        stacks = threads.parse_py_spy_raw(data.read_text())
+        return Profile(
+            stacks={
+                (t, tuple(Frame(f, m) for f, m in frames)): n for (t, frames), n in stacks.items()
+            },
+            event="py-spy",
+        )
+
+    return work
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _perf_map(pid: int, stop: threading.Event, notes: list[str]) -> None:
+    """Have the JVM write /tmp/perf-PID.map now and then, so perf names JIT-compiled frames."""
+    jcmd = tool_path("jcmd")
+    if not jcmd:
+        notes.append("jcmd not found: Java JIT frames stay unnamed in perf stacks")
+        return
+    written = False
+    while True:
+        done = subprocess.run(
+            [jcmd, str(pid), "Compiler.perfmap"], capture_output=True, text=True, check=False
+        )
+        written = written or done.returncode == 0
+        if stop.wait(2.0):
+            break
+    notes.append(
+        f"Java JIT frames named from /tmp/perf-{pid}.map (jcmd Compiler.perfmap)"
+        if written
+        else "jcmd Compiler.perfmap failed: Java JIT frames stay unnamed"
+    )
+
+
+def _plan(
+    pid: int,
+    duration: float,
+    language: str,
+    caps: Capabilities,
+    work: Path,
+    keep: Path,
+    procs: _Processes,
+    stop: threading.Event,
+    notes: list[str],
+    frequency: int,
+    want_offcpu: bool,
+    want_locks: bool,
+) -> dict[str, _Job]:
+    """The recorders this machine and this process allow, not yet started.
+
+    Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
+    itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
+    from hone.diagnose.record import record
+
+    bound = duration + 60
+    jobs = {
+        "oncpu": _Job(
+            "oncpu",
+            lambda: record(pid=pid, duration_s=duration, frequency_hz=frequency, output_dir=keep),
+        )
+    }
+    off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
+    if off_ok:
+        wake_data = work / "wakeups.data"
+        wake_argv = offcpu.record_wakeups_argv(sorted(threads.snapshot(pid)), wake_data, bound)
+        wakes = (
+            _Job("wakeups", _recorder(procs.run, wake_argv, wake_data, offcpu.script_wakeups))
+            if wake_argv
+            else None
+        )
+        if wakes:
+            jobs["wakeups"] = wakes
+        data = work / "sched.data"
+        argv = offcpu.record_argv(pid, data, bound)
+        jobs["offcpu"] = _Job(
+            "offcpu",
+            _recorder(
+                procs.run,
+                argv,
+                data,
+                lambda d: offcpu.analyse(offcpu.script(d), pid, wakeups=_wait(wakes)),
+            ),
+        )
+    elif want_offcpu:
+        notes.append("off-CPU: the sched:sched_switch tracepoint is not available")
+    if off_ok and pgwaits.is_postgres(pid):
+        pids = pgwaits.processes_of(pid)
+        futex = None
+        if caps.has("tracepoint syscalls:sys_enter_futex"):
+            futex_data = work / "pgfutex.data"
+            futex_argv = pgwaits.futex_argv(pids, futex_data, bound)
+            futex = _Job("pgfutex", _recorder(procs.run, futex_argv, futex_data, offcpu.script))
+            jobs["pgfutex"] = futex
+        data = work / "pgwaits.data"
+        jobs["pgwaits"] = _Job(
+            "pgwaits",
+            _recorder(
+                procs.run,
+                pgwaits.record_argv(pids, data, bound),
+                data,
+                lambda d: pgwaits.analyse(offcpu.script(d), _text(futex)),
+            ),
+        )
+    lock_ok = want_locks and caps.has("tracepoint syscalls:sys_enter_futex")
+    symbolizer = locks.Symbolizer(pid) if lock_ok else None
+    if lock_ok:
+        kernel_locks = caps.has("tracepoint lock:contention_begin")
+        if not kernel_locks:
+            notes.append("kernel lock contention: lock:contention_begin is not available")
+        data = work / "locks.data"
+        argv = locks.record_argv(pid, data, bound, kernel_locks)
+        jobs["locks"] = _Job(
+            "locks",
+            _recorder(procs.run, argv, data, lambda d: locks.analyse(offcpu.script(d), symbolizer)),
+        )
+    elif want_locks:
+        notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
+    jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, bound, caps, procs.run))
+    if language == "python":
+        data = work / "py-spy.txt"
+        argv = threads.py_spy_record_argv(pid, data, bound, frequency)
+        if argv:
+            jobs["py-spy"] = _Job("py-spy", _py_spy(procs.run, argv, data))
+        else:
+            notes.append("py-spy not found: no Python-level stacks")
+    if language == "java":
+        jobs["perfmap"] = _Job("perfmap", lambda: _perf_map(pid, stop, notes))
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        if "PreserveFramePointer" not in cmdline:
+            notes.append("Java without -XX:+PreserveFramePointer: JIT stacks may be cut short")
+    return jobs
+
+
+def collect(
+    pid: int,
+    duration: float,
+    *,
+    frequency: int = 99,
+    want_offcpu: bool = True,
+    want_locks: bool = True,
+    keep: Path | None = None,
+    caps: Capabilities | None = None,
+) -> Diagnosis:
+    """Record everything about `pid` for `duration` seconds (less if it exits) and analyse it."""
+    if not Path(f"/proc/{pid}").exists():
+        raise HoneError(f"no process with pid {pid}")
+    if not _alive(pid):
+        raise HoneError(
+            f"pid {pid} is a zombie: it has exited and its parent has not reaped it yet; "
+            "nothing runs to diagnose"
+        )
+    caps = caps or probe()
+    if not caps.has("perf"):
+        raise HoneError(caps.get("perf").detail if caps.get("perf") else "perf is missing")
+    language = threads.language_of(pid)
+    target = _describe(pid)
+    work = Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
+    try:
+        return _record(pid, duration, language, target, caps, work, keep or work, frequency,
+                       want_offcpu, want_locks)  # fmt: skip
+    except HoneError as error:
+        if _alive(pid):
+            raise
+        # perf's own words name the syscall that failed, not that the process is gone
+        raise HoneError(f"pid {pid} ended before perf could attach ({error})") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _record(
+    pid: int,
+    duration: float,
+    language: str,
+    target: str,
+    caps: Capabilities,
+    work: Path,
+    keep: Path,
+    frequency: int,
+    want_offcpu: bool,
+    want_locks: bool,
+) -> Diagnosis:
+    """One window: start the recorders, sample the threads, stop everything, analyse."""
+    notes: list[str] = []
+    stop = threading.Event()
+    procs = _Processes()
+    jobs = _plan(pid, duration, language, caps, work, keep, procs, stop, notes, frequency,
+                 want_offcpu, want_locks)  # fmt: skip
+    started = time.time()
+    for job in jobs.values():
+        job.start()
+    outputs = {"oncpu": keep / "perf.data", "offcpu": work / "sched.data",
+               "wakeups": work / "wakeups.data", "locks": work / "locks.data",
+               "pgwaits": work / "pgwaits.data", "pgfutex": work / "pgfutex.data"}  # fmt: skip
+    try:
+        _await_start({n: outputs[n] for n in jobs if n in outputs}, jobs, started)
+        sampler = threads.ThreadSampler(pid).start()
+        memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
+        titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
+        time.sleep(min(0.5, duration / 4))
+        early_names, _, early_dump = threads.language_names(pid, language)
+        while time.monotonic() - sampler.started < duration and _alive(pid):
+            time.sleep(0.05)
+            if time.monotonic() - memory.at >= 0.5:  # a command may exit with the window
+                memory.sample()
+                network.sample()
+                kids.sample()
+                if titles:
+                    titles.sample()
+        memory.sample()
+        network.sample()
+        kids.sample()
+        stats = sampler.stop()  # the window ends here; the recorders end with it
+    finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
+        procs.stop()
+        stop.set()
+    for job in jobs.values():
+        job.join()
+    names, note, dump = threads.language_names(pid, language) if _alive(pid) else ({}, "", "")
+    threads.name_threads(stats, {**early_names, **names})
+    if language == "java" and "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
+        locks.java_monitors(jobs["locks"].result, [early_dump, dump])
+    if titles and isinstance(jobs["pgwaits"].result, pgwaits.PgWaits):
+        jobs["pgwaits"].result.waiting = titles.waiting
+    if note or early_names:
+        notes.append(note or f"{language} thread names taken early in the window")
+    return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
+                    frequency, memory.result(caps.has("hardware counters")), network.result(),
+                    kids.result())  # fmt: skip
+
+
+def _await_start(outputs: dict[str, Path], jobs: dict[str, _Job], since: float) -> None:
+    """Wait (up to 15 s) until each perf recorder has written its file's header: perf takes a
+    while to start on a busy machine (1.5 s at a load of 9 on 2 CPUs), and the window (and the
+    thread sampling) starts after. perf creates the file empty before it opens its events and
+    writes the header once they are open, so an empty file is still starting."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        waiting = [
+            name
+            for name, path in outputs.items()
+            if jobs[name].is_alive() and not _written(path, since)
+        ]
+        if not waiting:
+            return
+        time.sleep(0.05)
+
+
+def _written(path: Path, since: float) -> bool:
+    """perf has written this file's header in this run."""
+    try:
+        status = path.stat()
+    except OSError:
+        return False
+    return status.st_size > 0 and status.st_mtime >= since - 1
+
+
+def _analyse(
+    pid: int,
+    target: str,
+    language: str,
+    caps: Capabilities,
+    jobs: dict[str, _Job],
+    stats: list[threads.ThreadStat],
+    window: float,
+    work: Path,
+    notes: list[str],
+    frequency: int,
+    memory: heap.Heap | None = None,
+    receive: softirq.Softirq | None = None,
+    children: list[descendants.Child] | None = None,
+) -> Diagnosis:
+    oncpu = jobs["oncpu"]
+    if oncpu.error:
+        raise oncpu.error
+    profile = oncpu.result.profile()  # type: ignore[union-attr]
+    if profile.frequency_hz and profile.frequency_hz < frequency:
+        notes.append(
+            f"on-CPU sampled at {profile.frequency_hz:g} Hz, not -F {frequency}: perf lowered it "
+            "to the kernel's limit, kernel.perf_event_max_sample_rate"
+        )
+    if profile.perf_data and not Path(profile.perf_data).exists():
+        profile.perf_data = None
+    if str(work) in str(profile.perf_data or ""):
+        profile.perf_data = None  # the temporary folder goes away
+    if profile.total:  # no samples, nothing to judge the stacks by
+        caps.add(stack_depth_check(profile.folded()))
+    for name, job in jobs.items():
+        if job.error and name != "oncpu":
+            notes.append(f"{name}: {job.error}")
+    used = ["perf", "schedstat", "frame-pointer stacks", "software events"]
+    if "offcpu" in jobs and not jobs["offcpu"].error:
+        used += ["tracepoint sched:sched_switch", "tracepoint sched:sched_wakeup"]
+    if "locks" in jobs and not jobs["locks"].error:
+        used += ["tracepoint syscalls:sys_enter_futex", "tracepoint syscalls:sys_exit_futex",
+                 "tracepoint lock:contention_begin"]  # fmt: skip
+    used += {"java": ["jstack", "jcmd"], "python": ["py-spy"]}.get(language, [])
+    off = jobs["offcpu"].result if "offcpu" in jobs else None
+    found = jobs["locks"].result if "locks" in jobs else None
+    td = jobs["topdown"].result if not jobs["topdown"].error else None
+    if not isinstance(td, topdown.Topdown):
+        td = topdown.Topdown(False, evidence=f"perf stat failed: {jobs['topdown'].error}")
+    if td.available:
+        used += ["hardware counters"]
+    else:
+        td.software = topdown.software_split(stats)
+    caps.mark_used(*used)
+    cpus = os.cpu_count() or 1
+    language_profile = jobs["py-spy"].result if "py-spy" in jobs else None
+    # Name the hot function in the program's own language when its stacks are there.
+    named = language_profile if language_profile and language_profile.total else profile
+    pg = jobs["pgwaits"].result if "pgwaits" in jobs else None
+    findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive,
+                              children, native=profile, pg=pg)  # fmt: skip
+    result = Diagnosis(
+        profile=profile,
+        target=target,
+        pid=pid,
+        language=language,
+        window_s=round(window, 3),
+        cpus=cpus,
+        capabilities=caps,
+        threads=stats,
+        offcpu=off,
+        locks=found,
+        topdown=td,
+        findings=findings,
+        notes=notes,
+        language_profile=language_profile,
+        heap=memory,
+        softirq=receive,
+    )
+    # other work taking the CPUs is no reason for a knob: only the process's own findings count
+    result.suggestions = catalogue.knobs_for(
+        [f.kind for f in result.own_findings()], result.evidence(), result.context()
+    )
+    return result
+
+
+def run_command(command: list[str], duration: float | None, **options: object) -> Diagnosis:
+    """Start the command, diagnose it until it exits (or for `duration`), then stop it. What the
+    machine allows is probed before the command starts: probing takes half a second (more on a
+    busy machine), which a short command would otherwise spend unrecorded."""
+    options.setdefault("caps", probe())
+    try:
+        proc = subprocess.Popen(command, start_new_session=True)
+    except OSError as error:
+        raise HoneError(f"cannot run {command[0]}: {error.strerror}") from None
+    try:
+        time.sleep(0.05)
+        try:
+            result = collect(proc.pid, duration or 24 * 3600, **options)  # type: ignore[arg-type]
+        except HoneError:
+            if proc.poll() is None:
+                raise
+            raise HoneError(
+                f"{command[0]} ended (exit code {proc.returncode}) before perf could attach; "
+                "diagnose a run that lasts a second or more"
+            ) from None
+        result.target = command_line(command)
+        result.command = list(command)
+        return result
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
