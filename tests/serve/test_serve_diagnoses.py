@@ -12,17 +12,32 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ROOT, Server
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import Page, expect, sync_playwright
 
 from benchmarks.diagnose.inputs import build
 from benchmarks.web import launch, start_server, stop_server
 
 ARTIFACTS = ROOT / "artifacts" / "serve"
+
+
+@contextmanager
+def browser(tmp_path: Path, **size: int) -> Iterator[tuple[Page, list[str]]]:
+    """A page in a fresh Chromium, and the errors its scripts raise or log while it is open."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        context = launch(playwright, str(tmp_path / "chromium"), **size)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        yield page, errors
+        context.close()
 
 
 def diagnose(home: Path, *command: str) -> None:
@@ -120,13 +135,7 @@ def test_diagnosis_page_flame_graph_zoom_search_and_diff(
     diagnoses: tuple[Server, list[str]], tmp_path: Path
 ) -> None:
     server, (tree, split) = diagnoses
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        context = launch(playwright, str(tmp_path / "chromium"))
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    with browser(tmp_path) as (page, errors):
         page.goto(f"{server.url}/#/diagnoses")
         page.wait_for_selector("body[data-ready=diagnoses]")
         expect(page.locator("#diagnoses tbody tr")).to_have_count(2)
@@ -160,7 +169,6 @@ def test_diagnosis_page_flame_graph_zoom_search_and_diff(
         expect(page.locator("#moves-table tbody tr").first).to_be_visible()
         expect(page.locator("#moves-table")).to_contain_text("hot_work")
         page.screenshot(path=str(ARTIFACTS / "diagnosis-diff.png"), full_page=True)
-        context.close()
     assert not errors, errors
 
 
@@ -200,10 +208,7 @@ def test_lock_table_readable_at_laptop_and_monitor_width(
     locks = server.get(f"/api/diagnoses/{name}")["locks"]  # type: ignore[index]
     top = locks["user"][0]
     assert top["lock"] == LONG_LOCK and top["site"].startswith(LONG_SITE), top
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        context = launch(playwright, str(tmp_path / "chromium"), width=width, height=1000)
-        page = context.new_page()
+    with browser(tmp_path, width=width, height=1000) as (page, _errors):
         page.goto(f"{server.url}/#/diagnosis/{name}")
         page.wait_for_selector("body[data-ready=diagnosis]", timeout=30_000)
         row = page.locator("#locks tbody tr", has_text=LONG_LOCK)
@@ -218,7 +223,6 @@ def test_lock_table_readable_at_laptop_and_monitor_width(
             edge = cell.bounding_box()
             assert edge is not None and scroll is not None
             assert edge["x"] + edge["width"] <= scroll["x"] + scroll["width"] + 1, cell.inner_text()
-        context.close()
 
 
 @pytest.mark.slow
@@ -226,9 +230,7 @@ def test_diagnosis_pages_back_forward_and_reload(
     diagnoses: tuple[Server, list[str]], tmp_path: Path
 ) -> None:
     server, (tree, split) = diagnoses
-    with sync_playwright() as playwright:
-        context = launch(playwright, str(tmp_path / "chromium"))
-        page = context.new_page()
+    with browser(tmp_path) as (page, _errors):
         page.goto(f"{server.url}/#/diagnoses")
         page.wait_for_selector("body[data-ready=diagnoses]")
         for name in (split, tree):
@@ -247,7 +249,6 @@ def test_diagnosis_pages_back_forward_and_reload(
         expect(page.locator(".crumbs")).to_contain_text(tree)
         expect(page.locator("#flame svg")).to_have_count(1)
         expect(page.locator("#main h1")).to_have_count(1)
-        context.close()
 
 
 @pytest.fixture(scope="module")
@@ -290,12 +291,7 @@ def test_system_diagnosis_page_shows_cpu_split_busiest_and_process_table(
     assert spinner["drill_in"] == f"hone diagnose --pid {pid}"
     assert 0 < machine["busy_cpus"] <= machine["cpus"]
     top = processes[0]
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        context = launch(playwright, str(tmp_path / "chromium"))
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+    with browser(tmp_path) as (page, errors):
         page.goto(f"{server.url}/#/diagnoses")
         page.wait_for_selector("body[data-ready=diagnoses]")
         expect(page.locator("#diagnoses tbody tr").first).to_contain_text("whole system")
@@ -331,5 +327,4 @@ def test_system_diagnosis_page_shows_cpu_split_busiest_and_process_table(
         for absent in ("#threads", "#offcpu", "#locks"):
             expect(page.locator(absent)).to_have_count(0)
         page.screenshot(path=str(ARTIFACTS / "diagnosis-system.png"), full_page=True)
-        context.close()
     assert not errors, errors
