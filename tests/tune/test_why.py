@@ -41,7 +41,8 @@ def test_sqlite_report_names_the_sync_path(
     assert why["process"].startswith("python")
     sync = [e for e in why["explained"] if any(s in e["name"] for s in SYNC)]
     assert sync, why["explained"]
-    assert sync[0]["before"] > 0.1 and sync[0]["delta"] < -0.1  # the sync on commit went away
+    # the sync on commit went away (its share of the baseline's time was 0.07 to 0.15 here)
+    assert sync[0]["before"] > 0.05 and sync[0]["after"] < sync[0]["before"] / 4
     assert any(s in why["text"] for s in SYNC) and "fell" in why["text"]
     assert set(why["readings"]) == {"baseline", "winner"}
     shown = hone_cli("show", "sqlite#1").stdout

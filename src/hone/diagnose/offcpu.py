@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from hone.diagnose.perf_record import perf_record
 from hone.errors import HoneError
 
 HEADER = re.compile(
@@ -287,7 +288,7 @@ def record_argv(pid: int, output: Path, duration: float) -> list[str]:
 
     (System-wide recording would see switch-ins as next_pid too, at 100x the data.)"""
     return [
-        "perf", "record", "-q", "-p", str(pid), "-g", "--switch-events", "-o", str(output),
+        *perf_record(), "-q", "-p", str(pid), "-g", "--switch-events", "-o", str(output),
         "-e", "sched:sched_switch", "-e", "sched:sched_wakeup",
         "--", "sleep", f"{duration:g}",
     ]  # fmt: skip
@@ -313,7 +314,7 @@ def record_wakeups_argv(tids: list[int], output: Path, duration: float) -> list[
         return None
     condition = " || ".join(f"pid == {tid}" for tid in tids)
     return [
-        "perf", "record", "-q", "-a", "-e", "sched:sched_wakeup", "--filter", condition,
+        *perf_record(), "-q", "-a", "-e", "sched:sched_wakeup", "--filter", condition,
         "-o", str(output), "--", "sleep", f"{duration:g}",
     ]  # fmt: skip
 

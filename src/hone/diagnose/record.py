@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from hone.collect.perf import hardware_counters_available
+from hone.diagnose.perf_record import perf_record
 from hone.diagnose.profile import Profile
 from hone.errors import HoneError
 
@@ -101,7 +102,7 @@ def record(
     folder = Path(output_dir or tempfile.mkdtemp(prefix="hone-diagnose-"))
     folder.mkdir(parents=True, exist_ok=True)
     perf_data = folder / "perf.data"
-    argv = [perf, "record", "-F", str(frequency_hz), "-e", event, "-o", str(perf_data)]
+    argv = [*perf_record(perf=perf), "-F", str(frequency_hz), "-e", event, "-o", str(perf_data)]
     argv += ["--call-graph", "dwarf"] if call_graph == "dwarf" else ["-g"]
     if pid is not None or system:
         seconds = 30.0 if duration_s is None else duration_s

@@ -36,6 +36,7 @@ from typing import Any
 from hone.diagnose import offcpu
 from hone.diagnose.diff import Change, diff, notable
 from hone.diagnose.fold import Frame, parse_perf_script
+from hone.diagnose.perf_record import perf_record
 from hone.diagnose.profile import Profile
 from hone.errors import HoneError
 
@@ -116,7 +117,7 @@ def record_argv(output: Path) -> list[str]:
     file stops growing at MAX_SIZE (a benchmark switching 100,000 times a second would write
     hundreds of megabytes): the shares then come from the reading's first part."""
     return [
-        "perf", "record", "-q", "-g", "--switch-events", "-e", ON_CPU,
+        *perf_record(), "-q", "-g", "--switch-events", "-e", ON_CPU,
         "-e", "sched:sched_switch", "--max-size", MAX_SIZE, "-o", str(output), "--",
     ]  # fmt: skip
 
