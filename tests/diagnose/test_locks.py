@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from benchmarks.diagnose.inputs import build
-from hone.diagnose import locks, offcpu
+from hone.diagnose import locks, offcpu, window
 
 SCRIPT = """\
 app 10/11 50.000000: syscalls:sys_enter_futex: uaddr: 0x5000, op: 0x00000080, val: 0x00000002, \
@@ -66,3 +67,22 @@ def test_two_threads_contending_on_one_mutex(start, tmp_path: Path) -> None:
     assert top.count >= 10
     # The caller, when frame pointers let perf see it; never a thread entry point.
     assert top.site in ("", "contend (lock_contend)")
+
+
+@pytest.mark.slow
+def test_waits_are_counted_over_the_part_a_size_limit_let_perf_record(
+    start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A busy process fills a recording long before the window ends (a contended JVM wrote
+    28 MB/s); perf stops at the size limit, and the waits per second are over what it recorded,
+    not over the whole window (that would read as a quarter of the contention)."""
+    monkeypatch.setattr(locks, "MAX_SIZE", "256K")
+    monkeypatch.setattr(offcpu, "MAX_SIZE", "256K")
+    proc = start([str(build("lock_contend", tmp_path)), "8"], 0.3)
+    d = window.collect(proc.pid, 3.0)
+    assert d.locks is not None and d.locks.capped and d.offcpu is not None and d.offcpu.capped
+    assert d.locks.window_s < d.window_s / 2
+    lock = next(f for f in d.findings if f.kind == "lock")
+    rate = float(re.search(r"([\d.]+) thread-seconds of waiting per second", lock.headline)[1])
+    assert 0.6 < rate < 1.2  # one of the two threads waits most of the time
+    assert any(n.startswith("locks: perf stopped its recording at 256KB after") for n in d.notes)

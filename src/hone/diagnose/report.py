@@ -30,7 +30,7 @@ from hone.diagnose.softirq import Softirq
 from hone.diagnose.tables import function_table, module_name, module_table, summary
 from hone.diagnose.threads import ThreadStat
 from hone.diagnose.topdown import Topdown
-from hone.diagnose.verdict import Finding
+from hone.diagnose.verdict import Finding, covered
 from hone.errors import HoneError
 from hone.outfile import write_atomic
 
@@ -588,22 +588,21 @@ def _runtime_rows(a: Diagnosis, b: Diagnosis) -> list[tuple[str, str, str]]:
             rows.append((f"{label} (thread-s/s)", f"{total(a, name):.2f}", f"{total(b, name):.2f}"))
     if a.offcpu and b.offcpu:
         for kind in ("sleep", "io", "runqueue"):
-            rows.append(
-                (
-                    f"off-CPU {kind} ms/s",
-                    f"{a.offcpu.total_us(kind) / 1000 / max(a.window_s, 1e-9):.1f}",
-                    f"{b.offcpu.total_us(kind) / 1000 / max(b.window_s, 1e-9):.1f}",
-                )
-            )
+            rows.append((f"off-CPU {kind} ms/s", _offcpu_rate(a, kind), _offcpu_rate(b, kind)))
     if a.locks and b.locks:
-        rows.append(
-            (
-                "contended lock wait ms/s",
-                f"{sum(w.wait_ms for w in a.locks.contended()) / max(a.window_s, 1e-9):.1f}",
-                f"{sum(w.wait_ms for w in b.locks.contended()) / max(b.window_s, 1e-9):.1f}",
-            )
-        )
+        rows.append(("contended lock wait ms/s", _lock_rate(a), _lock_rate(b)))
     return rows
+
+
+def _offcpu_rate(d: Diagnosis, kind: str) -> str:
+    assert d.offcpu is not None
+    return f"{d.offcpu.total_us(kind) / 1000 / max(covered(d.offcpu, d.window_s), 1e-9):.1f}"
+
+
+def _lock_rate(d: Diagnosis) -> str:
+    assert d.locks is not None
+    waited = sum(w.wait_ms for w in d.locks.contended())
+    return f"{waited / max(covered(d.locks, d.window_s), 1e-9):.1f}"
 
 
 def compare_text(a: Diagnosis, b: Diagnosis) -> str:

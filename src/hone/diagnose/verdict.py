@@ -163,8 +163,15 @@ def _runqueue(threads: list[ThreadStat], runq: float, cpu: float, cpus: int) -> 
     return Finding("runqueue", runq, headline, details, own=own)
 
 
+def covered(recording: OffCpu | Locks, window: float) -> float:
+    """The seconds a recording's waits are counted over: the window, or the first part of it
+    when perf stopped the recording at its size limit."""
+    return recording.window_s if recording.capped and recording.window_s > 0 else window
+
+
 def _lock(locks: Locks, window: float) -> Finding | None:
     contended = locks.contended()
+    window = covered(locks, window)
     if not contended or window <= 0:
         return None
     top = contended[0]
@@ -202,7 +209,7 @@ def _pg_lock(pg: PgWaits) -> Finding | None:
 
 def _io(offcpu: OffCpu | None, threads: list[ThreadStat], window: float) -> Finding:
     if offcpu and window > 0 and offcpu.stacks:
-        io = offcpu.total_us("io") / 1e6 / window
+        io = offcpu.total_us("io") / 1e6 / covered(offcpu, window)
         sites: dict[str, float] = {}  # stacks that differ only in the kernel are one site
         for stack, us in offcpu.top("io", 20):
             site = _user_frame(stack, offcpu.modules)

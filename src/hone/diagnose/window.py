@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from hone.diagnose import (
     catalogue,
@@ -30,12 +31,15 @@ from hone.diagnose import (
 )
 from hone.diagnose.fold import Frame
 from hone.diagnose.machine import describe as _describe
+from hone.diagnose.perf_record import reached
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
 from hone.diagnose.profile import Profile
 from hone.diagnose.record import failure
 from hone.diagnose.report import Diagnosis
 from hone.errors import HoneError
 from hone.shell import command_line
+
+Recording = TypeVar("Recording", offcpu.OffCpu, locks.Locks)
 
 
 class _Job(threading.Thread):
@@ -106,6 +110,12 @@ def _recorder(
         return analyse(data)
 
     return work
+
+
+def _capped(result: Recording, data: Path, max_size: str) -> Recording:
+    """The analysis, marked when perf stopped its recording at `max_size`."""
+    result.capped = reached(data, max_size)
+    return result
 
 
 def _wait(job: _Job | None) -> dict[int, list[float]] | None:
@@ -218,7 +228,9 @@ def _plan(
                 procs.run,
                 argv,
                 data,
-                lambda d: offcpu.analyse(offcpu.script(d), pid, wakeups=_wait(wakes)),
+                lambda d: _capped(
+                    offcpu.analyse(offcpu.script(d), pid, wakeups=_wait(wakes)), d, offcpu.MAX_SIZE
+                ),
             ),
         )
     elif want_offcpu:
@@ -251,7 +263,12 @@ def _plan(
         argv = locks.record_argv(pid, data, bound, kernel_locks)
         jobs["locks"] = _Job(
             "locks",
-            _recorder(procs.run, argv, data, lambda d: locks.analyse(offcpu.script(d), symbolizer)),
+            _recorder(
+                procs.run,
+                argv,
+                data,
+                lambda d: _capped(locks.analyse(offcpu.script(d), symbolizer), d, locks.MAX_SIZE),
+            ),
         )
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
@@ -436,6 +453,13 @@ def _analyse(
     used += {"java": ["jstack", "jcmd"], "python": ["py-spy"]}.get(language, [])
     off = jobs["offcpu"].result if "offcpu" in jobs else None
     found = jobs["locks"].result if "locks" in jobs else None
+    for label, recording, size in (("off-CPU", off, offcpu.MAX_SIZE),
+                                   ("locks", found, locks.MAX_SIZE)):  # fmt: skip
+        if recording is not None and recording.capped:
+            notes.append(
+                f"{label}: perf stopped its recording at {size}B after {recording.window_s:.1f} s "
+                f"of the {window:.1f} s window; its waits per second are over that part"
+            )
     td = jobs["topdown"].result if not jobs["topdown"].error else None
     if not isinstance(td, topdown.Topdown):
         td = topdown.Topdown(False, evidence=f"perf stat failed: {jobs['topdown'].error}")
