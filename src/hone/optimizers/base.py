@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Sequence
@@ -16,6 +15,25 @@ from hone.errors import HoneError
 from hone.space import Config, SearchSpace
 
 _REGISTRY: dict[str, type[Optimizer]] = {}
+#: Every engine name (lower case) and the module of this package that registers it, so that a
+#: project's engine is checked, and its optimiser built, without importing the others: SciPy
+#: and scikit-learn, which `auto` and the model-based ones need, take a second or more to import,
+#: in every `hone check` and in a study of the random or grid engine too.
+ENGINES = {
+    "auto": "auto",
+    "ppo": "auto",
+    "bayes": "bayes",
+    "bayesian_transfer": "bayes",
+    "extratrees": "extra_trees",
+    "forest": "forest",
+    "gbrt": "gbrt",
+    "gridsearch": "grid",
+    "lhs": "lhs",
+    "random": "random",
+    "abtest": "sweep",
+    "traverse": "sweep",
+    "tpe": "tpe",
+}
 RETRIES = 8  # asks to get past configurations pending elsewhere, in the default ask_batch
 
 
@@ -148,23 +166,17 @@ def register(cls: type[Optimizer]) -> type[Optimizer]:
     return cls
 
 
-def _load_all() -> None:
-    import hone.optimizers as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name != "base":
-            importlib.import_module(f"{package.__name__}.{module.name}")
-
-
 def optimizer_names() -> list[str]:
-    _load_all()
-    return sorted(_REGISTRY)
+    return sorted(ENGINES.keys() | _REGISTRY.keys())
 
 
 def make_optimizer(name: str, space: SearchSpace, **options: Any) -> Optimizer:
-    """Build the optimiser registered under `name` (case-insensitive)."""
-    _load_all()
-    cls = _REGISTRY.get(name.lower())
+    """Build the optimiser registered under `name` (case-insensitive), importing its module
+    only."""
+    key = name.lower()
+    if key not in _REGISTRY and key in ENGINES:
+        importlib.import_module(f"{__package__}.{ENGINES[key]}")
+    cls = _REGISTRY.get(key)
     if cls is None:
         raise HoneError(
             f"unknown engine {name!r} (known: {', '.join(optimizer_names())})", key="engine"
