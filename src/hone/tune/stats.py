@@ -1,7 +1,7 @@
 """Statistics for confirming a winner: paired differences within interleaved rounds.
 
-scipy.stats is imported where a quantile is needed: it takes half a second, and `hone show`,
-`hone studies` and the other views import this module only to print gains already computed."""
+SciPy's special functions are imported where a quantile is needed: `hone show`, `hone studies`
+and the other views import this module only to print gains already computed."""
 
 from __future__ import annotations
 
@@ -42,10 +42,11 @@ def gain_words(mean: float, half_width: float | None, level: float, rounds: int 
 
 
 def _t_quantile(q: float, df: int) -> float:
-    """The q-quantile of Student's t with `df` degrees of freedom."""
-    from scipy import stats
+    """The q-quantile of Student's t with `df` degrees of freedom: the function scipy.stats.t.ppf
+    calls, without importing scipy.stats (0.9 of a study's CPU seconds with the random engine)."""
+    from scipy.special import stdtrit
 
-    return float(stats.t.ppf(q, df))
+    return float(stdtrit(df, q))
 
 
 def paired_gain(
