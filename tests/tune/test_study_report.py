@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
+import subprocess
+import sys
 import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,16 +34,43 @@ tuning: {budget: 5, baseline: 3, confirm: {candidates: 1, rounds: 2}, apply: nev
 """
 
 
-def test_the_chart_has_round_labels_and_the_baseline_band(tmp_path: Path, hone_cli) -> None:
-    project = tmp_path / "p"
+@dataclass
+class Figures:
+    """The PROJECT study, tuned once for the tests that only read it: its `hone tune` output,
+    its `hone report` page, and `hone` with its state folder."""
+
+    tuned: str
+    html: str
+    cli: Callable[..., subprocess.CompletedProcess]
+
+
+@pytest.fixture(scope="module")
+def figures(tmp_path_factory: pytest.TempPathFactory) -> Figures:
+    home = tmp_path_factory.mktemp("figures-home")
+    folder = tmp_path_factory.mktemp("figures")
+    project = folder / "p"
     project.mkdir()
     (project / "hone.yaml").write_text(textwrap.dedent(PROJECT))
     (project / "workers").write_text("1")
-    tuned = hone_cli("tune", str(project), "--no-why")
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "hone", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "HONE_HOME": str(home), "COLUMNS": "200"},
+        )
+
+    tuned = cli("tune", str(project), "--no-why")
     assert tuned.returncode == 0, tuned.stderr
-    out = tmp_path / "r.html"
-    assert hone_cli("report", "report-figures", "-o", str(out)).returncode == 0
-    html = out.read_text()
+    out = folder / "r.html"
+    assert cli("report", "report-figures", "-o", str(out)).returncode == 0
+    return Figures(tuned.stdout, out.read_text(), cli)
+
+
+def test_the_chart_has_round_labels_and_the_baseline_band(figures: Figures) -> None:
+    html = figures.html
     chart = html[html.index("<svg") : html.index("</svg>")]
     labels = re.findall(r'text-anchor="end">([^<]+)</text>', chart)
     # '5.04e+04' and '5.152e+04' before; now thousands as people write them, in round steps
@@ -53,17 +85,11 @@ def test_the_chart_has_round_labels_and_the_baseline_band(tmp_path: Path, hone_c
     assert "confirm r1" in html and "confirm r2" in html
 
 
-def test_the_gain_names_the_baseline_it_was_measured_against(tmp_path: Path, hone_cli) -> None:
+def test_the_gain_names_the_baseline_it_was_measured_against(figures: Figures) -> None:
     # compress: baseline 1.77 MB/s (its phase), best 21.15, gain +1576 %: the gain compares
     # the best with the baseline measured in the same confirmation rounds (1.27), which no
     # output showed, so the three figures did not add up.
-    project = tmp_path / "p"
-    project.mkdir()
-    (project / "hone.yaml").write_text(textwrap.dedent(PROJECT))
-    (project / "workers").write_text("1")
-    tuned = hone_cli("tune", str(project), "--no-why")
-    assert tuned.returncode == 0, tuned.stderr
-    shown = json.loads(hone_cli("show", "report-figures", "--json").stdout)
+    shown = json.loads(figures.cli("show", "report-figures", "--json").stdout)
     base = next(t["config"] for t in shown["trials"] if t["phase"] == "baseline")
     rounds = [
         t["metrics"]["rps"]
@@ -73,11 +99,9 @@ def test_the_gain_names_the_baseline_it_was_measured_against(tmp_path: Path, hon
     result = shown["study"]["attrs"]["result"]
     assert result["confirm_baseline_metrics"]["rps"] == pytest.approx(statistics.fmean(rounds))
     line = f"baseline in the same rounds: rps={number(statistics.fmean(rounds))} rps"
-    assert line in tuned.stdout
-    assert line in hone_cli("show", "report-figures").stdout
-    out = tmp_path / "r.html"
-    assert hone_cli("report", "report-figures", "-o", str(out)).returncode == 0
-    html = out.read_text()
+    assert line in figures.tuned
+    assert line in figures.cli("show", "report-figures").stdout
+    html = figures.html
     assert f"baseline in the same rounds</th><td>rps={number(statistics.fmean(rounds))} rps" in html
 
 
