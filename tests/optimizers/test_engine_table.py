@@ -1,6 +1,7 @@
 """The engine table: every optimiser module's names are in it, and checking a project's engine,
 building a light optimiser and confirming a gain import no other optimiser (nor scipy.stats
-and scikit-learn, a second or more of every such study)."""
+and scikit-learn, a second or more of every such study); `auto` imports scikit-learn only
+once a trial failed."""
 
 from __future__ import annotations
 
@@ -41,11 +42,17 @@ def test_a_random_engine_study_loads_no_model_and_the_same_quantiles() -> None:
         "print(paired_gain([1.1, 1.3, 1.2], [1.0, 1.1, 1.0]).half_width)\n"
         "heavy = {'scipy.stats', 'sklearn', 'hone.optimizers.auto'} & sys.modules.keys()\n"
         "print(sorted(m for m in sys.modules if m.startswith('hone.optimizers.')), sorted(heavy))\n"
+        # auto without a failed trial: its model of failures (scikit-learn) is never fitted
+        "auto = make_optimizer('auto', project.space(), seed=1)\n"
+        "for value in (3.0, 2.0, 1.0, 2.5, 1.5, 0.5, 2.2, 1.1, 0.7):\n"
+        "    auto.tell(auto.ask(), value)\n"
+        "print(auto.recommend() is not None, 'sklearn' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    half_width, modules = done.stdout.splitlines()
+    half_width, modules, auto = done.stdout.splitlines()
     assert float(half_width) > 0 and modules.endswith("[]"), done.stdout
     assert "hone.optimizers.random" in modules and "hone.optimizers.grid" not in modules
+    assert auto == "True False"
     for q in (0.8, 0.975, 0.99975):  # the t-quantiles of the confirmation, as scipy.stats gives
         for df in (1, 2, 9, 40):
             assert _t_quantile(q, df) == float(stats.t.ppf(q, df))

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from sklearn.ensemble import ExtraTreesClassifier
 
 from hone.optimizers.base import Observation
 from hone.optimizers.encoding import Encoder, squared_distances
@@ -61,6 +60,10 @@ class SuccessModel:
         grown = abs(trials - self.fitted[0]) >= max(1, trials // 10)
         if failures == self.fitted[1] and not grown:
             return
+        # imported at the first failure: a study without one never needs scikit-learn's
+        # ensembles, which take 0.6 CPU seconds to import beside SciPy
+        from sklearn.ensemble import ExtraTreesClassifier
+
         classifier = ExtraTreesClassifier(
             n_estimators=TREES, min_samples_leaf=2, random_state=self.seed
         )
