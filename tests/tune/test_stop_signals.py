@@ -53,12 +53,13 @@ def start_tune(project: Path, hone_home: Path) -> subprocess.Popen:
 def wait_for_search(proc: subprocess.Popen) -> None:
     """Return once a search trial is running (its benchmark sleeps for a second)."""
     deadline = time.monotonic() + 60
+    store = None  # opened once: each opening checks the schema, on the cores hone runs on
     while time.monotonic() < deadline:
         time.sleep(0.2)
         if proc.poll() is not None:
             pytest.fail(f"hone ended too early: {proc.stderr.read()[-500:]}")
         try:
-            store = StudyStore()
+            store = store or StudyStore()
             trials = store.trials(store.find("stop-test"))
         except Exception:  # the database or the study is not there yet
             continue

@@ -34,11 +34,12 @@ def worker(folder: Path, url: str, name: str, lease: float, budget: int) -> subp
 def test_a_worker_with_a_longer_lease_is_not_lost_to_one_with_a_shorter(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    """`slow` holds its trials with a 60 s lease (a heartbeat every 10 s) and measures for 4 s;
+    """`slow` holds its trials with a 60 s lease (a heartbeat every 10 s) and measures for 3 s;
     `quick` holds its own with 2 s. Judged by quick's lease, slow's trial went 2 s without a
-    heartbeat and was failed as lost while slow was alive (its result dropped)."""
-    slow = machine(tmp_path, "slow", search_sleep=3)
-    quick = machine(tmp_path, "quick", search_sleep=0.2)
+    heartbeat and was failed as lost while slow was alive (its result dropped). One candidate
+    is confirmed: slow, the first to finish, measures it for 3 s a reading too."""
+    slow = machine(tmp_path, "slow", search_sleep=3, confirm="{candidates: 1}")
+    quick = machine(tmp_path, "quick", search_sleep=0.2, confirm="{candidates: 1}")
     procs = [worker(slow, postgres_url, "slow", 60, 5), worker(quick, postgres_url, "quick", 2, 5)]
     outputs = [finish(proc) for proc in procs]
     store = StudyStore(postgres_url)
@@ -65,10 +66,10 @@ def test_a_worker_with_other_ranges_or_knobs_is_refused(postgres_url: str, tmp_p
             wider: "knob level is int [1, 20] here but int [1, 9] in the study",
             renamed: "knob level is not in this project",
         }
+        refused = {folder: worker(folder, postgres_url, folder.name, 5, 3) for folder in expected}
         for folder, why in expected.items():
-            refused = worker(folder, postgres_url, folder.name, 5, 3)
-            _out, err = refused.communicate(timeout=60)
-            assert refused.returncode == 2, err
+            _out, err = refused[folder].communicate(timeout=60)
+            assert refused[folder].returncode == 2, err
             lines = err.strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith("hone: study shared#1 runs another"), err
             assert why in lines[0]

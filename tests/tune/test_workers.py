@@ -26,12 +26,17 @@ BUDGET = 6
 
 
 def machine(
-    root: Path, name: str, search_sleep: float = 0.3, offset: int = 0, start: str = ""
+    root: Path,
+    name: str,
+    search_sleep: float = 0.3,
+    offset: int = 0,
+    start: str = "",
+    confirm: str = "",
 ) -> Path:
     """A project folder whose knob is a key of app.conf (0 before tuning, outside the range,
     so every search trial changes it); the benchmark sleeps 0.3 s, `search_sleep` in search,
     and scores `offset` more than on other machines (machines of one kind still differ);
-    `start`: the tuning section's start points (YAML)."""
+    `start` and `confirm`: the tuning section's start points and confirmation (YAML)."""
     folder = root / name
     folder.mkdir()
     (folder / "app.conf").write_text("level 0\n")
@@ -54,9 +59,9 @@ def machine(
         benchmark: {command: python3 bench.py, timeout: 20}
         metrics:
           score: {pattern: 'score: (\\S+)', direction: maximize}
-        tuning: {engine: auto, baseline: 1, seed: 1%s}
+        tuning: {engine: auto, baseline: 1, seed: 1%s%s}
     """)
-        % (f", start: {start}" if start else "")
+        % (f", start: {start}" if start else "", f", confirm: {confirm}" if confirm else "")
     )
     return folder
 
@@ -236,14 +241,20 @@ def test_a_confirming_worker_killed_is_replaced_and_the_winner_still_applied(
     postgres_url: str, tmp_path: Path
 ) -> None:
     names = ["a", "b"]
-    folders = {n: machine(tmp_path, n, search_sleep=1.0) for n in names}
+    # one candidate confirmed: the take-over is the point, not how many candidates it measures
+    folders = {n: machine(tmp_path, n, search_sleep=1.0, confirm="{candidates: 1}") for n in names}
     procs = {n: start(folders[n], postgres_url, n) for n in names}
     store = StudyStore(postgres_url)
+
+    def measuring_the_candidate(trials: list) -> list:  # its 1 s reading, not the baseline's
+        return [
+            t
+            for t in trials
+            if t.phase == "confirm" and t.state == "running" and t.config["level"] != 0
+        ]
+
     confirming = wait_for(  # the elected worker measuring a confirmation round
-        store,
-        90,
-        lambda trials: [t for t in trials if t.phase == "confirm" and t.state == "running"],
-        "no worker confirmed",
+        store, 90, measuring_the_candidate, "no worker confirmed"
     )
     victim = confirming[0].worker
     survivor = next(n for n in names if n != victim)
