@@ -191,12 +191,13 @@ def test_a_set_command_of_a_killed_run_never_writes_after_restore(
     while not (started.exists() and started.read_text().strip() not in ("", "5")):
         assert time.monotonic() < deadline and proc.poll() is None, "no trial set started"
         time.sleep(0.05)
+    seen = time.monotonic()  # the set command started before this, so it writes before seen + 6
     proc.kill()  # hone alone: its set command lives on in a group of its own
     proc.wait()
     result = hone_cli("restore", "slow-set")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "level.txt").read_text().strip() == "5"
-    time.sleep(6.5)  # past the moment the set would have written its value
+    time.sleep(max(0.0, seen + 7 - time.monotonic()))  # a second past when the set would write
     assert (tmp_path / "level.txt").read_text().strip() == "5"
     assert not list((hone_home / "running").glob("*.json"))
 

@@ -174,8 +174,9 @@ def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> Non
 def test_a_killed_worker_leaves_its_trial_failed_and_restore_brings_its_knob_back(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    victim_folder = machine(tmp_path, "victim", search_sleep=4)
-    survivor_folder = machine(tmp_path, "survivor")
+    # one confirmation candidate: the lost trial and the restore are the point
+    victim_folder = machine(tmp_path, "victim", search_sleep=4, confirm="{candidates: 1}")
+    survivor_folder = machine(tmp_path, "survivor", confirm="{candidates: 1}")
     victim = start(victim_folder, postgres_url, "victim")
     survivor = start(survivor_folder, postgres_url, "survivor")
     store = StudyStore(postgres_url)
