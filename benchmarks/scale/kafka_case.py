@@ -29,9 +29,9 @@ from pathlib import Path
 
 from benchmarks.analyze.workloads import kafka_libs
 from benchmarks.cluster.netns import Testbed
-from benchmarks.scale.kafka_cluster import Broker, create_topic, server_properties
+from benchmarks.scale.kafka_cluster import Broker, create_topic, kafka_id, server_properties
 from hone.cluster.ssh import Host
-from hone.cluster.workload import HostWorkload, start, stop
+from hone.cluster.workload import HostWorkload, start
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kafka-cluster"
 BROKERS = 3
@@ -122,7 +122,8 @@ class Case:
 @contextmanager
 def running_case(root: Path) -> Iterator[Case]:
     """The bed (3 brokers + 1 client), every broker started through its workload commands and
-    the topic `bench` created; everything stopped and removed afterwards."""
+    the topic `bench` created; afterwards the bed goes down, its brokers killed with it (their
+    data is of no further use, so a clean shutdown would only cost its seconds)."""
     bed = Testbed(root / "bed", BROKERS + 1).up()
     case = Case(bed, _shared_libs(root))
     try:
@@ -134,11 +135,7 @@ def running_case(root: Path) -> Iterator[Case]:
         create_topic(case.bootstrap, "bench", prefix=prefix, configs=TOPIC)
         yield case
     finally:
-        try:
-            with ThreadPoolExecutor(BROKERS) as pool:
-                list(pool.map(lambda h: _quietly_stop(h, case.workload()), case.hosts()[:BROKERS]))
-        finally:
-            bed.down()
+        bed.down()  # SIGKILL to every process left in the namespaces
 
 
 def _shared_libs(root: Path) -> Path:
@@ -154,13 +151,6 @@ def _shared_libs(root: Path) -> Path:
     return libs
 
 
-def _quietly_stop(host: Host, workload: HostWorkload) -> None:
-    try:
-        stop(host, workload)
-    except Exception as exc:  # the bed goes down anyway; say why
-        print(f"could not stop the broker on {host.name}: {exc}", file=sys.stderr)
-
-
 def _configure(case: Case) -> None:
     """server.properties and cluster.id in each broker's directory, producer.properties on the
     client; owned by root, 0644, as a package would leave them."""
@@ -168,22 +158,14 @@ def _configure(case: Case) -> None:
     cluster = [
         Broker(i + 1, bed.address(i), 9092, 9093, mnt, []) for i in range(BROKERS)
     ]  # fmt: skip
-    cluster_id = uuid.uuid4()
-    kafka_id = _kafka_id(cluster_id)
+    cluster_id = kafka_id(uuid.uuid4())
     for i, broker in enumerate(cluster):
         settings = {**BROKER_DEFAULTS, "log.dirs": str(mnt / "kafka-logs")}
         (bed.data(i) / "server.properties").write_text(server_properties(broker, cluster, settings))
-        (bed.data(i) / "cluster.id").write_text(kafka_id + "\n")
+        (bed.data(i) / "cluster.id").write_text(cluster_id + "\n")
     producer = {"bootstrap.servers": case.bootstrap, **PRODUCER_DEFAULTS}
     text = "".join(f"{k}={v}\n" for k, v in producer.items())
     (bed.data(BROKERS) / "producer.properties").write_text(text)
-
-
-def _kafka_id(value: uuid.UUID) -> str:
-    """A Kafka cluster id: a UUID in URL-safe base64 without padding (what random-uuid prints)."""
-    import base64
-
-    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
 
 
 def tune(

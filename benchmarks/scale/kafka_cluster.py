@@ -13,6 +13,7 @@ fetches them (`kafka_libs`).
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import os
 import re
@@ -21,13 +22,25 @@ import statistics
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.analyze.workloads import free_port, kafka_libs
 
 TIMEOUT = 120  # seconds any one command may take
+#: What a broker logs once it is registered and unfenced (KafkaRaftServer, INFO).
+STARTED = "Kafka Server started"
+#: Brokers log warnings and the line above.
+LOG4J = (
+    "log4j.rootLogger=WARN, stdout\n"
+    "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+    "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+    "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+    "log4j.logger.kafka.server.KafkaRaftServer=INFO\n"
+)
 
 
 @dataclass
@@ -74,6 +87,13 @@ def server_properties(broker: Broker, cluster: list[Broker], settings: dict[str,
         "transaction.state.log.min.isr": "1",
         "log.retention.bytes": "268435456",
         "log.segment.bytes": "67108864",
+        # The whole cluster stops at once (a trial's restart, the end): a controlled shutdown
+        # then waits for a controller that is going down too, the last broker until SIGKILL
+        # (20 s), and a broker not fenced at its stop is let back in only once its old session
+        # has expired (9 s by default). Off, and a 3 s session, a restart takes seconds.
+        "controlled.shutdown.enable": "false",
+        "broker.session.timeout.ms": "3000",
+        "broker.heartbeat.interval.ms": "500",
         **settings,
     }
     return "".join(f"{key}={value}\n" for key, value in lines.items())
@@ -87,30 +107,28 @@ def _java(heap: str = "-Xmx512m") -> list[str]:
 def running(cluster: list[Broker], settings: dict[str, str] | None = None) -> Iterator[str]:
     """Format and start every broker, wait until all serve, yield the bootstrap list; stop them
     all (process groups, SIGKILL after SIGTERM) on exit."""
-    uuid = subprocess.run(
-        [*_java(), "kafka.tools.StorageTool", "random-uuid"],
-        check=True, capture_output=True, text=True, timeout=TIMEOUT,
-    ).stdout.split()[-1]  # fmt: skip
+    cluster_id = kafka_id(uuid.uuid4())
     procs = []
     try:
         for broker in cluster:
             broker.data.mkdir(parents=True, exist_ok=True)
             config = broker.data / "server.properties"
             config.write_text(server_properties(broker, cluster, settings or {}))
-            subprocess.run(
-                [*broker.prefix, *_java(), "kafka.tools.StorageTool", "format", "-t", uuid,
-                 "-c", str(config), "--ignore-formatted"],
-                check=True, capture_output=True, timeout=TIMEOUT,
-            )  # fmt: skip
+            (broker.data / "log4j.properties").write_text(LOG4J)
+        with ThreadPoolExecutor(len(cluster)) as pool:  # a JVM each: at once, not in turn
+            list(pool.map(lambda b: _format(b, cluster_id), cluster))
+        for broker in cluster:
             log = (broker.data / "broker.log").open("w")
+            log4j = f"-Dlog4j.configuration=file:{broker.data / 'log4j.properties'}"
             procs.append(
                 subprocess.Popen(
-                    [*broker.prefix, *_java(), "kafka.Kafka", str(config)],
+                    [*broker.prefix, *_java(), log4j, "kafka.Kafka",
+                     str(broker.data / "server.properties")],
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 )
             )  # fmt: skip
         bootstrap = ",".join(b.address for b in cluster)
-        _wait_ready(cluster, bootstrap)
+        _wait_ready(cluster, procs, bootstrap)
         yield bootstrap
     finally:
         for proc in procs:
@@ -124,11 +142,35 @@ def running(cluster: list[Broker], settings: dict[str, str] | None = None) -> It
                 proc.wait()
 
 
-def _wait_ready(cluster: list[Broker], bootstrap: str, timeout: float = TIMEOUT) -> None:
-    """Until the cluster reports every broker (kafka-broker-api-versions lists each)."""
+def kafka_id(value: uuid.UUID) -> str:
+    """A Kafka cluster id: a UUID in URL-safe base64 without padding (what `StorageTool
+    random-uuid` prints, without a JVM's start-up)."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def _format(broker: Broker, cluster_id: str) -> None:
+    subprocess.run(
+        [*broker.prefix, *_java(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
+         "-c", str(broker.data / "server.properties"), "--ignore-formatted"],
+        check=True, capture_output=True, timeout=TIMEOUT,
+    )  # fmt: skip
+
+
+def _wait_ready(
+    cluster: list[Broker], procs: list[subprocess.Popen], bootstrap: str, timeout: float = TIMEOUT
+) -> None:
+    """Until every broker has logged that it started (registered and unfenced), then until
+    the cluster reports every broker (kafka-broker-api-versions lists each): the tool is a JVM
+    of its own, started once the brokers' start-up no longer competes with it."""
     deadline = time.monotonic() + timeout
     tool = [*_java("-Xmx128m"), "kafka.admin.BrokerApiVersionsCommand"]
     while time.monotonic() < deadline:
+        for broker, proc in zip(cluster, procs, strict=True):
+            if proc.poll() is not None:
+                raise RuntimeError(f"broker {broker.node} exited: see {broker.data / 'broker.log'}")
+        if not all(STARTED in (b.data / "broker.log").read_text() for b in cluster):
+            time.sleep(0.2)
+            continue
         out = subprocess.run(
             [*cluster[0].prefix, *tool, "--bootstrap-server", bootstrap],
             capture_output=True, text=True, timeout=TIMEOUT,
