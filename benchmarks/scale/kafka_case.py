@@ -6,7 +6,7 @@ network namespace with its own sshd, tuned by `hone tune` through examples/kafka
 
 It brings the bed and the brokers up, writes the project from examples/kafka-cluster/hone.yaml.in
 with the bed's ssh section, runs hone (its state in DIR/home), prints what hone confirmed, and
-takes everything down: brokers stopped, namespaces and bridge removed. Every load is bounded
+takes everything down: brokers killed, namespaces and bridge removed. Every load is bounded
 (a fixed number of records, timeouts on every command)."""
 
 from __future__ import annotations

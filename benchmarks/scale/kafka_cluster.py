@@ -89,8 +89,8 @@ def server_properties(broker: Broker, cluster: list[Broker], settings: dict[str,
         "log.segment.bytes": "67108864",
         # The whole cluster stops at once (a trial's restart, the end): a controlled shutdown
         # then waits for a controller that is going down too, the last broker until SIGKILL
-        # (20 s), and a broker not fenced at its stop is let back in only once its old session
-        # has expired (9 s by default). Off, and a 3 s session, a restart takes seconds.
+        # (20 s), and a broker not fenced at its stop is let back in only once its session
+        # timeout (9 s by default) has passed: off, and 3 s, a restart takes seconds.
         "controlled.shutdown.enable": "false",
         "broker.session.timeout.ms": "3000",
         "broker.heartbeat.interval.ms": "500",
