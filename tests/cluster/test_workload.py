@@ -47,7 +47,9 @@ def _project(bed: Testbed, server: Path, benchmark: str = "echo score: 1", budge
     )
     stop_ = (
         f"cd {mnt}; [ -f server.pid ] || exit 0; p=$(cat server.pid); kill $p 2>/dev/null; "
-        "while kill -0 $p 2>/dev/null; do sleep 0.05; done; rm -f server.pid"
+        # gone once a zombie: its new parent (the host's init) may take seconds to reap it
+        "while kill -0 $p 2>/dev/null && ! grep -qs zombie /proc/$p/status; do sleep 0.05; done; "
+        "rm -f server.pid"
     )
     ready = f"curl -sf -o /dev/null http://127.0.0.1:{PORT}/"
     hosts = "\n".join(
