@@ -179,6 +179,23 @@ class Result:
         return " | ".join(text[-lines:])[:400]
 
 
+def _gated(argv: list[str]) -> list[str]:
+    """`argv` started only once a line comes through its standard input, a pipe from hone (the
+    command itself reads /dev/null). A tracked command is recorded after it starts (its pid
+    names the record); were hone killed in between, the command would go on unrecorded and
+    could write its value after `restore`. Gated, it exits instead: the pipe's other end is
+    hone's alone and closes with it."""
+    return ["/bin/sh", "-c", 'read -r _ && exec "$@" </dev/null', "hone-gate", *argv]
+
+
+def _open(gate: tuple[int, int]) -> None:
+    """Let the gated command start (it may have been killed already: nothing reads then)."""
+    os.close(gate[0])
+    with contextlib.suppress(BrokenPipeError):
+        os.write(gate[1], b"go\n")
+    os.close(gate[1])
+
+
 def run(
     command: str,
     *,
@@ -204,16 +221,24 @@ def run_argv(
     """`run` for a program and its arguments (no shell parses them)."""
     full_env = {**os.environ, **(env or {})}
     started = time.monotonic()
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        env=full_env,
-        cwd=cwd,
-        start_new_session=True,
-    )
+    gate = os.pipe() if tracked else None
+    try:
+        proc = subprocess.Popen(
+            _gated(argv) if gate else argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=gate[0] if gate else subprocess.DEVNULL,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        for fd in gate or ():
+            os.close(fd)
+        raise
     record = children.add(proc.pid, " ".join(argv)) if tracked else None
+    if gate:
+        _open(gate)
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout)

@@ -234,3 +234,31 @@ def test_two_projects_never_change_one_setting_at_once(
         kill(proc)
     assert hone_cli("restore", "crash-test").returncode == 0
     assert int(SWAPPINESS.read_text()) == swappiness
+
+
+def test_a_set_command_whose_hone_dies_before_recording_it_never_runs(
+    tmp_path: Path, hone_home: Path
+) -> None:
+    """hone records a set command once it has started (its pid names the record): a kill in
+    between would leave it running unrecorded, out of restore's reach. Here hone dies exactly
+    there; the command must not run at all."""
+    marker = tmp_path / "written.txt"
+    code = (
+        "import os, signal\n"
+        "from hone import children, shell\n"
+        "children.add = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+        f"shell.run('sleep 0.5; echo 7 > {marker}', tracked=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "HONE_HOME": str(hone_home)}, check=False
+    )
+    assert done.returncode == -signal.SIGKILL
+    time.sleep(1.5)  # when the command, had it run, would long have written
+    assert not marker.exists()
+    # and a recorded one still runs: the gate opens once the record is written
+    code = f"from hone import shell\nprint(shell.run('echo 7 > {marker}; echo ok', tracked=True))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "HONE_HOME": str(hone_home)},
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert marker.read_text() == "7\n" and "returncode=0" in done.stdout, done.stdout
