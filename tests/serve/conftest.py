@@ -4,7 +4,9 @@ tiny projects (file knobs, a Python benchmark) in a private HONE_HOME."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import sys
 import textwrap
 import urllib.error
 import urllib.parse
@@ -22,6 +24,10 @@ from benchmarks.web import launch, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "serve"
+#: The test projects' benchmark, as a YAML string, on the interpreter running the tests: the
+#: `python3` on PATH may be a version manager's shim (pyenv's takes 0.4 s to start), paid on
+#: every trial of every study these tests run.
+BENCH = json.dumps(f"{shlex.quote(sys.executable)} bench.py")
 
 
 def make_project(folder: Path, name: str, sleep: float = 0.0, budget: int = 6) -> Path:
@@ -54,7 +60,7 @@ def make_project(folder: Path, name: str, sleep: float = 0.0, budget: int = 6) -
             type: categorical
             values: [plain, fast, faster]
             shell: {{get: cat mode.txt, set: 'echo "$value" > mode.txt'}}
-        benchmark: {{command: python3 bench.py, timeout: 20}}
+        benchmark: {{command: {BENCH}, timeout: 20}}
         metrics:
           throughput: {{pattern: 'throughput: (\\S+)', direction: maximize}}
           latency: {{pattern: 'latency: (\\S+)', direction: minimize, weight: 0}}

@@ -237,6 +237,21 @@ def test_machine_info_and_one_sample(server: Any) -> None:
     assert status == 422  # too short an interval is refused, not run
 
 
+def test_the_machine_stream_sends_its_first_sample_at_once(server: Any) -> None:
+    """A page opened on the machine draws its gauges after a quarter of a second, then one
+    sample per interval as asked."""
+    request = urllib.request.Request(server.url + "/api/machine/stream?interval=2")
+    samples = []
+    with urllib.request.urlopen(request, timeout=30) as response:
+        for raw in response:
+            if raw.startswith(b"data: "):
+                samples.append(json.loads(raw[6:]))
+                if len(samples) == 2:
+                    break
+    first, second = (s["interval"] for s in samples)
+    assert first < 1.0 and second == pytest.approx(2.0, abs=0.5), (first, second)
+
+
 SWAPPINESS = Path("/proc/sys/vm/swappiness")
 
 

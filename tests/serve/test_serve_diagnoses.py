@@ -18,26 +18,36 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, Server
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from benchmarks.diagnose.inputs import build
-from benchmarks.web import launch, start_server, stop_server
+from benchmarks.web import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server
 
 ARTIFACTS = ROOT / "artifacts" / "serve"
 
 
-@contextmanager
-def browser(tmp_path: Path, **size: int) -> Iterator[tuple[Page, list[str]]]:
-    """A page in a fresh Chromium, and the errors its scripts raise or log while it is open."""
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    """One Chromium for the module; each test has a context of its own (nothing kept)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
-        context = launch(playwright, str(tmp_path / "chromium"), **size)
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        yield page, errors
-        context.close()
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        yield chromium
+        chromium.close()
+
+
+@contextmanager
+def browser(
+    chromium: Browser, width: int = 1440, height: int = 900
+) -> Iterator[tuple[Page, list[str]]]:
+    """A page in a fresh context, and the errors its scripts raise or log while it is open."""
+    context = chromium.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield page, errors
+    context.close()
 
 
 def diagnose(home: Path, *command: str) -> None:
@@ -132,10 +142,10 @@ def test_names_never_leave_the_diagnoses_folder(
 
 @pytest.mark.slow
 def test_diagnosis_page_flame_graph_zoom_search_and_diff(
-    diagnoses: tuple[Server, list[str]], tmp_path: Path
+    diagnoses: tuple[Server, list[str]], chromium: Browser
 ) -> None:
     server, (tree, split) = diagnoses
-    with browser(tmp_path) as (page, errors):
+    with browser(chromium) as (page, errors):
         page.goto(f"{server.url}/#/diagnoses")
         page.wait_for_selector("body[data-ready=diagnoses]")
         expect(page.locator("#diagnoses tbody tr")).to_have_count(2)
@@ -200,7 +210,7 @@ LONG_SITE = "storage_engine_write_ahead_log_flush_worker_loop_draining_the_pendi
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [800, 1920])
 def test_lock_table_readable_at_laptop_and_monitor_width(
-    lock_diagnosis: tuple[Server, str], tmp_path: Path, width: int
+    lock_diagnosis: tuple[Server, str], chromium: Browser, width: int
 ) -> None:
     """Every column of the lock waits (and the other diagnosis tables) fits its card: long
     names break inside their cell instead of pushing "where" and "threads" out of sight."""
@@ -208,7 +218,7 @@ def test_lock_table_readable_at_laptop_and_monitor_width(
     locks = server.get(f"/api/diagnoses/{name}")["locks"]  # type: ignore[index]
     top = locks["user"][0]
     assert top["lock"] == LONG_LOCK and top["site"].startswith(LONG_SITE), top
-    with browser(tmp_path, width=width, height=1000) as (page, _errors):
+    with browser(chromium, width=width, height=1000) as (page, _errors):
         page.goto(f"{server.url}/#/diagnosis/{name}")
         page.wait_for_selector("body[data-ready=diagnosis]", timeout=30_000)
         row = page.locator("#locks tbody tr", has_text=LONG_LOCK)
@@ -227,10 +237,10 @@ def test_lock_table_readable_at_laptop_and_monitor_width(
 
 @pytest.mark.slow
 def test_diagnosis_pages_back_forward_and_reload(
-    diagnoses: tuple[Server, list[str]], tmp_path: Path
+    diagnoses: tuple[Server, list[str]], chromium: Browser
 ) -> None:
     server, (tree, split) = diagnoses
-    with browser(tmp_path) as (page, _errors):
+    with browser(chromium) as (page, _errors):
         page.goto(f"{server.url}/#/diagnoses")
         page.wait_for_selector("body[data-ready=diagnoses]")
         for name in (split, tree):
@@ -281,7 +291,7 @@ def system_diagnosis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
 
 @pytest.mark.slow
 def test_system_diagnosis_page_shows_cpu_split_busiest_and_process_table(
-    system_diagnosis: tuple[Server, str, int], tmp_path: Path
+    system_diagnosis: tuple[Server, str, int], chromium: Browser
 ) -> None:
     server, name, pid = system_diagnosis
     machine = server.get(f"/api/diagnoses/{name}")["system"]  # type: ignore[index]
@@ -291,7 +301,7 @@ def test_system_diagnosis_page_shows_cpu_split_busiest_and_process_table(
     assert spinner["drill_in"] == f"hone diagnose --pid {pid}"
     assert 0 < machine["busy_cpus"] <= machine["cpus"]
     top = processes[0]
-    with browser(tmp_path) as (page, errors):
+    with browser(chromium) as (page, errors):
         page.goto(f"{server.url}/#/diagnoses")
         page.wait_for_selector("body[data-ready=diagnoses]")
         expect(page.locator("#diagnoses tbody tr").first).to_contain_text("whole system")

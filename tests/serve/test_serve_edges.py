@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, Server, q, run_study, shot, start_server
+from conftest import BENCH, ROOT, Server, q, run_study, shot, start_server
 from playwright.sync_api import Page, expect
 
 from benchmarks.web import stop_server
@@ -44,7 +44,7 @@ def hone_project(folder: Path, name: str, knobs: dict[str, str], bench: str, **t
     settings = {"engine": "random", "budget": 5, "baseline": 2, "apply": "never", "seed": 1}
     settings.update(tuning)
     lines += [
-        "benchmark: {command: python3 bench.py, timeout: 20}",
+        f"benchmark: {{command: {BENCH}, timeout: 20}}",
         "metrics:",
         "  throughput: {pattern: 'throughput: (\\S+)', direction: maximize}",
         "tuning: {" + ", ".join(f"{k}: {v}" for k, v in settings.items()) + "}",
@@ -103,19 +103,19 @@ def risky_project(folder: Path) -> Path:
         "print(f'throughput: {base + random.uniform(-1, 1)}')\n"
     )
     (folder / "hone.yaml").write_text(
-        textwrap.dedent("""\
+        textwrap.dedent(f"""\
         name: risky
         knobs:
           mode:
             type: categorical
             values: [safe, fast, unsafe]
-            shell: {get: cat mode.txt, set: 'echo "$value" > mode.txt'}
-            risk: {durability: [unsafe]}
-        benchmark: {command: python3 bench.py, timeout: 20}
+            shell: {{get: cat mode.txt, set: 'echo "$value" > mode.txt'}}
+            risk: {{durability: [unsafe]}}
+        benchmark: {{command: {BENCH}, timeout: 20}}
         metrics:
-          throughput: {pattern: 'throughput: (\\S+)', direction: maximize}
-        tuning: {engine: random, budget: 3, baseline: 2, apply: never, seed: 1,
-                 start: [{mode: unsafe}, {mode: fast}], confirm: {candidates: 2, rounds: 2}}
+          throughput: {{pattern: 'throughput: (\\S+)', direction: maximize}}
+        tuning: {{engine: random, budget: 3, baseline: 2, apply: never, seed: 1,
+                 start: [{{mode: unsafe}}, {{mode: fast}}], confirm: {{candidates: 2, rounds: 2}}}}
         """)
     )
     return folder

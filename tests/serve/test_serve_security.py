@@ -16,8 +16,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from conftest import ROOT, start_server, stop_server
@@ -35,6 +36,12 @@ def snapshot(server: Any) -> tuple:
     journals = sorted(p.name for p in (server.home / "journal").glob("*"))
     studies = [(r["name"], r["state"], r["trials"]) for r in server.get("/api/studies")]
     return files, journals, studies, len(server.get("/api/runs"))
+
+
+class Locked(NamedTuple):
+    url: str
+    token: str
+    home: Path
 
 
 WRITES = [
@@ -146,46 +153,50 @@ def test_paths_never_leave_the_served_folders(server: Any, path: str) -> None:
     assert server.token.encode() not in body and b"SQLite" not in body
 
 
-def test_schema_driven_fuzz_finds_no_server_error(
-    server: Any, tmp_path: Path, serve_home: Path
-) -> None:
-    """schemathesis against the OpenAPI document, with the token, on a copy of the studies and
-    no runnable projects (so no fuzzed request can start a real run)."""
-    home = tmp_path / "home"
+@pytest.fixture(scope="module")
+def locked(serve_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Locked]:
+    """A second server over a copy of the studies, with reads behind the token and no runnable
+    projects (so no fuzzed request can start a real run)."""
+    home = tmp_path_factory.mktemp("locked") / "home"
     shutil.copytree(serve_home, home, ignore=shutil.ignore_patterns("*.lock", "work"))
-    process, url = start_server(home, {})
-    token = (home / "serve" / "token").read_text().strip()
+    process, url = start_server(home, {}, "--token-reads")
     try:
-        result = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "schemathesis"),
-                "run",
-                f"{url}/api/openapi.json",
-                "--checks",
-                "not_a_server_error",
-                "--header",
-                f"Authorization: Bearer {token}",
-                "--exclude-path-regex",
-                # endless event streams; samples and analyses that take up to 10 s and
-                # 120 s each; applying a profile changes this machine's kernel settings
-                # (each tested on its own)
-                "/events$|/stream$|/machine/sample$|/api/analysis$|/apply$",
-                "--max-examples",
-                "10",
-                "--request-timeout",
-                "20",
-                # one worker: with threads, Hypothesis's lambda descriptions race in CPython
-                # 3.11's ast module (SystemError: AST constructor recursion depth mismatch)
-                "--workers",
-                "1",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=420,  # a loaded 2-core machine is slow; a hang still ends the test
-            cwd=ROOT,
-        )
+        yield Locked(url, (home / "serve" / "token").read_text().strip(), home)
     finally:
         stop_server(process)
+
+
+def test_schema_driven_fuzz_finds_no_server_error(locked: Locked) -> None:
+    """schemathesis against the OpenAPI document, with the token."""
+    url, token, home = locked
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "schemathesis"),
+            "run",
+            f"{url}/api/openapi.json",
+            "--checks",
+            "not_a_server_error",
+            "--header",
+            f"Authorization: Bearer {token}",
+            "--exclude-path-regex",
+            # endless event streams; samples and analyses that take up to 10 s and
+            # 120 s each; applying a profile changes this machine's kernel settings
+            # (each tested on its own)
+            "/events$|/stream$|/machine/sample$|/api/analysis$|/apply$",
+            "--max-examples",
+            "10",
+            "--request-timeout",
+            "20",
+            # one worker: with threads, Hypothesis's lambda descriptions race in CPython
+            # 3.11's ast module (SystemError: AST constructor recursion depth mismatch)
+            "--workers",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=420,  # a loaded 2-core machine is slow; a hang still ends the test
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     counts = re.search(r"(\d+) generated, (\d+) passed", result.stdout)
     assert counts and int(counts[1]) == int(counts[2]) > 100, result.stdout[-2000:]
@@ -205,29 +216,25 @@ def _status(url: str, method: str, token: str | None) -> int:
     return status
 
 
-def test_every_route_of_the_api_goes_through_one_access_policy(serve_home: Path) -> None:
+def test_every_route_of_the_api_goes_through_one_access_policy(locked: Locked) -> None:
     """With reads behind the token, every route of the OpenAPI document answers 401 without it;
     with it, no read is refused. /api/about is the one open route, by design."""
-    process, url = start_server(serve_home, {}, "--token-reads")
-    try:
-        token = (serve_home / "serve" / "token").read_text().strip()
-        spec = json.loads(urllib.request.urlopen(url + "/api/openapi.json", timeout=30).read())
-        walked = 0
-        for route, methods in spec["paths"].items():
-            # the shortest analysis window; other routes ignore the query
-            path = re.sub(r"\{[^}]+\}", "alpha%231", route) + "?duration=2&interval=1"
-            for method in methods:
-                if route == "/api/about":
-                    assert _status(url + path, method.upper(), None) == 200
-                    continue
-                assert _status(url + path, method.upper(), None) == 401, (method, route)
-                if method == "get":
-                    assert _status(url + path, "GET", token) not in (401, 403), route
-                walked += 1
-        assert walked >= 25  # studies, diagnoses, machine, profiles, analysis: all were walked
-        assert any(r.startswith("/api/diagnoses") for r in spec["paths"])
-    finally:
-        stop_server(process)
+    url, token, _ = locked
+    spec = json.loads(urllib.request.urlopen(url + "/api/openapi.json", timeout=30).read())
+    walked = 0
+    for route, methods in spec["paths"].items():
+        # the shortest analysis window; other routes ignore the query
+        path = re.sub(r"\{[^}]+\}", "alpha%231", route) + "?duration=2&interval=1"
+        for method in methods:
+            if route == "/api/about":
+                assert _status(url + path, method.upper(), None) == 200
+                continue
+            assert _status(url + path, method.upper(), None) == 401, (method, route)
+            if method == "get":
+                assert _status(url + path, "GET", token) not in (401, 403), route
+            walked += 1
+    assert walked >= 25  # studies, diagnoses, machine, profiles, analysis: all were walked
+    assert any(r.startswith("/api/diagnoses") for r in spec["paths"])
 
 
 def _post_headers_only(server: Any, length: int, token: str | None, chunk: bytes = b"x" * 1024):

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Server, q, shot, start_server
+from conftest import BENCH, ROOT, Server, q, shot, start_server
 from playwright.sync_api import Page
 
 from benchmarks.tune.postgres import cluster
@@ -40,7 +40,7 @@ def level_project(folder: Path, name: str) -> Path:
             type: int
             range: [1, 9]
             config: {{file: app.conf, format: space, key: level}}
-        benchmark: {{command: python3 bench.py, timeout: 20}}
+        benchmark: {{command: {BENCH}, timeout: 20}}
         metrics:
           score: {{pattern: 'score: (\\S+)', direction: maximize}}
         tuning: {{engine: random, budget: 5, baseline: 1, seed: 3, apply: never,

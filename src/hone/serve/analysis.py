@@ -7,13 +7,15 @@ from __future__ import annotations
 import asyncio
 import threading
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
-from hone.analyze import Analysis, analyze
 from hone.analyze.features import WINDOW_SECONDS
 from hone.errors import HoneError
+
+if TYPE_CHECKING:
+    from hone.analyze import Analysis
 
 router = APIRouter(prefix="/api/analysis", tags=["analysis"])
 _RUNNING = asyncio.Lock()  # one analysis at a time: it samples the whole machine anyway
@@ -38,6 +40,14 @@ def analysis_dict(result: Analysis) -> dict[str, Any]:
     }
 
 
+def _analyze(duration: float, interval: float, stop: threading.Event) -> Analysis:
+    """The analysis, its module loaded on first use in this worker thread: the classifier's
+    scikit-learn takes seconds to import, which held up the server's start."""
+    from hone.analyze import analyze
+
+    return analyze(duration, interval, stop=stop)
+
+
 @router.get("")
 async def run_analysis(
     request: Request,
@@ -53,7 +63,7 @@ async def run_analysis(
         raise HTTPException(429, "an analysis is running; ask again when it has ended")
     async with _RUNNING:
         stop = threading.Event()
-        task = asyncio.ensure_future(asyncio.to_thread(analyze, duration, interval, stop=stop))
+        task = asyncio.ensure_future(asyncio.to_thread(_analyze, duration, interval, stop))
         while not task.done():
             await asyncio.wait({task}, timeout=0.5)
             if not task.done() and await request.is_disconnected():

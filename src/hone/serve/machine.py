@@ -18,6 +18,8 @@ from hone.collect import Collector, Snapshot
 router = APIRouter(prefix="/api/machine", tags=["machine"])
 
 Interval = Query(1.0, ge=0.2, le=10.0, description="seconds between samples")
+#: Seconds the first snapshot of a stream covers at most.
+FIRST_SAMPLE = 0.25
 
 
 def gauges(metrics: dict[str, float]) -> dict[str, float | None]:
@@ -75,7 +77,9 @@ def machine_sample(interval: float = Interval) -> dict[str, Any]:
 
 @router.get("/stream")
 async def machine_stream(request: Request, interval: float = Interval) -> StreamingResponse:
-    """Server-sent `sample` events, one snapshot every `interval` seconds, while connected."""
+    """Server-sent `sample` events, one snapshot every `interval` seconds, while connected;
+    the first over at most FIRST_SAMPLE seconds, so a page opened on the machine draws its
+    gauges at once instead of after a whole interval."""
 
     async def stream() -> AsyncIterator[str]:
         import json
@@ -84,8 +88,10 @@ async def machine_stream(request: Request, interval: float = Interval) -> Stream
         try:
             await asyncio.to_thread(collector.prime)
             yield "retry: 2000\n\n"
+            window = min(interval, FIRST_SAMPLE)
             while not await request.is_disconnected():
-                snapshot = await asyncio.to_thread(collector.sample, interval)
+                snapshot = await asyncio.to_thread(collector.sample, window)
+                window = interval
                 yield f"event: sample\ndata: {json.dumps(snapshot_dict(snapshot))}\n\n"
         finally:
             collector.close()
