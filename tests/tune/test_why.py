@@ -33,9 +33,14 @@ def test_sqlite_report_names_the_sync_path(
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "why it won" in run.stdout
-    study = json.loads(hone_cli("show", "sqlite#1", "--json").stdout)["study"]
+    shown_json = json.loads(hone_cli("show", "sqlite#1", "--json").stdout)
+    study = shown_json["study"]
     why = study["attrs"]["why"]
     assert "missing" not in why, why
+    # the trees fitted for the explanation are kept, and shown without fitting them again
+    kept = StudyStore().find("sqlite#1").attrs["insight"]["knobs"]
+    assert shown_json["knobs"] == kept
+    assert why["importance"] == {row["knob"]: round(row["share"], 4) for row in kept}
     best = study["attrs"]["result"]["best"]
     assert best["synchronous"] == "off" or best["journal_mode"] == "memory"
     assert why["process"].startswith("python")

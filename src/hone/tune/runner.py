@@ -685,9 +685,11 @@ class Tuner:
         return [data, served]
 
     def _importance(self, study: StudyRecord) -> dict[str, float]:
-        from hone.tune.views import knob_importance
+        """Each knob's share, from the insight fitted now and kept for `hone show` and the
+        report (the same trees: they need not fit them again)."""
+        from hone.tune.views import keep_insight
 
-        return dict(knob_importance(study.attrs, self.store.trials(study)))
+        return {row["knob"]: row["share"] for row in keep_insight(self.store, study)}
 
     # -- measuring -------------------------------------------------------------------------
 

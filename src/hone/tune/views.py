@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 from rich.console import Console
@@ -18,7 +20,7 @@ from hone.project.model import Knob, Metric
 from hone.project.yamlio import load_yaml
 from hone.space import SearchSpace
 from hone.storage import StudyStore
-from hone.storage.store import TrialRecord
+from hone.storage.store import StudyRecord, TrialRecord
 from hone.storage.summary import summaries, workers_of
 from hone.tune.confirm import quality_text
 from hone.tune.risk import gain_text, risk_lines
@@ -284,30 +286,40 @@ def _labels(names: list[str], kind: str, taken: list[str]) -> list[str]:
     return [f"{name} ({kind})" if name in taken else name for name in names]
 
 
-def knob_importance(attrs: dict, trials: list[TrialRecord]) -> list[tuple[str, float]]:
-    """Each knob's share of what explains the scores of the finished trials."""
-    from hone.importance import from_configs
-
+def knob_insight(attrs: dict, trials: list[TrialRecord]) -> list[dict]:
+    """Knobs most important first, each with its share and, for the first EFFECT_KNOBS, its
+    effect curve: what `hone show`, the report and the web UI show. Kept with the study when it
+    ends (`keep_insight`) and read back while no trial has changed since: the fit needs
+    scikit-learn, whose import alone takes a second."""
     scored = _scored(attrs, trials)
     if scored is None:
         return []
     space, done = scored
-    return from_configs(space, [t.config for t in done], [t.score for t in done])
+    kept = attrs.get("insight") or {}
+    if kept.get("of") == _fingerprint(done):
+        return kept["knobs"]
+    return _fit_insight(space, done)
 
 
-def knob_insight(attrs: dict, trials: list[TrialRecord]) -> list[dict]:
-    """Knobs most important first, each with its share and, for the first EFFECT_KNOBS, its
-    effect curve: what `hone show`, the report and the web UI show. One fit of the trees serves
-    both, on at most INSIGHT_TRIALS trials spread evenly over the study (10,000 trials took
-    minutes; the web UI asks again as a live study grows)."""
+def keep_insight(store: StudyStore, study: StudyRecord) -> list[dict]:
+    """Fit the insight on the study's trials now and keep it with the study."""
+    scored = _scored(study.attrs, store.trials(study))
+    if scored is None:
+        return []
+    space, done = scored
+    rows = _fit_insight(space, done)
+    store.update(study, insight={"of": _fingerprint(done), "knobs": rows})
+    return rows
+
+
+def _fit_insight(space: SearchSpace, done: list[TrialRecord]) -> list[dict]:
+    """One fit of the trees serves shares and curves, on at most INSIGHT_TRIALS trials spread
+    evenly over the study (10,000 trials took minutes; the web UI asks again as a live study
+    grows)."""
     from hone.importance import fit, shares_of
     from hone.importance.effects import effect_curves
     from hone.optimizers.base import Observation
 
-    scored = _scored(attrs, trials)
-    if scored is None:
-        return []
-    space, done = scored
     if len(done) > INSIGHT_TRIALS:
         step = len(done) / INSIGHT_TRIALS
         done = [done[int(i * step)] for i in range(INSIGHT_TRIALS)]
@@ -325,6 +337,12 @@ def knob_insight(attrs: dict, trials: list[TrialRecord]) -> list[dict]:
         }
         for knob, share in shares
     ]
+
+
+def _fingerprint(done: list[TrialRecord]) -> str:
+    """Which scored trials an insight was fitted on."""
+    text = json.dumps([[t.number, t.score] for t in done])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _scored(attrs: dict, trials: list[TrialRecord]) -> tuple[SearchSpace, list[TrialRecord]] | None:
