@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -136,6 +137,10 @@ class StudyStore:
                 )
         except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
             raise HoneError(f"cannot open study storage {self.url}: {_cause(exc)}") from None
+        # Connections are closed when the store goes, or at exit at the latest: the command
+        # line skips the garbage collection that would close them (cli.main.run), and SQLite
+        # folds its write-ahead log back into the database on the last close.
+        weakref.finalize(self, self.storage.engine.dispose)
 
     # -- studies ---------------------------------------------------------------------------
 
