@@ -15,7 +15,8 @@ from tests.importance.test_importance_shares import mixed_observations, mixed_sp
 def _study(tmp_path: Path, count: int = 30) -> tuple[StudyStore, object]:
     store = StudyStore(f"sqlite:///{tmp_path / 'studies.db'}")
     space = mixed_space()
-    study = store.create("mixed", {"space": {n: domain_to_dict(d) for n, d in space.domains.items()}})
+    domains = {n: domain_to_dict(d) for n, d in space.domains.items()}
+    study = store.create("mixed", {"space": domains})
     for observation in mixed_observations(space, count):
         trial = store.start_trial(study, space, observation.config, "search")
         store.finish_trial(trial, score=-observation.value, metrics={"v": observation.value})

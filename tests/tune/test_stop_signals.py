@@ -69,16 +69,21 @@ def wait_for_search(proc: subprocess.Popen) -> None:
 
 
 def stopped_run(
-    tmp_path: Path, hone_home: Path, signals: int, set_command: str = SET, before=lambda: None
+    tmp_path: Path,
+    hone_home: Path,
+    signals: int,
+    set_command: str = SET,
+    before=lambda: None,
+    sent: signal.Signals = signal.SIGTERM,
 ) -> tuple[int, str, list]:
-    """Start a run, send SIGTERM `signals` times a quarter second apart in a search trial
-    (`before` called first); the exit code, stderr and the study's trials."""
+    """Start a run, send SIGTERM (or `sent`) `signals` times a quarter second apart in a search
+    trial (`before` called first); the exit code, stderr and the study's trials."""
     proc = start_tune(make_project(tmp_path, set_command), hone_home)
     try:
         wait_for_search(proc)
         before()
         for _ in range(signals):
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(sent)
             time.sleep(0.25)
         _, stderr = proc.communicate(timeout=30)
     finally:
@@ -100,6 +105,14 @@ def test_sigterm_in_a_trial_stops_the_run_and_puts_every_knob_back(
     assert (tmp_path / "level.txt").read_text().strip() == "5"
     # the run stopped in its first search trial: no trial came after the signal
     assert len([t for t in trials if t.phase == "search"]) == 1
+    assert not Journal.for_project("stop-test").has_changes()
+
+
+def test_ctrl_c_in_a_trial_says_the_knobs_are_back(tmp_path: Path, hone_home: Path) -> None:
+    code, stderr, _ = stopped_run(tmp_path, hone_home, signals=1, sent=signal.SIGINT)
+    assert code == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "hone: interrupted; every knob put back"
+    assert (tmp_path / "level.txt").read_text().strip() == "5"
     assert not Journal.for_project("stop-test").has_changes()
 
 

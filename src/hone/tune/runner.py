@@ -998,6 +998,12 @@ class Stopped(Stop):
     """hone was asked to stop (SIGTERM); the run puts every knob back before it exits."""
 
 
+class Interrupted(Stop):
+    """Ctrl-C (SIGINT) ended the run once its knobs were put back, or not all of them."""
+
+    exit_code = 130
+
+
 @contextmanager
 def _stop_on_sigterm() -> Iterator[None]:
     """Turn SIGTERM into an exception, so a stopped run still restores and records."""
@@ -1043,6 +1049,8 @@ def _stop_error(exc: BaseException, back: bool, project: str) -> BaseException:
         return HoneError(f"stopped, {where}: {_first_line(exc)}")
     if isinstance(exc, Stopped):
         return Stopped(f"stopped by SIGTERM; {where}")
+    if isinstance(exc, KeyboardInterrupt):  # said, not left to Typer's silent exit 130
+        return Interrupted(f"interrupted; {where}")
     return exc
 
 
