@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from killed_before_record import run_and_die_at_the_record
 
 from hone.errors import BenchmarkError
 from hone.journal import Journal
@@ -106,25 +107,17 @@ def test_a_server_whose_hone_dies_before_recording_it_never_runs(
     there; the server must not run at all."""
     pid_file = tmp_path / "server.pid"
     code = (
-        "import os, signal, sys\n"
+        "import sys\n"
         "from pathlib import Path\n"
-        "from hone import children\n"
         "from hone.project.model import Workload\n"
         "from hone.workload.launch import LaunchSpec\n"
         "from hone.workload.manager import WorkloadManager\n"
-        "children.add = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
         f"script = 'echo $$ > {pid_file}; exec sleep 600'\n"
-        "folder = Path(sys.argv[1])\n"
         "workload = Workload(launch=LaunchSpec(['sh', '-c', script]))\n"
-        "WorkloadManager(workload, folder, folder).start()\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path)],
-        env={**os.environ, "HONE_HOME": str(hone_home)},
-        check=False,
+        "WorkloadManager(workload, Path(sys.argv[1]), Path(sys.argv[1])).start()\n"
     )
     try:
-        assert done.returncode == -signal.SIGKILL
+        run_and_die_at_the_record(code, hone_home, str(tmp_path))
         time.sleep(1)  # long after the server, had it run, wrote its pid
         assert not pid_file.exists()
         assert left_running(str(pid_file)) == []  # nor is its gate left waiting
