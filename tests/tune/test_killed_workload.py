@@ -99,12 +99,10 @@ def left_running(text: str) -> list[int]:
     return found
 
 
-def test_a_server_whose_hone_dies_before_recording_it_never_runs(
-    tmp_path: Path, hone_home: Path
-) -> None:
-    """hone records a launched server once it has started (its pid names the record): a kill in
-    between would leave it serving unrecorded, out of restore's reach. Here hone dies exactly
-    there; the server must not run at all."""
+def test_no_server_runs_when_hone_dies_before_its_record(tmp_path: Path, hone_home: Path) -> None:
+    """A launched server is recorded under its pid, so only after it has started; a server
+    started before a kill and never recorded would be out of restore's reach. It waits behind
+    the gate until the record is written: hone dies right before that, and nothing serves."""
     pid_file = tmp_path / "server.pid"
     code = (
         "import sys\n"
