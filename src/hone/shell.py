@@ -16,6 +16,8 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from hone import children
 
@@ -196,6 +198,27 @@ def _open(gate: tuple[int, int]) -> None:
     os.close(gate[1])
 
 
+def start_tracked(
+    argv: list[str], command: str, grace: float = 0.0, **options: Any
+) -> tuple[subprocess.Popen[bytes], Path | None]:
+    """Start `argv` in a session of its own behind the gate, record it (`children.add` with
+    `command` and `grace`), then open the gate: a hone killed before the record is written
+    takes the gate's pipe with it, and the program never runs unrecorded. `options` go to
+    Popen (not stdin: the gate reads it; the program gets /dev/null). A missing program is no
+    OSError here but the gate's exit 127 (126: not executable) once it opens: a caller that
+    names the reason checks the program first."""
+    gate = os.pipe()
+    try:
+        proc = subprocess.Popen(_gated(argv), stdin=gate[0], start_new_session=True, **options)
+        record = children.add(proc.pid, command, grace)
+    except BaseException:
+        for fd in gate:
+            os.close(fd)  # a started gate reads end-of-file and exits without running argv
+        raise
+    _open(gate)
+    return proc, record
+
+
 def run(
     command: str,
     *,
@@ -219,26 +242,18 @@ def run_argv(
     tracked: bool = False,
 ) -> Result:
     """`run` for a program and its arguments (no shell parses them)."""
-    full_env = {**os.environ, **(env or {})}
     started = time.monotonic()
-    gate = os.pipe() if tracked else None
-    try:
-        proc = subprocess.Popen(
-            _gated(argv) if gate else argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=gate[0] if gate else subprocess.DEVNULL,
-            env=full_env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except BaseException:
-        for fd in gate or ():
-            os.close(fd)
-        raise
-    record = children.add(proc.pid, " ".join(argv)) if tracked else None
-    if gate:
-        _open(gate)
+    options: dict[str, Any] = {
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+        "env": {**os.environ, **(env or {})},
+        "cwd": cwd,
+    }
+    if tracked:
+        proc, record = start_tracked(argv, " ".join(argv), **options)
+    else:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True, **options)
+        record = None
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from killed_before_record import run_and_die_at_the_record
 from swappiness_project import SWAPPINESS, write_project
 
 from hone.journal import Journal
@@ -243,16 +244,8 @@ def test_a_set_command_whose_hone_dies_before_recording_it_never_runs(
     between would leave it running unrecorded, out of restore's reach. Here hone dies exactly
     there; the command must not run at all."""
     marker = tmp_path / "written.txt"
-    code = (
-        "import os, signal\n"
-        "from hone import children, shell\n"
-        "children.add = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
-        f"shell.run('sleep 0.5; echo 7 > {marker}', tracked=True)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], env={**os.environ, "HONE_HOME": str(hone_home)}, check=False
-    )
-    assert done.returncode == -signal.SIGKILL
+    code = f"from hone import shell\nshell.run('sleep 0.5; echo 7 > {marker}', tracked=True)\n"
+    run_and_die_at_the_record(code, hone_home)
     time.sleep(1.5)  # when the command, had it run, would long have written
     assert not marker.exists()
     # and a recorded one still runs: the gate opens once the record is written

@@ -4,6 +4,7 @@ project has an original to put back (flags and environment die with the process)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -13,8 +14,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from killed_before_record import run_and_die_at_the_record
 
+from hone.errors import BenchmarkError
 from hone.journal import Journal
+from hone.project.model import Workload
+from hone.workload.launch import LaunchSpec
+from hone.workload.manager import WorkloadManager
 
 
 def make_project(folder: Path) -> Path:
@@ -77,3 +83,85 @@ def test_restore_stops_the_server_a_killed_run_launched(
         if alive(server):
             os.kill(server, signal.SIGKILL)
             pytest.fail("the server outlived restore")
+
+
+def left_running(text: str) -> list[int]:
+    """Live processes whose command line holds `text`."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text in cmdline.read_bytes().decode(errors="replace") and alive(
+                int(cmdline.parent.name)
+            ):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_no_server_runs_when_hone_dies_before_its_record(tmp_path: Path, hone_home: Path) -> None:
+    """A launched server is recorded under its pid, so only after it has started; a server
+    started before a kill and never recorded would be out of restore's reach. It waits behind
+    the gate until the record is written: hone dies right before that, and nothing serves."""
+    pid_file = tmp_path / "server.pid"
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from hone.project.model import Workload\n"
+        "from hone.workload.launch import LaunchSpec\n"
+        "from hone.workload.manager import WorkloadManager\n"
+        f"script = 'echo $$ > {pid_file}; exec sleep 600'\n"
+        "workload = Workload(launch=LaunchSpec(['sh', '-c', script]))\n"
+        "WorkloadManager(workload, Path(sys.argv[1]), Path(sys.argv[1])).start()\n"
+    )
+    try:
+        run_and_die_at_the_record(code, hone_home, str(tmp_path))
+        time.sleep(1)  # long after the server, had it run, wrote its pid
+        assert not pid_file.exists()
+        assert left_running(str(pid_file)) == []  # nor is its gate left waiting
+    finally:  # on a failure: the server (exec'd: its pid is in the file) and its gate
+        leftover = left_running(str(pid_file))
+        if pid_file.exists() and pid_file.read_text().strip():
+            leftover.append(int(pid_file.read_text()))
+        for pid in leftover:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_launched_program_that_cannot_start_is_named(tmp_path: Path, hone_home: Path) -> None:
+    """The server starts behind a shell gate, whose exec would fail only after the start: hone
+    checks the program first, with the server's PATH and working directory."""
+    (tmp_path / "bin").mkdir()
+    server = tmp_path / "bin" / "hone-test-server"
+    server.write_text("#!/bin/sh\necho $$ > server.pid\nexec sleep 600\n")
+    server.chmod(0o644)
+
+    def start(argv: list[str], env: dict[str, str] | None = None) -> WorkloadManager:
+        workload = Workload(launch=LaunchSpec(argv, env=env or {}, stop_signal="KILL"))
+        manager = WorkloadManager(workload, tmp_path, tmp_path)
+        manager.start()
+        return manager
+
+    with pytest.raises(BenchmarkError) as missing:
+        start(["no-such-server", "--port", "1"])
+    assert str(missing.value) == "cannot start no-such-server: No such file or directory"
+    with pytest.raises(BenchmarkError) as refused:
+        start(["bin/hone-test-server"])
+    assert str(refused.value) == "cannot start bin/hone-test-server: Permission denied"
+    with pytest.raises(BenchmarkError) as unlisted:
+        start(["hone-test-server"])
+    assert str(unlisted.value) == "cannot start hone-test-server: No such file or directory"
+    assert not list((hone_home / "running").glob("*.json"))
+
+    server.chmod(0o755)  # found through the server's own PATH, relative to its folder
+    manager = start(["hone-test-server"], env={"PATH": f"bin:{os.environ['PATH']}"})
+    try:
+        manager.wait_ready()
+        assert len(list((hone_home / "running").glob("*.json"))) == 1
+        deadline = time.monotonic() + 5
+        while not (tmp_path / "server.pid").exists():
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+    finally:
+        manager.stop()
+    assert not list((hone_home / "running").glob("*.json"))

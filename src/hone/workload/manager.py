@@ -7,14 +7,16 @@ until it succeeds, while checking that a launched process is still alive."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
-from hone import children, shell
+from hone import shell
 from hone.errors import BenchmarkError
 from hone.project.model import Workload
 from hone.shell import expand
@@ -44,21 +46,23 @@ class WorkloadManager:
         if self.workload.launch is not None:
             argv = [expand(a) for a in self.workload.launch.command()]
             env = {**os.environ, **{k: expand(v) for k, v in self.workload.launch.env.items()}}
+            why = _cannot_exec(argv[0], env, self.cwd)
+            if why:
+                raise BenchmarkError(f"cannot start {argv[0]}: {why}")
+            grace = 0.0 if self.workload.launch.stop_signal == "KILL" else 5.0
             with open(self.log_path, "ab") as log:
                 try:
-                    self.process = subprocess.Popen(
+                    self.process, self.record = shell.start_tracked(
                         argv,
+                        shlex.join(argv),
+                        grace,
                         cwd=self.cwd,
                         env=env,
-                        stdin=subprocess.DEVNULL,
                         stdout=log,
                         stderr=subprocess.STDOUT,
-                        start_new_session=True,
                     )
                 except OSError as exc:
                     raise BenchmarkError(f"cannot start {argv[0]}: {exc.strerror}") from None
-            grace = 0.0 if self.workload.launch.stop_signal == "KILL" else 5.0
-            self.record = children.add(self.process.pid, shlex.join(argv), grace)
         elif self.workload.start:
             self._command(self.workload.start, "start")
 
@@ -115,6 +119,20 @@ class WorkloadManager:
         except OSError:
             return ""
         return " | ".join(lines[-3:])[:300]
+
+
+def _cannot_exec(program: str, env: Mapping[str, str], cwd: Path) -> str | None:
+    """Why exec would refuse `program` with the server's PATH and working directory, in the
+    words of its OSError; None when it would run. The server starts behind the gate
+    (`shell.start_tracked`), whose shell would report a missing program only as an exit
+    status after the start."""
+    if "/" in program:
+        candidates = [cwd / program]
+    else:  # a relative PATH entry is relative to the server's working directory, too
+        candidates = [cwd / folder / program for folder in os.get_exec_path(dict(env))]
+    if any(path.is_file() and os.access(path, os.X_OK) for path in candidates):
+        return None
+    return os.strerror(errno.EACCES if any(p.exists() for p in candidates) else errno.ENOENT)
 
 
 def _started(pid: int) -> str | None:
