@@ -240,8 +240,10 @@ def test_routes_without_a_body_take_an_empty_one(client: TestClient) -> None:
     for content in (b"", b"{}", b"null", b" {} "):
         response = client.post("/api/studies/nope/stop", content=content, headers=headers)
         assert response.status_code == 404, (content, response.text)  # past the body check
-    response = client.post("/api/studies/nope/stop", content=b"\xff{", headers=headers)
+    response = client.post("/api/studies/nope/stop", content=b"{", headers=headers)
     assert response.status_code == 400 and "not JSON" in response.json()["detail"]
+    response = client.post("/api/studies/nope/stop", content=b"\xff{", headers=headers)
+    assert response.json() == {"detail": "request body is not UTF-8 (byte 0xff at offset 0)"}
 
 
 def test_best_keeps_one_shape(client: TestClient, db: StudyStore) -> None:

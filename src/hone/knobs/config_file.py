@@ -5,14 +5,18 @@ The file is rewritten atomically (temporary file, rename) with its mode and owne
 and every other byte (line endings, comments, blank lines, bytes that are not UTF-8) stays as
 it was. A key set twice, in the file or in a file it includes, is refused: programs differ in
 which one they read, so an edit of either could do nothing. In a MySQL option file `a-b` and
-`a_b` are one key, as they are to the server."""
+`a_b` are one key, as they are to the server, `loose-a_b` (or `loose_a-b`) sets it too, and a
+key set once in a file the option file includes (`!include`, `!includedir`) is found and edited
+there, where the server reads it."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,8 @@ _DIR_FILES = {"include_dir": "*.conf", "includedir": "*.cnf"}
 #: MySQL's and MariaDB's own option groups ([mysqld], [mariadb-10.11], ...), for an option
 #: file not named `.cnf`.
 _MYSQL_GROUP = re.compile(r"mysql|mariadb", re.I)
+#: MySQL's prefix for an option the server may not know (set when it does, a warning if not).
+_LOOSE = r"(?:loose[-_])?"
 
 
 @register
@@ -94,18 +100,18 @@ class ConfigFileActuator(Actuator):
         except OSError as exc:
             raise ActuationError(f"cannot read {path}: {exc.strerror}", key=self.key) from None
 
-    def _write(self, text: str) -> None:
-        """Replace the file's text atomically. A symlink is written through: the rename lands
-        on its target, so the link stays a link; mode, owner and extended attributes (ACLs,
-        SELinux labels) are carried over to the new inode."""
-        path = self._target()
+    def _write(self, text: str, file: Path | None = None) -> None:
+        """Replace the file's text atomically (this file, or the included one that holds the
+        key). A symlink is written through: the rename lands on its target, so the link stays a
+        link; mode, owner and extended attributes (ACLs, SELinux labels) are carried over to the
+        new inode."""
+        path = Path(os.path.realpath(file)) if file else self._target()
+        shown = file or self.file
         try:
             stat = path.stat()
             fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         except OSError as exc:
-            raise ActuationError(
-                f"cannot write {self.file}: {exc.strerror}", key=self.key
-            ) from None
+            raise ActuationError(f"cannot write {shown}: {exc.strerror}", key=self.key) from None
         try:
             # Atomic by rename; no fsync: the journal, not this file, is the durable record.
             with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
@@ -116,13 +122,14 @@ class ConfigFileActuator(Actuator):
             os.replace(temp, path)
         except OSError as exc:
             Path(temp).unlink(missing_ok=True)
-            raise ActuationError(
-                f"cannot write {self.file}: {exc.strerror}", key=self.key
-            ) from None
+            raise ActuationError(f"cannot write {shown}: {exc.strerror}", key=self.key) from None
 
     def check_writable(self) -> None:
-        """The rename needs the folder, and replacing the file needs it not immutable."""
+        """The rename needs the folder, and replacing the file needs it not immutable: the file
+        that holds the key (a file that cannot be read yet is left for get to name)."""
         target = self._target()
+        with contextlib.suppress(ActuationError):
+            target = Path(os.path.realpath(self._locate(self._read())[0]))
         for place in (target.parent, target):
             if place.exists() and not os.access(place, os.W_OK):
                 raise ActuationError(
@@ -162,10 +169,12 @@ class ConfigFileActuator(Actuator):
         )
 
     def _key_pattern(self) -> str:
-        """The key as a regex: in a MySQL option file either of `-` and `_` where it has one."""
+        """The key as a regex: in a MySQL option file either of `-` and `_` where it has one,
+        after an optional `loose-` / `loose_` (the server sets an option so prefixed when it
+        knows it, and only warns when it does not)."""
         if not self._mysql:
             return re.escape(self.key)
-        return "[-_]".join(re.escape(part) for part in re.split(r"[-_]", self.key))
+        return _LOOSE + "[-_]".join(re.escape(part) for part in re.split(r"[-_]", self.key))
 
     def _line_pattern(self, flags: int = 0) -> re.Pattern[str]:
         if self.format == "regex":
@@ -205,12 +214,14 @@ class ConfigFileActuator(Actuator):
             return [m for m in self._line_pattern().finditer(text, *region) if m.group(0)]
         return list(self._line_pattern(re.I).finditer(text, *region))
 
-    def _find(self, text: str) -> re.Match[str] | None:
-        """The one line that sets the key; a second one is refused, since redis and PostgreSQL
-        read the last and other programs the first: an edit of either could do nothing."""
-        if self._region(text, self.file) is None:
-            raise ActuationError(f"no section [{self.section}] in {self.file}", key=self.key)
-        matches = self._matches(text, self.file)
+    def _find(self, text: str, where: str = "") -> re.Match[str] | None:
+        """The one line that sets the key in the text of `where` (this file unless named); a
+        second one is refused, since redis and PostgreSQL read the last and other programs the
+        first: an edit of either could do nothing."""
+        where = where or self.file
+        if self._region(text, where) is None:
+            raise ActuationError(f"no section [{self.section}] in {where}", key=self.key)
+        matches = self._matches(text, where)
         name = self.key or self.pattern
         if len(matches) > 1:
             first, second = (_line_of(text, m.start()) for m in matches[:2])
@@ -221,7 +232,7 @@ class ConfigFileActuator(Actuator):
                 else ""
             )
             raise ActuationError(
-                f"set twice in {self.file}, at lines {first} and {second}{how}: programs differ "
+                f"set twice in {where}, at lines {first} and {second}{how}: programs differ "
                 "in which one they read (redis, PostgreSQL and MySQL: the last), so an edit of "
                 "either could do nothing; keep one",
                 key=name,
@@ -232,26 +243,25 @@ class ConfigFileActuator(Actuator):
         if self.format == "regex":
             return match
         spelled = self._spelled(match)
-        if spelled != self.key and not (
-            self._mysql and spelled.replace("-", "_") == self.key.replace("-", "_")
-        ):
+        if spelled != self.key and not (self._mysql and _option(spelled) == _option(self.key)):
             raise ActuationError(
-                f"{self.file} line {line} spells it {spelled!r}: give the key as written there",
+                f"{where} line {line} spells it {spelled!r}: give the key as written there",
                 key=self.key,
             )
         if self.format == "space" and match.group("value").startswith(("=", ":")):
             raise ActuationError(
-                f"{self.file} line {line} reads {self.key} {match.group('value')[0]} ...: "
+                f"{where} line {line} reads {self.key} {match.group('value')[0]} ...: "
                 "that is format equals, not space",
                 key=self.key,
             )
         return match
 
     def _spelled(self, match: re.Match[str]) -> str:
-        """The key as a line writes it (its case, and in MySQL's files its `-` or `_`)."""
+        """The key as a line writes it (its case, and in MySQL's files its `-` or `_` and any
+        `loose-`)."""
         if self.format == "regex":
             return self.pattern or ""
-        return match.group("head").lstrip()[: len(self.key)]
+        return match.group("head").strip().rstrip("=:").rstrip()
 
     def _not_found(self, text: str) -> ActuationError:
         """Why the key is missing, where the file shows it: commented out, or in the other
@@ -272,31 +282,69 @@ class ConfigFileActuator(Actuator):
         what = "pattern" if self.format == "regex" else "key"
         return ActuationError(f"{what} not found in {self.file}{hint}", key=name)
 
-    def _check_includes(self, text: str) -> None:
-        """A key also set in a file this one includes is refused like a key set twice: which
-        one the program reads depends on the program and on where the include stands. So is a
-        key in the postgresql.auto.conf beside a postgresql.conf (ALTER SYSTEM's, read last)."""
-        target = self._target()
-        seen = {target}
+    def _locate(self, text: str) -> tuple[Path, str]:
+        """The file whose line sets the key, and its text: this file, or, in a MySQL option
+        file, the one file it includes that sets it (the server reads it there). A key also set
+        in another file read with this one is refused like a key set twice: which one the
+        program reads depends on the program and on where the include stands. So is a key in
+        the postgresql.auto.conf beside a postgresql.conf (ALTER SYSTEM's, read last)."""
         own = self._matches(text, self.file)
         here = f"{self.file} line {_line_of(text, own[0].start())}" if own else ""
+        found = (self.path, text)
+        for other, inner, why in self._also_read(text):
+            matches = self._matches(inner, str(other))
+            if not matches:
+                continue
+            there = f"{other} line {_line_of(inner, matches[0].start())}"
+            if not here and self._mysql:
+                here, found = there, (other, inner)
+                continue
+            spelled = self._spelled(matches[0])
+            if self.format != "regex" and spelled != self.key:
+                there += f" as {spelled}"
+            both = (
+                f"set in {here} and again in {there}"
+                if here
+                else f"set in {there}, and an edit would add it to {self.file}"
+            )
+            raise ActuationError(
+                f"{both} ({why}): the program reads one of them, so an edit of the other "
+                "could do nothing; keep one",
+                key=self.key or self.pattern,
+            )
+        return found
+
+    def _also_read(self, text: str) -> Iterator[tuple[Path, str, str]]:
+        """Every other file the program reads with this one, its text and why: the files it
+        includes, in the order it reads them, and a postgresql.conf's postgresql.auto.conf."""
+        target = self._target()
+        seen = {target}
         auto = target.with_name("postgresql.auto.conf")
         if target.name == "postgresql.conf" and auto.is_file():
             seen.add(auto)
-            self._refuse_if_set(here, auto, "which PostgreSQL reads after it")
+            yield auto, self._read(auto), "which PostgreSQL reads after it"
         root = self._nginx_root(text)
         pending = [(self.path, text)]
         while pending:
-            path, body = pending.pop()
+            path, body = pending.pop(0)
             for include in _INCLUDE.finditer(body):
+                line = _line_of(body, include.start())
+                name = include["path"].strip()
+                if self._mysql and not os.path.isabs(name):
+                    raise ActuationError(
+                        f"{path} line {line}: !{include['what']} {name} is a relative path, which "
+                        "MySQL and MariaDB take from the server's working directory, not from "
+                        "this file's folder: hone cannot tell which file the server reads; give "
+                        "the full path",
+                        key=self.key,
+                    )
                 folder = root or path.parent
-                for included in _included_files(folder, include.group("what"), include["path"]):
+                for included in _included_files(folder, include.group("what"), name):
                     if included in seen or len(seen) > _MOST_INCLUDED:
                         continue
                     seen.add(included)
-                    line = _line_of(body, include.start())
-                    why = f"included from {path} line {line}"
-                    inner = self._refuse_if_set(here, included, why)
+                    inner = self._read(included)
+                    yield included, inner, f"included from {path} line {line}"
                     pending.append((included, inner))
 
     def _nginx_root(self, text: str) -> Path | None:
@@ -313,56 +361,37 @@ class ConfigFileActuator(Actuator):
                 return folder
         return here.parent
 
-    def _refuse_if_set(self, here: str, other: Path, why: str) -> str:
-        """The other file's text, unless it sets the key too. `here` is the line of this file
-        that sets it, empty when an edit would add one."""
-        inner = self._read(other)
-        matches = self._matches(inner, str(other))
-        if matches:
-            spelled = self._spelled(matches[0])
-            there = f"{other} line {_line_of(inner, matches[0].start())}" + (
-                f" as {spelled}" if self.format != "regex" and spelled != self.key else ""
-            )
-            both = (
-                f"set in {here} and again in {there}"
-                if here
-                else f"set in {there}, and an edit would add it to {self.file}"
-            )
-            raise ActuationError(
-                f"{both} ({why}): the program reads one of them, so an edit of the other "
-                "could do nothing; keep one",
-                key=self.key or self.pattern,
-            )
-        return inner
-
     def get(self) -> str:
         text = self._read()
-        value = self.value_in(text)
-        self._check_includes(text)
-        return value
+        path, body = self._locate(text)
+        return self.value_in(body, str(path) if body is not text else "")
 
-    def value_in(self, text: str) -> str:
-        """The key's value in this text of the file (a remote host's file is read elsewhere)."""
-        match = self._find(text)
+    def value_in(self, text: str, where: str = "") -> str:
+        """The key's value in this text of the file, or of the included file `where` (a remote
+        host's file is read elsewhere)."""
+        match = self._find(text, where)
         if match is None:
             raise self._not_found(text)
         value = match.group("value") if self.format != "regex" else match.group(1)
         value = _unquote(value.strip())
         if any("\udc80" <= c <= "\udcff" for c in value):
             raise ActuationError(
-                f"the value in {self.file} holds bytes that are not UTF-8", key=self.key
+                f"the value in {where or self.file} holds bytes that are not UTF-8", key=self.key
             )
         return value
 
     def set(self, value: str) -> None:
         text = self._read()
-        edited = self.edited(text, value)
-        self._check_includes(text)
-        self._write(edited)
+        path, body = self._locate(text)
+        if body is text:
+            self._write(self.edited(text, value))
+        else:
+            self._write(self.edited(body, value, str(path)), path)
 
-    def edited(self, text: str, value: str) -> str:
-        """The file's text with the key set to `value`, every other byte as it was."""
-        match = self._find(text)
+    def edited(self, text: str, value: str, where: str = "") -> str:
+        """The file's text (or the included file `where`'s) with the key set to `value`, every
+        other byte as it was."""
+        match = self._find(text, where)
         if match is None:
             if self.format == "regex":
                 raise self._not_found(text)
@@ -406,6 +435,11 @@ def _copy_xattrs(source: Path, target: str) -> None:
             os.setxattr(target, name, os.getxattr(source, name))
         except OSError:
             continue  # a security label the kernel does not let us copy: keep the default
+
+
+def _option(name: str) -> str:
+    """A MySQL option's name as the server compares it: no `loose-`, `-` read as `_`."""
+    return re.sub(_LOOSE, "", name, count=1, flags=re.I).replace("-", "_")
 
 
 def _line_of(text: str, offset: int) -> int:

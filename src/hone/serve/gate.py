@@ -3,10 +3,15 @@ must be JSON, and a request that carries one (a write) must show the token befor
 read. FastAPI reads a body before it runs a route's dependencies, so a large anonymous POST would
 otherwise be read into memory in full only to be refused. Python's JSON parser recurses: unbounded,
 a body of thousands of nested arrays gets FastAPI's vague "error parsing the body", and a route
-that parses its own body (`no_body`) fails with a 500 and a traceback."""
+that parses its own body (`no_body`) fails with a 500 and a traceback. So do bytes that are not
+UTF-8 and an integer past Python's int-conversion limit: both are refused here, for every route,
+with the offset or the field that holds them."""
 
 from __future__ import annotations
 
+import json
+import re
+import sys
 from typing import Any
 
 import numpy as np
@@ -47,6 +52,9 @@ class Gate:
                 return
             if _depth(body) > MAX_DEPTH:
                 raise HTTPException(400, f"request body: JSON nested over {MAX_DEPTH} levels deep")
+            unreadable = _unreadable(body)
+            if unreadable:
+                raise HTTPException(400, unreadable)
         except HTTPException as exc:
             await _refuse(exc, scope, receive, send)
             return
@@ -95,6 +103,58 @@ def _depth(body: bytes) -> int:
     if not steps:
         return 0
     return int(np.frombuffer(steps, dtype=np.int8).cumsum(dtype=np.int64).max())
+
+
+class _LongInt:
+    """An integer literal past the limit, kept as its digit count where the value would be."""
+
+    def __init__(self, literal: str) -> None:
+        self.digits = len(literal.lstrip("-"))
+
+
+def _unreadable(body: bytes) -> str | None:
+    """Why a body Python's JSON parser would fail on without saying where: bytes that are not
+    UTF-8 (their offset), or an integer of more digits than int() converts (its field). Parsed
+    only when a run of that many digits is there at all (a malformed body is left to the route's
+    parser, whose error names the position)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"request body is not UTF-8 (byte 0x{body[exc.start]:02x} at offset {exc.start})"
+    limit = sys.get_int_max_str_digits()
+    if not limit or not re.search(rf"[0-9]{{{limit + 1}}}", text):
+        return None
+
+    def parse_int(literal: str) -> int | _LongInt:
+        return _LongInt(literal) if len(literal.lstrip("-")) > limit else int(literal)
+
+    try:
+        value = json.loads(text, parse_int=parse_int)
+    except ValueError:
+        return None
+    found = _long_int(value, "")
+    if found is None:  # the digits were inside a string
+        return None
+    where, long = found
+    what = f"field {where}" if where else "request body"
+    return f"{what}: integer has {long.digits} digits, more than {limit}"
+
+
+def _long_int(value: Any, where: str) -> tuple[str, _LongInt] | None:
+    """The first over-long integer in a parsed body and its place (`a.b[2]`); depth is bounded
+    by the nesting check that runs before."""
+    if isinstance(value, _LongInt):
+        return where, value
+    items: Any = ()
+    if isinstance(value, dict):
+        items = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    for place, item in items:
+        found = _long_int(item, place)
+        if found:
+            return found
+    return None
 
 
 def _has_body(request: Request) -> bool:
