@@ -10,8 +10,8 @@ import json
 import os
 import threading
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from optuna.storages._rdb import models
 from optuna.trial import TrialState
 
 from hone.errors import HoneError
+from hone.storage.outage import Outage, unreachable
 from hone.storage.store import StudyStore
 
 _held: dict[int, int] = {}  # lock key -> depth, in this process
@@ -57,11 +58,14 @@ def study_locked(store: StudyStore, name: str) -> Iterator[None]:
 
 
 @contextmanager
-def try_locked(store: StudyStore, name: str) -> Iterator[bool]:
-    """Take the lock named `name` if no other worker holds it; yields whether it was taken.
-    Held for as long as the block runs, and released by the server (or the kernel, for a file
-    lock) when the holder dies: the election of one worker for a job that outlives a lock
-    wait (confirming the winner), with a successor elected if it is killed."""
+def try_locked(store: StudyStore, name: str) -> Iterator[Callable[[], bool] | None]:
+    """Take the lock named `name` if no other worker holds it; yields None when another does,
+    else a check that it is still held. Held for as long as the block runs, and released by
+    the server (or the kernel, for a file lock) when the holder dies: the election of one
+    worker for a job that outlives a lock wait (confirming the winner), with a successor
+    elected if it is killed. A PostgreSQL lock is also released when the server restarts or
+    drops the holder's connection: the check says so, before the holder writes as if it held
+    it while a successor took over."""
     key = zlib.crc32(f"hone:{name}".encode())
     dialect = store.storage.engine.dialect.name
     if dialect == "postgresql":
@@ -69,29 +73,45 @@ def try_locked(store: StudyStore, name: str) -> Iterator[bool]:
         with engine.connect() as conn:
             taken = conn.execute(sa.text("SELECT pg_try_advisory_lock(:key)"), {"key": key})
             if not taken.scalar_one():
-                yield False
+                yield None
                 return
             try:
-                yield True
+                yield lambda: _alive(conn)
             finally:
-                conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+                # a lost connection took the lock with it
+                with suppress(sa.exc.SQLAlchemyError):
+                    conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": key})
     elif dialect == "sqlite":
         database = store.storage.engine.url.database
         if not database or database == ":memory:":
-            yield True
+            yield _held_always
             return
         fd = os.open(f"{database}.{key:08x}.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                yield False
+                yield None
                 return
-            yield True
+            yield _held_always
         finally:
             os.close(fd)
     else:
         raise HoneError(f"hone worker needs PostgreSQL or SQLite storage, not {dialect}")
+
+
+def _alive(conn: sa.Connection) -> bool:
+    """Whether the connection holding a lock still answers (the server keeps the lock while
+    the connection lives)."""
+    try:
+        conn.execute(sa.text("SELECT 1"))
+    except sa.exc.SQLAlchemyError:
+        return False
+    return True
+
+
+def _held_always() -> bool:
+    return True
 
 
 @contextmanager
@@ -179,11 +199,13 @@ def started_since(store: StudyStore, study_id: int, number: int) -> list[dict[st
 
 class Heartbeat:
     """A thread that renews the lease of the trial this worker runs, every `interval` seconds.
-    A failed renewal is retried at the next beat: the lease is what tells the others."""
+    A failed renewal is retried at the next beat: the lease is what tells the others. Each
+    beat tells `outage` whether the database answered."""
 
-    def __init__(self, store: StudyStore, interval: float) -> None:
+    def __init__(self, store: StudyStore, interval: float, outage: Outage) -> None:
         self.store = store
         self.interval = interval
+        self.outage = outage
         self.trial_id: int | None = None
         self.error: str | None = None
         self._stop = threading.Event()
@@ -205,5 +227,8 @@ class Heartbeat:
             try:
                 self.store.storage.record_heartbeat(trial_id)
                 self.error = None
-            except Exception as exc:  # a lost database: said by the run when it next writes
+                self.outage.answered()
+            except Exception as exc:  # a lost database: the run waits for it when it next writes
                 self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                if unreachable(exc):
+                    self.outage.failed()

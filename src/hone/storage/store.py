@@ -362,10 +362,26 @@ def _schema_locked(url: str) -> Iterator[None]:
         engine.dispose()
 
 
+#: libpq's settings for a shared study database: a connection that cannot be made, or a
+#: query whose packets go unanswered (a network cut), fails within seconds, for the worker to
+#: wait and try again (`--db-wait`), instead of hanging for the kernel's TCP timeouts (minutes).
+PG_CONNECT = {
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30000,
+}
+
+
 def _engine_options(url: str) -> dict[str, Any]:
     if url.startswith("sqlite"):
         # Wait for another hone process's write instead of failing at once.
         return {"connect_args": {"timeout": 30}}
+    if url.startswith("postgresql"):
+        given = sqlalchemy.engine.make_url(url).query  # the URL's own settings win
+        return {"connect_args": {k: v for k, v in PG_CONNECT.items() if k not in given}}
     return {}
 
 

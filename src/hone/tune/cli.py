@@ -115,14 +115,23 @@ def worker(
     apply: str = typer.Option(
         None, help="auto|always|never: the study's winner policy, when this worker creates it"
     ),
+    db_wait: float = typer.Option(
+        300.0,
+        "--db-wait",
+        help="seconds to wait for a database that stops answering, then stop",
+        parser=finite_float,
+    ),
 ) -> None:
     """Run trials of a study shared by several machines (docs/scale.md)."""
     from hone.project import load_project
+    from hone.storage.outage import MAX_WAIT, WAIT_RANGE
     from hone.tune.console import RichReporter
     from hone.tune.worker import LEASE_RANGE, MAX_LEASE, MIN_LEASE, Worker, WorkerOptions
 
     if not MIN_LEASE <= lease <= MAX_LEASE:
         raise HoneError(LEASE_RANGE.format(lease=lease))
+    if not 0 <= db_wait <= MAX_WAIT:
+        raise HoneError(WAIT_RANGE.format(wait=db_wait))
     loaded = load_project(project)
     if engine:
         from hone.optimizers import make_optimizer
@@ -130,7 +139,9 @@ def worker(
         make_optimizer(engine, loaded.space())  # an unknown engine fails before any change
     if apply not in (None, "auto", "always", "never"):
         raise HoneError(f"--apply must be auto, always or never, not {apply!r}")
-    options = WorkerOptions(storage, worker_id, study, engine, budget, baseline, seed, lease, apply)
+    options = WorkerOptions(
+        storage, worker_id, study, engine, budget, baseline, seed, lease, apply, db_wait
+    )
     reporter = RichReporter(command="hone worker")
     try:
         result = Worker(loaded, reporter, options).run()

@@ -15,11 +15,11 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 from optuna.exceptions import StorageInternalError
@@ -39,6 +39,7 @@ from hone.project.model import Project
 from hone.space import Config, SearchSpace, Value
 from hone.space.serialize import domain_to_dict
 from hone.storage import StudyRecord, StudyStore
+from hone.storage.outage import DatabaseLost
 from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
 from hone.tune import warmup, why
 from hone.tune.confirm import Plan, detectable, quality_text, rounds_for, rounds_needed
@@ -49,6 +50,8 @@ from hone.tune.objective import Objective
 from hone.tune.risk import Choice, carry, choose, gain_dict, risky_changes
 from hone.tune.stats import Gain, paired_gain, score_noise
 from hone.workload.manager import WorkloadManager
+
+T = TypeVar("T")
 
 #: The error of a trial that was running when hone was stopped or killed.
 CUT_OFF = "interrupted (hone was stopped)"
@@ -566,7 +569,7 @@ class Tuner:
         """The optimiser's pick first, then the best distinct configurations by mean score."""
         means: dict[tuple, list[float]] = defaultdict(list)
         configs: dict[tuple, Config] = {}
-        for trial in self.store.trials(study):
+        for trial in self._db(self.store.trials, study):
             if trial.phase == "search" and trial.state == "complete" and trial.score is not None:
                 key = space.key(trial.config)
                 means[key].append(trial.score)
@@ -755,6 +758,11 @@ class Tuner:
     def _score(self, metrics: Mapping[str, float]) -> float:
         return self.objective.score(metrics)
 
+    def _db(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A call to the study database: made once here; `hone worker` waits out a shared
+        database that stops answering."""
+        return call(*args, **kwargs)
+
     def _finish_trial(self, trial_id: int, run: Measurement, phase: str | None = None) -> None:
         """Store the outcome; `phase` replaces the trial's phase (`disturbed`: a reading kept
         for the record and left out of every comparison)."""
@@ -766,7 +774,8 @@ class Tuner:
             extra["machine"] = run.machine
         if run.disturbed:
             extra["disturbed"] = run.disturbed
-        self.store.finish_trial(
+        self._db(
+            self.store.finish_trial,
             trial_id,
             score=run.score if not run.error else None,
             metrics=metrics,
@@ -1044,7 +1053,7 @@ def _ignore(signum: int, frame: object) -> None:
 def _stop_error(exc: BaseException, back: bool, project: str) -> BaseException:
     """What a stopped run raises once `_abort` is done, saying whether the knobs are back."""
     where = "every knob put back" if back else f"knobs not all put back: `hone restore {project}`"
-    if isinstance(exc, OSError | SQLAlchemyError | StorageInternalError):
+    if isinstance(exc, OSError | SQLAlchemyError | StorageInternalError | DatabaseLost):
         # a full disk, a lost database: said in one line, after the knobs are back
         return HoneError(f"stopped, {where}: {_first_line(exc)}")
     if isinstance(exc, Stopped):

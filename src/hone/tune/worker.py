@@ -9,8 +9,10 @@ running elsewhere passed as pending (the constant liar of `ask_batch`), and star
 on the study that first checks nothing started meanwhile clashes with them.
 A running trial holds a lease (Optuna's heartbeat table, renewed by a thread); a trial whose
 lease runs out is failed with the reason by the next worker that looks, and is not counted in
-the budget. When the budget is spent, one worker (elected by a lock the database releases if
-it dies) confirms the best configurations against its own baseline and stores the decision;
+the budget. A database that stops answering is waited for (`--db-wait`), the finished trial
+held meanwhile, and a worker's lost contact is not counted against the others' leases.
+When the budget is spent, one worker (elected by a lock the database releases if it dies)
+confirms the best configurations against its own baseline and stores the decision;
 every worker then applies the winner on its own machine, or puts its knobs back."""
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import socket
 import time
 import zlib
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -40,6 +43,7 @@ from hone.storage.lease import (
     study_locked,
     try_locked,
 )
+from hone.storage.outage import DEFAULT_WAIT, MAX_WAIT, WAIT_RANGE, DatabaseLost, Outage
 from hone.storage.store import FINISHED, RUNNING, TrialClosed, _now
 from hone.storage.summary import pid_alive, read_trials
 from hone.tune.console import Reporter
@@ -66,12 +70,19 @@ SUPERSEDED = (
     "worker {worker} stopped while confirming (the database released its confirm lock: "
     "killed, crashed or cut off); another worker confirms instead"
 )
+#: The reason stored with a confirming worker's trial when its confirm lock went with its
+#: connection to the database (a restart of the server, a cut): another worker may confirm.
+ABANDONED = (
+    "worker {worker} was cut off from the database while confirming and lost its confirm"
+    " lock; the confirmation is made again by whichever worker takes the lock"
+)
 #: A lease shorter than a few heartbeats (one every sixth of it, at least 0.2 s apart) loses
 #: live trials; one past a day is no lease (and overflows the heartbeat thread's timer).
 MIN_LEASE, MAX_LEASE = 1.0, 86400.0
 LEASE_RANGE = "--lease must be between 1 and 86400 seconds, not {lease:g}"
 WAIT = "wait"  # the budget is spent but trials run elsewhere: one of them may yet be lost
 POLL = 0.5  # seconds between looks at the study while waiting for those trials
+T = TypeVar("T")
 
 
 @dataclass
@@ -85,6 +96,7 @@ class WorkerOptions:
     seed: int | None = None
     lease: float = 60.0  # seconds without a heartbeat after which a trial is lost
     apply: str | None = None  # auto | always | never, when this worker creates the study
+    db_wait: float = DEFAULT_WAIT  # seconds to wait for a database that stops answering
 
 
 @dataclass
@@ -119,6 +131,8 @@ class Worker(Tuner):
         )
         if not MIN_LEASE <= options.lease <= MAX_LEASE:
             raise HoneError(LEASE_RANGE.format(lease=options.lease))
+        if not 0 <= options.db_wait <= MAX_WAIT:
+            raise HoneError(WAIT_RANGE.format(wait=options.db_wait))
         if self.cluster is not None:
             raise HoneError(
                 f"{project.name} puts knobs on host groups: a cluster project runs with"
@@ -126,7 +140,10 @@ class Worker(Tuner):
             )
         self.worker_options = options
         self.id = options.worker_id or socket.gethostname()
-        self.heart = Heartbeat(self.store, max(0.2, options.lease / 6))
+        self.outage = Outage(self.store.url, options.db_wait, reporter.warn)
+        self.heart = Heartbeat(self.store, max(0.2, options.lease / 6), self.outage)
+        #: while confirming: whether this worker still holds the study's confirm lock
+        self.confirm_held: Callable[[], bool] | None = None
         self.base_score = 0.0
         self.told: set[int] = set()
         self.record: dict[str, Any] = {}
@@ -139,7 +156,7 @@ class Worker(Tuner):
         with self.journal.locked(), settings_locked(actuators), _stop_on_sigterm():
             self._prepare_environment()
             baseline = self._read_baseline()
-            study = self._join()
+            study = self._db(self._join)
             space = self.project.space(
                 {n: v for n, v in baseline.items() if self.project.knob(n).domain.contains(v)}
             )
@@ -177,7 +194,7 @@ class Worker(Tuner):
         optimizer = start_first(optimizer, [{**baseline, **p} for p in self.project.tuning.start])
         self.reporter.phase("search", self.budget)
         while True:
-            claim = self._claim(study, space, optimizer)
+            claim = self._db(self._claim, study, space, optimizer)
             if claim == WAIT:
                 time.sleep(min(self.heart.interval, POLL))
                 continue
@@ -315,7 +332,10 @@ class Worker(Tuner):
         for stale in running_trials(self.store, study.study_id):
             # judged by the lease its own worker holds it with: a worker given a longer
             # --lease beats less often, and is not lost for it
-            if stale.silent <= (stale.lease or self.worker_options.lease):
+            lease = stale.lease or self.worker_options.lease
+            # silent only while this worker could see: after an outage, the others' heartbeats
+            # get a lease's time to resume before their trials are judged lost
+            if min(stale.silent, self.outage.since_contact()) <= lease:
                 continue
             reason = LOST.format(worker=stale.worker or "?", silent=stale.silent)
             if self.store.fail_trial(stale.trial_id, reason, lost=True):
@@ -331,16 +351,14 @@ class Worker(Tuner):
         waiting worker then takes over). Then the winner goes on this machine, or the knobs
         go back."""
         self._apply(baseline)  # this machine at its originals while the winner is decided
-        decision = self._decision(study)
+        decision = self._db(self._decision, study)
         while decision is None:
-            with try_locked(self.store, f"confirm:{study.study_id}") as elected:
-                if elected:
-                    decision = self._decision(study) or self._confirm_winner(study, space, baseline)
-                    break
-            with study_locked(self.store, f"study:{study.study_id}"):
-                self._reap(study)  # a confirmer killed mid-trial: its trial failed, it lost
+            decision = self._db(self._elect, study, space, baseline)
+            if decision is not None:
+                break
+            self._db(self._reap_locked, study)  # a confirmer killed mid-trial: failed, lost
             time.sleep(POLL)
-            decision = self._decision(study)
+            decision = self._db(self._decision, study)
         best = decision.get("best")
         if decision.get("outcome") == "applied" and best:
             self._apply(best)
@@ -349,6 +367,43 @@ class Worker(Tuner):
         else:
             self._restore_all()
         return decision
+
+    def _elect(
+        self, study: StudyRecord, space: SearchSpace, baseline: Config
+    ) -> dict[str, Any] | None:
+        """The decision, made here if this worker takes the confirm lock; None if another
+        worker holds it, or if this worker lost it while cut off from the database (its
+        confirmation is abandoned: a successor may have started its own)."""
+        with try_locked(self.store, f"confirm:{study.study_id}") as held:
+            if held is None:
+                return None
+            self.confirm_held = held
+            try:
+                return self._decision(study) or self._confirm_winner(study, space, baseline)
+            except ConfirmLost:
+                self._abandon_confirmation(study, baseline)
+                return None
+            finally:
+                self.confirm_held = None
+
+    def _abandon_confirmation(self, study: StudyRecord, baseline: Config) -> None:
+        reason = ABANDONED.format(worker=self.id)
+        self.reporter.warn(reason)
+        if self.heart.trial_id is not None:
+            self._db(self.store.fail_trial, self.heart.trial_id, reason, lost=True)
+            self.heart.trial_id = None
+        self._apply(baseline)
+        self._record(study, confirming=False)
+
+    def _holds_confirm_lock(self) -> None:
+        """Before a confirming worker writes: the lock that makes it the only confirmer is
+        still its own (a restart of the database server releases it)."""
+        if self.confirm_held is not None and not self.confirm_held():
+            raise ConfirmLost("the confirm lock went with the connection to the database")
+
+    def _reap_locked(self, study: StudyRecord) -> None:
+        with study_locked(self.store, f"study:{study.study_id}"):
+            self._reap(study)
 
     def _decision(self, study: StudyRecord) -> dict[str, Any] | None:
         attrs = self.store.storage.get_study_user_attrs(study.study_id)
@@ -363,11 +418,12 @@ class Worker(Tuner):
         study's apply policy. Stored in the study, which ends."""
         self.reporter.note(f"worker {self.id} confirms the best configurations of the study")
         self._record(study, confirming=True)
-        for stale in running_trials(self.store, study.study_id):
+        for stale in self._db(running_trials, self.store, study.study_id):
             # this lock was free: whoever confirmed before is gone, its trial with it
             if stale.worker != self.id:
                 reason = SUPERSEDED.format(worker=stale.worker or "?")
-                if self.store.fail_trial(stale.trial_id, reason, lost=True) and stale.worker:
+                closed = self._db(self.store.fail_trial, stale.trial_id, reason, lost=True)
+                if closed and stale.worker:
                     self._mark(study, stale.worker, state="lost", error=reason, confirming=False)
         candidates = self._candidates(study, space, baseline, None)
         metrics: dict[int, list[dict[str, float]]] = defaultdict(list)
@@ -375,7 +431,7 @@ class Worker(Tuner):
         if candidates:
             choice, rounds = self._confirm(study, space, baseline, candidates, metrics)
         outcome, reason = self._decide(choice)
-        trials = read_trials(self.store, study)
+        trials = self._db(read_trials, self.store, study)
         best_search, best_search_gain = _best([t for t in trials if t.phase == "search"])
         decision = {
             "outcome": outcome,
@@ -391,9 +447,14 @@ class Worker(Tuner):
             "failures": sum(t.state == "fail" for t in trials),
             "lost": sum(t.lost for t in trials),
         }
-        self.store.update(study, state=FINISHED, result=decision)
+        self._db(self._store_decision, study, decision)
         self._record(study, confirming=False)
         return decision
+
+    def _store_decision(self, study: StudyRecord, decision: dict[str, Any]) -> None:
+        """Checked again on every try: a lock lost in an outage is not written through."""
+        self._holds_confirm_lock()
+        self.store.update(study, state=FINISHED, result=decision)
 
     # -- trials ----------------------------------------------------------------------------
 
@@ -429,10 +490,18 @@ class Worker(Tuner):
     def _start_trial(
         self, study: StudyRecord, space: SearchSpace, config: Config, phase: str, **attrs: Any
     ) -> int:
+        self._holds_confirm_lock()
         self.trial_count += 1
         os.environ["ITERATION"] = str(self.trial_count)
+        trial_id = self._db(self._create_trial, study, space, config, phase, attrs)
+        self.heart.trial_id = trial_id
+        return trial_id
+
+    def _create_trial(
+        self, study: StudyRecord, space: SearchSpace, config: Config, phase: str, attrs: Any
+    ) -> int:
         with study_locked(self.store, f"study:{study.study_id}"):  # trial numbers stay unique
-            trial_id = self.store.start_trial(
+            return self.store.start_trial(
                 study,
                 space,
                 config,
@@ -442,10 +511,9 @@ class Worker(Tuner):
                 lease_seconds=self.worker_options.lease,
                 **attrs,
             )
-        self.heart.trial_id = trial_id
-        return trial_id
 
     def _finish_trial(self, trial_id: int, run: Measurement, phase: str | None = None) -> None:
+        self._holds_confirm_lock()
         try:
             super()._finish_trial(trial_id, run, phase)
         except TrialClosed:
@@ -455,14 +523,24 @@ class Worker(Tuner):
         finally:
             self.heart.trial_id = None
 
+    def _db(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """The call, tried again while the shared database does not answer (`--db-wait`)."""
+        return self.outage.call(call, *args, **kwargs)
+
     # -- records ---------------------------------------------------------------------------
 
     def _record(self, study: StudyRecord, **fields: Any) -> None:
         """This worker's entry in the study: host, pid, state, baseline."""
         self.record.update(fields)
+        self._db(self._write_record, study)
+
+    def _write_record(self, study: StudyRecord) -> None:
         self.store.storage.set_study_user_attr(study.study_id, f"worker:{self.id}", self.record)
 
     def _mark(self, study: StudyRecord, worker: str, **fields: Any) -> None:
+        self._db(self._write_mark, study, worker, fields)
+
+    def _write_mark(self, study: StudyRecord, worker: str, fields: dict[str, Any]) -> None:
         key = f"worker:{worker}"
         record = dict(self.store.storage.get_study_user_attrs(study.study_id).get(key) or {})
         self.store.storage.set_study_user_attr(study.study_id, key, {**record, **fields})
@@ -478,12 +556,15 @@ class Worker(Tuner):
             self.reporter.warn(str(restore_error))
             back = False
         self._stop_owned_workload()
+        if isinstance(exc, DatabaseLost):
+            return back  # nothing to record it in: the others fail its trial when its lease ends
         stopped = isinstance(exc, Stopped | KeyboardInterrupt)
         reason = CUT_OFF if stopped else f"worker {self.id} stopped: {_first_line(exc)}"
-        try:
+        try:  # once, not waiting for the database: the knobs are back, the worker ends
             if self.heart.trial_id is not None:
                 self.store.fail_trial(self.heart.trial_id, reason, lost=True)
-            self._record(study, state="stopped", error=reason[:300])
+            self.record.update(state="stopped", error=reason[:300])
+            self._write_record(study)
         except Exception as record_error:
             # in the database's words: Optuna's own blames "invalid data in the commit"
             self.reporter.warn(
@@ -492,11 +573,12 @@ class Worker(Tuner):
         return back
 
     def _result(self, study: StudyRecord) -> WorkerResult:
-        trials = read_trials(self.store, study)
+        trials = self._db(read_trials, self.store, study)
         best, gain = _best([t for t in trials if t.phase == "search"])
         if self.decision.get("best"):
             best, gain = self.decision["best"], (self.decision.get("gain") or {}).get("mean")
-        state = self.store.storage.get_study_user_attrs(study.study_id).get("state", RUNNING)
+        attrs = self._db(self.store.storage.get_study_user_attrs, study.study_id)
+        state = attrs.get("state", RUNNING)
         return WorkerResult(
             study=study.name,
             worker=self.id,
@@ -509,6 +591,10 @@ class Worker(Tuner):
             outcome=str(self.decision.get("outcome", "restored")),
             reason=str(self.decision.get("reason", "")),
         )
+
+
+class ConfirmLost(Exception):
+    """The confirming worker no longer holds the study's confirm lock."""
 
 
 def _require_same_project(study: StudyRecord, mine: dict[str, Any]) -> None:
