@@ -217,27 +217,6 @@ def test_a_killed_worker_leaves_its_trial_failed_and_restore_brings_its_knob_bac
     assert (victim_folder / "app.conf").read_text() == "level 0\n"
 
 
-def test_a_worker_cut_off_from_postgresql_puts_its_knob_back_and_stops(
-    postgres: Any,  # conftest.Postgres
-    tmp_path: Path,
-) -> None:
-    folder = machine(tmp_path, "m", search_sleep=3)
-    proc = start(folder, postgres.url, "m")
-    deadline = time.monotonic() + 40
-    while (folder / "app.conf").read_text() == "level 0\n":  # in its first search trial
-        assert time.monotonic() < deadline and proc.poll() is None, "no search trial"
-        time.sleep(0.1)
-    postgres.stop()
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2
-    lines = err.strip().splitlines()
-    assert lines[-1].startswith("hone: stopped, every knob put back: ")
-    assert "Traceback" not in err
-    # the database's words, not Optuna's guess at "invalid data in the commit"
-    assert "invalid data" not in out + err and "Connection refused" in out, out
-    assert (folder / "app.conf").read_text() == "level 0\n"
-
-
 def test_a_confirming_worker_killed_is_replaced_and_the_winner_still_applied(
     postgres_url: str, tmp_path: Path
 ) -> None:

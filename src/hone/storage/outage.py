@@ -59,10 +59,10 @@ def where(url: str) -> str:
 
 
 def _cause(exc: BaseException) -> str:
-    """The database driver's own words, one line."""
+    """The database driver's own words, their first line (libpq adds a hint on the next)."""
     while exc.__cause__ is not None:
         exc = exc.__cause__
-    return one_line(str(exc)) or type(exc).__name__
+    return one_line(str(exc).strip().split("\n", 1)[0]) or type(exc).__name__
 
 
 class Outage:
