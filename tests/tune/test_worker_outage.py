@@ -1,7 +1,8 @@
 """`hone worker` and a shared PostgreSQL server that goes away: stopped (immediate shutdown)
 while two workers run trials and started again seconds later, both workers wait, record the
-trials they were running and finish the study, neither failing the other's trial as lost; an
-outage longer than `--db-wait` stops the worker with its knob put back and one line."""
+trials they were running and finish the study, neither failing the other's trial as lost; a
+confirmer whose lock went with the restart leaves the confirmation to one worker; an outage
+longer than `--db-wait` stops the worker with its knob put back and one line."""
 
 from __future__ import annotations
 
@@ -104,3 +105,46 @@ def test_an_outage_longer_than_db_wait_stops_the_worker_with_its_knob_back(
         + err.strip().splitlines()[-1].split("(--db-wait): ", 1)[-1]
     )
     assert (folder / "app.conf").read_text() == "level 0\n"
+
+
+def test_a_confirmer_whose_lock_went_with_a_restart_gives_way_to_one_confirmation(
+    postgres: Any,
+    tmp_path: Path,
+) -> None:
+    """A restart releases the confirm lock with the confirmer's connection, and the other
+    worker may take it: the confirmer sees its lock gone before it records its reading and
+    abandons its confirmation, so the confirmation after the restart is one worker's alone,
+    and it is that worker's decision the study stores."""
+    names = ["a", "b"]
+    confirm = "{candidates: 1, rounds: 2}"
+    folders = {n: machine(tmp_path, n, search_sleep=1.5, confirm=confirm) for n in names}
+    procs = {n: worker(folders[n], postgres.url, n, db_wait=60) for n in names}
+    store = StudyStore(postgres.url)
+
+    def measuring_the_candidate(trials: list) -> list:
+        return [
+            t
+            for t in trials
+            if t.phase == "confirm" and t.state == "running" and t.config["level"] != 0
+        ]
+
+    (confirming,) = wait_for(store, 60, measuring_the_candidate, "no worker confirmed")
+    postgres.stop()
+    time.sleep(3)
+    postgres.start()
+    for name in names:
+        out, err = procs[name].communicate(timeout=90)
+        assert procs[name].returncode == 0, err[-800:]
+        assert "Traceback" not in out + err
+    store = StudyStore(postgres.url)
+    study = store.find("shared")
+    trials = read_trials(store, study)
+    result = store.storage.get_study_user_attrs(study.study_id)["result"]
+    assert study.state == "finished" and result["outcome"] == "applied", result
+    cut = next(t for t in trials if t.number == confirming.number)
+    # failed by whichever came first: the confirmer abandoning, or the worker taking over
+    assert cut.state == "fail" and cut.lost and "confirm lock" in (cut.error or ""), cut.error
+    after = [t for t in trials if t.phase == "confirm" and t.number > confirming.number]
+    assert after and {t.worker for t in after} == {result["confirmed_by"]}
+    assert all(t.state == "complete" for t in after)
+    assert not [t for t in trials if t.state == "running"]
