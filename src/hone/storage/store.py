@@ -136,11 +136,19 @@ class StudyStore:
                     self.url, engine_kwargs=_engine_options(self.url)
                 )
         except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
-            raise HoneError(f"cannot open study storage {self.url}: {_cause(exc)}") from None
+            raise HoneError(f"cannot open study storage {self.shown}: {_cause(exc)}") from None
         # Connections are closed when the store goes, or at exit at the latest: the command
         # line skips the garbage collection that would close them (cli.main.run), and SQLite
         # folds its write-ahead log back into the database on the last close.
         weakref.finalize(self, self.storage.engine.dispose)
+
+    @property
+    def shown(self) -> str:
+        """The URL as messages show it: a password given in it (`user:pw@host`) masked."""
+        try:
+            return sqlalchemy.engine.make_url(self.url).render_as_string(hide_password=True)
+        except sqlalchemy.exc.ArgumentError:
+            return self.url
 
     # -- studies ---------------------------------------------------------------------------
 
@@ -175,7 +183,7 @@ class StudyStore:
                 return study
         mine = [s for s in studies if s.project == name]
         if not mine:
-            raise HoneError(f"no study named {name!r} in {self.url}")
+            raise HoneError(f"no study named {name!r} in {self.shown}")
         return max(mine, key=lambda s: s.study_id)
 
     # -- trials ----------------------------------------------------------------------------

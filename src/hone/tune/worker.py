@@ -239,7 +239,7 @@ class Worker(Tuner):
         if self.worker_options.study:
             named = [s for s in studies if s.name == wanted]
             if not named:
-                raise HoneError(f"no study named {wanted!r} in {self.store.url}")
+                raise HoneError(f"no study named {wanted!r} in {self.store.shown}")
             if not (named[0].attrs.get("workers") and named[0].state == RUNNING):
                 raise HoneError(f"study {wanted} is not a running study of workers")
             return named[0]
