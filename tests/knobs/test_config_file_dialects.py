@@ -14,6 +14,14 @@ from hone.errors import ActuationError
 from hone.journal import Journal
 from hone.knobs.config_file import ConfigFileActuator
 
+
+def refusal(step, value: str) -> str:
+    """The one line a knob's read or edit (`step`, given `value`) is refused with."""
+    with pytest.raises(ActuationError) as info:
+        step(value)
+    return str(info.value)
+
+
 POOL = "innodb_buffer_pool_size"
 
 
@@ -69,9 +77,7 @@ def test_a_mysql_option_set_again_in_an_includedir_file_is_refused(tmp_path: Pat
     assert knob.get() == "64M"
     tuned = conf_d / "tune.cnf"
     tuned.write_bytes(b"[mysqld]\nmax-connections = 80\ninnodb-buffer-pool-size = 96M\n")
-    with pytest.raises(ActuationError) as info:
-        knob.apply("128M")
-    assert str(info.value) == (
+    assert refusal(knob.apply, "128M") == (
         f"{POOL}: set in {path} line 2 and again in {tuned} line 3 as innodb-buffer-pool-size "
         f"(included from {path} line 3): the program reads one of them, so an edit of the "
         "other could do nothing; keep one"
