@@ -152,7 +152,8 @@ def test_a_study_measures_the_profile_first(
                  "--no-why", "--engine", "random")  # fmt: skip
     assert tuned.returncode == 0, tuned.stderr
     shown = json.loads(hone("show", "np", "--json").stdout)
-    search = [t for t in shown["trials"] if t["phase"] in ("search", "disturbed")]
+    # a reading the machine disturbed is kept as `disturbed`, the baseline's too (under load)
+    search = [t for t in shown["trials"] if t["phase"] == "search"]
     first = {"net.core.somaxconn": 1024, "net.ipv4.tcp_fin_timeout": 20,
              "net.ipv4.tcp_max_syn_backlog": 2048}  # fmt: skip
     assert search[0]["config"] == first
