@@ -21,7 +21,6 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.optimize import minimize
 from scipy.spatial.distance import cdist
-from scipy.stats import yeojohnson
 
 from hone.optimizers.encoding import Encoder, one_hot, squared_distances
 
@@ -77,6 +76,10 @@ class AdditiveGP:
         self.power = 1.0  # Yeo-Johnson exponent; 1 leaves values as they are
 
     def warp(self, y: np.ndarray, refit: bool = False) -> np.ndarray:
+        # imported at the first fit: scipy.stats is most of a second, and a study that ends
+        # within its design points never fits
+        from scipy.stats import yeojohnson
+
         standard = (y - y.mean()) / (y.std() or 1.0)
         if refit and len(y) >= 5 and np.ptp(standard) > 0:
             self.power = float(np.clip(yeojohnson(standard)[1], -2.0, 4.0))
