@@ -73,9 +73,9 @@ def _template() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="hone-pg-template-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     shutil.chown(folder, "postgres")
+    options = ("--no-sync", "-A", "trust", "-U", "postgres")
     subprocess.run(
-        [*AS_POSTGRES, PG_BIN / "initdb", "--no-sync", "-D", folder / "data", "-A", "trust"]
-        + ["-U", "postgres"],
+        [*AS_POSTGRES, PG_BIN / "initdb", *options, "-D", folder / "data"],
         check=True,
         capture_output=True,
     )
