@@ -1,6 +1,6 @@
 """The knob insight (importance and effect curves) kept with a study is what `hone show`, the
 report and the web UI read while the study's scored trials are the ones it was fitted on, and is
-fitted again once they change."""
+fitted again once they change. A view that had to fit it keeps it once the study has ended."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 from hone.space.serialize import domain_to_dict
 from hone.storage import StudyStore
-from hone.tune.views import keep_insight, knob_insight
+from hone.storage.store import FINISHED
+from hone.tune.views import keep_insight, knob_insight, viewed_insight
 from tests.importance.test_importance_shares import mixed_observations, mixed_space
 
 
@@ -41,3 +42,19 @@ def test_kept_insight_is_read_back_until_a_trial_is_added(tmp_path: Path) -> Non
     fresh = knob_insight(record.attrs, reopened.trials(record))
     assert [row["knob"] for row in fresh] != ["marked"]
     assert {row["knob"] for row in fresh} == set(space.names)
+
+
+def test_the_first_view_of_an_ended_study_keeps_what_it_fitted(tmp_path: Path) -> None:
+    """A study ended without an explanation of its winner (--no-why) had nothing kept: every
+    `hone show` and report imported scikit-learn and fitted the trees again."""
+    store, study = _study(tmp_path)
+    running = viewed_insight(store, study, store.trials(study))
+    assert "insight" not in store.find(study.name).attrs  # trials may still come
+    store.update(study, state=FINISHED)
+    record = store.find(study.name)
+    shown = viewed_insight(store, record, store.trials(record))
+    assert shown == running
+    again = StudyStore(store.url).find(study.name)
+    assert again.attrs["insight"]["knobs"] == shown
+    again.attrs["insight"]["knobs"] = [{"knob": "marked", "share": 1.0, "effect": []}]
+    assert viewed_insight(store, again, store.trials(again))[0]["knob"] == "marked"

@@ -13,7 +13,7 @@ from hone.paths import state_dir
 from hone.report.svg import Series, chart
 from hone.storage import StudyStore, TrialRecord
 from hone.tune.risk import gain_text, risk_lines
-from hone.tune.views import knob_insight
+from hone.tune.views import viewed_insight
 
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem}
@@ -55,7 +55,7 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
             f"<td class=l>{escape(t.error or t.state)}</td></tr>"
         )
     head = "".join(f"<th>{escape(k)}</th>" for k in [*knob_names, *metric_names])
-    insight = knob_insight(attrs, trials)
+    insight = viewed_insight(store, study, trials)
     importance_rows = "".join(
         f"<tr><td class=l>{escape(r['knob'])}</td><td>{r['share']:.1%}</td></tr>" for r in insight
     )

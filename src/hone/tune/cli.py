@@ -256,7 +256,7 @@ def show(
     if as_json:
         from hone.storage import StudyStore
         from hone.storage.summary import best_of, detail, read_trials, trial_dict
-        from hone.tune.views import knob_insight
+        from hone.tune.views import viewed_insight
 
         store = StudyStore(storage)
         record = store.find(study)
@@ -266,7 +266,7 @@ def show(
                 "study": detail(store, record),
                 "best": best_of(record, trials),
                 "trials": [trial_dict(t) for t in trials],
-                "knobs": knob_insight(record.attrs, trials),
+                "knobs": viewed_insight(store, record, trials),
             }
         )
         return

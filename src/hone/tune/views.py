@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
 
+import optuna
+import sqlalchemy
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -20,7 +23,7 @@ from hone.project.model import Knob, Metric
 from hone.project.yamlio import load_yaml
 from hone.space import SearchSpace
 from hone.storage import StudyStore
-from hone.storage.store import StudyRecord, TrialRecord
+from hone.storage.store import RUNNING, StudyRecord, TrialRecord
 from hone.storage.summary import summaries, workers_of
 from hone.tune.confirm import quality_text
 from hone.tune.risk import gain_text, risk_lines
@@ -236,7 +239,7 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         console.print(f"[red]{len(failures)} failed trial(s)[/]:")
         for trial in failures:
             console.print(f"  #{trial.number} ({trial.phase}): {trial.error}", markup=False)
-    insight = knob_insight(study.attrs, trials)
+    insight = viewed_insight(store, study, trials)
     if insight:
         table = DataTable("knob", "importance")
         for row in insight:
@@ -291,14 +294,32 @@ def knob_insight(attrs: dict, trials: list[TrialRecord]) -> list[dict]:
     effect curve: what `hone show`, the report and the web UI show. Kept with the study when it
     ends (`keep_insight`) and read back while no trial has changed since: the fit needs
     scikit-learn, whose import alone takes a second."""
+    return _insight(attrs, trials)[0]
+
+
+def viewed_insight(store: StudyStore, study: StudyRecord, trials: list[TrialRecord]) -> list[dict]:
+    """`knob_insight` for `hone show` and the report; one fitted for a study that no longer
+    runs is kept with it, so the next view reads it instead of importing scikit-learn again.
+    Keeping it is a cache: a database that refuses the write still gets its view."""
+    rows, fitted = _insight(study.attrs, trials)
+    if fitted is not None and study.state != RUNNING:
+        with contextlib.suppress(optuna.exceptions.OptunaError, sqlalchemy.exc.SQLAlchemyError):
+            store.update(study, insight={"of": fitted, "knobs": rows})
+    return rows
+
+
+def _insight(attrs: dict, trials: list[TrialRecord]) -> tuple[list[dict], str | None]:
+    """The insight, and the fingerprint of its trials when it was fitted now (None: read back
+    or nothing to fit)."""
     scored = _scored(attrs, trials)
     if scored is None:
-        return []
+        return [], None
     space, done = scored
+    fingerprint = _fingerprint(done)
     kept = attrs.get("insight") or {}
-    if kept.get("of") == _fingerprint(done):
-        return kept["knobs"]
-    return _fit_insight(space, done)
+    if kept.get("of") == fingerprint:
+        return kept["knobs"], None
+    return _fit_insight(space, done), fingerprint
 
 
 def keep_insight(store: StudyStore, study: StudyRecord) -> list[dict]:
