@@ -11,6 +11,7 @@ import numpy as np
 from hone.analyze import use
 from hone.analyze.features import WINDOW_SECONDS, row_features, window_features
 from hone.analyze.model import Model, default_model
+from hone.analyze.window import check_duration
 from hone.collect import ATUNE_METRICS, Collector, Snapshot
 from hone.errors import HoneError
 
@@ -65,8 +66,7 @@ def analyze(
     (called `name` in the result) or else hone's model for this machine (`pick_model`). The
     models learn from windows of WINDOW_SECONDS; a shorter sample is a quicker, rougher look.
     `stop` ends the sampling early with a HoneError (a web client that went away)."""
-    if duration < 2 * interval:
-        raise HoneError("--duration must cover at least two intervals")
+    check_duration(duration, interval)
     own = collector is None
     collector = collector or Collector(top=5)
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from hone.analyze.window import WINDOW_SECONDS
+from hone.analyze.window import WINDOW_SECONDS, check_duration
 from hone.cli.values import finite_float
 from hone.errors import HoneError
 
@@ -68,6 +68,7 @@ def analyze_command(
         raise HoneError("--interval must be above 0")
     if not 0 <= min_confidence <= 1:
         raise HoneError("--min-confidence must be between 0 and 1")
+    check_duration(duration, interval)
     chosen = None if model is None else _model(model)
     # the classifier's scikit-learn takes a second to import: bad options are answered first
     from hone.analyze import analysis as analysis_module
@@ -154,7 +155,7 @@ def train_command(
 ) -> None:
     """Train a workload classifier from labelled CSV files (workload.type / workload.appname)."""
     from hone import profiles as profiles_module
-    from hone.analyze.dataset import builtin_runs, csv_files, load_runs
+    from hone.analyze.dataset import builtin_runs, csv_files, load_runs, require_classes
     from hone.outfile import refuse_existing
 
     if "/" in name or not name or name.startswith("."):
@@ -177,6 +178,7 @@ def train_command(
     unknown = set(mapping) - {r.cls for r in runs}
     if unknown:
         raise HoneError(f"--profile names classes not in the data: {', '.join(sorted(unknown))}")
+    require_classes(sorted({r.cls for r in runs}))
     from hone.analyze.model import fit, save  # scikit-learn: imported once the input is good
 
     model = fit(runs, mapping, hardware=hardware)

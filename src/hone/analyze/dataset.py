@@ -70,6 +70,15 @@ def class_of(workload_type: str, app: str) -> str:
     return workload_type if workload_type not in ("default", "throughput_performance") else app
 
 
+def require_classes(classes: list[str]) -> None:
+    """Training needs two classes; `hone train` checks its runs before importing scikit-learn,
+    and the fit checks again what the windows kept."""
+    if not classes:
+        raise HoneError("no labelled rows to train on: training needs two classes or more")
+    if len(classes) < 2:
+        raise HoneError(f"one class only ({classes[0]}): training needs two or more")
+
+
 def load_runs(path: Path, interval: float) -> list[Run]:
     """The runs in one CSV file (a new run wherever the label changes)."""
     table = read_table(path, ATUNE_METRICS)

@@ -19,7 +19,7 @@ import numpy as np
 import sklearn
 from sklearn.ensemble import ExtraTreesClassifier
 
-from hone.analyze.dataset import CLASS_PROFILES, CLASSES, Run, builtin_runs
+from hone.analyze.dataset import CLASS_PROFILES, CLASSES, Run, builtin_runs, require_classes
 from hone.analyze.features import FEATURES, HARDWARE_METRICS, row_names, windows
 from hone.collect import ATUNE_METRICS
 from hone.errors import HoneError
@@ -99,8 +99,7 @@ def fit(
 ) -> Model:
     x, y, weight = training_set(runs, hardware=hardware)
     classes = sorted(set(y))
-    if len(classes) < 2:
-        raise HoneError(f"one class only ({classes[0]}): training needs two or more")
+    require_classes(classes)
     # 200 trees train in about a second here; gradient boosting took a minute for no gain.
     # Leaves of one window: held out by file, larger leaves (2, 5, 10) only lost accuracy.
     estimator = ExtraTreesClassifier(
