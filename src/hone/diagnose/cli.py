@@ -75,7 +75,6 @@ def diagnose(
     ),
 ) -> None:
     """Find the bottleneck (hot threads, flame graphs, off-CPU, locks, top-down), what to tune."""
-    from hone.diagnose import suggest
     from hone.diagnose import system as whole_system
     from hone.diagnose.report import Diagnosis, terminal, to_html
     from hone.diagnose.window import collect, run_command
@@ -116,6 +115,8 @@ def diagnose(
         _write_side_files(result, files)
         _say(result, terminal(result, report, saved), as_json, report=report, saved=saved)
     if suggest_project is not None:
+        from hone.diagnose import suggest  # hone.project (numpy): 1 s only a project pays
+
         path = suggest.write(result, suggest_project)
         typer.echo(f"project: {path} (check it with: hone check {path.parent})", err=as_json)
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hone.diagnose.offcpu import Span, frame_name
-from hone.diagnose.perf_record import perf_record
+from hone.diagnose.perf_record import scratch_record
 
 FUTEX_ENTER = re.compile(r"uaddr: (0x[0-9a-f]+), op: (0x[0-9a-f]+), val: (0x[0-9a-f]+)")
 CONTENTION = re.compile(r"(0x[0-9a-f]+) \(flags=([^)]*)\)")
@@ -274,6 +274,6 @@ def record_argv(pid: int, output: Path, duration: float, kernel_locks: bool) -> 
     if kernel_locks:
         events += ["-e", "lock:contention_begin", "-e", "lock:contention_end"]
     return [
-        *perf_record(), "-q", "-p", str(pid), "-g", "-o", str(output), *events,
+        *scratch_record(), "-q", "-p", str(pid), "-g", "-o", str(output), *events,
         "--max-size", MAX_SIZE, "--", "sleep", f"{duration:g}",
     ]  # fmt: skip

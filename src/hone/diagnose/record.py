@@ -36,6 +36,7 @@ from typing import Literal
 
 from hone.collect.perf import hardware_counters_available
 from hone.diagnose.perf_record import perf_record
+from hone.diagnose.probe import Capabilities
 from hone.diagnose.profile import Profile
 from hone.errors import HoneError
 
@@ -68,6 +69,12 @@ class Recording:
 def default_event() -> str:
     """`cycles` with hardware counters, else the `cpu-clock` software timer."""
     return "cycles" if hardware_counters_available() else "cpu-clock"
+
+
+def event_of(caps: Capabilities) -> str:
+    """The event for what `probe` found: asking perf again (`default_event`) would cost a
+    `perf stat` run, half a second on a busy machine, before the recorder starts."""
+    return "cycles" if caps.has("hardware counters") else "cpu-clock"
 
 
 def record(

@@ -80,8 +80,10 @@ class _Processes:
     def stop(self, grace: float = 30.0) -> None:
         """SIGINT every recorder and wait until each has ended. A SIGINT that reaches perf while
         it is still starting can be lost, so it is sent again every half second; a recorder
-        still running after `grace` seconds gets SIGTERM, then SIGKILL. On Ctrl-C the
-        interpreter exits right after this, so nothing may be left to the recorder threads."""
+        still running after `grace` seconds gets SIGTERM, then SIGKILL. Their ends are looked
+        for every 20 ms: perf writes its data within a few hundred, and the analysis waits for
+        it. On Ctrl-C the interpreter exits right after this, so nothing may be left to the
+        recorder threads."""
         with self.lock:
             self.stopped = True
             running = list(self.running)
@@ -91,7 +93,9 @@ class _Processes:
                 for process in running:
                     if process.poll() is None:
                         process.send_signal(sig)
-                time.sleep(0.5)
+                again = time.monotonic() + 0.5
+                while any(p.poll() is None for p in running) and time.monotonic() < again:
+                    time.sleep(0.02)
             deadline = time.monotonic() + 2
 
 
@@ -200,13 +204,16 @@ def _plan(
 
     Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
     itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
-    from hone.diagnose.record import record
+    from hone.diagnose.record import event_of, record
 
     bound = duration + 60
+    event = event_of(caps)
     jobs = {
         "oncpu": _Job(
             "oncpu",
-            lambda: record(pid=pid, duration_s=duration, frequency_hz=frequency, output_dir=keep),
+            lambda: record(
+                pid=pid, duration_s=duration, frequency_hz=frequency, event=event, output_dir=keep
+            ),
         )
     }
     off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
@@ -355,7 +362,13 @@ def _record(
         titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
         time.sleep(min(0.5, duration / 4))
         early_names, _, early_dump = threads.language_names(pid, language)
-        while time.monotonic() - sampler.started < duration and _alive(pid):
+        oncpu = jobs["oncpu"]
+        # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
+        while (
+            time.monotonic() - sampler.started < duration
+            and _alive(pid)
+            and (oncpu.is_alive() or oncpu.error is None)
+        ):
             time.sleep(0.05)
             if time.monotonic() - memory.at >= 0.5:  # a command may exit with the window
                 memory.sample()
