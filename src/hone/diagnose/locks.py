@@ -116,7 +116,9 @@ class Symbolizer:
     def _symbols(self, path: str) -> tuple[list[int], list[tuple[int, str]]]:
         if path not in self.symbols:
             entries: list[tuple[int, str]] = []
-            for flag in ([], ["-D"]):
+            # a mapped data file (a JVM's lib/modules, its class archive) has no symbols: two nm
+            # runs that fail took 0.1-0.2 s each while the diagnosis waited
+            for flag in ([], ["-D"]) if _is_elf(path) else ():
                 done = subprocess.run(
                     ["nm", "--defined-only", "-S", *flag, path],
                     capture_output=True, text=True, timeout=30, check=False,
@@ -131,6 +133,14 @@ class Symbolizer:
             entries.sort()
             self.symbols[path] = ([v for v, _ in entries], entries)
         return self.symbols[path]
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 def _is_shared_object(path: str) -> bool:

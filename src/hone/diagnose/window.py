@@ -383,9 +383,16 @@ def _record(
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
         stop.set()
-    for job in jobs.values():
-        job.join()
-    names, note, dump = threads.language_names(pid, language) if _alive(pid) else ({}, "", "")
+    # the late thread names (jstack: a second or two) while perf script reads the recordings
+    late = _Job("names", lambda: threads.language_names(pid, language))
+    if _alive(pid):
+        late.start()
+    for job in [*jobs.values(), late]:
+        if job.is_alive():
+            job.join()
+    names, note, dump = late.result if isinstance(late.result, tuple) else ({}, "", "")
+    if late.error:
+        note = f"{language} thread names at the window's end: {late.error}"
     threads.name_threads(stats, {**early_names, **names})
     if language == "java" and "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
         locks.java_monitors(jobs["locks"].result, [early_dump, dump])
