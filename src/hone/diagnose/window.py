@@ -165,25 +165,32 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def _perf_map(pid: int, stop: threading.Event, notes: list[str]) -> None:
-    """Have the JVM write /tmp/perf-PID.map now and then, so perf names JIT-compiled frames."""
-    jcmd = tool_path("jcmd")
-    if not jcmd:
-        notes.append("jcmd not found: Java JIT frames stay unnamed in perf stacks")
-        return
-    written = False
-    while True:
-        done = subprocess.run(
-            [jcmd, str(pid), "Compiler.perfmap"], capture_output=True, text=True, check=False
-        )
-        written = written or done.returncode == 0
-        if stop.wait(2.0):
-            break
-    notes.append(
-        f"Java JIT frames named from /tmp/perf-{pid}.map (jcmd Compiler.perfmap)"
-        if written
-        else "jcmd Compiler.perfmap failed: Java JIT frames stay unnamed"
-    )
+class _PerfMap:
+    """Has the JVM write /tmp/perf-PID.map (jcmd Compiler.perfmap), from which perf script names
+    JIT-compiled frames: once as the window starts (should the JVM end with it) and again just
+    before perf script reads the on-CPU samples. Each write replaces the file, so it is the last
+    one that names the code compiled during the window; writes every 2 s through the window
+    left the code compiled after the last of them unnamed, more often on a busy machine."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.jcmd = tool_path("jcmd")
+        self.written = False
+        self.lock = threading.Lock()  # the last write comes after the first has ended
+
+    def write(self) -> None:
+        with self.lock:
+            if self.jcmd and _alive(self.pid):
+                done = subprocess.run([self.jcmd, str(self.pid), "Compiler.perfmap"],
+                                      capture_output=True, text=True, check=False)  # fmt: skip
+                self.written = self.written or done.returncode == 0
+
+    def note(self) -> str:
+        if not self.jcmd:
+            return "jcmd not found: Java JIT frames stay unnamed in perf stacks"
+        if self.written:
+            return f"Java JIT frames named from /tmp/perf-{self.pid}.map (jcmd Compiler.perfmap)"
+        return "jcmd Compiler.perfmap failed: Java JIT frames stay unnamed"
 
 
 def _plan(
@@ -194,7 +201,6 @@ def _plan(
     work: Path,
     keep: Path,
     procs: _Processes,
-    stop: threading.Event,
     notes: list[str],
     frequency: int,
     want_offcpu: bool,
@@ -208,14 +214,22 @@ def _plan(
 
     bound = duration + 60
     event = event_of(caps)
-    jobs = {
-        "oncpu": _Job(
-            "oncpu",
-            lambda: record(
-                pid=pid, duration_s=duration, frequency_hz=frequency, event=event, output_dir=keep
-            ),
+    perf_map = _PerfMap(pid) if language == "java" else None
+
+    def oncpu() -> object:
+        recording = record(
+            pid=pid,
+            duration_s=duration,
+            frequency_hz=frequency,
+            event=event,
+            output_dir=keep,
+            before_script=perf_map.write if perf_map else None,
         )
-    }
+        if perf_map:
+            notes.append(perf_map.note())
+        return recording
+
+    jobs = {"oncpu": _Job("oncpu", oncpu)}
     off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
     if off_ok:
         wake_data = work / "wakeups.data"
@@ -288,7 +302,7 @@ def _plan(
         else:
             notes.append("py-spy not found: no Python-level stacks")
     if language == "java":
-        jobs["perfmap"] = _Job("perfmap", lambda: _perf_map(pid, stop, notes))
+        jobs["perfmap"] = _Job("perfmap", perf_map.write)  # type: ignore[union-attr]
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         if "PreserveFramePointer" not in cmdline:
             notes.append("Java without -XX:+PreserveFramePointer: JIT stacks may be cut short")
@@ -345,9 +359,8 @@ def _record(
 ) -> Diagnosis:
     """One window: start the recorders, sample the threads, stop everything, analyse."""
     notes: list[str] = []
-    stop = threading.Event()
     procs = _Processes()
-    jobs = _plan(pid, duration, language, caps, work, keep, procs, stop, notes, frequency,
+    jobs = _plan(pid, duration, language, caps, work, keep, procs, notes, frequency,
                  want_offcpu, want_locks)  # fmt: skip
     started = time.time()
     for job in jobs.values():
@@ -382,7 +395,6 @@ def _record(
         stats = sampler.stop()  # the window ends here; the recorders end with it
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
-        stop.set()
     # the late thread names (jstack: a second or two) while perf script reads the recordings
     late = _Job("names", lambda: threads.language_names(pid, language))
     if _alive(pid):
