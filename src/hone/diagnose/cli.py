@@ -75,11 +75,6 @@ def diagnose(
     ),
 ) -> None:
     """Find the bottleneck (hot threads, flame graphs, off-CPU, locks, top-down), what to tune."""
-    from hone.diagnose import suggest
-    from hone.diagnose import system as whole_system
-    from hone.diagnose.report import Diagnosis, terminal, to_html
-    from hone.diagnose.window import collect, run_command
-
     if compare:
         _compare(compare[0], compare[1], output, as_json)
         return
@@ -90,6 +85,13 @@ def diagnose(
         raise HoneError(f"--duration must be positive, got {duration:g}")
     if frequency <= 0:  # checked before a command starts, not when perf is about to attach
         raise HoneError(f"--frequency must be positive, got {frequency}")
+    if pid is not None and not Path(f"/proc/{pid}").exists():
+        raise HoneError(f"no process with pid {pid}")
+    # the recorders and the report after the checks: a mistyped option is told at once
+    from hone.diagnose import system as whole_system
+    from hone.diagnose.report import Diagnosis, terminal, to_html
+    from hone.diagnose.window import collect, run_command
+
     options = {"frequency": frequency, "want_offcpu": with_offcpu, "want_locks": with_locks}
     if load is not None:
         result = Diagnosis.load(_saved(load))
@@ -98,8 +100,6 @@ def diagnose(
             report.write_text(to_html(result))
         _say(result, terminal(result, report), as_json, report=report)
     else:
-        if pid is not None and not Path(f"/proc/{pid}").exists():
-            raise HoneError(f"no process with pid {pid}")
         target = _describe(pid) if pid is not None else command_line(command or [])
         report, saved = _places(output, "system" if system else target)
         # an earlier run's measurement cannot be taken again (its report can be redrawn)
@@ -116,6 +116,8 @@ def diagnose(
         _write_side_files(result, files)
         _say(result, terminal(result, report, saved), as_json, report=report, saved=saved)
     if suggest_project is not None:
+        from hone.diagnose import suggest  # hone.project (numpy): 1 s only a project pays
+
         path = suggest.write(result, suggest_project)
         typer.echo(f"project: {path} (check it with: hone check {path.parent})", err=as_json)
 

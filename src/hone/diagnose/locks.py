@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hone.diagnose.offcpu import Span, frame_name
-from hone.diagnose.perf_record import perf_record
+from hone.diagnose.perf_record import scratch_record
 
 FUTEX_ENTER = re.compile(r"uaddr: (0x[0-9a-f]+), op: (0x[0-9a-f]+), val: (0x[0-9a-f]+)")
 CONTENTION = re.compile(r"(0x[0-9a-f]+) \(flags=([^)]*)\)")
@@ -116,7 +116,9 @@ class Symbolizer:
     def _symbols(self, path: str) -> tuple[list[int], list[tuple[int, str]]]:
         if path not in self.symbols:
             entries: list[tuple[int, str]] = []
-            for flag in ([], ["-D"]):
+            # a mapped data file (a JVM's lib/modules, its class archive) has no symbols: two nm
+            # runs that fail took 0.1-0.2 s each while the diagnosis waited
+            for flag in ([], ["-D"]) if _is_elf(path) else ():
                 done = subprocess.run(
                     ["nm", "--defined-only", "-S", *flag, path],
                     capture_output=True, text=True, timeout=30, check=False,
@@ -131,6 +133,14 @@ class Symbolizer:
             entries.sort()
             self.symbols[path] = ([v for v, _ in entries], entries)
         return self.symbols[path]
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 def _is_shared_object(path: str) -> bool:
@@ -274,6 +284,6 @@ def record_argv(pid: int, output: Path, duration: float, kernel_locks: bool) -> 
     if kernel_locks:
         events += ["-e", "lock:contention_begin", "-e", "lock:contention_end"]
     return [
-        *perf_record(), "-q", "-p", str(pid), "-g", "-o", str(output), *events,
+        *scratch_record(), "-q", "-p", str(pid), "-g", "-o", str(output), *events,
         "--max-size", MAX_SIZE, "--", "sleep", f"{duration:g}",
     ]  # fmt: skip

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hone.diagnose.perf_record import perf_record
+from hone.diagnose.perf_record import scratch_record
 from hone.errors import HoneError
 
 HEADER = re.compile(
@@ -302,7 +302,7 @@ def record_argv(pid: int, output: Path, duration: float) -> list[str]:
 
     (System-wide recording would see switch-ins as next_pid too, at 100x the data.)"""
     return [
-        *perf_record(), "-q", "-p", str(pid), "-g", "--switch-events", "-o", str(output),
+        *scratch_record(), "-q", "-p", str(pid), "-g", "--switch-events", "-o", str(output),
         "-e", "sched:sched_switch", "-e", "sched:sched_wakeup", "--max-size", MAX_SIZE,
         "--", "sleep", f"{duration:g}",
     ]  # fmt: skip
@@ -328,7 +328,7 @@ def record_wakeups_argv(tids: list[int], output: Path, duration: float) -> list[
         return None
     condition = " || ".join(f"pid == {tid}" for tid in tids)
     return [
-        *perf_record(), "-q", "-a", "-e", "sched:sched_wakeup", "--filter", condition,
+        *scratch_record(), "-q", "-a", "-e", "sched:sched_wakeup", "--filter", condition,
         "-o", str(output), "--", "sleep", f"{duration:g}",
     ]  # fmt: skip
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from hone.diagnose import descendants, offcpu
 from hone.diagnose.fold import is_kernel
-from hone.diagnose.perf_record import perf_record
+from hone.diagnose.perf_record import scratch_record
 
 #: The lock machinery, leaf side first: a stack that passes through one of these waited there.
 HEAVYWEIGHT = ("ProcSleep", "WaitOnLock", "LockAcquireExtended")
@@ -145,7 +145,7 @@ def record_argv(pids: list[int], output: Path, duration: float) -> list[str]:
     """Switch-outs with stacks of these processes (and what they fork), switch-ins from
     --switch-events: the recording of module offcpu, over several processes."""
     return [
-        *perf_record(), "-q", "-p", ",".join(map(str, pids)), "-g", "--switch-events",
+        *scratch_record(), "-q", "-p", ",".join(map(str, pids)), "-g", "--switch-events",
         "-o", str(output), "-e", "sched:sched_switch", "--max-size", MAX_SIZE["switches"],
         "--", "sleep", f"{duration:g}",
     ]  # fmt: skip
@@ -158,7 +158,7 @@ def futex_argv(pids: list[int], output: Path, duration: float) -> list[str]:
     the switches' user stacks would be lost. The wakes (FUTEX_WAKE, shared or private) are
     filtered out in the kernel."""
     return [
-        *perf_record(), "-q", "-p", ",".join(map(str, pids)), "--call-graph", "dwarf,2048",
+        *scratch_record(), "-q", "-p", ",".join(map(str, pids)), "--call-graph", "dwarf,2048",
         "-o", str(output), "-e", "syscalls:sys_enter_futex", "--filter", "op != 1 && op != 129",
         "--max-size", MAX_SIZE["futex"], "--", "sleep", f"{duration:g}",
     ]  # fmt: skip

@@ -36,6 +36,7 @@ from typing import Literal
 
 from hone.collect.perf import hardware_counters_available
 from hone.diagnose.perf_record import perf_record
+from hone.diagnose.probe import Capabilities
 from hone.diagnose.profile import Profile
 from hone.errors import HoneError
 
@@ -70,6 +71,12 @@ def default_event() -> str:
     return "cycles" if hardware_counters_available() else "cpu-clock"
 
 
+def event_of(caps: Capabilities) -> str:
+    """The event for what `probe` found: asking perf again (`default_event`) would cost a
+    `perf stat` run, half a second on a busy machine, before the recorder starts."""
+    return "cycles" if caps.has("hardware counters") else "cpu-clock"
+
+
 def record(
     *,
     pid: int | None = None,
@@ -82,13 +89,16 @@ def record(
     quiet_command: bool = False,
     system: bool = False,
     mark: Callable[[], None] | None = None,
+    before_script: Callable[[], None] | None = None,
 ) -> Recording:
     """Profile `pid` for `duration_s` seconds (default 30), or run `command` under perf until
     it exits (or until `duration_s`, when given, then stop it), or with `system` every CPU for
     `duration_s` seconds (`perf record -a`; `perf script` then names each sample's pid/tid).
     `mark` (with `system`) is called when the `sleep` that bounds the window starts and when it
     ends: perf takes seconds to start on a busy machine (it lists every thread's mappings first)
-    and to finish, and what is measured beside it is measured over the sampled window."""
+    and to finish, and what is measured beside it is measured over the sampled window.
+    `before_script` is called once perf record has ended, before perf script reads its data (a
+    JVM then writes the map of its JIT-compiled code that perf script names frames from)."""
     if sum((pid is not None, bool(command), system)) != 1:
         raise HoneError("profile either a running process (--pid), a command or the whole system")
     perf = shutil.which("perf")
@@ -122,6 +132,8 @@ def record(
     elapsed = time.monotonic() - started
     if not perf_data.exists() or perf_data.stat().st_size == 0:
         raise HoneError(f"perf record wrote no data for {target}")
+    if before_script:
+        before_script()
     fields = ["-F", "comm,pid,tid,cpu,time,period,event,ip,sym,symoff,dso"] if system else []
     script = subprocess.run(
         [perf, "script", "-i", str(perf_data), *fields], capture_output=True, check=False

@@ -22,7 +22,7 @@ from hone.diagnose.machine import Counters, Machine, pressure, processes
 from hone.diagnose.machine import split as cpu_split
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check
 from hone.diagnose.profile import Profile
-from hone.diagnose.record import record
+from hone.diagnose.record import event_of, record
 from hone.diagnose.report import Diagnosis
 from hone.diagnose.topdown import Topdown
 from hone.diagnose.verdict import MIN_SCORE, Finding, kernel_findings
@@ -53,6 +53,7 @@ def collect(
         system=True,
         duration_s=duration,
         frequency_hz=frequency,
+        event=event_of(caps),
         output_dir=folder,
         mark=lambda: marks.append(Counters.read()),
     )

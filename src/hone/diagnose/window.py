@@ -80,8 +80,10 @@ class _Processes:
     def stop(self, grace: float = 30.0) -> None:
         """SIGINT every recorder and wait until each has ended. A SIGINT that reaches perf while
         it is still starting can be lost, so it is sent again every half second; a recorder
-        still running after `grace` seconds gets SIGTERM, then SIGKILL. On Ctrl-C the
-        interpreter exits right after this, so nothing may be left to the recorder threads."""
+        still running after `grace` seconds gets SIGTERM, then SIGKILL. Their ends are looked
+        for every 20 ms: perf writes its data within a few hundred, and the analysis waits for
+        it. On Ctrl-C the interpreter exits right after this, so nothing may be left to the
+        recorder threads."""
         with self.lock:
             self.stopped = True
             running = list(self.running)
@@ -91,7 +93,9 @@ class _Processes:
                 for process in running:
                     if process.poll() is None:
                         process.send_signal(sig)
-                time.sleep(0.5)
+                again = time.monotonic() + 0.5
+                while any(p.poll() is None for p in running) and time.monotonic() < again:
+                    time.sleep(0.02)
             deadline = time.monotonic() + 2
 
 
@@ -161,25 +165,32 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def _perf_map(pid: int, stop: threading.Event, notes: list[str]) -> None:
-    """Have the JVM write /tmp/perf-PID.map now and then, so perf names JIT-compiled frames."""
-    jcmd = tool_path("jcmd")
-    if not jcmd:
-        notes.append("jcmd not found: Java JIT frames stay unnamed in perf stacks")
-        return
-    written = False
-    while True:
-        done = subprocess.run(
-            [jcmd, str(pid), "Compiler.perfmap"], capture_output=True, text=True, check=False
-        )
-        written = written or done.returncode == 0
-        if stop.wait(2.0):
-            break
-    notes.append(
-        f"Java JIT frames named from /tmp/perf-{pid}.map (jcmd Compiler.perfmap)"
-        if written
-        else "jcmd Compiler.perfmap failed: Java JIT frames stay unnamed"
-    )
+class _PerfMap:
+    """Has the JVM write /tmp/perf-PID.map (jcmd Compiler.perfmap), from which perf script names
+    JIT-compiled frames: once as the window starts (should the JVM end with it) and again just
+    before perf script reads the on-CPU samples. Each write replaces the file, so it is the last
+    one that names the code compiled during the window; writes every 2 s through the window
+    left the code compiled after the last of them unnamed, more often on a busy machine."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.jcmd = tool_path("jcmd")
+        self.written = False
+        self.lock = threading.Lock()  # the last write comes after the first has ended
+
+    def write(self) -> None:
+        with self.lock:
+            if self.jcmd and _alive(self.pid):
+                done = subprocess.run([self.jcmd, str(self.pid), "Compiler.perfmap"],
+                                      capture_output=True, text=True, check=False)  # fmt: skip
+                self.written = self.written or done.returncode == 0
+
+    def note(self) -> str:
+        if not self.jcmd:
+            return "jcmd not found: Java JIT frames stay unnamed in perf stacks"
+        if self.written:
+            return f"Java JIT frames named from /tmp/perf-{self.pid}.map (jcmd Compiler.perfmap)"
+        return "jcmd Compiler.perfmap failed: Java JIT frames stay unnamed"
 
 
 def _plan(
@@ -190,7 +201,6 @@ def _plan(
     work: Path,
     keep: Path,
     procs: _Processes,
-    stop: threading.Event,
     notes: list[str],
     frequency: int,
     want_offcpu: bool,
@@ -200,15 +210,26 @@ def _plan(
 
     Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
     itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
-    from hone.diagnose.record import record
+    from hone.diagnose.record import event_of, record
 
     bound = duration + 60
-    jobs = {
-        "oncpu": _Job(
-            "oncpu",
-            lambda: record(pid=pid, duration_s=duration, frequency_hz=frequency, output_dir=keep),
+    event = event_of(caps)
+    perf_map = _PerfMap(pid) if language == "java" else None
+
+    def oncpu() -> object:
+        recording = record(
+            pid=pid,
+            duration_s=duration,
+            frequency_hz=frequency,
+            event=event,
+            output_dir=keep,
+            before_script=perf_map.write if perf_map else None,
         )
-    }
+        if perf_map:
+            notes.append(perf_map.note())
+        return recording
+
+    jobs = {"oncpu": _Job("oncpu", oncpu)}
     off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
     if off_ok:
         wake_data = work / "wakeups.data"
@@ -281,7 +302,7 @@ def _plan(
         else:
             notes.append("py-spy not found: no Python-level stacks")
     if language == "java":
-        jobs["perfmap"] = _Job("perfmap", lambda: _perf_map(pid, stop, notes))
+        jobs["perfmap"] = _Job("perfmap", perf_map.write)  # type: ignore[union-attr]
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         if "PreserveFramePointer" not in cmdline:
             notes.append("Java without -XX:+PreserveFramePointer: JIT stacks may be cut short")
@@ -338,9 +359,8 @@ def _record(
 ) -> Diagnosis:
     """One window: start the recorders, sample the threads, stop everything, analyse."""
     notes: list[str] = []
-    stop = threading.Event()
     procs = _Processes()
-    jobs = _plan(pid, duration, language, caps, work, keep, procs, stop, notes, frequency,
+    jobs = _plan(pid, duration, language, caps, work, keep, procs, notes, frequency,
                  want_offcpu, want_locks)  # fmt: skip
     started = time.time()
     for job in jobs.values():
@@ -355,7 +375,13 @@ def _record(
         titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
         time.sleep(min(0.5, duration / 4))
         early_names, _, early_dump = threads.language_names(pid, language)
-        while time.monotonic() - sampler.started < duration and _alive(pid):
+        oncpu = jobs["oncpu"]
+        # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
+        while (
+            time.monotonic() - sampler.started < duration
+            and _alive(pid)
+            and (oncpu.is_alive() or oncpu.error is None)
+        ):
             time.sleep(0.05)
             if time.monotonic() - memory.at >= 0.5:  # a command may exit with the window
                 memory.sample()
@@ -369,10 +395,16 @@ def _record(
         stats = sampler.stop()  # the window ends here; the recorders end with it
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
-        stop.set()
-    for job in jobs.values():
-        job.join()
-    names, note, dump = threads.language_names(pid, language) if _alive(pid) else ({}, "", "")
+    # the late thread names (jstack: a second or two) while perf script reads the recordings
+    late = _Job("names", lambda: threads.language_names(pid, language))
+    if _alive(pid):
+        late.start()
+    for job in [*jobs.values(), late]:
+        if job.is_alive():
+            job.join()
+    names, note, dump = late.result if isinstance(late.result, tuple) else ({}, "", "")
+    if late.error:
+        note = f"{language} thread names at the window's end: {late.error}"
     threads.name_threads(stats, {**early_names, **names})
     if language == "java" and "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
         locks.java_monitors(jobs["locks"].result, [early_dump, dump])
