@@ -36,7 +36,7 @@ from typing import Any
 from hone.diagnose import offcpu
 from hone.diagnose.diff import Change, diff, notable
 from hone.diagnose.fold import Frame, parse_perf_script
-from hone.diagnose.perf_record import perf_record
+from hone.diagnose.perf_record import scratch_record
 from hone.diagnose.profile import Profile
 from hone.errors import HoneError
 
@@ -115,12 +115,11 @@ def unavailable() -> str | None:
 def record_argv(output: Path) -> list[str]:
     """`perf record` of a command and its children: on-CPU samples and off-CPU switches. The
     file stops growing at MAX_SIZE (a benchmark switching 100,000 times a second would write
-    hundreds of megabytes): the shares then come from the reading's first part. Without build
-    IDs: the file is read once, at once, and deleted, and collecting them made perf read it
-    all again after the benchmark ended (0.4 to 1.6 s of a compress reading's recording, 0.04
-    to 0.13 s without); symbols come from the binaries' paths."""
+    hundreds of megabytes): the shares then come from the reading's first part. A scratch
+    recording, without build IDs: collecting them made perf read the file again after the
+    benchmark ended (0.4 to 1.6 s of a compress reading's recording, 0.04 to 0.13 s without)."""
     return [
-        *perf_record(), "--no-buildid", "-q", "-g", "--switch-events", "-e", ON_CPU,
+        *scratch_record(), "-q", "-g", "--switch-events", "-e", ON_CPU,
         "-e", "sched:sched_switch", "--max-size", MAX_SIZE, "-o", str(output), "--",
     ]  # fmt: skip
 
