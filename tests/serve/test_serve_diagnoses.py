@@ -17,23 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, Server
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from conftest import ROOT, Server, shared_chromium
+from playwright.sync_api import Browser, Page, expect
 
 from benchmarks.diagnose.inputs import build
-from benchmarks.web import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server
+from benchmarks.web import start_server, stop_server
 
 ARTIFACTS = ROOT / "artifacts" / "serve"
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    """One Chromium for the module; each test has a context of its own (nothing kept)."""
+def chromium() -> Browser:
+    """The directory's Chromium; each test has a context of its own (nothing kept)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-        yield chromium
-        chromium.close()
+    return shared_chromium()
 
 
 @contextmanager
