@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
 from benchmarks import web
-from benchmarks.web import launch, stop_server
+from benchmarks.web import CHROMIUM, CHROMIUM_ARGS, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "serve"
@@ -155,15 +155,39 @@ def server(serve_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     stop_server(process)
 
 
+#: The directory's one Chromium and its Playwright, started by the first module that needs a
+#: browser: a start took 1-3 s for each of six modules.
+_CHROMIUM: dict[str, Any] = {}
+
+
+def shared_chromium() -> Browser:
+    """The directory's Chromium; each module (or test) opens a context of its own in it, which
+    starts as empty as a new profile."""
+    if not _CHROMIUM:
+        playwright = sync_playwright().start()
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        _CHROMIUM.update(playwright=playwright, browser=browser)
+    return _CHROMIUM["browser"]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Chromium stops after this directory's last test, once the contexts in it are closed: a
+    Playwright left running refuses to start another directory's."""
+    yield
+    here = Path(__file__).parent
+    if _CHROMIUM and (nextitem is None or here not in nextitem.path.parents):
+        _CHROMIUM.pop("browser").close()
+        _CHROMIUM.pop("playwright").stop()
+
+
 @pytest.fixture(scope="module")
-def context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Chromium with a new, empty user-data-dir."""
-    profile = tmp_path_factory.mktemp("chromium-profile")
+def context() -> Iterator[BrowserContext]:
+    """A browser context of the module's own: no cookies, storage or cache from another."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        context = launch(playwright, str(profile))
-        yield context
-        context.close()
+    context = shared_chromium().new_context(viewport={"width": 1440, "height": 900})
+    yield context
+    context.close()
 
 
 @pytest.fixture

@@ -17,23 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, Server
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from conftest import ROOT, Server, shared_chromium
+from playwright.sync_api import Browser, Page, expect
 
 from benchmarks.diagnose.inputs import build
-from benchmarks.web import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server
+from benchmarks.web import start_server, stop_server
 
 ARTIFACTS = ROOT / "artifacts" / "serve"
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    """One Chromium for the module; each test has a context of its own (nothing kept)."""
+def chromium() -> Browser:
+    """The directory's Chromium; each test has a context of its own (nothing kept)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-        yield chromium
-        chromium.close()
+    return shared_chromium()
 
 
 @contextmanager
@@ -183,9 +180,14 @@ def test_diagnosis_page_flame_graph_zoom_search_and_diff(
 
 
 @pytest.fixture(scope="module")
-def lock_diagnosis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
-    """A server over one real diagnosis, with lock waits, of a program whose lock, the function
-    taking it and its caller have names as long as C++ or Java frames."""
+def lock_and_system(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Server, str, str, int]]:
+    """One server over two real diagnoses: one with lock waits, of a program whose lock, the
+    function taking it and its caller have names as long as C++ or Java frames; then (the
+    newest) a 2 s `hone diagnose --system` while `spinners 1` (one thread in spin_work) runs in
+    a session of its own (with autogroup scheduling it gets its own share of a busy machine).
+    The server, the two diagnoses' names and the spinner's pid."""
     home = tmp_path_factory.mktemp("lock-home")
     program = build("lock_long_names", tmp_path_factory.mktemp("lock-bin"))
     subprocess.run(
@@ -195,12 +197,34 @@ def lock_diagnosis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[S
         capture_output=True,
         timeout=120,
     )
-    (name,) = [p.name for p in (home / "diagnoses").iterdir()]
+    (lock,) = [p.name for p in (home / "diagnoses").iterdir()]
+    program = build("spinners", tmp_path_factory.mktemp("system-bin"))
+    spinner = subprocess.Popen(["setsid", str(program), "1", "30"])
+    try:
+        time.sleep(0.2)  # its thread started
+        subprocess.run(
+            [sys.executable, "-m", "hone", "diagnose", "--system", "--duration", "2"],
+            env={**os.environ, "HONE_HOME": str(home)},
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+    finally:
+        spinner.kill()
+        spinner.wait()
+    (system,) = [p.name for p in (home / "diagnoses").iterdir() if p.name != lock]
     process, url = start_server(home, cwd=ROOT)
     try:
-        yield Server(url, "", home, {}, process), name
+        yield Server(url, "", home, {}, process), lock, system, spinner.pid
     finally:
         stop_server(process)
+
+
+@pytest.fixture(scope="module")
+def lock_diagnosis(lock_and_system: tuple[Server, str, str, int]) -> tuple[Server, str]:
+    """The server and the diagnosis with lock waits."""
+    server, lock, _, _ = lock_and_system
+    return server, lock
 
 
 LONG_LOCK = "storage_engine_transactional_write_ahead_log_commit_lock_guarding_the_segment_index"
@@ -262,31 +286,10 @@ def test_diagnosis_pages_back_forward_and_reload(
 
 
 @pytest.fixture(scope="module")
-def system_diagnosis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str, int]]:
-    """A server over one real 2 s `hone diagnose --system` while `spinners 1` (one thread in
-    spin_work) runs in a session of its own (with autogroup scheduling it gets its own share of
-    a busy machine): the server, the diagnosis and the spinner's pid."""
-    home = tmp_path_factory.mktemp("system-home")
-    program = build("spinners", tmp_path_factory.mktemp("system-bin"))
-    spinner = subprocess.Popen(["setsid", str(program), "1", "30"])
-    try:
-        time.sleep(0.2)  # its thread started
-        subprocess.run(
-            [sys.executable, "-m", "hone", "diagnose", "--system", "--duration", "2"],
-            env={**os.environ, "HONE_HOME": str(home)},
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-    finally:
-        spinner.kill()
-        spinner.wait()
-    (name,) = [p.name for p in (home / "diagnoses").iterdir()]
-    process, url = start_server(home, cwd=ROOT)
-    try:
-        yield Server(url, "", home, {}, process), name, spinner.pid
-    finally:
-        stop_server(process)
+def system_diagnosis(lock_and_system: tuple[Server, str, str, int]) -> tuple[Server, str, int]:
+    """The server, the whole-system diagnosis and the spinner's pid."""
+    server, _, system, pid = lock_and_system
+    return server, system, pid
 
 
 @pytest.mark.slow
