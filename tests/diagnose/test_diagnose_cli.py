@@ -196,11 +196,14 @@ def _under_sample_rate(limit: int, argv: list[str], tmp_path: Path) -> subproces
 
 
 @pytest.mark.slow
-def test_a_sampling_rate_the_kernel_refuses_is_explained(start, tmp_path: Path) -> None:
+def test_a_sampling_rate_the_kernel_refuses_is_explained(
+    start, tmp_path: Path, hone_home: Path
+) -> None:
     """The kernel lowers kernel.perf_event_max_sample_rate while perf's interrupts take too long,
     also while perf opens a process's events: perf then gets EINVAL and says `Invalid event
     (cpu-clock) in per-thread mode, enable system wide with '-a'`. Here perf reads a limit far
-    above the kernel's, so the kernel refuses -F 200000 every time."""
+    above the kernel's, so the kernel refuses -F 200000 every time. The failed diagnosis leaves
+    no folder behind in hone's diagnoses."""
     program = start([str(build("hot_split", tmp_path)), "30"], 0.3)
     argv = ["diagnose", "-F", "200000", "-d", "2", "--pid", str(program.pid)]
     done = _under_sample_rate(100_000_000, argv, tmp_path)
@@ -209,6 +212,7 @@ def test_a_sampling_rate_the_kernel_refuses_is_explained(start, tmp_path: Path) 
     line = done.stderr
     assert "perf record failed at -F 200000: the kernel refused that sampling rate" in line
     assert "kernel.perf_event_max_sample_rate" in line and "use a lower -F" in line
+    assert not list((hone_home / "diagnoses").iterdir())
 
 
 @pytest.mark.slow

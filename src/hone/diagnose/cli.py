@@ -14,6 +14,7 @@ report and the project writer are imported when the command runs, not here."""
 from __future__ import annotations
 
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -105,12 +106,17 @@ def diagnose(
         # an earlier run's measurement cannot be taken again (its report can be redrawn)
         refuse_existing(saved, force)
         files = _side_folder(report)
-        if system:
-            result = whole_system.collect(duration or 10.0, frequency=frequency, keep=files)
-        elif pid is not None:
-            result = collect(pid, duration or 30.0, keep=files, **options)  # type: ignore[arg-type]
-        else:
-            result = run_command(list(command), duration, keep=files, **options)  # type: ignore[arg-type]
+        try:
+            if system:
+                result = whole_system.collect(duration or 10.0, frequency=frequency, keep=files)
+            elif pid is not None:
+                result = collect(pid, duration or 30.0, keep=files, **options)  # type: ignore[arg-type]
+            else:
+                result = run_command(list(command), duration, keep=files, **options)  # type: ignore[arg-type]
+        except BaseException:
+            if output is None:  # the folder hone named for this run: no report will be in it
+                shutil.rmtree(report.parent, ignore_errors=True)
+            raise
         result.save(saved)
         report.write_text(to_html(result))
         _write_side_files(result, files)
