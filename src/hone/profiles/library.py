@@ -13,7 +13,6 @@ from pathlib import Path
 
 from hone.errors import HoneError
 from hone.paths import state_dir
-from hone.project.devices import device_environment
 
 #: hone's own profiles, shipped with the package (one per workload class of `hone analyze`).
 BUILTIN = Path(__file__).with_name("builtin")
@@ -47,6 +46,9 @@ class Profile:
 
 def placeholder_values() -> dict[str, tuple[str, str]]:
     """`{disk}`, `{network}` and `{user}`: the value and whether it was set or detected."""
+    # imported here: the project package loads NumPy and YAML, which most profiles never need
+    from hone.project.devices import device_environment
+
     devices = device_environment()
     values = {}
     for name, variable in (("disk", "HONE_DISK"), ("network", "HONE_NETWORK")):
@@ -99,7 +101,7 @@ class ProfileLibrary:
                 ) from None
             profile.items += base.items
             profile.placeholders.update(base.placeholders)
-        values = placeholder_values()
+        values: dict[str, tuple[str, str]] | None = None  # detected at the first placeholder
         # by (section, key): an item of this profile replaces an included one, and moves last
         items = {(i.section, i.key): i for i in profile.items}
         for section in parser.sections():
@@ -110,7 +112,9 @@ class ProfileLibrary:
                 if section == "tip" and "=" in value:  # `advice = kind`; the advice may hold '='
                     advice, _, kind = f"{key}={value}".rpartition("=")
                     key, value = advice.strip(), kind.strip()
-                for placeholder, (actual, how) in values.items():
+                if values is None and "{" in key + value:
+                    values = placeholder_values()
+                for placeholder, (actual, how) in (values or {}).items():
                     token = "{" + placeholder + "}"
                     if token in key or token in value:
                         if not actual:
