@@ -25,19 +25,32 @@ app = typer.Typer(
     **help_settings(),
 )
 
-#: Modules that define `register(app)`; a capability that is not installed is simply absent.
-CAPABILITIES = (
-    "hone.tune.cli",
-    "hone.diagnose.cli",
-    "hone.collect.cli",
-    "hone.analyze.cli",
-    "hone.profiles.cli",
-    "hone.serve.cli",
-)
+#: Modules that define `register(app)`, with the commands each adds; a capability that is not
+#: installed is simply absent. `hone CMD` imports only CMD's module: the others bring the
+#: collector, the diagnose folding and serve's client with them, which a command that does not
+#: use them need not wait for. Help and unknown commands import them all.
+CAPABILITIES = {
+    "hone.tune.cli": ("tune", "worker", "restore", "studies", "show", "check", "convert", "report"),
+    "hone.diagnose.cli": ("diagnose",),
+    "hone.collect.cli": ("collect",),
+    "hone.analyze.cli": ("analyze", "train"),
+    "hone.profiles.cli": ("profile", "new"),
+    "hone.serve.cli": ("serve", "remote"),
+}
+_registered: set[str] = set()
 
 
-def _register_capabilities() -> None:
-    for name in CAPABILITIES:
+def register_capabilities(argv: list[str]) -> None:
+    """Register the capability that defines the command in `argv`, else every one (once each:
+    `run` may be called again in one process)."""
+    command = argv[0] if argv else ""
+    if command == "version":
+        return
+    wanted = [name for name, commands in CAPABILITIES.items() if command in commands]
+    for name in wanted or CAPABILITIES:
+        if name in _registered:
+            continue
+        _registered.add(name)
         if importlib.util.find_spec(name.rsplit(".", 1)[0]) is None:
             continue
         if importlib.util.find_spec(name) is None:
@@ -56,9 +69,6 @@ def version() -> None:
     from hone import __version__
 
     typer.echo(f"hone {__version__}")
-
-
-_register_capabilities()
 
 
 def _remote_form(argv: list[str]) -> list[str]:
@@ -112,8 +122,10 @@ def run() -> None:
 
 
 def _run() -> None:
+    argv = _remote_form(sys.argv[1:])
     try:
-        code = app(args=_remote_form(sys.argv[1:]), prog_name="hone", standalone_mode=False)
+        register_capabilities(argv)
+        code = app(args=argv, prog_name="hone", standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
     except HoneError as exc:
         print(f"hone: {exc}", file=sys.stderr)
