@@ -31,6 +31,13 @@ def _model(name: str):  # type: ignore[no-untyped-def]
         path = _models_dir() / f"{name}.pkl"
         if not path.exists():
             raise HoneError(f"no model named {name!r}: train one with `hone train`")
+    try:  # hone's models are pickles, which start with PROTO: others are refused before
+        with path.open("rb") as file:  # loading the model imports scikit-learn (a second)
+            start = file.read(1)
+    except FileNotFoundError:
+        raise HoneError("no such model file", file=path) from None
+    if start != b"\x80":
+        raise HoneError("not a hone model (not a pickle): retrain it", file=path)
     from hone.analyze.model import load
 
     return load(path)
