@@ -330,7 +330,8 @@ def test_a_run_in_a_terminal_is_not_started_again_by_the_server(edges: Server) -
     )
     try:
         deadline = time.monotonic() + 30
-        while edges.request("GET", "/api/studies/busy")[0] != 200:
+        # the study is listed a moment before its pid is recorded: until then it is not running
+        while edges.request("GET", "/api/studies/busy")[1].get("alive") is not True:
             assert time.monotonic() < deadline and tune.poll() is None
             time.sleep(0.1)
         status, body = edges.request("POST", f"/api/studies/{q('busy#1')}/resume")
