@@ -208,11 +208,12 @@ def test_peers_run_past_the_size_of_a_small_grid(tmp_path: Path) -> None:
     assert result.regrets[-1] <= result.regrets[0]
 
 
-def _harness(*args: str) -> str:
-    command = [sys.executable, "-m", "benchmarks.tuners", "--seeds", "2", "--budget", "8", *args]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return done.stdout + done.stderr
+def _harness(*args: str) -> None:
+    """The harness's command line, run in this process: its imports (SciPy's statistics,
+    scikit-learn, Matplotlib; seconds) are paid once for the file, not at every call."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "argv", ["x", "--seeds", "2", "--budget", "8", *args])
+        harness_main.main()
 
 
 def _rows(report: Path, tuner: str) -> list[str]:
@@ -247,30 +248,10 @@ def test_a_rerun_takes_the_peers_from_saved_runs(tmp_path: Path) -> None:
     _harness("--task", task, "--from-runs", str(rerun), "--output", str(rewritten))
     assert rewritten.read_text() == second.read_text()
     assert (tmp_path / "again" / "second" / "t.png").exists()  # curves beside the report
-    wrong = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.tuners",
-            "--task",
-            task,
-            "--tuners",
-            "auto",
-            "--seeds",
-            "3",
-            "--budget",
-            "8",
-            "--peers-from",
-            str(saved),
-            "--output",
-            str(tmp_path / "x.md"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert wrong.returncode != 0 and "saved with 2 seeds" in wrong.stderr
+    with pytest.raises(SystemExit) as wrong:
+        _harness("--task", task, "--tuners", "auto", "--seeds", "3", "--peers-from", str(saved),
+                 "--output", str(tmp_path / "x.md"))  # fmt: skip
+    assert "saved with 2 seeds" in str(wrong.value.code)
 
 
 @pytest.mark.slow
@@ -295,10 +276,9 @@ def test_saved_peers_of_tasks_run_apart_are_merged(tmp_path: Path) -> None:
     text = merged.read_text()
     assert "## t\n" in text and "## u\n" in text
     assert len(_rows(merged, "random")) >= 4  # each task's table and the ranks
-    command = [sys.executable, "-m", "benchmarks.tuners", "--seeds", "2", "--budget", "8"]
-    command += [*both, "--peers-from", str(saved[first]), "--output", str(tmp_path / "x.md")]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0 and "no saved runs of u" in done.stderr
+    with pytest.raises(SystemExit) as done:
+        _harness(*both, "--peers-from", str(saved[first]), "--output", str(tmp_path / "x.md"))
+    assert "no saved runs of u" in str(done.value.code)
 
 
 def test_a_run_out_of_memory_is_scored_as_the_default_and_the_others_go_on(
