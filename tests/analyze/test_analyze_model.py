@@ -98,7 +98,8 @@ def test_train_then_analyze_with_the_model(hone_cli, hone_home: Path, tmp_path: 
     assert result.returncode == 0, result.stderr
     assert (hone_home / "analyze" / "models" / "mine.pkl").is_file()
     assert "storage" in result.stdout and "hone-web" in result.stdout
-    result = hone_cli("analyze", "--model", "mine", "--duration", "3", "--json")
+    result = hone_cli("analyze", "--model", "mine", "--duration", "1.5", "--interval", "0.5",
+                      "--json")  # fmt: skip
     assert result.returncode == 0, result.stderr
     analysis = json.loads(result.stdout)
     assert analysis["cls"] in {"compute", "database", "in-memory-database", "storage", "web"}
@@ -120,11 +121,11 @@ def test_analyze_picks_the_model_this_machine_can_feed(hone_cli) -> None:
     from hone.collect.perf import hardware_counters_available
 
     assert not hardware_counters_available()
-    result = hone_cli("analyze", "--duration", "2", "--json")
+    result = hone_cli("analyze", "--duration", "1", "--interval", "0.5", "--json")
     assert result.returncode == 0, result.stderr
     analysis = json.loads(result.stdout)
     assert (analysis["model"], analysis["hardware"]) == ("default", False)
-    result = hone_cli("analyze", "--duration", "2")
+    result = hone_cli("analyze", "--duration", "1", "--interval", "0.5")
     assert result.returncode == 0, result.stderr
     assert "model: default, without hardware counters (this machine has none)" in result.stdout
     assert pick_model(counts=True).hardware and not pick_model(counts=False).hardware
