@@ -4,11 +4,13 @@ between the best confirmed configuration and the best safe one (docs/trust.md)."
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hone.project.model import Project
 from hone.space import Config
 from hone.tune.stats import Gain, gain_words
+
+if TYPE_CHECKING:  # the views import this module to print a study, which needs no project
+    from hone.project.model import Project
 
 
 @dataclass(frozen=True)

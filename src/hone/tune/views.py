@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import optuna
 import sqlalchemy
@@ -15,19 +16,15 @@ from rich.table import Table
 
 from hone.errors import HoneError
 from hone.output import DataTable, measured, number, percent_gain, print_json, same_rounds
-from hone.project import atune
-from hone.project.describe import goal_data, knob_data, project_data, tuning_data
-from hone.project.hone_format import TOP_KEYS
-from hone.project.load import load_project
-from hone.project.model import Knob, Metric
-from hone.project.yamlio import load_yaml
 from hone.space import SearchSpace
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING, StudyRecord, TrialRecord
 from hone.storage.summary import summaries, workers_of
 from hone.tune.confirm import quality_text
 from hone.tune.risk import gain_text, risk_lines
-from hone.tune.why import lines as why_lines
+
+if TYPE_CHECKING:
+    from hone.project.model import Knob, Metric
 
 EFFECT_KNOBS = 3  # knobs whose effect curve is shown, most important first
 INSIGHT_TRIALS = 2000  # trials importance and effects are fitted on at most (docs/benchmarks.md)
@@ -40,7 +37,15 @@ def check_project(
     client: Path | None,
     as_json: bool = False,
 ) -> None:
-    """Print a project's knobs and goal; a single A-Tune file prints its own half."""
+    """Print a project's knobs and goal; a single A-Tune file prints its own half. The project
+    modules (YAML, the knob catalogue, A-Tune's formats) are imported here: `hone show`,
+    `studies` and `report` only read the study database and need none of them."""
+    from hone.project import atune
+    from hone.project.describe import goal_data, knob_data, project_data, tuning_data
+    from hone.project.hone_format import TOP_KEYS
+    from hone.project.load import load_project
+    from hone.project.yamlio import load_yaml
+
     if project and Path(project).is_file() and not (server or client):
         data = load_yaml(Path(project))
         if atune.is_server(data):
@@ -176,6 +181,8 @@ def workers_text(workers: list[dict]) -> str:
 
 
 def show_study(console: Console, name: str, storage: str | None) -> None:
+    from hone.tune.why import lines as why_lines  # perf's parsers: only `hone show` prints it
+
     store = StudyStore(storage)
     study = store.find(name)
     trials = store.trials(study)
