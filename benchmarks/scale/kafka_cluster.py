@@ -99,6 +99,11 @@ def server_properties(broker: Broker, cluster: list[Broker], settings: dict[str,
         "controlled.shutdown.enable": "false",
         "broker.session.timeout.ms": "3000",
         "broker.heartbeat.interval.ms": "500",
+        # After such a restart each controller first waits out the old leader (fetch timeout,
+        # 2 s by default) and then an election timeout (1 s): on one machine's bridge, 1 s and
+        # 0.5 s elect the new leader sooner.
+        "controller.quorum.fetch.timeout.ms": "1000",
+        "controller.quorum.election.timeout.ms": "500",
         **settings,
     }
     return "".join(f"{key}={value}\n" for key, value in lines.items())

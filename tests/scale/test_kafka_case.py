@@ -28,7 +28,7 @@ def test_the_kafka_example_tunes_the_cluster_and_leaves_it_as_it_was(tmp_path: P
         pids = [(d / "broker.pid").read_text() for d in data[:BROKERS]]
         # two trials, one confirmation round, no warm-up runs: every restart is still real
         result = tune(
-            case, tmp_path, 2, 10_000, 1, "{candidates: 1, rounds: 1}",
+            case, tmp_path, 2, 5_000, 1, "{candidates: 1, rounds: 1}",
             options=("--max-repeats", "2"), limit=300, warmup=False,
         )  # fmt: skip
         assert result["returncode"] == 0, (tmp_path / "tune.log").read_text()[-3000:]
