@@ -51,6 +51,12 @@ PRODUCER_DEFAULTS = {
     "compression.type": "none",
     "acks": "all",
 }
+#: JVM options for brokers that start quickly (broker.sh reads them from jvm.options in DIR),
+#: for tests: the bed's three brokers start at once on the machine's cores at every trial, and
+#: most of their start-up is the JIT's and the GC threads' work. C1 alone and the serial
+#: collector start them in about 60 % of the time; they replicate and serve as before, with
+#: less optimised code, so the case's own runs (main) keep the JVM's defaults.
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: The topic's logs stay small: at most about 48 MB per partition and replica.
 TOPIC = {"retention.bytes": "33554432", "segment.bytes": "16777216"}
 
@@ -120,14 +126,15 @@ class Case:
 
 
 @contextmanager
-def running_case(root: Path) -> Iterator[Case]:
-    """The bed (3 brokers + 1 client), every broker started through its workload commands and
-    the topic `bench` created; afterwards the bed goes down, its brokers killed with it (their
-    data is of no further use, so a clean shutdown would only cost its seconds)."""
+def running_case(root: Path, jvm: str = "") -> Iterator[Case]:
+    """The bed (3 brokers + 1 client, the brokers with `jvm` as their extra JVM options), every
+    broker started through its workload commands and the topic `bench` created; afterwards the
+    bed goes down, its brokers killed with it (their data is of no further use, so a clean
+    shutdown would only cost its seconds)."""
     bed = Testbed(root / "bed", BROKERS + 1).up()
     case = Case(bed, _shared_libs(root))
     try:
-        _configure(case)
+        _configure(case, jvm)
         hosts = case.hosts()[:BROKERS]
         with ThreadPoolExecutor(BROKERS) as pool:
             list(pool.map(lambda h: start(h, case.workload()), hosts))
@@ -151,9 +158,9 @@ def _shared_libs(root: Path) -> Path:
     return libs
 
 
-def _configure(case: Case) -> None:
-    """server.properties and cluster.id in each broker's directory, producer.properties on the
-    client; owned by root, 0644, as a package would leave them."""
+def _configure(case: Case, jvm: str) -> None:
+    """server.properties, cluster.id and jvm.options (if any) in each broker's directory,
+    producer.properties on the client; owned by root, 0644, as a package would leave them."""
     bed, mnt = case.bed, case.bed.mount
     cluster = [
         Broker(i + 1, bed.address(i), 9092, 9093, mnt, []) for i in range(BROKERS)
@@ -163,6 +170,8 @@ def _configure(case: Case) -> None:
         settings = {**BROKER_DEFAULTS, "log.dirs": str(mnt / "kafka-logs")}
         (bed.data(i) / "server.properties").write_text(server_properties(broker, cluster, settings))
         (bed.data(i) / "cluster.id").write_text(cluster_id + "\n")
+        if jvm:
+            (bed.data(i) / "jvm.options").write_text(jvm + "\n")
     producer = {"bootstrap.servers": case.bootstrap, **PRODUCER_DEFAULTS}
     text = "".join(f"{k}={v}\n" for k, v in producer.items())
     (bed.data(BROKERS) / "producer.properties").write_text(text)

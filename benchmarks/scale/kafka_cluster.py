@@ -31,6 +31,11 @@ from pathlib import Path
 from benchmarks.analyze.workloads import free_port, kafka_libs
 
 TIMEOUT = 120  # seconds any one command may take
+#: JVM options that start a JVM quickly: C1 alone and the serial collector (most of a start-up
+#: on a few shared cores is the JIT's and the GC threads' work). Kafka's command-line tools
+#: always run so; brokers and the performance tools when asked (tests), since their code is
+#: less optimised.
+QUICK = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 #: What a broker logs once it is registered and unfenced (KafkaRaftServer, INFO).
 STARTED = "Kafka Server started"
 #: Brokers log warnings and the line above.
@@ -94,20 +99,33 @@ def server_properties(broker: Broker, cluster: list[Broker], settings: dict[str,
         "controlled.shutdown.enable": "false",
         "broker.session.timeout.ms": "3000",
         "broker.heartbeat.interval.ms": "500",
+        # After such a restart each controller first waits out the old leader (fetch timeout,
+        # 2 s by default) and then an election timeout (1 s): on one machine's bridge, 1 s and
+        # 0.5 s elect the new leader sooner.
+        "controller.quorum.fetch.timeout.ms": "1000",
+        "controller.quorum.election.timeout.ms": "500",
         **settings,
     }
     return "".join(f"{key}={value}\n" for key, value in lines.items())
 
 
-def _java(heap: str = "-Xmx512m") -> list[str]:
-    return ["java", heap, "-cp", f"{kafka_libs()}/*"]
+def _java(heap: str = "-Xmx512m", options: Sequence[str] = ()) -> list[str]:
+    return ["java", heap, *options, "-cp", f"{kafka_libs()}/*"]
+
+
+def _tool(heap: str = "-Xmx128m") -> list[str]:
+    """A JVM for one of Kafka's command-line tools: it runs for a second, so it starts quick."""
+    return _java(heap, QUICK)
 
 
 @contextlib.contextmanager
-def running(cluster: list[Broker], settings: dict[str, str] | None = None) -> Iterator[str]:
-    """Format and start every broker, wait until all serve, yield the bootstrap list; kill them
-    all (process groups, SIGKILL) on exit: their data is of no further use, and a clean stop of
-    the whole quorum at once costs seconds (the last Raft leader waits 5 s for a successor)."""
+def running(
+    cluster: list[Broker], settings: dict[str, str] | None = None, jvm: Sequence[str] = ()
+) -> Iterator[str]:
+    """Format and start every broker (`jvm`: more options for its JVM, such as QUICK), wait
+    until all serve, yield the bootstrap list; kill them all (process groups, SIGKILL) on exit:
+    their data is of no further use, and a clean stop of the whole quorum at once costs seconds
+    (the last Raft leader waits 5 s for a successor)."""
     cluster_id = kafka_id(uuid.uuid4())
     procs = []
     try:
@@ -123,7 +141,7 @@ def running(cluster: list[Broker], settings: dict[str, str] | None = None) -> It
             log4j = f"-Dlog4j.configuration=file:{broker.data / 'log4j.properties'}"
             procs.append(
                 subprocess.Popen(
-                    [*broker.prefix, *_java(), log4j, "kafka.Kafka",
+                    [*broker.prefix, *_java("-Xmx512m", jvm), log4j, "kafka.Kafka",
                      str(broker.data / "server.properties")],
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 )
@@ -147,7 +165,7 @@ def kafka_id(value: uuid.UUID) -> str:
 
 def _format(broker: Broker, cluster_id: str) -> None:
     subprocess.run(
-        [*broker.prefix, *_java(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
+        [*broker.prefix, *_tool(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
          "-c", str(broker.data / "server.properties"), "--ignore-formatted"],
         check=True, capture_output=True, timeout=TIMEOUT,
     )  # fmt: skip
@@ -160,7 +178,7 @@ def _wait_ready(
     the cluster reports every broker (kafka-broker-api-versions lists each): the tool is a JVM
     of its own, started once the brokers' start-up no longer competes with it."""
     deadline = time.monotonic() + timeout
-    tool = [*_java("-Xmx128m"), "kafka.admin.BrokerApiVersionsCommand"]
+    tool = [*_tool(), "kafka.admin.BrokerApiVersionsCommand"]
     while time.monotonic() < deadline:
         for broker, proc in zip(cluster, procs, strict=True):
             if proc.poll() is not None:
@@ -184,7 +202,7 @@ def create_topic(
     """The topic, with min.insync.replicas=2 and `configs` (retention, say)."""
     extra = [a for k, v in (configs or {}).items() for a in ("--config", f"{k}={v}")]
     subprocess.run(
-        [*prefix, *_java("-Xmx128m"), "org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
+        [*prefix, *_tool(), "org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
          bootstrap, "--create", "--if-not-exists", "--topic", topic, "--partitions",
          str(partitions), "--replication-factor", str(replicas),
          "--config", "min.insync.replicas=2", *extra],
@@ -194,19 +212,21 @@ def create_topic(
 
 def describe_topic(bootstrap: str, topic: str, prefix=()) -> str:
     return subprocess.run(
-        [*prefix, *_java("-Xmx128m"), "org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
+        [*prefix, *_tool(), "org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
          bootstrap, "--describe", "--topic", topic],
         check=True, capture_output=True, text=True, timeout=TIMEOUT,
     ).stdout  # fmt: skip
 
 
 def produce(bootstrap: str, topic: str, records: int = 200_000, size: int = 100,
-            props: dict[str, str] | None = None, prefix=()) -> dict[str, float]:  # fmt: skip
-    """ProducerPerformance with a fixed number of records (acks=all unless `props` says):
-    records/s, MB/s and the average and 99th-percentile latency in ms of its summary line."""
+            props: dict[str, str] | None = None, prefix=(),
+            jvm: Sequence[str] = ()) -> dict[str, float]:  # fmt: skip
+    """ProducerPerformance with a fixed number of records (acks=all unless `props` says; `jvm`:
+    more options for its JVM): records/s, MB/s and the average and 99th-percentile latency in ms
+    of its summary line."""
     settings = {"bootstrap.servers": bootstrap, "acks": "all", **(props or {})}
     out = subprocess.run(
-        [*prefix, *_java("-Xmx256m"), "org.apache.kafka.tools.ProducerPerformance",
+        [*prefix, *_java("-Xmx256m", jvm), "org.apache.kafka.tools.ProducerPerformance",
          "--topic", topic, "--num-records", str(records), "--record-size", str(size),
          "--throughput", "-1", "--producer-props", *(f"{k}={v}" for k, v in settings.items())],
         check=True, capture_output=True, text=True, timeout=TIMEOUT,
@@ -222,10 +242,10 @@ def produce(bootstrap: str, topic: str, records: int = 200_000, size: int = 100,
     return {"records_per_s": rate, "mb_per_s": mb, "latency_ms": latency, "p99_ms": p99}
 
 
-def consume(bootstrap: str, topic: str, messages: int, prefix=()) -> float:
-    """ConsumerPerformance reading `messages` records: MB/s."""
+def consume(bootstrap: str, topic: str, messages: int, prefix=(), jvm: Sequence[str] = ()) -> float:
+    """ConsumerPerformance reading `messages` records (`jvm`: more options for its JVM): MB/s."""
     out = subprocess.run(
-        [*prefix, *_java("-Xmx256m"), "org.apache.kafka.tools.ConsumerPerformance",
+        [*prefix, *_java("-Xmx256m", jvm), "org.apache.kafka.tools.ConsumerPerformance",
          "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(messages),
          "--timeout", str(TIMEOUT * 1000)],
         check=True, capture_output=True, text=True, timeout=TIMEOUT,

@@ -26,7 +26,8 @@ def _project(tmp_path: Path, bed: Testbed, metrics: str) -> Path:
         f"benchmark: {{command: '{bench}', host: h1}}\n"
         "metrics:\n  score: {pattern: 'score: (\\d+)', direction: maximize}\n"
         + metrics
-        + "tuning: {engine: random, budget: 2, baseline: 1, seed: 1, apply: never}\n"
+        + "tuning: {engine: random, budget: 2, baseline: 1, seed: 1, apply: never,"
+        " confirm: {candidates: 1, rounds: 1}}\n"
     )
     return path
 

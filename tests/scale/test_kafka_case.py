@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.cluster.netns import available
-from benchmarks.scale.kafka_case import BROKERS, running_case, tune
+from benchmarks.scale.kafka_case import BROKERS, QUICK_JVM, running_case, tune
 from hone.cluster.workload import is_ready
 
 
@@ -19,7 +19,7 @@ from hone.cluster.workload import is_ready
 def test_the_kafka_example_tunes_the_cluster_and_leaves_it_as_it_was(tmp_path: Path) -> None:
     why = available()
     assert not why, f"no namespace test bed: {why} (scripts/setup installs what it needs)"
-    with running_case(tmp_path) as case:
+    with running_case(tmp_path, QUICK_JVM) as case:
         data = [case.bed.data(i) for i in range(BROKERS + 1)]
         files = [d / "server.properties" for d in data[:BROKERS]] + [
             data[-1] / "producer.properties"
@@ -28,7 +28,7 @@ def test_the_kafka_example_tunes_the_cluster_and_leaves_it_as_it_was(tmp_path: P
         pids = [(d / "broker.pid").read_text() for d in data[:BROKERS]]
         # two trials, one confirmation round, no warm-up runs: every restart is still real
         result = tune(
-            case, tmp_path, 2, 10_000, 1, "{candidates: 1, rounds: 1}",
+            case, tmp_path, 2, 5_000, 1, "{candidates: 1, rounds: 1}",
             options=("--max-repeats", "2"), limit=300, warmup=False,
         )  # fmt: skip
         assert result["returncode"] == 0, (tmp_path / "tune.log").read_text()[-3000:]
