@@ -154,6 +154,46 @@ def test_the_lead_is_own_time_not_a_caller_the_unwinder_saw_differently() -> Non
     )
 
 
+def test_the_fall_the_knob_acts_on_leads_not_a_share_that_rose_as_the_rest_went_away() -> None:
+    # examples/postgresql, synchronous_commit off: the backends' lock waits (waiting for the
+    # one that flushes the WAL) and the WAL sync fell; the run-queue wait took as many seconds
+    # as before, yet its share rose as the time around it went away. It ranked between the
+    # two and the paragraph did not name the sync nor synchronous_commit. The I/O wait, the
+    # sync's and a read's, fell further than the sync: it does not stand for it either.
+    libc, kernel = "libc.so.6", "[kernel.kallsyms]"
+    main = Frame("PostgresMain", "postgres")
+    lock = (Frame("__futex_abstimed_wait_common", libc), Frame("__x64_sys_futex", kernel))
+    wal = (Frame("XLogFlush", "postgres"), Frame("__x64_sys_fdatasync", kernel))
+    scan, parse = Frame("ExecScan", "postgres"), Frame("base_yyparse", "postgres")
+
+    read = (Frame("pread64", libc), Frame("[waiting for I/O]", ""))
+
+    def profile(locks: int, syncs: int, reads: int, queue: int, work: int) -> Profile:
+        return Profile(
+            stacks={
+                ("postgres", (main, *lock, Frame("[sleeping]", ""))): locks,
+                ("postgres", (main, *wal, Frame("[waiting for I/O]", ""))): syncs,
+                ("postgres", (main, *read)): reads,
+                ("postgres", (main, Frame("[waiting for a CPU]", ""))): queue,
+                ("postgres", (main, scan)): work,
+                ("postgres", (main, parse)): work,
+            }
+        )
+
+    # the winner waits in the run queue as long as the baseline, in under a third of its time
+    before, after = profile(1200, 750, 150, 300, 300), profile(30, 5, 0, 300, 250)
+    moved = {"synchronous_commit": ("on", "off")}
+    record = why.compare(before, after, moved, {"synchronous_commit": 1.0})
+    assert [e["name"] for e in record["explained"]] == [
+        "XLogFlush", "__futex_abstimed_wait_common", "[waiting for I/O]", "[waiting for a CPU]"
+    ]  # fmt: skip
+    assert record["text"].startswith(
+        "XLogFlush (the sync of written data to the disk on commit) fell from 25 % to 0.6 % of "
+        "postgres's time: the winner set synchronous_commit=off (was on). "
+        "__futex_abstimed_wait_common (lock waits between threads) fell from 40 % to 3.6 %"
+    )
+
+
 POSTGRESQL = ROOT / "examples" / "postgresql"
 WAL = ("fdatasync", "fsync", "XLogFlush")
 
