@@ -205,8 +205,9 @@ def _plan(
     frequency: int,
     want_offcpu: bool,
     want_locks: bool,
-) -> dict[str, _Job]:
-    """The recorders this machine and this process allow, not yet started.
+) -> tuple[dict[str, _Job], locks.Symbolizer | None]:
+    """The recorders this machine and this process allow, not yet started, and the lock
+    recorder's symbolizer (the window reads the process's mappings again once it runs).
 
     Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
     itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
@@ -306,7 +307,7 @@ def _plan(
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         if "PreserveFramePointer" not in cmdline:
             notes.append("Java without -XX:+PreserveFramePointer: JIT stacks may be cut short")
-    return jobs
+    return jobs, symbolizer
 
 
 def collect(
@@ -364,8 +365,8 @@ def _record(
     """One window: start the recorders, sample the threads, stop everything, analyse."""
     notes: list[str] = []
     procs = _Processes()
-    jobs = _plan(pid, duration, language, caps, work, keep, procs, notes, frequency,
-                 want_offcpu, want_locks)  # fmt: skip
+    jobs, symbolizer = _plan(pid, duration, language, caps, work, keep, procs, notes, frequency,
+                             want_offcpu, want_locks)  # fmt: skip
     started = time.time()
     for job in jobs.values():
         job.start()
@@ -385,6 +386,8 @@ def _record(
         early = time.monotonic() + min(0.5, duration / 4)
         while time.monotonic() < early and _alive(pid):
             time.sleep(0.02)
+        if symbolizer:  # a held command has loaded its libraries by now
+            symbolizer.refresh()
         early_names, _, early_dump = threads.language_names(pid, language)
         oncpu = jobs["oncpu"]
         # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
