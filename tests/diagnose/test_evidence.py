@@ -57,6 +57,11 @@ def test_cpu_bound_program_gets_a_runnable_compiler_flags_project(hone_cli, tmp_
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "hot_work" in done.stdout
+    # The window holds the whole run: the command waits (stopped) until the recorders have
+    # started, so all of its 0.5 s of CPU time is on its thread, none of it before the window.
+    d = Diagnosis.load(tmp_path / "rep" / "diagnosis.hone")
+    assert d.findings[0].kind != "idle"
+    assert sum(t.cpu_pct for t in d.threads) / 100 * d.window_s > 0.45
     text = (tmp_path / "proj" / "hone.yaml").read_text()
     project = yaml.safe_load(text)
     assert list(project["knobs"])[:1] == ["opt"] and "pgo" in project["knobs"]

@@ -19,7 +19,7 @@ def _diagnose(hone_cli, tmp_path: Path, megabytes: int, *options: str) -> tuple[
     program = build("heap_walk", tmp_path)
     done = hone_cli(
         "diagnose", "--no-offcpu", "--no-locks", "-o", str(tmp_path / "rep"), *options,
-        "--", str(program), str(megabytes), "2.5",
+        "--", str(program), str(megabytes), "2",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return Diagnosis.load(tmp_path / "rep" / "diagnosis.hone"), done.stdout

@@ -95,6 +95,24 @@ def test_a_thread_born_mid_window_is_not_counted_asleep_before_it_existed() -> N
     assert 25 < total < 80
 
 
+def test_a_process_that_exited_is_not_counted_asleep_after_its_exit() -> None:
+    """A program that computes until it exits, sampled from its start until a second after:
+    it is a zombie then (not reaped), off the CPU but not asleep."""
+    code = "import time\nend = time.process_time() + 0.2\nwhile time.process_time() < end: pass\n"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        sampler = ThreadSampler(proc.pid).start()
+        while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.02)
+        time.sleep(1.0)
+        (stat,) = sampler.stop()
+    finally:
+        proc.wait()
+    assert stat.cpu_pct > 0
+    # the second after the exit is most of the window, and no sleep
+    assert stat.sleep_pct + stat.io_pct < 10
+
+
 def test_parse_py_spy_raw_drops_line_numbers() -> None:
     from hone.diagnose.threads import parse_py_spy_raw
 

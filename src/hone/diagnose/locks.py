@@ -76,20 +76,31 @@ class Symbolizer:
     """Data addresses of a live process to ELF symbols (globals such as a mutex)."""
 
     def __init__(self, pid: int) -> None:
+        self.pid = pid
         self.maps: list[tuple[int, int, str]] = []  # start, end, path ('' for anonymous)
         self.bases: dict[str, int] = {}
         self.symbols: dict[str, tuple[list[int], list[tuple[int, str]]]] = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the mappings again: a command held stopped just after its exec has only the
+        executable and the loader mapped, not yet its libraries. A process that has exited has
+        none; the mappings read last stay."""
         try:
-            text = Path(f"/proc/{pid}/maps").read_text()
+            text = Path(f"/proc/{self.pid}/maps").read_text()
         except OSError:
             return
+        maps: list[tuple[int, int, str]] = []
+        bases: dict[str, int] = {}
         for line in text.splitlines():
             parts = line.split(maxsplit=5)
             start, end = (int(x, 16) for x in parts[0].split("-"))
             path = parts[5] if len(parts) > 5 and parts[5].startswith("/") else ""
-            self.maps.append((start, end, path))
-            if path and path not in self.bases:
-                self.bases[path] = start - int(parts[2], 16)
+            maps.append((start, end, path))
+            if path and path not in bases:
+                bases[path] = start - int(parts[2], 16)
+        if maps:
+            self.maps, self.bases = maps, bases
 
     def name(self, address: int) -> str | None:
         path = ""

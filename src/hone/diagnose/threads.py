@@ -18,6 +18,8 @@ from pathlib import Path
 from hone.diagnose.probe import tool_path
 
 TICK = os.sysconf("SC_CLK_TCK")
+#: Thread states of a task that has exited: a zombie (Z) or one being reaped (X).
+DEAD = ("Z", "X")
 
 
 @dataclass
@@ -105,22 +107,32 @@ class ThreadSampler:
     def start(self) -> ThreadSampler:
         self.first = snapshot(self.pid)
         self.started = time.monotonic()
-        self.seen = {tid: (self.started, self.started) for tid in self.first}
+        self.seen = {
+            tid: (self.started, self.started)
+            for tid, snap in self.first.items()
+            if snap.state not in DEAD
+        }
         self._thread.start()
         return self
 
     def _note(self, tasks: dict[int, TaskSnapshot], now: float) -> None:
+        """Keep each thread's latest counters; extend its life only while it is not a zombie
+        (a process that exited stays listed until its parent reaps it, off the CPU but not
+        asleep: counting that time as sleep made a command that computed until its exit look
+        idle)."""
         for tid, snap in tasks.items():
             self.last[tid] = snap
-            self.seen[tid] = (self.seen.get(tid, (now, now))[0], now)
+            if snap.state not in DEAD:
+                self.seen[tid] = (self.seen.get(tid, (now, now))[0], now)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             tasks = snapshot(self.pid)
             self._note(tasks, time.monotonic())
             for tid, snap in tasks.items():
-                counts = self.states.setdefault(tid, {})
-                counts[snap.state] = counts.get(snap.state, 0) + 1
+                if snap.state not in DEAD:
+                    counts = self.states.setdefault(tid, {})
+                    counts[snap.state] = counts.get(snap.state, 0) + 1
 
     def stop(self) -> list[ThreadStat]:
         self._stop.set()
@@ -142,9 +154,7 @@ class ThreadSampler:
             states = self.states.get(tid, {})
             samples = sum(states.values())
             # A thread born or gone within the window was off the CPU only while it existed.
-            first, last = self.seen.get(tid, (self.started, self.started + self.elapsed))
-            lived = 100.0 * min(1.0, (last - first + 2 * self.interval) / max(self.elapsed, 1e-9))
-            off = max(0.0, lived - cpu - runq)
+            off = max(0.0, self._lived(tid) - cpu - runq)
             io_share = states.get("D", 0) / samples if samples else 0.0
             asleep = sum(n for s, n in states.items() if s not in "RD") / samples if samples else 0
             io = off * io_share / (io_share + asleep) if io_share + asleep else 0.0
@@ -164,6 +174,18 @@ class ThreadSampler:
                 )
             )
         return sorted(out, key=lambda t: (-t.cpu_pct, t.tid))
+
+    def _lived(self, tid: int) -> float:
+        """The percent of the window the thread existed and had not exited: from its first look
+        alive (the window's start when it was there then, else up to one interval before) to its
+        last (the window's end when it was alive then, else up to one interval after)."""
+        if tid not in self.seen:
+            return 0.0  # only ever seen as a zombie
+        first, last = self.seen[tid]
+        end = self.started + self.elapsed
+        born = self.started if first <= self.started else max(self.started, first - self.interval)
+        gone = min(end, last + self.interval)
+        return 100.0 * min(1.0, max(0.0, gone - born) / max(self.elapsed, 1e-9))
 
 
 def parse_jstack(text: str) -> dict[int, tuple[str, list[str]]]:

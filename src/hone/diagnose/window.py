@@ -205,8 +205,9 @@ def _plan(
     frequency: int,
     want_offcpu: bool,
     want_locks: bool,
-) -> dict[str, _Job]:
-    """The recorders this machine and this process allow, not yet started.
+) -> tuple[dict[str, _Job], locks.Symbolizer | None]:
+    """The recorders this machine and this process allow, not yet started, and the lock
+    recorder's symbolizer (the window reads the process's mappings again once it runs).
 
     Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
     itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
@@ -306,7 +307,7 @@ def _plan(
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         if "PreserveFramePointer" not in cmdline:
             notes.append("Java without -XX:+PreserveFramePointer: JIT stacks may be cut short")
-    return jobs
+    return jobs, symbolizer
 
 
 def collect(
@@ -318,8 +319,11 @@ def collect(
     want_locks: bool = True,
     keep: Path | None = None,
     caps: Capabilities | None = None,
+    release: Callable[[], None] | None = None,
 ) -> Diagnosis:
-    """Record everything about `pid` for `duration` seconds (less if it exits) and analyse it."""
+    """Record everything about `pid` for `duration` seconds (less if it exits) and analyse it.
+    `release` is called when the recorders have started and the window begins (run_command
+    holds its command stopped until then)."""
     if not Path(f"/proc/{pid}").exists():
         raise HoneError(f"no process with pid {pid}")
     if not _alive(pid):
@@ -335,7 +339,7 @@ def collect(
     work = Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
     try:
         return _record(pid, duration, language, target, caps, work, keep or work, frequency,
-                       want_offcpu, want_locks)  # fmt: skip
+                       want_offcpu, want_locks, release)  # fmt: skip
     except HoneError as error:
         if _alive(pid):
             raise
@@ -356,12 +360,13 @@ def _record(
     frequency: int,
     want_offcpu: bool,
     want_locks: bool,
+    release: Callable[[], None] | None = None,
 ) -> Diagnosis:
     """One window: start the recorders, sample the threads, stop everything, analyse."""
     notes: list[str] = []
     procs = _Processes()
-    jobs = _plan(pid, duration, language, caps, work, keep, procs, notes, frequency,
-                 want_offcpu, want_locks)  # fmt: skip
+    jobs, symbolizer = _plan(pid, duration, language, caps, work, keep, procs, notes, frequency,
+                             want_offcpu, want_locks)  # fmt: skip
     started = time.time()
     for job in jobs.values():
         job.start()
@@ -370,10 +375,19 @@ def _record(
                "pgwaits": work / "pgwaits.data", "pgfutex": work / "pgfutex.data"}  # fmt: skip
     try:
         _await_start({n: outputs[n] for n in jobs if n in outputs}, jobs, started)
-        sampler = threads.ThreadSampler(pid).start()
         memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
         titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
-        time.sleep(min(0.5, duration / 4))
+        # the window starts here: a held command is released right after the first snapshot,
+        # or its stopped time before the release would count as sleep
+        sampler = threads.ThreadSampler(pid).start()
+        if release:
+            release()
+        # a command may exit early: the window ends with it, not half a second later
+        early = time.monotonic() + min(0.5, duration / 4)
+        while time.monotonic() < early and _alive(pid):
+            time.sleep(0.02)
+        if symbolizer:  # a held command has loaded its libraries by now
+            symbolizer.refresh()
         early_names, _, early_dump = threads.language_names(pid, language)
         oncpu = jobs["oncpu"]
         # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
@@ -389,10 +403,10 @@ def _record(
                 kids.sample()
                 if titles:
                     titles.sample()
+        stats = sampler.stop()  # the window ends here; the recorders end with it
         memory.sample()
         network.sample()
         kids.sample()
-        stats = sampler.stop()  # the window ends here; the recorders end with it
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
     # the late thread names (jstack: a second or two) while perf script reads the recordings
@@ -535,16 +549,25 @@ def _analyse(
 def run_command(command: list[str], duration: float | None, **options: object) -> Diagnosis:
     """Start the command, diagnose it until it exits (or for `duration`), then stop it. What the
     machine allows is probed before the command starts: probing takes half a second (more on a
-    busy machine), which a short command would otherwise spend unrecorded."""
+    busy machine), which a short command would otherwise spend unrecorded. For the same reason
+    the command is stopped (SIGSTOP) as soon as it has been executed and continued (SIGCONT) when
+    every recorder has started and the window begins: perf takes 0.5-1.7 s to start, and a
+    command that ran meanwhile had spent most of a short run's CPU time before the window, so
+    its thread counters showed only the tail and the time after its exit as sleep."""
     options.setdefault("caps", probe())
     try:
         proc = subprocess.Popen(command, start_new_session=True)
     except OSError as error:
         raise HoneError(f"cannot run {command[0]}: {error.strerror}") from None
+    os.killpg(proc.pid, signal.SIGSTOP)  # Popen returns once the command is executed
+
+    def release() -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGCONT)
+
     try:
-        time.sleep(0.05)
         try:
-            result = collect(proc.pid, duration or 24 * 3600, **options)  # type: ignore[arg-type]
+            result = collect(proc.pid, duration or 24 * 3600, release=release, **options)  # type: ignore[arg-type]
         except HoneError:
             if proc.poll() is None:
                 raise
@@ -559,6 +582,7 @@ def run_command(command: list[str], duration: float | None, **options: object) -
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGINT)
+            release()  # a command still held acts on the SIGINT once continued
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
