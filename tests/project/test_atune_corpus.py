@@ -13,7 +13,7 @@ from hone.errors import HoneError
 from hone.optimizers import make_optimizer
 from hone.project import load_project
 from hone.space import IntRange, Ordinal
-from hone.tune.views import check_project
+from hone.tune.check import check_project
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "atune-corpus" / "examples"
 FILES = sorted(CORPUS.rglob("*.yaml"))

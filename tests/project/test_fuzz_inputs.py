@@ -23,7 +23,7 @@ from rich.console import Console
 from hone.errors import HoneError
 from hone.journal import Journal
 from hone.profiles.library import ProfileLibrary
-from hone.tune.views import check_project
+from hone.tune.check import check_project
 
 FUZZ = settings(
     max_examples=int(os.environ.get("HONE_FUZZ_EXAMPLES", "250")),

@@ -282,7 +282,7 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Load a project (or one A-Tune file) and print its knobs, types, ranges and goal."""
-    from hone.tune.views import check_project
+    from hone.tune.check import check_project
 
     check_project(output_console(), project, server, client, as_json)
 
