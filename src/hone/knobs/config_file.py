@@ -7,7 +7,12 @@ it was. A key set twice, in the file or in a file it includes, is refused: progr
 which one they read, so an edit of either could do nothing. In a MySQL option file `a-b` and
 `a_b` are one key, as they are to the server, `loose-a_b` (or `loose_a-b`) sets it too, and a
 key set once in a file the option file includes (`!include`, `!includedir`) is found and edited
-there, where the server reads it."""
+there, where the server reads it. The key set in another group the server reads ([mariadb] for a
+knob on [mysqld], see mysql_groups) is refused too, naming that line, rather than the line read
+last edited: which line that is turns on the server's version ([mariadb-10.6] is skipped by
+10.11), its make (MySQL reads no [mariadb]) and its command line (`--defaults-group-suffix`),
+none of which the file shows, and an edit elsewhere would leave a second value that reads like
+the one in use; the same reasons refuse a key set twice in one group."""
 
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from typing import Any
 
 from hone.errors import ActuationError
 from hone.knobs.base import Actuator, register
+from hone.knobs.mysql_groups import is_server_group, other_server_groups
 from hone.shell import expand
 
 FORMATS = ("ini", "space", "equals", "regex")
@@ -219,6 +225,7 @@ class ConfigFileActuator(Actuator):
         second one is refused, since redis and PostgreSQL read the last and other programs the
         first: an edit of either could do nothing."""
         where = where or self.file
+        self._refuse_other_groups(text, where)
         if self._region(text, where) is None:
             raise ActuationError(f"no section [{self.section}] in {where}", key=self.key)
         matches = self._matches(text, where)
@@ -256,6 +263,26 @@ class ConfigFileActuator(Actuator):
             )
         return match
 
+    def _refuse_other_groups(self, text: str, where: str) -> None:
+        """A knob on a server's group in a MySQL option file: the key set in another group the
+        server reads is refused, naming its line (whichever of the two is read last wins)."""
+        section = self.section or ""
+        if not (self._mysql and self.format == "ini" and is_server_group(section)):
+            return
+        for group, start, end in other_server_groups(text, section):
+            match = self._line_pattern(re.I).search(text, start, end)
+            if match is None:
+                continue
+            spelled = self._spelled(match)
+            how = f" as {spelled}" if spelled != self.key else ""
+            raise ActuationError(
+                f"{where} line {_line_of(text, match.start())} sets it under [{group}]{how}, "
+                f"which the server reads besides [{section}]: the line it reads last wins, "
+                f"so an edit under [{section}] could do nothing; keep one line and give its "
+                "group as the knob's section",
+                key=self.key,
+            )
+
     def _spelled(self, match: re.Match[str]) -> str:
         """The key as a line writes it (its case, and in MySQL's files its `-` or `_` and any
         `loose-`)."""
@@ -288,10 +315,12 @@ class ConfigFileActuator(Actuator):
         in another file read with this one is refused like a key set twice: which one the
         program reads depends on the program and on where the include stands. So is a key in
         the postgresql.auto.conf beside a postgresql.conf (ALTER SYSTEM's, read last)."""
+        self._refuse_other_groups(text, self.file)
         own = self._matches(text, self.file)
         here = f"{self.file} line {_line_of(text, own[0].start())}" if own else ""
         found = (self.path, text)
         for other, inner, why in self._also_read(text):
+            self._refuse_other_groups(inner, str(other))
             matches = self._matches(inner, str(other))
             if not matches:
                 continue
