@@ -25,15 +25,16 @@ def model():
 @pytest.fixture(scope="module")
 def analysed(model) -> Callable[[str], tuple[Workload, Analysis]]:
     """A fresh instance of a workload analysed once per module (the tests of one workload
-    share it), over 25 s: a shorter look than the models' 45 s window, as `--duration` gives
-    (twice 4 of 4 right at 20 s on this machine, under load; the held-out figures of 15 s
-    windows in docs/analyze.md are within a point of 45 s ones)."""
+    share it), over 15 s: a shorter look than the models' 45 s window, as `--duration 15`
+    gives (20 of 20 right on this machine, 8 of them beside a CPU burner, the runner-up at
+    most 0.27; the held-out figures of 15 s windows in docs/analyze.md are within a point of
+    45 s ones)."""
     done: dict[str, tuple[Workload, Analysis]] = {}
 
     def of(name: str) -> tuple[Workload, Analysis]:
         if name not in done:
             with running(name) as started:
-                done[name] = started, analyze(25.0, model=model)
+                done[name] = started, analyze(15.0, model=model)
         return done[name]
 
     return of
