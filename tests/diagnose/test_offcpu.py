@@ -3,7 +3,10 @@ on a hand-checked perf script excerpt."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +126,27 @@ def test_wakeups_from_other_processes_give_run_queue_latency() -> None:
     assert result.runqueue.max_us == pytest.approx(20000)
     text = " 100.030000: comm=app pid=12 prio=120 target_cpu=001\n 99.5: comm=x pid=3 prio=1\n"
     assert offcpu.parse_wakeups(text) == {12: [100.03], 3: [99.5]}
+
+
+def test_wakeups_of_threads_born_after_the_recorder_started(tmp_path: Path) -> None:
+    """A command hone starts is held before it starts its threads: the wake-up recorder, set up
+    with the main thread alone, still takes its workers' wake-ups by their inherited name."""
+    program = build("lock_contend", tmp_path)
+    proc = subprocess.Popen([str(program), "1"], start_new_session=True)
+    os.kill(proc.pid, signal.SIGSTOP)
+    data = tmp_path / "wakeups.data"
+    argv = offcpu.record_wakeups_argv([proc.pid], data, 30, "lock_contend")
+    assert argv is not None
+    recorder = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 15
+        while not (data.exists() and data.stat().st_size) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.wait(timeout=20)
+    finally:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(timeout=20)
+    woken = offcpu.script_wakeups(data)
+    assert set(woken) - {proc.pid}, woken  # the workers, born after the filter was set

@@ -321,12 +321,23 @@ def script(data: Path) -> str:
     return done.stdout
 
 
-def record_wakeups_argv(tids: list[int], output: Path, duration: float) -> list[str] | None:
+#: A name perf's filter takes inside quotes as it is (no quote, backslash, space or glob).
+_FILTER_SAFE = re.compile(r"[\w.:@+-]{1,15}")
+
+
+def record_wakeups_argv(
+    tids: list[int], output: Path, duration: float, comm: str | None = None
+) -> list[str] | None:
     """Wake-ups of these threads from anywhere (system-wide, filtered in the kernel on the wakee),
-    for run-queue latency; None when there are too many threads for one filter."""
+    for run-queue latency; None when there are too many threads for one filter. With `comm`
+    (the process's name), also the wake-ups of threads of that name: threads born later
+    inherit it, and a command hone starts is held before it starts any (wake-ups of other
+    processes of that name are dropped when they are matched to the process's switch-ins)."""
     if not tids or len(tids) > 200:
         return None
     condition = " || ".join(f"pid == {tid}" for tid in tids)
+    if comm and _FILTER_SAFE.fullmatch(comm):
+        condition += f' || comm == "{comm}"'
     return [
         *scratch_record(), "-q", "-a", "-e", "sched:sched_wakeup", "--filter", condition,
         "-o", str(output), "--", "sleep", f"{duration:g}",

@@ -234,7 +234,12 @@ def _plan(
     off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
     if off_ok:
         wake_data = work / "wakeups.data"
-        wake_argv = offcpu.record_wakeups_argv(sorted(threads.snapshot(pid)), wake_data, bound)
+        try:
+            comm: str | None = Path(f"/proc/{pid}/comm").read_text(errors="replace").strip()
+        except OSError:  # gone already: the window says so
+            comm = None
+        tids = sorted(threads.snapshot(pid))
+        wake_argv = offcpu.record_wakeups_argv(tids, wake_data, bound, comm)
         wakes = (
             _Job("wakeups", _recorder(procs.run, wake_argv, wake_data, offcpu.script_wakeups))
             if wake_argv
