@@ -306,7 +306,9 @@ class Explained:
     knobs: list[str]
 
 
-def explain(changes: list[Change], moved: dict[str, tuple[Any, Any]]) -> list[Explained]:
+def explain(
+    changes: list[Change], moved: dict[str, tuple[Any, Any]], importance: dict[str, float]
+) -> list[Explained]:
     """For each known kind of time, the function of that kind that moved most (1 point or
     more), with the changed knobs whose names suggest they act on it.
 
@@ -314,12 +316,17 @@ def explain(changes: list[Change], moved: dict[str, tuple[Any, Any]]) -> list[Ex
     longer waits for something, all that is left rises with it. A PostgreSQL winner with
     synchronous_commit=off waited in the run queue for the same 0.30 s as the baseline, yet
     its share rose from 12 % to 37 % of a time that fell from 2.6 s to 0.8 s, and it pushed
-    the WAL sync out of the paragraph. The fall that a changed knob acts on leads: the
-    backends' lock waits (40-55 % of the baseline, more than the sync itself) are mostly
-    backends waiting for the one that flushes the WAL, and no knob acts on them by name. Of
-    those falls, a function leads before a wait state, however far each fell: the I/O wait
-    is where fdatasync's time went (and other reads' and writes'), so it may fall further,
-    and then the paragraph named the I/O wait and the lock waits, and not the sync."""
+    the WAL sync out of the paragraph.
+
+    The falls of functions that a changed knob acts on lead, that of the most important knob
+    first: the backends' lock waits (40-55 % of the baseline, more than the sync itself) are
+    mostly backends waiting for the one that flushes the WAL, and no knob acts on them by
+    name. A wait state does not lead, however far it fell: the I/O wait is where fdatasync's
+    time went (and other reads' and writes'). All such functions lead, not only the first: a
+    SQLite winner with synchronous=off and journal_mode=persist no longer syncs nor deletes
+    its journal, and when the unlinks fell further than the sync (its share of the baseline
+    is 7 % to 70 %, as the disk is busy or not), the paragraph named the unlinks and the I/O
+    wait, and not the sync."""
     found: list[Explained] = []
     for pattern, meaning, words in KNOWN:
         match = next((c for c in changes if abs(c.delta) >= 0.01 and pattern.search(c.name)), None)
@@ -327,16 +334,13 @@ def explain(changes: list[Change], moved: dict[str, tuple[Any, Any]]) -> list[Ex
             continue
         knobs = [k for k in moved if any(w in k.lower() for w in words)]
         found.append(Explained(match, meaning, knobs))
-    found.sort(key=lambda e: (e.change.delta > 0, -abs(e.change.delta)))
-    acted = min(
-        (e for e in found if e.knobs and e.change.delta < 0),
-        key=lambda e: (e.meaning in WAIT_KINDS, e.change.delta),
-        default=None,
-    )
-    if acted is not None:
-        found.remove(acted)
-        found.insert(0, acted)
-    return found
+
+    def order(e: Explained) -> tuple[bool, bool, float, float]:
+        acted = bool(e.knobs) and e.change.delta < 0 and e.meaning not in WAIT_KINDS
+        weight = max((importance.get(k, 0.0) for k in e.knobs), default=0.0)
+        return (not acted, e.change.delta > 0, -weight if acted else 0.0, -abs(e.change.delta))
+
+    return sorted(found, key=order)
 
 
 def paragraph(
@@ -405,7 +409,7 @@ def compare(
     process = worker(before, served)
     before, after = working(only(before, process)), working(only(after, process))
     changes = diff(before, after)
-    explained = explain(changes, moved)
+    explained = explain(changes, moved, importance)
     # the known functions and wait states first, then the largest other moves (an unnamed
     # frame says nothing, and a frame without symbols may carry a neighbour's name)
     top = [e.change for e in explained]
