@@ -153,8 +153,12 @@ def test_diagnosis_page_flame_graph_zoom_search_and_diff(
         page.screenshot(path=str(ARTIFACTS / "diagnosis.png"), full_page=True)
 
         frames = page.locator("#flame svg .frames.normal > g")
-        hot = page.locator("#flame svg .frames.normal > g[data-n=hot_work]")
-        expect(hot).to_have_count(1)
+        # hot_work under run_round; a sample taken in its prologue, before its frame exists,
+        # skips run_round and draws a second, narrow hot_work box: the widest is the one
+        boxes = page.locator("#flame svg .frames.normal > g[data-n=hot_work]")
+        expect(boxes.first).to_be_visible()
+        widths = [float(w) for w in boxes.evaluate_all("gs => gs.map(g => g.dataset.w)")]
+        hot = boxes.nth(widths.index(max(widths)))
         full = float(
             page.locator("#flame svg .frames.normal > g[data-n=all] rect").get_attribute("width")
         )
@@ -169,7 +173,7 @@ def test_diagnosis_page_flame_graph_zoom_search_and_diff(
         page.once("dialog", lambda dialog: dialog.accept("cold_work"))
         page.locator("#flame svg .button.search").click()
         expect(page.locator("#flame svg .matched")).to_contain_text("%")
-        expect(page.locator("#flame svg g.hit[data-n=cold_work]")).to_have_count(1)
+        expect(page.locator("#flame svg g.hit[data-n=cold_work]")).not_to_have_count(0)
 
         page.select_option("select[aria-label='compare with']", tree)
         expect(page.locator("#flame")).to_have_attribute("data-base", tree)
