@@ -985,10 +985,9 @@ class Tuner:
             raise exc
         raise error from None
 
-    def _abort(self, study: StudyRecord, exc: BaseException) -> bool:
-        """Any error or interrupt: put every knob back and stop what hone started first, then
-        keep records (on a full disk the record fails; the knobs must not stay changed).
-        Returns whether every knob is back."""
+    def _put_back(self) -> bool:
+        """Every knob back and the workload hone started stopped, before anything is recorded:
+        whether every knob is back (what could not be is said as a warning)."""
         back = True
         try:
             self._restore_all()
@@ -996,6 +995,13 @@ class Tuner:
             self.reporter.warn(str(restore_error))
             back = False
         self._stop_owned_workload()
+        return back
+
+    def _abort(self, study: StudyRecord, exc: BaseException) -> bool:
+        """Any error or interrupt: put every knob back and stop what hone started first, then
+        keep records (on a full disk the record fails; the knobs must not stay changed).
+        Returns whether every knob is back."""
+        back = self._put_back()
         try:
             self.store.update(study, state=INTERRUPTED, error=str(exc)[:500])
         except Exception as record_error:

@@ -549,13 +549,7 @@ class Worker(Tuner):
         """Knobs back and owned workload stopped first; then the trial it was running is
         failed with the reason and the worker marked stopped (the study goes on without it).
         Returns whether every knob is back."""
-        back = True
-        try:
-            self._restore_all()
-        except HoneError as restore_error:
-            self.reporter.warn(str(restore_error))
-            back = False
-        self._stop_owned_workload()
+        back = self._put_back()
         if isinstance(exc, DatabaseLost):
             return back  # nothing to record it in: the others fail its trial when its lease ends
         stopped = isinstance(exc, Stopped | KeyboardInterrupt)
