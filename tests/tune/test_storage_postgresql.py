@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import sqlalchemy
 
 from hone.space import IntRange, SearchSpace
 from hone.storage import StudyStore
 from hone.storage.lease import running_trials
+from hone.storage.outage import Outage
 from hone.storage.store import TrialClosed
 
 
@@ -45,3 +47,35 @@ def test_a_lost_trial_is_closed_once_and_a_late_result_is_refused(postgres_url: 
         True,
     )
     assert running_trials(store, study.study_id) == []
+
+
+def test_a_result_whose_commit_reply_was_lost_is_stored_once_not_dropped(
+    postgres_url: str,
+) -> None:
+    """The server commits a worker's result and the connection drops before the reply (a
+    restart): the worker's retry finds the trial ended with its own outcome, and neither drops
+    the result nor writes it twice. Another outcome is still refused."""
+    store = StudyStore(postgres_url)
+    study = store.create("lost-reply", {"engine": "auto"})
+    space = SearchSpace({"x": IntRange(1, 9)})
+    trial = store.start_trial(study, space, {"x": 4}, "search", lease=True, worker="w1")
+    tries: list[int] = []
+
+    def commit_then_lose_the_reply(*args: object, **kwargs: object) -> None:
+        store.finish_trial(*args, **kwargs)  # type: ignore[arg-type]
+        tries.append(1)
+        if len(tries) == 1:
+            raise sqlalchemy.exc.OperationalError(
+                "COMMIT", {}, Exception("server closed the connection unexpectedly")
+            )
+
+    said: list[str] = []
+    outage = Outage(postgres_url, limit=10, say=said.append)
+    result = {"score": 8.0, "metrics": {"v": 8.0, "p99": [1.5, 2.0]}, "seconds": 1.25}
+    outage.call(commit_then_lose_the_reply, trial, **result)
+    assert len(tries) == 2 and "answers again" in said[-1]
+    (stored,) = store.trials(study)
+    assert (stored.state, stored.score, stored.metrics) == ("complete", 8.0, result["metrics"])
+    with pytest.raises(TrialClosed):  # a different outcome is another process's, not a retry
+        store.finish_trial(trial, score=9.0, metrics={"v": 9.0, "p99": [1.5, 2.0]}, seconds=1.25)
+    assert not store.fail_trial(trial, "worker w1 stopped reporting", lost=True)

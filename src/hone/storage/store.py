@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import optuna
 import sqlalchemy
@@ -95,6 +95,10 @@ class TrialRecord:
 
 class TrialClosed(HoneError):
     """The trial was ended by another process (a worker's lease ran out while it was cut off)."""
+
+
+#: What closing a trial did: closed it; found it ended with this outcome; found another.
+Closed = Literal["closed", "same", "other"]
 
 
 @dataclass
@@ -272,20 +276,21 @@ class StudyStore:
         failed = error is not None or score is None
         if failed:
             attrs["error"] = error or "no value"
-        if not self._close(trial_id, None if failed else score, attrs):
+        if self._close(trial_id, None if failed else score, attrs) == "other":
             raise TrialClosed(f"trial {trial_id} was closed by another process: result dropped")
 
     def fail_trial(self, trial_id: int, reason: str, **attrs: Any) -> bool:
         """Mark a RUNNING trial failed with its reason; False when it had already ended."""
-        return self._close(trial_id, None, {"error": reason, **attrs})
+        return self._close(trial_id, None, {"error": reason, **attrs}) == "closed"
 
-    def _close(self, trial_id: int, score: float | None, attrs: dict[str, Any]) -> bool:
+    def _close(self, trial_id: int, score: float | None, attrs: dict[str, Any]) -> Closed:
         """End a trial that is still RUNNING, attributes, value and state in one transaction
-        (the row is locked: two processes closing one trial cannot both succeed)."""
+        (the row is locked: two processes closing one trial cannot both succeed): `closed`.
+        A trial that had ended is left as it is: `same` when it holds this very outcome (the
+        commit went through and its reply was lost with the connection, a server restarting,
+        so the call was tried again: the result is stored, not dropped), else `other`."""
         with _create_scoped_session(self.storage.scoped_session) as session:
             trial = models.TrialModel.find_or_raise_by_id(trial_id, session, for_update=True)
-            if trial.state != TrialState.RUNNING:
-                return False
             table = models.TrialUserAttributeModel
             existing = {
                 row.key: row
@@ -293,6 +298,8 @@ class StudyStore:
                     table.trial_id == trial_id, table.key.in_(list(attrs))
                 )
             }
+            if trial.state != TrialState.RUNNING:
+                return "same" if _ended_so(trial, score, attrs, existing) else "other"
             for key, value in attrs.items():
                 if key in existing:  # (the phase given at the start, replaced)
                     existing[key].value_json = json.dumps(value)
@@ -307,7 +314,7 @@ class StudyStore:
                 )
             trial.state = TrialState.FAIL if score is None else TrialState.COMPLETE
             trial.datetime_complete = dt.datetime.now()
-        return True
+        return "closed"
 
     def fail_running(self, study: StudyRecord, reason: str) -> int:
         """Mark trials left RUNNING by a killed run as failed; returns how many."""
@@ -414,3 +421,23 @@ def _cause(exc: BaseException) -> str:
     while exc.__cause__ is not None or exc.__context__ is not None:
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
     return one_line(str(exc))
+
+
+def _ended_so(
+    trial: models.TrialModel,
+    score: float | None,
+    attrs: dict[str, Any],
+    stored: dict[str, models.TrialUserAttributeModel],
+) -> bool:
+    """Whether an ended trial holds exactly the outcome `score` and `attrs` (its state, value
+    and every attribute as stored)."""
+    if trial.state != (TrialState.FAIL if score is None else TrialState.COMPLETE):
+        return False
+    if score is not None:
+        values = [
+            models.TrialValueModel.stored_repr_to_value(v.value, v.value_type) for v in trial.values
+        ]
+        if values != [score]:
+            return False
+    same = json.loads(json.dumps(attrs))  # as stored: tuples become lists
+    return all(k in stored and json.loads(stored[k].value_json) == v for k, v in same.items())
