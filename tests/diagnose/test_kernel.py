@@ -65,6 +65,26 @@ def test_kernel_time_outranks_the_programs_own_code() -> None:
     assert "parse_request" in findings[2].headline
 
 
+def test_a_process_mostly_in_the_kernel_is_told_the_kernels_part_before_its_code() -> None:
+    # nginx beside other work: the network stack 30 %, the kernel 65 % in all; its own code
+    # (35 %) outweighs each part of the kernel alone
+    loaded = Profile(
+        stacks={
+            ("srv", stack("main;__GI___writev", WRITEV)): 30,
+            ("srv", stack("main;__libc_open", OPENAT)): 15,
+            ("srv", stack("main", "entry_SYSCALL_64;do_syscall_64;__x64_sys_epoll_wait")): 20,
+            ("srv", stack("main;parse_request")): 35,
+        }
+    )
+    threads = [ThreadStat(1, "srv", 60, 21, 39, 0, 0, 10)]
+    findings = decide(loaded, threads, 10, 2)
+    assert [f.kind for f in findings[:2]] == ["kernel-network", "cpu"]
+    assert findings[1].score > findings[0].score  # the order is the rule's, the scores stay
+    # mostly the program's own code: that comes first
+    busy = Profile(stacks={**loaded.stacks, ("srv", stack("main;parse_request")): 70})
+    assert decide(busy, threads, 10, 2)[0].kind == "cpu"
+
+
 @pytest.fixture
 def nginx(tmp_path: Path):
     """nginx with one worker on a free port, serving a 4 KB file; yields (port, worker pid)."""
