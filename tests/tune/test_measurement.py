@@ -60,7 +60,11 @@ def test_min_detectable_raises_rounds_or_stops_before_any_change(
     assert message.startswith("stopped before any change") and "--max-repeats" in message
     store = StudyStore()
     trials = store.trials(store.find("placebo"))
-    assert {t.phase for t in trials} == {"baseline"}  # no knob was ever changed
+    # no knob was ever changed: baseline readings alone (one a busy neighbour disturbed is
+    # kept as `disturbed` and measured again), all of one configuration
+    phases = {t.phase for t in trials}
+    assert "baseline" in phases and phases <= {"baseline", "disturbed"}, phases
+    assert all(t.config == trials[0].config for t in trials)
     assert (tmp_path / "placebo.conf").read_text() == "placebo = one\n"
 
     Tuner(load_project(path), Reporter(), TuneOptions(min_detectable=12.0, why=False)).run()
