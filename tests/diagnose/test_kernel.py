@@ -83,6 +83,16 @@ def test_a_process_mostly_in_the_kernel_is_told_the_kernels_part_before_its_code
     # mostly the program's own code: that comes first
     busy = Profile(stacks={**loaded.stacks, ("srv", stack("main;parse_request")): 70})
     assert decide(busy, threads, 10, 2)[0].kind == "cpu"
+    # timer interrupts while its code ran are the kernel's, not the process's doing
+    tick = "asm_sysvec_apic_timer_interrupt;sysvec_apic_timer_interrupt;__irq_exit_rcu"
+    ticked = Profile(
+        stacks={
+            ("srv", stack("main;__GI___writev", WRITEV)): 30,
+            ("srv", stack("main;parse_request", tick)): 25,
+            ("srv", stack("main;parse_request")): 45,
+        }
+    )
+    assert decide(ticked, threads, 10, 2)[0].kind == "cpu"
 
 
 @pytest.fixture

@@ -146,8 +146,9 @@ def _kernel_before_code(findings: list[Finding], time: KernelTime) -> list[Findi
     program's code, though the code outweighs each part alone: no compiler flag changes the
     kernel's time. nginx under wrk beside other work: 60-70 % of its samples in the kernel,
     the network stack 28-33 % (the loopback's receive half moves to ksoftirqd on a busy
-    machine), its own code and the C library 36 %, and it was told to tune compiler flags."""
-    if time.share <= 0.5:
+    machine), its own code and the C library 36 %, and it was told to tune compiler flags.
+    Interrupts that came while it ran are not its doing, and do not count."""
+    if time.share - time.group_share("interrupts") <= 0.5:
         return findings
     kinds = [f.kind for f in findings]
     parts = [i for i, f in enumerate(findings) if f.kind.startswith("kernel-") and f.own]
