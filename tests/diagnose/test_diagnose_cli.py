@@ -116,6 +116,31 @@ def test_a_saved_diagnosis_as_json_reads_back(hone_cli, tmp_path: Path) -> None:
     assert document["files"]["report"] == str(tmp_path / "r.html")
 
 
+def test_the_saved_diagnoses_are_listed_newest_first(hone_cli, hone_home: Path) -> None:
+    assert hone_cli("diagnoses").stdout.startswith("no saved diagnoses in ")
+    assert json.loads(hone_cli("diagnoses", "--json").stdout) == []
+    folder = hone_home / "diagnoses"
+    for share, name in ((80, "20261101-090000-pid-7"), (60, "20261102-090000-pid-7")):
+        (folder / name).mkdir(parents=True)
+        make(share).save(folder / name / "diagnosis.hone")
+    broken = folder / "20261103-090000-pid-8" / "diagnosis.hone"
+    broken.parent.mkdir()
+    broken.write_text("not a diagnosis")
+    listed = json.loads(hone_cli("diagnoses", "--json").stdout)
+    assert [d["name"] for d in listed] == [
+        "20261103-090000-pid-8", "20261102-090000-pid-7", "20261101-090000-pid-7"
+    ]  # fmt: skip
+    assert listed[0]["error"] == "unreadable" and listed[0]["finding"] is None
+    assert listed[1]["target"] == "pid 7 (app)" and listed[1]["window_s"] == 5
+    headline = listed[2]["finding"]["headline"]
+    assert "hash_block" in headline and "80%" in headline
+    # for people: one row each, the verdict whole on one line however long
+    text = hone_cli("diagnoses").stdout
+    row = next(line for line in text.splitlines() if "20261101-090000-pid-7" in line)
+    assert headline in row and "pid 7 (app)" in row and "5 s" in row
+    assert "unreadable" in text
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -31,7 +31,7 @@ app = typer.Typer(
 #: use them need not wait for. Help and unknown commands import them all.
 CAPABILITIES = {
     "hone.tune.cli": ("tune", "worker", "restore", "studies", "show", "check", "convert", "report"),
-    "hone.diagnose.cli": ("diagnose",),
+    "hone.diagnose.cli": ("diagnose", "diagnoses"),
     "hone.collect.cli": ("collect",),
     "hone.analyze.cli": ("analyze", "train"),
     "hone.profiles.cli": ("profile", "new"),

@@ -8,7 +8,6 @@ same SVG that `hone diagnose` writes, so the page and the report show one pictur
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -21,15 +20,11 @@ from hone.diagnose.document import document
 from hone.diagnose.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis, to_html
+from hone.diagnose.saved import FILE, NAME, folder, listed
 from hone.errors import HoneError
-from hone.paths import state_dir
 
 router = APIRouter(prefix="/api/diagnoses", tags=["diagnoses"])
 
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-FILE = "diagnosis.hone"
-#: What the list says of each diagnosis; an unreadable one has these too, as null (one shape).
-LISTED = ("target", "language", "created", "window_s", "samples", "finding")
 #: The saved HTML report runs its own inline script; it gets a sandbox (an opaque origin that
 #: cannot read this app's storage or call its API with the token) and nothing from elsewhere.
 REPORT_POLICY = (
@@ -38,14 +33,10 @@ REPORT_POLICY = (
 )
 
 
-def _folder() -> Path:
-    return state_dir() / "diagnoses"
-
-
 def _path(name: str) -> Path:
     if not NAME.fullmatch(name):
         raise HTTPException(404, f"no diagnosis {name!r}")
-    path = _folder() / name / FILE
+    path = folder() / name / FILE
     if not path.is_file():
         raise HTTPException(404, f"no diagnosis {name!r}")
     return path
@@ -66,39 +57,10 @@ def load(name: str) -> Diagnosis:
         raise HTTPException(422, str(error)) from None
 
 
-def _headline(d: Diagnosis) -> dict[str, Any] | None:
-    return d.findings[0].to_dict() if d.findings else None
-
-
 @router.get("")
 def list_diagnoses() -> list[dict[str, Any]]:
     """Every saved diagnosis, newest first: target, when, how long, samples, top finding."""
-    folder = _folder()
-    if not folder.is_dir():
-        return []
-    items = []
-    for path in sorted(folder.glob(f"*/{FILE}"), reverse=True):
-        name = path.parent.name
-        if not NAME.fullmatch(name):
-            continue
-        try:
-            d = _load(path, path.stat().st_mtime)
-        except (HoneError, OSError):
-            items.append({"name": name, **dict.fromkeys(LISTED), "error": "unreadable"})
-            continue
-        items.append(
-            {
-                "name": name,
-                "target": d.target,
-                "language": d.language,
-                "created": d.created,
-                "window_s": d.window_s,
-                "samples": d.profile.total,
-                "finding": _headline(d),
-                "error": None,
-            }
-        )
-    return items
+    return listed(lambda path: _load(path, path.stat().st_mtime))
 
 
 @router.get("/{name}")
