@@ -4,6 +4,7 @@ over a real `hone diagnose --system` run with a known busy program among the mac
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -103,6 +104,21 @@ def test_list_detail_and_tables_of_real_diagnoses(diagnoses: tuple[Server, list[
     flame = server.get(f"/api/diagnoses/{split}/flame")
     assert sum(flame["folded"].values()) == detail["samples"]
     assert any(stack.endswith(";hot_work") for stack in flame["folded"])
+
+
+def test_the_remote_servers_diagnoses_are_listed(
+    diagnoses: tuple[Server, list[str]], hone_cli
+) -> None:
+    """`hone remote diagnoses`: the list of the server's API, and for people the same rows as
+    `hone diagnoses` on that machine."""
+    server, (tree, split) = diagnoses
+    remote = ("remote", "--server", server.url, "diagnoses")
+    assert json.loads(hone_cli(*remote, "--json").stdout) == server.get("/api/diagnoses")
+    text = hone_cli(*remote).stdout
+    rows = [line for line in text.splitlines() if tree in line or split in line]
+    assert [tree in rows[0], split in rows[1]] == [True, True]
+    headline = server.get("/api/diagnoses")[1]["finding"]["headline"]
+    assert headline in rows[1] and "hot_split" in rows[1]
 
 
 @pytest.mark.slow

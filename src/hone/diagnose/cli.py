@@ -194,8 +194,8 @@ def diagnoses(
     ),
 ) -> None:
     """List the saved diagnoses, newest first, with their target and verdict."""
-    from hone.diagnose.saved import folder, listed
-    from hone.output import DataTable, number, output_console, print_json
+    from hone.diagnose.saved import folder, listed, table
+    from hone.output import output_console, print_json
 
     items = listed()
     if as_json:
@@ -204,25 +204,8 @@ def diagnoses(
     if not items:
         typer.echo(f"no saved diagnoses in {folder()}")
         return
-    table = DataTable("diagnosis", "target", "created", "window", "samples", "verdict")
-    for item in items:
-        finding = item["finding"]
-        window = f"{number(item['window_s'])} s" if item["window_s"] is not None else ""
-        table.add_row(
-            item["name"],
-            item["target"] or "",
-            _when(item["created"]),
-            window,
-            str(item["samples"] if item["samples"] is not None else ""),
-            item["error"] or (finding["headline"] if finding else ""),
-        )
-    output_console().print(table)
+    output_console().print(table(items))
     typer.echo(f"each in {folder()}/NAME: its report.html; `hone diagnose --from` that folder")
-
-
-def _when(created: float | None) -> str:
-    """A diagnosis's start (seconds since the epoch) in local time, to the second."""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created)) if created else ""
 
 
 def register(app: typer.Typer) -> None:

@@ -5,13 +5,17 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hone.diagnose.report import Diagnosis
 from hone.errors import HoneError
+from hone.output import DataTable, number
 from hone.paths import state_dir
+
+if TYPE_CHECKING:
+    from hone.diagnose.report import Diagnosis
 
 #: A diagnosis's name (its folder's): nothing that could lead out of the folder.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -24,9 +28,13 @@ def folder() -> Path:
     return state_dir() / "diagnoses"
 
 
-def listed(load: Callable[[Path], Diagnosis] = Diagnosis.load) -> list[dict[str, Any]]:
+def listed(load: Callable[[Path], Diagnosis] | None = None) -> list[dict[str, Any]]:
     """Every saved diagnosis, newest first: target, when, how long, samples, top finding; one
     that cannot be read is listed as `unreadable` rather than hiding the others."""
+    if load is None:
+        from hone.diagnose.report import Diagnosis
+
+        load = Diagnosis.load
     where = folder()
     if not where.is_dir():
         return []
@@ -53,3 +61,19 @@ def listed(load: Callable[[Path], Diagnosis] = Diagnosis.load) -> list[dict[str,
             }
         )
     return items
+
+
+def table(items: list[dict[str, Any]]) -> DataTable:
+    """The list for people (`hone diagnoses`, `hone remote diagnoses`): the verdict whole."""
+    rows = DataTable("diagnosis", "target", "created", "window", "samples", "verdict")
+    for item in items:
+        finding, created = item["finding"], item["created"]
+        rows.add_row(
+            item["name"],
+            item["target"] or "",
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created)) if created else "",
+            f"{number(item['window_s'])} s" if item["window_s"] is not None else "",
+            str(item["samples"] if item["samples"] is not None else ""),
+            item["error"] or (finding["headline"] if finding else ""),
+        )
+    return rows

@@ -32,6 +32,7 @@ def register(app: typer.Typer) -> None:
     remote.command("show")(remote_show)
     remote.command("stop")(remote_stop)
     remote.command("resume")(remote_resume)
+    remote.command("diagnoses")(remote_diagnoses)
     app.add_typer(remote, name="remote")
 
 
@@ -213,6 +214,17 @@ def remote_studies(as_json: bool = JSON) -> None:
             percent_gain(row.get("best_gain")),
         )
     output_console().print(table)
+
+
+def remote_diagnoses(as_json: bool = JSON) -> None:
+    """The diagnoses saved on the remote server, newest first, with their target and verdict."""
+    from hone.diagnose.saved import table
+
+    items = _client().get("/api/diagnoses")
+    if as_json:
+        print_json(items)
+        return
+    output_console().print(table(items))
 
 
 def remote_show(
