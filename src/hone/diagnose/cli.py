@@ -8,8 +8,8 @@ what the whole machine is busy with (`--system`, module hone.diagnose.system).
     hone diagnose --pid 1234 --suggest-project ./tune-it
 
 The recording is module window's; reports go to hone's state directory under `diagnoses/`.
-Every `hone` command imports this module to register `hone diagnose`, so the recorders, the
-report and the project writer are imported when the command runs, not here."""
+`hone diagnose`, `hone diagnoses` and `hone --help` import this module to register them, so the
+recorders, the report and the project writer are imported when a command runs, not here."""
 
 from __future__ import annotations
 
