@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import BENCH, ROOT, Server, q, shot, start_server
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from benchmarks.tune.postgres import cluster
 from benchmarks.web import stop_server
@@ -119,3 +119,40 @@ def test_compare_a_worker_study_with_a_tuned_one(page: Page, shared: tuple[Serve
         assert drawn[-1] == pytest.approx(study["best_gain"])
     assert curves[0][-1] is not None and 0 < curves[0][-1] < 100  # 64 → at most 100: +56 %
     shot(page, "compare-workers")
+
+
+def test_a_shared_study_page_shows_its_workers(page: Page, shared: tuple[Server, str]) -> None:
+    server, url = shared
+    shown = json.loads(hone(server.home, "show", "fleet#1", "--storage", url, "--json").stdout)
+    workers = shown["study"]["workers"]
+    assert [w["id"] for w in workers] == ["m1", "m2"]
+    page.goto(server.url + "/#/study/" + q("fleet#1"))
+    page.wait_for_selector("body[data-ready=study]")
+    # no study-wide baseline: each worker's own is the zero of its scores
+    expect(page.locator(".facts")).to_contain_text("each worker's own")
+    card = page.locator("#workers")
+    expect(card).to_be_visible()
+    expect(card.locator("h2")).to_have_text("Workers (2)")
+    for worker in workers:
+        row = card.locator(f"tbody tr[data-worker='{worker['id']}']")
+        cells = row.locator("td").all_inner_texts()
+        assert cells[:5] == [worker["id"], worker["host"], str(worker["pid"]), "finished", "—"]
+        score = worker["baseline_metrics"]["score"]
+        assert cells[5] == f"score {score:g}", cells  # each machine's own baseline
+        assert cells[6].endswith(" %") and cells[7] == ""
+    # every trial names the worker that ran it, as `hone show --json` does
+    columns = page.locator("#trials thead th").all_inner_texts()
+    at = next(i for i, label in enumerate(columns) if label.startswith("worker"))
+    drawn = page.locator(f"#trials tbody tr td:nth-child({at + 1})").all_inner_texts()
+    expected = [t["worker"] for t in shown["trials"]]
+    assert set(expected) == {"m1", "m2"}
+    assert sorted(drawn) == sorted(expected)
+    shot(page, "study-workers")
+
+    # a study of one `hone tune` has no workers card and no worker column
+    page.goto(server.url + "/#/study/" + q("solo#1"))
+    page.wait_for_selector("body[data-ready=study]")
+    expect(page.locator("#workers")).to_be_hidden()
+    assert not any(
+        c.startswith("worker") for c in page.locator("#trials thead th").all_inner_texts()
+    )

@@ -28,12 +28,14 @@ export async function studyPage(main, name, { onLeave }) {
   const importance = h("div", { id: "importance" });
   const effects = h("div", { id: "effects" });
   const why = h("section", { class: "card", id: "why", hidden: true });
+  const fleet = h("section", { class: "card", id: "workers", hidden: true });
   const parallel = h("div", { id: "parallel" });
   const tableBox = h("div", { id: "trials" });
   main.append(
     header,
     live,
     h("div", { class: "grid two" }, best, h("section", { class: "card" }, h("h2", {}, "Knob importance"), importance, effects)),
+    fleet,
     why,
     h("section", { class: "card" }, h("h2", {}, "Search progress"), curve),
     h("section", { class: "card" }, h("h2", {}, "Configurations tried (parallel coordinates)"), parallel),
@@ -51,7 +53,8 @@ export async function studyPage(main, name, { onLeave }) {
     if (table && names.join() === metricNames.join()) return table;
     metricNames = names;
     // a trial left running by a process that is gone is interrupted, not running
-    table = trialTable(clear(tableBox), knobs, names, () => (study.alive === false ? "interrupted" : study.state));
+    const shared = (study.workers ?? []).length > 0;
+    table = trialTable(clear(tableBox), knobs, names, shared, () => (study.alive === false ? "interrupted" : study.state));
     return table;
   }
 
@@ -59,6 +62,7 @@ export async function studyPage(main, name, { onLeave }) {
   function draw() {
     renderHeader(header, study, name, said);
     renderBest(best, study, trials);
+    renderWorkers(fleet, study);
     renderWhy(why, study.attrs.why);
     const search = trials.filter((t) => t.phase === "search");
     const yLabel = study.attrs.scores === "relative" ? "gain (% over its worker's baseline)" : study.single_metric ? scoreLabel(study) : "score (weighted % over baseline)";
@@ -115,6 +119,8 @@ export async function studyPage(main, name, { onLeave }) {
           byNumber.set(data.number, trials.length);
           trials.push(data);
         }
+        // which trial each worker runs now, and its state, are the study's: read them again
+        if ((study.workers ?? []).length) study = await get(studyPath(study.name));
         redraw();
       } else if (kind === "state") {
         if (data.state !== study.state) {
@@ -137,8 +143,9 @@ export async function studyPage(main, name, { onLeave }) {
   onLeave(stop);
 }
 
-function trialTable(box, knobs, metricNames, studyState) {
+function trialTable(box, knobs, metricNames, shared, studyState) {
   const stateText = (t) => {
+    if (t.lost) return "✖ lost";
     if (t.state === "fail") return "✖ failed";
     if (t.state !== "running") return "✔ complete";
     return studyState() === "running" ? "▶ running" : "‖ interrupted";
@@ -148,6 +155,7 @@ function trialTable(box, knobs, metricNames, studyState) {
     [
       { key: "number", label: "#", value: (t) => t.number, numeric: true },
       { key: "phase", label: "phase", value: (t) => t.phase + (t.round !== null && t.round !== undefined ? ` r${t.round + 1}` : "") },
+      ...(shared ? [{ key: "worker", label: "worker", value: (t) => t.worker ?? "" }] : []),
       ...knobs.map((k) => ({ key: `k:${k}`, label: k, value: (t) => t.config[k], text: (t) => String(t.config[k] ?? "") })),
       ...metricNames.map((m) => ({ key: `m:${m}`, label: m, value: (t) => t.metrics?.[m] ?? null, text: (t) => num(t.metrics?.[m]), numeric: true })),
       { key: "score", label: "score", value: (t) => t.score, text: (t) => num(t.score), numeric: true },
@@ -216,9 +224,10 @@ function renderHeader(header, study, name, out) {
     ["engine", study.engine],
     ["budget", study.budget],
     ["trials", `${study.trials} (${study.failures} failed)`],
-    ["baseline", study.band ? `${num(study.band.mean)} ± ${num((study.band.high - study.band.mean) / 2)} (σ, ${study.band.runs} runs, CV ${num(study.attrs.baseline_cv, 2)} %)` : "not measured yet"],
+    ["baseline", (study.workers ?? []).length ? "each worker's own (every score is a gain in % over it; see Workers)" : study.band ? `${num(study.band.mean)} ± ${num((study.band.high - study.band.mean) / 2)} (σ, ${study.band.runs} runs, CV ${num(study.attrs.baseline_cv, 2)} %)` : "not measured yet"],
     ["gain in confirmation", pct(study.gain, study.gain_half_width) || "—"],
     ["measurement", quality(study.attrs.quality)],
+    ...(study.attrs.selection ? [["knobs kept", selectionText(study.attrs.selection)]] : []),
     ["best seen", bestSeen(study) || "—"],
     ["created", when(study.created)],
   ];
@@ -230,6 +239,12 @@ function renderHeader(header, study, name, out) {
     controls,
   ];
   header.replaceChildren(...parts.filter(Boolean));
+}
+
+// The study's selection of knobs (tuning: {select: ...}): searched from then on, the others held.
+function selectionText(selection) {
+  const held = Object.entries(selection.held ?? {}).map(([k, v]) => `${k}=${v}`).join(", ");
+  return `${(selection.knobs ?? []).join(", ")}; held: ${held || "none"}`;
 }
 
 function quality(q) {
@@ -279,6 +294,35 @@ function noBest(study, trials) {
   if (failed && failed === search.length && !running) return `no configuration measured: all ${failed} search trials failed (reasons in the trial table)`;
   if (running) return failed ? `no finished search trial yet (${failed} failed)` : "no finished search trial yet";
   return failed ? `no configuration measured: ${failed} search trials failed, the others did not finish` : "no search trial was run";
+}
+
+// A study shared by `hone worker`s (docs/scale.md): each worker, where it runs, what it runs now,
+// its own machine's baseline (every score is a gain over it) and the error that stopped it.
+function renderWorkers(el, study) {
+  const workers = study.workers ?? [];
+  el.hidden = !workers.length;
+  if (!workers.length) return;
+  const units = Object.fromEntries((study.attrs.metrics || []).map((m) => [m.name, m.unit ?? ""]));
+  const baseline = (metrics) =>
+    Object.entries(metrics ?? {})
+      .map(([k, v]) => `${k} ${num(v)}${units[k] ? ` ${units[k]}` : ""}`)
+      .join(", ");
+  const doing = (w) => (w.running !== null && w.running !== undefined ? `trial #${w.running}` : w.state === "running" ? "idle" : "—");
+  const cells = (w) => [w.id, w.host ?? "", w.pid ?? "", w.state ?? "", doing(w), baseline(w.baseline_metrics), w.baseline_cv === null || w.baseline_cv === undefined ? "" : `${num(w.baseline_cv, 2)} %`, w.error ?? ""];
+  el.replaceChildren(
+    h("h2", {}, `Workers (${workers.length})`),
+    h(
+      "div",
+      { class: "table-scroll" },
+      h(
+        "table",
+        { class: "data" },
+        h("caption", {}, "Each machine sharing this study; its scores are gains over its own baseline"),
+        h("thead", {}, h("tr", {}, ["worker", "host", "pid", "state", "running now", "baseline", "noise CV", "error"].map((t) => h("th", { scope: "col" }, t)))),
+        h("tbody", {}, workers.map((w) => h("tr", { "data-worker": w.id, class: w.state === "lost" || w.error ? "failed" : "" }, cells(w).map((c, i) => h("td", { class: i === 7 ? "reason" : "" }, String(c)))))),
+      ),
+    ),
+  );
 }
 
 // Why it won (hone.tune.why): the paragraph, then the functions and wait states whose share of
