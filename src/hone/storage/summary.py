@@ -36,6 +36,7 @@ PUBLIC_ATTRS = (
     "result",
     "why",
     "scores",
+    "selection",
 )
 
 

@@ -41,7 +41,7 @@ from hone.space.serialize import domain_to_dict
 from hone.storage import StudyRecord, StudyStore
 from hone.storage.outage import DatabaseLost
 from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
-from hone.tune import warmup, why
+from hone.tune import select, warmup, why
 from hone.tune.confirm import Plan, detectable, quality_text, rounds_for, rounds_needed
 from hone.tune.console import Reporter
 from hone.tune.machine import Quiet, Watch, descendants, disturbance
@@ -218,38 +218,38 @@ class Tuner:
         self.reporter.phase("search", self.budget)
         self.stage = "search"
         selector = self.project.tuning.feature_filter
-        # a selection needs trials to rank the knobs by: half the budget unless the project
-        # says (A-Tune's feature_filter_iters is often left out)
-        select_at = (selector.iterations or max(1, self.budget // 2)) if selector else -1
-        held: Config = {}
         while done < self.budget:
-            if selector and done == select_at and 0 < selector.count < len(space):
-                optimizer, held = self._select_knobs(optimizer, space, selector.count)
-            proposal = optimizer.ask()
-            config = {**held, **proposal}
+            if not isinstance(optimizer, select.Narrowed) and select.due(
+                selector, self.budget, done, space
+            ):
+                optimizer = self._select_knobs(study, optimizer, space)
+            config = optimizer.ask()
             run = self.measure(study, space, config, "search", baseline)
-            optimizer.tell(proposal, -run.score if run.ok else None)
+            optimizer.tell(config, -run.score if run.ok else None)
             done += 1
             self.reporter.trial(done, self.budget, run)
-        recommended = optimizer.recommend()
-        return self._finish(
-            study, space, baseline, {**held, **recommended} if recommended else None
-        )
+        return self._finish(study, space, baseline, optimizer.recommend())
 
-    def _select_knobs(self, optimizer: Any, space: SearchSpace, count: int) -> tuple[Any, Config]:
-        """A-Tune's parameter selection: keep the `count` knobs that matter most so far, hold
-        the others at the best configuration's values, and go on over the smaller space."""
-        from hone.importance import shrink
-
-        best = optimizer.recommend() or space.default() or {}
-        sub, held = shrink(space, optimizer.history, count, hold=best)
-        smaller = make_optimizer(
-            self.engine, sub, seed=self.project.tuning.seed, budget=self.budget
+    def _select_knobs(
+        self, study: StudyRecord, optimizer: Any, space: SearchSpace
+    ) -> select.Narrowed:
+        """A-Tune's parameter selection: keep the knobs that matter most so far, hold the
+        others at the best configuration's values, and go on over the smaller space. A resumed
+        study keeps the selection it made."""
+        selection = study.attrs.get(select.KEY)
+        if not selection:
+            count = self.project.tuning.feature_filter.count  # type: ignore[union-attr]
+            selection = select.choose(space, optimizer, count)
+            self._db(self.store.update, study, **{select.KEY: selection})
+        self.reporter.note(select.kept_note(selection))
+        return select.narrow(
+            self.engine,
+            optimizer,
+            space,
+            selection,
+            seed=self.project.tuning.seed,
+            budget=self.budget,
         )
-        for obs in optimizer.history:
-            smaller.tell({n: obs.config[n] for n in sub.names}, obs.value)
-        self.reporter.note(f"kept the {count} knobs that matter most: {', '.join(sub.names)}")
-        return smaller, held
 
     # -- phases ----------------------------------------------------------------------------
 

@@ -55,6 +55,12 @@ def workers_text(workers: list[dict]) -> str:
     return ", ".join(parts)
 
 
+def selection_text(selection: dict) -> str:
+    """`knobs kept: a, b; held: c=3, d=on` — the study's selection (`tuning: {select: ...}`)."""
+    held = ", ".join(f"{k}={v}" for k, v in selection.get("held", {}).items())
+    return f"knobs kept: {', '.join(selection.get('knobs', []))}; held: {held or 'none'}"
+
+
 def show_study(console: Console, name: str, storage: str | None) -> None:
     from hone.tune.why import lines as why_lines  # perf's parsers: only `hone show` prints it
 
@@ -80,6 +86,8 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         console.print(f"baseline: {values} (noise CV {attrs.get('baseline_cv', 0):.1f} %)")
     if attrs.get("quality"):
         console.print(quality_text(attrs["quality"]), markup=False)
+    if attrs.get("selection"):
+        console.print(selection_text(attrs["selection"]), markup=False)
     result = attrs.get("result") or {}
     if result.get("best"):
         console.print(

@@ -46,6 +46,7 @@ from hone.storage.lease import (
 from hone.storage.outage import DEFAULT_WAIT, MAX_WAIT, WAIT_RANGE, DatabaseLost, Outage
 from hone.storage.store import FINISHED, RUNNING, TrialClosed, _now
 from hone.storage.summary import pid_alive, read_trials
+from hone.tune import select
 from hone.tune.console import Reporter
 from hone.tune.risk import Choice, gain_dict
 from hone.tune.runner import (
@@ -115,6 +116,9 @@ class WorkerResult:
 
 class Worker(Tuner):
     gains_stored = True
+    #: the search's optimiser (set when the search starts), narrowed to the study's selection
+    #: of knobs once that is made
+    optimizer: Optimizer | StartFirst | select.Narrowed
 
     def __init__(self, project: Project, reporter: Reporter, options: WorkerOptions) -> None:
         super().__init__(
@@ -146,6 +150,7 @@ class Worker(Tuner):
         self.confirm_held: Callable[[], bool] | None = None
         self.base_score = 0.0
         self.told: set[int] = set()
+        self.seed: int | None = None
         self.record: dict[str, Any] = {}
         self.decision: dict[str, Any] = {}
 
@@ -177,11 +182,12 @@ class Worker(Tuner):
 
     def _work(self, study: StudyRecord, space: SearchSpace, baseline: Config) -> None:
         seed = self.options.seed if self.options.seed is not None else self.project.tuning.seed
+        # each worker its own random stream: the same seed would give the same designs
+        self.seed = None if seed is None else seed + zlib.crc32(self.id.encode()) % 65536
         optimizer = make_optimizer(
             self.engine,
             space,
-            # each worker its own random stream: the same seed would give the same designs
-            seed=None if seed is None else seed + zlib.crc32(self.id.encode()) % 65536,
+            seed=self.seed,
             budget=self.budget,
             random_starts=self.project.tuning.random_starts,
             split_count=self.project.tuning.split_count,
@@ -191,10 +197,12 @@ class Worker(Tuner):
                 optimizer.tell(run.config, -run.score)
         # a profile's values (tuning.start) first, by whichever worker asks first: one measured
         # or running elsewhere is known to every worker's optimiser and not asked again
-        optimizer = start_first(optimizer, [{**baseline, **p} for p in self.project.tuning.start])
+        self.optimizer = start_first(
+            optimizer, [{**baseline, **p} for p in self.project.tuning.start]
+        )
         self.reporter.phase("search", self.budget)
         while True:
-            claim = self._db(self._claim, study, space, optimizer)
+            claim = self._db(self._claim, study, space)
             if claim == WAIT:
                 time.sleep(min(self.heart.interval, POLL))
                 continue
@@ -281,7 +289,7 @@ class Worker(Tuner):
     # -- proposals -------------------------------------------------------------------------
 
     def _claim(
-        self, study: StudyRecord, space: SearchSpace, optimizer: Optimizer | StartFirst
+        self, study: StudyRecord, space: SearchSpace
     ) -> tuple[int, int, Config] | str | None:
         """Fail lost trials, learn every finished one and propose the next configuration given
         those running elsewhere, then start its trial under the study's lock. WAIT when the
@@ -294,7 +302,7 @@ class Worker(Tuner):
         each other's reading and optimiser (what kept 4 workers in step waiting)."""
         self._reap(study)  # outside the lock: a lost trial is failed once, by whoever is first
         trials = read_trials(self.store, study)
-        proposal = self._propose(trials, optimizer)
+        proposal = self._propose(study, space, trials)
         if not isinstance(proposal, dict):
             return proposal  # a finished search trial stays counted: no need to lock
         seen = max((t.number for t in trials), default=-1)
@@ -304,7 +312,7 @@ class Worker(Tuner):
             taken = {space.key(config) for config in since}
             if counted + len(since) >= self.budget or space.key(proposal) in taken:
                 trials = read_trials(self.store, study)
-                proposal = self._propose(trials, optimizer)
+                proposal = self._propose(study, space, trials)
                 if not isinstance(proposal, dict):
                     return proposal
                 counted, since = sum(t.phase == "search" and _counts(t) for t in trials), []
@@ -312,7 +320,7 @@ class Worker(Tuner):
         return trial_id, counted + len(since) + 1, proposal
 
     def _propose(
-        self, trials: list[TrialRecord], optimizer: Optimizer | StartFirst
+        self, study: StudyRecord, space: SearchSpace, trials: list[TrialRecord]
     ) -> Config | str | None:
         """Tell the optimiser the search trials finished since it last looked, and ask for
         one configuration given the running ones; WAIT or None once the budget is spent."""
@@ -323,9 +331,30 @@ class Worker(Tuner):
         for trial in counted:
             if trial.state != "running" and trial.number not in self.told:
                 score = trial.score if trial.state == "complete" else None
-                optimizer.tell(trial.config, -score if score is not None else None)
+                self.optimizer.tell(trial.config, -score if score is not None else None)
                 self.told.add(trial.number)
-        return optimizer.ask_batch(1, pending=[t.config for t in running])[0]
+        finished = sum(t.state != "running" for t in counted)
+        selector = self.project.tuning.feature_filter
+        if not isinstance(self.optimizer, select.Narrowed) and select.due(
+            selector, self.budget, finished, space
+        ):
+            selection = self._selection(study, space, selector.count)  # type: ignore[union-attr]
+            self.reporter.note(select.kept_note(selection))
+            self.optimizer = select.narrow(
+                self.engine, self.optimizer, space, selection, seed=self.seed, budget=self.budget
+            )
+        return self.optimizer.ask_batch(1, pending=[t.config for t in running])[0]
+
+    def _selection(self, study: StudyRecord, space: SearchSpace, count: int) -> dict[str, Any]:
+        """The study's selection of knobs: the one stored by the first worker to get there,
+        else made here and stored, under the study's lock, so every worker keeps the same."""
+        with study_locked(self.store, f"study:{study.study_id}"):
+            stored = self.store.storage.get_study_user_attrs(study.study_id).get(select.KEY)
+            if stored:
+                return stored
+            selection = select.choose(space, self.optimizer, count)
+            self.store.update(study, **{select.KEY: selection})
+            return selection
 
     def _reap(self, study: StudyRecord) -> None:
         """Fail the trials whose worker stopped renewing its lease, with the reason."""
