@@ -23,9 +23,10 @@ from benchmarks.web import stop_server
 
 
 def level_project(folder: Path, name: str) -> Path:
-    """One int knob in app.conf (0 before tuning); the benchmark scores 100 - (level - 6)²."""
+    """Two int knobs in app.conf (0 before tuning); the benchmark scores 100 - (level - 6)²,
+    `spare` does nothing; after 3 trials one knob is kept (`tuning.select`)."""
     folder.mkdir(parents=True)
-    (folder / "app.conf").write_text("level 0\n")
+    (folder / "app.conf").write_text("level 0\nspare 0\n")
     (folder / "bench.py").write_text(
         textwrap.dedent("""\
         level = int(open("app.conf").read().split()[1])
@@ -40,11 +41,15 @@ def level_project(folder: Path, name: str) -> Path:
             type: int
             range: [1, 9]
             config: {{file: app.conf, format: space, key: level}}
+          spare:
+            type: int
+            range: [1, 3]
+            config: {{file: app.conf, format: space, key: spare}}
         benchmark: {{command: {BENCH}, timeout: 20}}
         metrics:
           score: {{pattern: 'score: (\\S+)', direction: maximize}}
         tuning: {{engine: random, budget: 5, baseline: 1, seed: 3, apply: never,
-                  confirm: {{candidates: 1, rounds: 2}}}}
+                  select: {{count: 1, trials: 3}}, confirm: {{candidates: 1, rounds: 2}}}}
         """)
     )
     return folder
@@ -130,6 +135,9 @@ def test_a_shared_study_page_shows_its_workers(page: Page, shared: tuple[Server,
     page.wait_for_selector("body[data-ready=study]")
     # no study-wide baseline: each worker's own is the zero of its scores
     expect(page.locator(".facts")).to_contain_text("each worker's own")
+    (kept,) = shown["study"]["attrs"]["selection"]["knobs"]
+    held = ", ".join(f"{k}={v}" for k, v in shown["study"]["attrs"]["selection"]["held"].items())
+    expect(page.locator(".facts")).to_contain_text(f"{kept}; held: {held}")
     card = page.locator("#workers")
     expect(card).to_be_visible()
     expect(card.locator("h2")).to_have_text("Workers (2)")
