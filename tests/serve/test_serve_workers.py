@@ -155,6 +155,9 @@ def test_a_shared_study_page_shows_its_workers(page: Page, shared: tuple[Server,
     expected = [t["worker"] for t in shown["trials"]]
     assert set(expected) == {"m1", "m2"}
     assert sorted(drawn) == sorted(expected)
+    # the metric is called "score"; the trial's own score is its gain over its worker's baseline
+    expect(page.locator("#trials th[data-key=score]")).to_contain_text("gain (%)")
+    expect(page.locator("#trials th[data-key='m:score']")).to_contain_text("score")
     shot(page, "study-workers")
 
     # a study of one `hone tune` has no workers card and no worker column

@@ -54,7 +54,9 @@ export async function studyPage(main, name, { onLeave }) {
     metricNames = names;
     // a trial left running by a process that is gone is interrupted, not running
     const shared = (study.workers ?? []).length > 0;
-    table = trialTable(clear(tableBox), knobs, names, shared, () => (study.alive === false ? "interrupted" : study.state));
+    // a worker's score is its gain over its own baseline; a metric may itself be called "score"
+    const scoreName = study.attrs.scores === "relative" ? "gain (%)" : names.includes("score") ? "trial score" : "score";
+    table = trialTable(clear(tableBox), knobs, names, shared, scoreName, () => (study.alive === false ? "interrupted" : study.state));
     return table;
   }
 
@@ -143,7 +145,7 @@ export async function studyPage(main, name, { onLeave }) {
   onLeave(stop);
 }
 
-function trialTable(box, knobs, metricNames, shared, studyState) {
+function trialTable(box, knobs, metricNames, shared, scoreName, studyState) {
   const stateText = (t) => {
     if (t.lost) return "✖ lost";
     if (t.state === "fail") return "✖ failed";
@@ -158,7 +160,7 @@ function trialTable(box, knobs, metricNames, shared, studyState) {
       ...(shared ? [{ key: "worker", label: "worker", value: (t) => t.worker ?? "" }] : []),
       ...knobs.map((k) => ({ key: `k:${k}`, label: k, value: (t) => t.config[k], text: (t) => String(t.config[k] ?? "") })),
       ...metricNames.map((m) => ({ key: `m:${m}`, label: m, value: (t) => t.metrics?.[m] ?? null, text: (t) => num(t.metrics?.[m]), numeric: true })),
-      { key: "score", label: "score", value: (t) => t.score, text: (t) => num(t.score), numeric: true },
+      { key: "score", label: scoreName, value: (t) => t.score, text: (t) => num(t.score), numeric: true },
       { key: "state", label: "state", value: stateText },
       { key: "seconds", label: "seconds", value: (t) => t.seconds, text: (t) => num(t.seconds, 3), numeric: true },
       { key: "error", label: "failure reason", value: (t) => t.error ?? "", cls: () => "reason" },
