@@ -122,10 +122,15 @@ def risky_project(folder: Path) -> Path:
 
 
 def kill_mid_run(folder: Path, home: Path) -> None:
-    """`hone tune` killed with SIGKILL once its first search trial is stored: the study stays
-    `running` with the pid of a process that is gone."""
+    """`hone tune` killed with SIGKILL while its second search trial runs (the first is
+    stored): the study stays `running` with the pid of a process that is gone, and a trial
+    left running. (Killed as soon as the first was reported, it sometimes died while the
+    optimiser chose the next, with no trial running.)"""
+    from hone.storage import StudyStore
+
     log = folder / "tune.log"
-    with log.open("w") as out:
+    with log.open("w") as out, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HONE_HOME", str(home))
         tune = subprocess.Popen(
             [sys.executable, "-m", "hone", "tune", str(folder), "--no-why"],
             env={**os.environ, "HONE_HOME": str(home)},
@@ -137,6 +142,11 @@ def kill_mid_run(folder: Path, home: Path) -> None:
         while "trial 1/" not in log.read_text(errors="replace"):
             assert time.monotonic() < deadline and tune.poll() is None, log.read_text()
             time.sleep(0.2)
+        store = StudyStore()
+        study = store.find(folder.name)
+        while not any(t.state == "running" and t.phase == "search" for t in store.trials(study)):
+            assert time.monotonic() < deadline and tune.poll() is None, log.read_text()
+            time.sleep(0.05)
         tune.kill()
         tune.wait()
 
