@@ -159,21 +159,13 @@ def test_wakeups_of_a_thread_born_later_under_a_name_of_its_own(tmp_path: Path) 
     program = build("renamed_thread", tmp_path)
     data = tmp_path / "wakeups.data"
     proc = subprocess.Popen(
-        [str(program)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+        [str(program), "1500"], stdout=subprocess.PIPE, text=True, start_new_session=True
     )
     argv = offcpu.record_wakeups_argv([proc.pid], data, 30, "renamed_thread", offcpu.last_given())
     assert argv is not None
     recorder = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 15
-        while not (data.exists() and data.stat().st_size) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.2)
-        out, _ = proc.communicate("\n", timeout=30)  # the thread is born now
+        out, _ = proc.communicate(timeout=30)
     finally:
         recorder.send_signal(signal.SIGINT)
         recorder.wait(timeout=20)

@@ -1,9 +1,10 @@
 /* A process whose worker thread is born late and renames itself (as Java's named threads and
  * prctl users do), then sleeps in short naps: every wake-up comes from a timer, none from the
- * process's own threads. The thread is born when a line arrives on stdin; it prints its tid. */
+ * process's own threads. Prints the worker's tid. argv[1]: milliseconds before the thread is born. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,8 +19,10 @@ static void *napper(void *arg) {
     return NULL;
 }
 
-int main(void) {
-    getchar();
+int main(int argc, char **argv) {
+    long delay_ms = argc > 1 ? atol(argv[1]) : 500;
+    struct timespec wait = {delay_ms / 1000, (delay_ms % 1000) * 1000 * 1000};
+    nanosleep(&wait, NULL);
     pthread_t thread;
     pthread_create(&thread, NULL, napper, NULL);
     pthread_join(thread, NULL);
