@@ -23,6 +23,38 @@ def scratch_record() -> list[str]:
     return perf_record("--no-buildid")
 
 
+def command_of(perf: int) -> int | None:
+    """perf record's child once it runs its command, `sleep` (before the exec it is a copy of
+    perf). perf has then enabled its events: it does so just before it lets the command exec,
+    and after it has read the target's mappings."""
+    try:
+        kids = Path(f"/proc/{perf}/task/{perf}/children").read_text().split()
+        if kids and Path(f"/proc/{kids[0]}/comm").read_text().strip() == "sleep":
+            return int(kids[0])
+    except OSError:
+        pass
+    return None
+
+
+def enabled_recorders() -> int:
+    """How many of this process's `perf record` children (started from any of its threads)
+    have enabled their events."""
+    count = 0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            kids = (task / "children").read_text().split()
+        except OSError:  # a thread that has ended
+            continue
+        for kid in kids:
+            try:
+                argv = Path(f"/proc/{kid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv[1:2] == [b"record"] and command_of(int(kid)):
+                count += 1
+    return count
+
+
 def reached(data: Path, max_size: str) -> bool:
     """perf stopped this recording at its `--max-size` (it then ends the session early, and the
     recording covers only the window's first part)."""

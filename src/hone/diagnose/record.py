@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from hone.collect.perf import hardware_counters_available
-from hone.diagnose.perf_record import perf_record
+from hone.diagnose.perf_record import command_of, perf_record
 from hone.diagnose.probe import Capabilities
 from hone.diagnose.profile import Profile
 from hone.errors import HoneError
@@ -184,23 +184,12 @@ def _mark_command(perf: subprocess.Popen, mark: Callable[[], None]) -> None:
     before) and again when the command has ended. perf has one child: the forked command."""
     child = None
     while perf.poll() is None and child is None:
-        child = _command_child(perf.pid)
+        child = command_of(perf.pid)
         time.sleep(0.02)
     mark()
     while child and perf.poll() is None and _state(child) not in ("", "Z", "X"):
         time.sleep(0.02)
     mark()
-
-
-def _command_child(pid: int) -> int | None:
-    """perf's child once it runs `sleep` (before the exec it is a copy of perf)."""
-    try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        if kids and Path(f"/proc/{kids[0]}/comm").read_text().strip() == "sleep":
-            return int(kids[0])
-    except OSError:
-        pass
-    return None
 
 
 def _state(pid: int) -> str:

@@ -31,7 +31,7 @@ from hone.diagnose import (
 )
 from hone.diagnose.fold import Frame
 from hone.diagnose.machine import describe as _describe
-from hone.diagnose.perf_record import reached
+from hone.diagnose.perf_record import enabled_recorders, reached
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
 from hone.diagnose.profile import Profile
 from hone.diagnose.record import failure
@@ -372,14 +372,10 @@ def _record(
     procs = _Processes()
     jobs, symbolizer = _plan(pid, duration, language, caps, work, keep, procs, notes, frequency,
                              want_offcpu, want_locks)  # fmt: skip
-    started = time.time()
     for job in jobs.values():
         job.start()
-    outputs = {"oncpu": keep / "perf.data", "offcpu": work / "sched.data",
-               "wakeups": work / "wakeups.data", "locks": work / "locks.data",
-               "pgwaits": work / "pgwaits.data", "pgfutex": work / "pgfutex.data"}  # fmt: skip
     try:
-        _await_start({n: outputs[n] for n in jobs if n in outputs}, jobs, started)
+        _await_start(jobs)
         memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
         titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
         # the window starts here: a held command is released right after the first snapshot,
@@ -436,30 +432,22 @@ def _record(
                     kids.result())  # fmt: skip
 
 
-def _await_start(outputs: dict[str, Path], jobs: dict[str, _Job], since: float) -> None:
-    """Wait (up to 15 s) until each perf recorder has written its file's header: perf takes a
-    while to start on a busy machine (1.5 s at a load of 9 on 2 CPUs), and the window (and the
-    thread sampling) starts after. perf creates the file empty before it opens its events and
-    writes the header once they are open, so an empty file is still starting."""
+def _await_start(jobs: dict[str, _Job]) -> None:
+    """Wait (up to 15 s) until each perf recorder has enabled its events: perf takes a while to
+    start on a busy machine (1.5 s at a load of 9 on 2 CPUs), and the window (and the thread
+    sampling) starts after. perf writes its file's header, reads the process's mappings, and
+    only then enables its events: a held command released in between maps its libraries
+    unseen by that recorder, and its waits in libc read `[unknown]`."""
+    recorders = [job for name, job in jobs.items() if name in _RECORDERS]
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        waiting = [
-            name
-            for name, path in outputs.items()
-            if jobs[name].is_alive() and not _written(path, since)
-        ]
-        if not waiting:
+        if enabled_recorders() >= sum(job.is_alive() for job in recorders):
             return
         time.sleep(0.05)
 
 
-def _written(path: Path, since: float) -> bool:
-    """perf has written this file's header in this run."""
-    try:
-        status = path.stat()
-    except OSError:
-        return False
-    return status.st_size > 0 and status.st_mtime >= since - 1
+#: The jobs that run a `perf record` of the window.
+_RECORDERS = ("oncpu", "offcpu", "wakeups", "locks", "pgwaits", "pgfutex")
 
 
 def _analyse(
