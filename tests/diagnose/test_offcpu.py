@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks.diagnose.inputs import build
 from hone.diagnose import offcpu
+from hone.diagnose.perf_record import command_of
 
 # perf script -F comm,pid,tid,time,event,trace,ip,sym,dso --show-switch-events (trimmed stacks)
 SCRIPT = """\
@@ -128,6 +129,16 @@ def test_wakeups_from_other_processes_give_run_queue_latency() -> None:
     assert offcpu.parse_wakeups(text) == {12: [100.03], 3: [99.5]}
 
 
+def enabled(recorder: subprocess.Popen) -> None:
+    """Wait until perf record has enabled its events: it runs its command (sleep) right after.
+    Its file's header comes earlier, before a system-wide recorder has read every process's
+    mappings, which on a busy machine took longer than a late thread's naps."""
+    deadline = time.monotonic() + 30
+    while command_of(recorder.pid) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert command_of(recorder.pid), "perf record did not start"
+
+
 def test_wakeups_of_threads_born_after_the_recorder_started(tmp_path: Path) -> None:
     """A command hone starts is held before it starts its threads: the wake-up recorder, set up
     with the main thread alone, still takes its workers' wake-ups by their inherited name."""
@@ -139,10 +150,7 @@ def test_wakeups_of_threads_born_after_the_recorder_started(tmp_path: Path) -> N
     assert argv is not None
     recorder = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 15
-        while not (data.exists() and data.stat().st_size) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.2)
+        enabled(recorder)
         os.kill(proc.pid, signal.SIGCONT)
         proc.wait(timeout=20)
     finally:
@@ -150,3 +158,40 @@ def test_wakeups_of_threads_born_after_the_recorder_started(tmp_path: Path) -> N
         recorder.wait(timeout=20)
     woken = offcpu.script_wakeups(data)
     assert set(woken) - {proc.pid}, woken  # the workers, born after the filter was set
+
+
+def test_wakeups_of_a_thread_born_later_under_a_name_of_its_own(tmp_path: Path) -> None:
+    """A thread born after the recorder started that renames itself (prctl, Java's named
+    threads), woken by its timers only: neither its id nor its name was known, and its
+    wake-ups are still recorded, as ids handed out after the start."""
+    program = build("renamed_thread", tmp_path)
+    data = tmp_path / "wakeups.data"
+    proc = subprocess.Popen(
+        [str(program)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    argv = offcpu.record_wakeups_argv([proc.pid], data, 30, "renamed_thread", offcpu.last_given())
+    assert argv is not None
+    recorder = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        enabled(recorder)
+        out, _ = proc.communicate("\n", timeout=30)  # the thread is born now
+    finally:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(timeout=20)
+    napper = int(out.split()[0])
+    woken = offcpu.script_wakeups(data)
+    assert len(woken.get(napper, [])) > 100, sorted(woken)  # ~1000 naps of 2 ms
+    # without the ids handed out later, the filter names it nowhere
+    unnamed = offcpu.record_wakeups_argv([proc.pid], data, 30, "renamed_thread")
+    assert unnamed is not None and "pid >" not in " ".join(unnamed)
+
+
+def test_ids_handed_out_after_the_last_wrap_at_pid_max() -> None:
+    argv = offcpu.record_wakeups_argv([5], Path("w"), 1, None, (1000, 4194304))
+    assert argv is not None and "(pid > 1000 && pid <= 9192)" in " ".join(argv)
+    argv = offcpu.record_wakeups_argv([5], Path("w"), 1, None, (30000, 32768))
+    assert argv is not None and "pid > 30000 || pid < 5724" in " ".join(argv)

@@ -325,19 +325,51 @@ def script(data: Path) -> str:
 _FILTER_SAFE = re.compile(r"[\w.:@+-]{1,15}")
 
 
+#: Thread ids the kernel may hand out during a window with the threads born in it still seen.
+BORN = 8192
+#: The ids below this are never handed out again when the counter wraps (RESERVED_PIDS).
+RESERVED = 300
+
+
+def last_given() -> tuple[int, int] | None:
+    """The last thread id the kernel handed out in this namespace, and its largest."""
+    try:
+        last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+        return last, int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _born_after(last: int, pid_max: int) -> str:
+    """Ids handed out after `last`: upward from it, from RESERVED again after pid_max."""
+    top = last + BORN
+    if top <= pid_max:
+        return f"(pid > {last} && pid <= {top})"
+    return f"pid > {last} || pid < {RESERVED + top - pid_max}"
+
+
 def record_wakeups_argv(
-    tids: list[int], output: Path, duration: float, comm: str | None = None
+    tids: list[int],
+    output: Path,
+    duration: float,
+    comm: str | None = None,
+    given: tuple[int, int] | None = None,
 ) -> list[str] | None:
     """Wake-ups of these threads from anywhere (system-wide, filtered in the kernel on the wakee),
     for run-queue latency; None when there are too many threads for one filter. With `comm`
     (the process's name), also the wake-ups of threads of that name: threads born later
-    inherit it, and a command hone starts is held before it starts any (wake-ups of other
-    processes of that name are dropped when they are matched to the process's switch-ins)."""
+    inherit it, and a command hone starts is held before it starts any. With `given` (the last
+    id handed out and the largest, `last_given()`), also the wake-ups of threads born after it
+    whatever their name (`prctl`, Java's named threads): the next BORN ids the kernel hands out.
+    Wake-ups of other processes' threads are dropped when they are matched to the process's
+    switch-ins."""
     if not tids or len(tids) > 200:
         return None
     condition = " || ".join(f"pid == {tid}" for tid in tids)
     if comm and _FILTER_SAFE.fullmatch(comm):
         condition += f' || comm == "{comm}"'
+    if given:
+        condition += f" || {_born_after(*given)}"
     return [
         *scratch_record(), "-q", "-a", "-e", "sched:sched_wakeup", "--filter", condition,
         "-o", str(output), "--", "sleep", f"{duration:g}",

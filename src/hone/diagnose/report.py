@@ -422,8 +422,7 @@ def _section_offcpu(d: Diagnosis) -> str:
     rq = off.runqueue
     out = [
         _table(["state when switched out", "off-CPU ms (all threads)"], rows, {1}),
-        "<p>Run-queue latency (woken or preempted, to running again; wake-ups of threads born "
-        f"during the window are not seen): {rq.count} waits, mean "
+        f"<p>Run-queue latency (woken or preempted, to running again): {rq.count} waits, mean "
         f"{rq.mean_us:.0f} us, p50 {rq.p50_us:.0f} us, p99 {rq.p99_us:.0f} us, max "
         f"{rq.max_us:.0f} us.</p>",
         _flame(off.folded(), "Off-CPU time (microseconds) by switch-out stack", off.modules, "us"),

@@ -238,8 +238,9 @@ def _plan(
             comm: str | None = Path(f"/proc/{pid}/comm").read_text(errors="replace").strip()
         except OSError:  # gone already: the window says so
             comm = None
+        given = offcpu.last_given()  # before the snapshot: a thread born between is in both
         tids = sorted(threads.snapshot(pid))
-        wake_argv = offcpu.record_wakeups_argv(tids, wake_data, bound, comm)
+        wake_argv = offcpu.record_wakeups_argv(tids, wake_data, bound, comm, given)
         wakes = (
             _Job("wakeups", _recorder(procs.run, wake_argv, wake_data, offcpu.script_wakeups))
             if wake_argv
