@@ -160,10 +160,14 @@ def test_wakeups_of_threads_born_after_the_recorder_started(tmp_path: Path) -> N
     assert set(woken) - {proc.pid}, woken  # the workers, born after the filter was set
 
 
-def test_wakeups_of_a_thread_born_later_under_a_name_of_its_own(tmp_path: Path) -> None:
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_wakeups_of_a_thread_born_later_under_a_name_of_its_own(
+    tmp_path: Path, wrapped: bool
+) -> None:
     """A thread born after the recorder started that renames itself (prctl, Java's named
     threads), woken by its timers only: neither its id nor its name was known, and its
-    wake-ups are still recorded, as ids handed out after the start."""
+    wake-ups are still recorded, as ids handed out after the start. `wrapped`: the recorder
+    starts 5 ids before pid_max and the thread's id comes after the kernel's counter wrapped."""
     program = build("renamed_thread", tmp_path)
     data = tmp_path / "wakeups.data"
     proc = subprocess.Popen(
@@ -173,16 +177,23 @@ def test_wakeups_of_a_thread_born_later_under_a_name_of_its_own(tmp_path: Path) 
         text=True,
         start_new_session=True,
     )
-    argv = offcpu.record_wakeups_argv([proc.pid], data, 30, "renamed_thread", offcpu.last_given())
+    given = offcpu.last_given()
+    assert given is not None
+    if wrapped:
+        given = (given[1] - 5, given[1])
+    argv = offcpu.record_wakeups_argv([proc.pid], data, 30, "renamed_thread", given)
     assert argv is not None
     recorder = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         enabled(recorder)
+        if wrapped:  # the next id handed out is 1001 (or the next one free)
+            Path("/proc/sys/kernel/ns_last_pid").write_text("1000")
         out, _ = proc.communicate("\n", timeout=30)  # the thread is born now
     finally:
         recorder.send_signal(signal.SIGINT)
         recorder.wait(timeout=20)
     napper = int(out.split()[0])
+    assert not wrapped or napper < given[0]
     woken = offcpu.script_wakeups(data)
     assert len(woken.get(napper, [])) > 100, sorted(woken)  # ~1000 naps of 2 ms
     # without the ids handed out later, the filter names it nowhere
