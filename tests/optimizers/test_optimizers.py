@@ -205,9 +205,9 @@ def test_auto_batches_stay_diverse_when_it_measures_again() -> None:
 
 
 def test_auto_spends_the_last_evaluations_of_a_noisy_study_on_its_best_few() -> None:
-    """In the last 15 % of the budget a new configuration would be measured once and deployed
-    on that one reading or not at all; auto measures the best few again instead (on the pool
-    suite's development tasks regret after 100 evaluations 0.082 -> 0.074, docs/optimizers.md)."""
+    """In the last 18 % of the search a new configuration would be measured once and deployed
+    on that one reading or not at all; auto measures the best few again instead
+    (docs/optimizers.md has its figures on the pool suite's development tasks)."""
     budget = 40
     for seed in range(3):
         _, optimizer, measure = memcached_study(seed, budget)
@@ -215,13 +215,13 @@ def test_auto_spends_the_last_evaluations_of_a_noisy_study_on_its_best_few() -> 
         for step in range(budget):
             config = optimizer.ask()
             done = [o for o in optimizer.history if o.value is not None]
-            if step >= 0.85 * budget:  # the last 6 of 40, after the default's 3 readings
+            if step >= 0.82 * budget:  # the last 7 of 40 (the default's 3 readings come first)
                 raced += 1
                 known = optimizer._measured(done)
                 best = np.argsort(known.mean + known.std)[:3]
                 assert config in [known.configs[i] for i in best], (seed, step)
             measure(config)
-        assert raced == 6, seed
+        assert raced == 7, seed
 
 
 def test_auto_deploys_the_best_reading_of_a_deterministic_benchmark() -> None:

@@ -74,7 +74,7 @@ REMEASURE = 4.0  # re-measure the incumbent when its spread exceeds this many ex
 CHALLENGERS = 16  # measured configurations considered for measuring again
 AGAIN = 4.0  # measure a configuration again when that is worth this many new ones
 SAMPLE_TRIES = 16  # random draws to get past configurations pending in a batch
-FINAL = 0.15  # on a noisy benchmark the last share of the budget re-measures the best few
+FINAL = 0.18  # on a noisy benchmark the last share of the search re-measures the best few
 RACE = 3  # measured configurations the last evaluations choose among
 _BLAS = ThreadpoolController()
 
