@@ -224,6 +224,25 @@ def test_auto_spends_the_last_evaluations_of_a_noisy_study_on_its_best_few() -> 
         assert raced == 7, seed
 
 
+def test_a_cold_start_without_repeats_is_not_raced() -> None:
+    """With no repeat yet the benchmark may be deterministic: the last evaluations of a study
+    without a baseline go on searching (a race's first repeat would only find that the
+    readings agree)."""
+    s = space()
+    budget = 30
+    for seed in range(3):
+        optimizer = make_optimizer("auto", s, seed=seed, budget=budget)
+
+        def no_race(known: object) -> None:
+            raise AssertionError("raced")
+
+        optimizer._racer = no_race  # type: ignore[method-assign]
+        for _ in range(budget):
+            config = optimizer.ask()
+            optimizer.tell(config, noisy(config, None))
+        assert not optimizer.noisy
+
+
 def test_auto_deploys_the_best_reading_of_a_deterministic_benchmark() -> None:
     s = space()
     optimizer = make_optimizer("auto", s, seed=0, budget=30)

@@ -157,7 +157,7 @@ class Auto(Optimizer):
         measured = done[: len(done) - self.lies] if self.lies else done
         known = self._measured(measured)
         incumbent, incumbent_mean, incumbent_std = known.best()
-        if not self.exact and self._searched() >= (1 - FINAL) * (self.budget or 0) > 0:
+        if self.noisy and self._searched() >= (1 - FINAL) * (self.budget or 0) > 0:
             racer = self._racer(known)
             if racer is not None:
                 return racer
@@ -302,6 +302,13 @@ class Auto(Optimizer):
         table of a few rows per configuration can give the default's three readings from one
         row), and the rules that measure configurations again stay, so it can."""
         return bool(self.agreed)
+
+    @property
+    def noisy(self) -> bool:
+        """Whether a configuration measured again has read differently: the benchmark is noisy.
+        With no repeat yet (a cold start) it may be deterministic, and a race there has nothing
+        to decide: its first repeat finds the readings agree."""
+        return self.agreed is None
 
     @_one_blas_thread
     def ask_batch(self, n: int, pending: Sequence[Config] = ()) -> list[Config]:
