@@ -36,10 +36,10 @@ def command_of(perf: int) -> int | None:
     return None
 
 
-def enabled_recorders() -> int:
-    """How many of this process's `perf record` children (started from any of its threads)
-    have enabled their events."""
-    count = 0
+def enabled_outputs() -> set[str]:
+    """The output files of this process's `perf record` children (started from any of its
+    threads) that have enabled their events."""
+    outputs = set()
     for task in Path("/proc/self/task").iterdir():
         try:
             kids = (task / "children").read_text().split()
@@ -47,12 +47,13 @@ def enabled_recorders() -> int:
             continue
         for kid in kids:
             try:
-                argv = Path(f"/proc/{kid}/cmdline").read_bytes().split(b"\0")
+                argv = Path(f"/proc/{kid}/cmdline").read_bytes().decode(errors="replace")
             except OSError:
                 continue
-            if argv[1:2] == [b"record"] and command_of(int(kid)):
-                count += 1
-    return count
+            words = argv.split("\0")
+            if words[1:2] == ["record"] and "-o" in words and command_of(int(kid)):
+                outputs.add(words[words.index("-o") + 1])
+    return outputs
 
 
 def reached(data: Path, max_size: str) -> bool:

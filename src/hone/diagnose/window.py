@@ -31,7 +31,7 @@ from hone.diagnose import (
 )
 from hone.diagnose.fold import Frame
 from hone.diagnose.machine import describe as _describe
-from hone.diagnose.perf_record import enabled_recorders, reached
+from hone.diagnose.perf_record import enabled_outputs, reached
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
 from hone.diagnose.profile import Profile
 from hone.diagnose.record import failure
@@ -375,8 +375,11 @@ def _record(
                              want_offcpu, want_locks)  # fmt: skip
     for job in jobs.values():
         job.start()
+    outputs = {"oncpu": keep / "perf.data", "offcpu": work / "sched.data",
+               "wakeups": work / "wakeups.data", "locks": work / "locks.data",
+               "pgwaits": work / "pgwaits.data", "pgfutex": work / "pgfutex.data"}  # fmt: skip
     try:
-        _await_start(jobs)
+        _await_start({str(outputs[n]): job for n, job in jobs.items() if n in outputs})
         memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
         titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
         # the window starts here: a held command is released right after the first snapshot,
@@ -433,22 +436,18 @@ def _record(
                     kids.result())  # fmt: skip
 
 
-def _await_start(jobs: dict[str, _Job]) -> None:
-    """Wait (up to 15 s) until each perf recorder has enabled its events: perf takes a while to
-    start on a busy machine (1.5 s at a load of 9 on 2 CPUs), and the window (and the thread
-    sampling) starts after. perf writes its file's header, reads the process's mappings, and
-    only then enables its events: a held command released in between maps its libraries
-    unseen by that recorder, and its waits in libc read `[unknown]`."""
-    recorders = [job for name, job in jobs.items() if name in _RECORDERS]
+def _await_start(recorders: dict[str, _Job]) -> None:
+    """Wait (up to 15 s) until each perf recorder (by its output file) has enabled its events:
+    perf takes a while to start on a busy machine (1.5 s at a load of 9 on 2 CPUs), and the
+    window (and the thread sampling) starts after. perf writes its file's header, reads the
+    process's mappings, and only then enables its events: a held command released in between
+    maps its libraries unseen by that recorder, and its waits in libc read `[unknown]`."""
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        if enabled_recorders() >= sum(job.is_alive() for job in recorders):
+        enabled = enabled_outputs()
+        if all(out in enabled or not job.is_alive() for out, job in recorders.items()):
             return
         time.sleep(0.05)
-
-
-#: The jobs that run a `perf record` of the window.
-_RECORDERS = ("oncpu", "offcpu", "wakeups", "locks", "pgwaits", "pgfutex")
 
 
 def _analyse(
