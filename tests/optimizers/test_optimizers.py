@@ -204,45 +204,6 @@ def test_auto_batches_stay_diverse_when_it_measures_again() -> None:
                 measure(config)
 
 
-def test_auto_spends_the_last_evaluations_of_a_noisy_study_on_its_best_few() -> None:
-    """In the last 18 % of the search a new configuration would be measured once and deployed
-    on that one reading or not at all; auto measures the best few again instead
-    (docs/optimizers.md has its figures on the pool suite's development tasks)."""
-    budget = 40
-    for seed in range(3):
-        _, optimizer, measure = memcached_study(seed, budget)
-        raced = 0
-        for step in range(budget):
-            config = optimizer.ask()
-            done = [o for o in optimizer.history if o.value is not None]
-            if step >= 0.82 * budget:  # the last 7 of 40 (the default's 3 readings come first)
-                raced += 1
-                known = optimizer._measured(done)
-                best = np.argsort(known.mean + known.std)[:3]
-                assert config in [known.configs[i] for i in best], (seed, step)
-            measure(config)
-        assert raced == 7, seed
-
-
-def test_a_cold_start_without_repeats_is_not_raced() -> None:
-    """With no repeat yet the benchmark may be deterministic: the last evaluations of a study
-    without a baseline go on searching (a race's first repeat would only find that the
-    readings agree)."""
-    s = space()
-    budget = 30
-    for seed in range(3):
-        optimizer = make_optimizer("auto", s, seed=seed, budget=budget)
-
-        def no_race(known: object) -> None:
-            raise AssertionError("raced")
-
-        optimizer._racer = no_race  # type: ignore[method-assign]
-        for _ in range(budget):
-            config = optimizer.ask()
-            optimizer.tell(config, noisy(config, None))
-        assert not optimizer.noisy
-
-
 def test_auto_deploys_the_best_reading_of_a_deterministic_benchmark() -> None:
     s = space()
     optimizer = make_optimizer("auto", s, seed=0, budget=30)

@@ -74,8 +74,6 @@ REMEASURE = 4.0  # re-measure the incumbent when its spread exceeds this many ex
 CHALLENGERS = 16  # measured configurations considered for measuring again
 AGAIN = 4.0  # measure a configuration again when that is worth this many new ones
 SAMPLE_TRIES = 16  # random draws to get past configurations pending in a batch
-FINAL = 0.18  # on a noisy benchmark the last share of the search re-measures the best few
-RACE = 3  # measured configurations the last evaluations choose among
 _BLAS = ThreadpoolController()
 
 
@@ -157,10 +155,6 @@ class Auto(Optimizer):
         measured = done[: len(done) - self.lies] if self.lies else done
         known = self._measured(measured)
         incumbent, incumbent_mean, incumbent_std = known.best()
-        if self.noisy and self._searched() >= (1 - FINAL) * (self.budget or 0) > 0:
-            racer = self._racer(known)
-            if racer is not None:
-                return racer
         tried = set(row_keys(self.encoder.units([o.config for o in self.history])))
         pool = self._candidates(measured, incumbent, tried)
         success = self.success(self.history)
@@ -226,23 +220,6 @@ class Auto(Optimizer):
             return dict(known.configs[hopeful[pick]])
         return None
 
-    def _searched(self) -> int:
-        """Evaluations of the search so far: the first configuration's readings before any
-        other (the default's repeats of a baseline) are not the budget's."""
-        first = self.history[0].config if self.history else None
-        lead = next((i for i, o in enumerate(self.history) if o.config != first), None)
-        return len(self.history) - lead if lead is not None else 0
-
-    def _racer(self, known: Measured) -> Config | None:
-        """Late in a noisy study a configuration found now is measured once and deployed on
-        that one reading or not at all, while a second reading of one of the best few decides
-        what is deployed: the least certain of the RACE the recommendation ranks first."""
-        order = np.argsort(known.mean + CAUTION * known.std)
-        best = list(self._not_pending(known, order[:RACE]))
-        if not best:
-            return None
-        return dict(known.configs[max(best, key=lambda i: known.std[i])])
-
     def _not_pending(self, known: Measured, order: np.ndarray) -> Iterator[int]:
         """The first CHALLENGERS of `order` that are not pending in a batch (keys are computed
         for those looked at only: for all of 1000 trials they cost 70 ms)."""
@@ -302,13 +279,6 @@ class Auto(Optimizer):
         table of a few rows per configuration can give the default's three readings from one
         row), and the rules that measure configurations again stay, so it can."""
         return bool(self.agreed)
-
-    @property
-    def noisy(self) -> bool:
-        """Whether a configuration measured again has read differently: the benchmark is noisy.
-        With no repeat yet (a cold start) it may be deterministic, and a race there has nothing
-        to decide: its first repeat finds the readings agree."""
-        return self.agreed is None
 
     @_one_blas_thread
     def ask_batch(self, n: int, pending: Sequence[Config] = ()) -> list[Config]:
