@@ -43,11 +43,13 @@ Recording = TypeVar("Recording", offcpu.OffCpu, locks.Locks)
 
 
 class _Job(threading.Thread):
-    """A recorder running in the background; its result or its error, afterwards."""
+    """A recorder running in the background; its result or its error, afterwards. `output`:
+    the file its `perf record` writes, by which the window knows when it records."""
 
-    def __init__(self, name: str, work: Callable[[], object]) -> None:
+    def __init__(self, name: str, work: Callable[[], object], output: Path | None = None) -> None:
         super().__init__(name=name, daemon=True)
         self.work = work
+        self.output = output
         self.result: object = None
         self.error: BaseException | None = None
 
@@ -230,7 +232,7 @@ def _plan(
             notes.append(perf_map.note())
         return recording
 
-    jobs = {"oncpu": _Job("oncpu", oncpu)}
+    jobs = {"oncpu": _Job("oncpu", oncpu, keep / "perf.data")}
     off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
     if off_ok:
         wake_data = work / "wakeups.data"
@@ -242,7 +244,11 @@ def _plan(
         tids = sorted(threads.snapshot(pid))
         wake_argv = offcpu.record_wakeups_argv(tids, wake_data, bound, comm, given)
         wakes = (
-            _Job("wakeups", _recorder(procs.run, wake_argv, wake_data, offcpu.script_wakeups))
+            _Job(
+                "wakeups",
+                _recorder(procs.run, wake_argv, wake_data, offcpu.script_wakeups),
+                wake_data,
+            )
             if wake_argv
             else None
         )
@@ -260,6 +266,7 @@ def _plan(
                     offcpu.analyse(offcpu.script(d), pid, wakeups=_wait(wakes)), d, offcpu.MAX_SIZE
                 ),
             ),
+            data,
         )
     elif want_offcpu:
         notes.append("off-CPU: the sched:sched_switch tracepoint is not available")
@@ -269,7 +276,9 @@ def _plan(
         if caps.has("tracepoint syscalls:sys_enter_futex"):
             futex_data = work / "pgfutex.data"
             futex_argv = pgwaits.futex_argv(pids, futex_data, bound)
-            futex = _Job("pgfutex", _recorder(procs.run, futex_argv, futex_data, offcpu.script))
+            futex = _Job(
+                "pgfutex", _recorder(procs.run, futex_argv, futex_data, offcpu.script), futex_data
+            )
             jobs["pgfutex"] = futex
         data = work / "pgwaits.data"
         jobs["pgwaits"] = _Job(
@@ -280,6 +289,7 @@ def _plan(
                 data,
                 lambda d: pgwaits.analyse(offcpu.script(d), _text(futex)),
             ),
+            data,
         )
     lock_ok = want_locks and caps.has("tracepoint syscalls:sys_enter_futex")
     symbolizer = locks.Symbolizer(pid) if lock_ok else None
@@ -297,6 +307,7 @@ def _plan(
                 data,
                 lambda d: _capped(locks.analyse(offcpu.script(d), symbolizer), d, locks.MAX_SIZE),
             ),
+            data,
         )
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
@@ -375,11 +386,8 @@ def _record(
                              want_offcpu, want_locks)  # fmt: skip
     for job in jobs.values():
         job.start()
-    outputs = {"oncpu": keep / "perf.data", "offcpu": work / "sched.data",
-               "wakeups": work / "wakeups.data", "locks": work / "locks.data",
-               "pgwaits": work / "pgwaits.data", "pgfutex": work / "pgfutex.data"}  # fmt: skip
     try:
-        _await_start({str(outputs[n]): job for n, job in jobs.items() if n in outputs})
+        _await_start([job for job in jobs.values() if job.output])
         memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
         titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
         # the window starts here: a held command is released right after the first snapshot,
@@ -436,7 +444,7 @@ def _record(
                     kids.result())  # fmt: skip
 
 
-def _await_start(recorders: dict[str, _Job]) -> None:
+def _await_start(recorders: list[_Job]) -> None:
     """Wait (up to 15 s) until each perf recorder (by its output file) has enabled its events:
     perf takes a while to start on a busy machine (1.5 s at a load of 9 on 2 CPUs), and the
     window (and the thread sampling) starts after. perf writes its file's header, reads the
@@ -445,7 +453,7 @@ def _await_start(recorders: dict[str, _Job]) -> None:
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         enabled = enabled_outputs()
-        if all(out in enabled or not job.is_alive() for out, job in recorders.items()):
+        if all(str(job.output) in enabled or not job.is_alive() for job in recorders):
             return
         time.sleep(0.05)
 
