@@ -28,7 +28,9 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
   alone: per task, (median evaluations for auto to stay within 5 % of the optimum) / (the same
   for the peer), its median over the tasks either gets to, and the number of tasks where auto
   is slower (ratio > 1); the same within 2 % beside it. A task neither gets to is left out; one
-  only auto gets to counts as auto / (budget + 1); one only the peer gets to as infinite.
+  only auto gets to counts as auto / (budget + 1); one only the peer gets to as infinite. Last,
+  the same ratio within 5 % for the best of the other tuners (auto among them) on each task: a
+  yardstick no single tuner is, for how far below 1 a ratio against that peer can go here.
 - The default suite (`python -m benchmarks.tuners`, 28 minutes on this machine): budget 100, 1
   seed, 28 tasks: 6 of the 13 earlier tasks (the 8-knob synthetic task, COCO mixint f1 and noisy
   f101, the three measured tables), the two tables measured since (`redis-7`, `postgresql-15`)

@@ -68,10 +68,13 @@ def test_ratios_against_each_peer_alone_within_5_and_2_percent() -> None:
     within_2 = [{"auto": INF, "a": 40, "b": INF}] * 3
     rows = against_each_peer(within_5, within_2, 50)
     # a: 10/40 and 30/15 (the task neither gets to left out); b: 10/5 and 30/51;
-    # within 2 %: a gets there on three tasks, auto on none; b never: nothing counted
+    # within 2 %: a gets there on three tasks, auto on none; b never: nothing counted;
+    # the best of the others against a: 5/40 and 30/15, against b: 10/5 and 15/51
     assert rows == [
-        f"| a | {np.median([0.25, 2.0]):.2f} | 2 | 1 | inf | 3 | 3 |",
-        f"| b | {np.median([2.0, 30 / 51]):.2f} | 2 | 1 | - | 0 | 0 |",
+        f"| a | {np.median([0.25, 2.0]):.2f} | 2 | 1 | inf | 3 | 3 | "
+        f"{np.median([0.125, 2.0]):.2f} |",
+        f"| b | {np.median([2.0, 30 / 51]):.2f} | 2 | 1 | - | 0 | 0 | "
+        f"{np.median([2.0, 15 / 51]):.2f} |",
     ]
 
 
