@@ -102,12 +102,14 @@ class _Processes:
 
 
 def _recorder(
+    name: str,
     run: Callable[..., subprocess.CompletedProcess],
     argv: list[str],
     data: Path,
     analyse: Callable[[Path], object],
-) -> Callable[[], object]:
-    """perf record, then the analysis of its data (perf script and more), as one background job."""
+) -> _Job:
+    """perf record into `data`, then the analysis of it (perf script and more), as one
+    background job."""
 
     def work() -> object:
         done = run(argv)
@@ -115,7 +117,7 @@ def _recorder(
             raise HoneError(failure(done.stderr, done.returncode, 0))
         return analyse(data)
 
-    return work
+    return _Job(name, work, data)
 
 
 def _capped(result: Recording, data: Path, max_size: str) -> Recording:
@@ -244,11 +246,7 @@ def _plan(
         tids = sorted(threads.snapshot(pid))
         wake_argv = offcpu.record_wakeups_argv(tids, wake_data, bound, comm, given)
         wakes = (
-            _Job(
-                "wakeups",
-                _recorder(procs.run, wake_argv, wake_data, offcpu.script_wakeups),
-                wake_data,
-            )
+            _recorder("wakeups", procs.run, wake_argv, wake_data, offcpu.script_wakeups)
             if wake_argv
             else None
         )
@@ -256,17 +254,14 @@ def _plan(
             jobs["wakeups"] = wakes
         data = work / "sched.data"
         argv = offcpu.record_argv(pid, data, bound)
-        jobs["offcpu"] = _Job(
+        jobs["offcpu"] = _recorder(
             "offcpu",
-            _recorder(
-                procs.run,
-                argv,
-                data,
-                lambda d: _capped(
-                    offcpu.analyse(offcpu.script(d), pid, wakeups=_wait(wakes)), d, offcpu.MAX_SIZE
-                ),
-            ),
+            procs.run,
+            argv,
             data,
+            lambda d: _capped(
+                offcpu.analyse(offcpu.script(d), pid, wakeups=_wait(wakes)), d, offcpu.MAX_SIZE
+            ),
         )
     elif want_offcpu:
         notes.append("off-CPU: the sched:sched_switch tracepoint is not available")
@@ -276,20 +271,15 @@ def _plan(
         if caps.has("tracepoint syscalls:sys_enter_futex"):
             futex_data = work / "pgfutex.data"
             futex_argv = pgwaits.futex_argv(pids, futex_data, bound)
-            futex = _Job(
-                "pgfutex", _recorder(procs.run, futex_argv, futex_data, offcpu.script), futex_data
-            )
+            futex = _recorder("pgfutex", procs.run, futex_argv, futex_data, offcpu.script)
             jobs["pgfutex"] = futex
         data = work / "pgwaits.data"
-        jobs["pgwaits"] = _Job(
+        jobs["pgwaits"] = _recorder(
             "pgwaits",
-            _recorder(
-                procs.run,
-                pgwaits.record_argv(pids, data, bound),
-                data,
-                lambda d: pgwaits.analyse(offcpu.script(d), _text(futex)),
-            ),
+            procs.run,
+            pgwaits.record_argv(pids, data, bound),
             data,
+            lambda d: pgwaits.analyse(offcpu.script(d), _text(futex)),
         )
     lock_ok = want_locks and caps.has("tracepoint syscalls:sys_enter_futex")
     symbolizer = locks.Symbolizer(pid) if lock_ok else None
@@ -299,15 +289,12 @@ def _plan(
             notes.append("kernel lock contention: lock:contention_begin is not available")
         data = work / "locks.data"
         argv = locks.record_argv(pid, data, bound, kernel_locks)
-        jobs["locks"] = _Job(
+        jobs["locks"] = _recorder(
             "locks",
-            _recorder(
-                procs.run,
-                argv,
-                data,
-                lambda d: _capped(locks.analyse(offcpu.script(d), symbolizer), d, locks.MAX_SIZE),
-            ),
+            procs.run,
+            argv,
             data,
+            lambda d: _capped(locks.analyse(offcpu.script(d), symbolizer), d, locks.MAX_SIZE),
         )
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
