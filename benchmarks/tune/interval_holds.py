@@ -29,7 +29,8 @@ from hone.storage import StudyStore
 from hone.tune.console import Reporter
 from hone.tune.metrics import extract
 from hone.tune.objective import Objective
-from hone.tune.runner import TuneOptions, Tuner, TuneResult
+from hone.tune.records import TuneOptions, TuneResult
+from hone.tune.runner import Tuner
 from hone.tune.stats import Gain, paired_gain
 
 

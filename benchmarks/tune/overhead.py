@@ -58,7 +58,8 @@ def main() -> None:
         from hone.project import load_project
         from hone.storage import StudyStore
         from hone.tune.console import Reporter
-        from hone.tune.runner import TuneOptions, Tuner
+        from hone.tune.records import TuneOptions
+        from hone.tune.runner import Tuner
 
         project = load_project(write_project(folder, args.knobs, args.trials, args.engine))
         started = time.perf_counter()

@@ -66,7 +66,8 @@ def main() -> None:
             os.environ["PLACEBO_SEED"] = str(seed)
             from hone.project import load_project
             from hone.tune.console import Reporter
-            from hone.tune.runner import TuneOptions, Tuner
+            from hone.tune.records import TuneOptions
+            from hone.tune.runner import Tuner
 
             project = load_project(write_project(folder, confirm="{candidates: 2, rounds: 3}"))
             result = Tuner(project, Reporter(), TuneOptions()).run()

@@ -75,7 +75,8 @@ def run_study(folder: Path, home: Path, **options: object) -> None:
     """A real tuning run through the library (as `hone tune` runs it), in this process."""
     from hone.project import load_project
     from hone.tune.console import Reporter
-    from hone.tune.runner import TuneOptions, Tuner
+    from hone.tune.records import TuneOptions
+    from hone.tune.runner import Tuner
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HONE_HOME", str(home))

@@ -10,7 +10,8 @@ from pathlib import Path
 from hone.project import load_project
 from hone.storage import StudyStore
 from hone.tune.console import Reporter
-from hone.tune.runner import TuneOptions, Tuner
+from hone.tune.records import TuneOptions
+from hone.tune.runner import Tuner
 
 
 class Baseline(Reporter):

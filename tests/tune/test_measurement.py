@@ -13,7 +13,8 @@ from hone.errors import HoneError
 from hone.project import load_project
 from hone.storage import StudyStore
 from hone.tune.console import Reporter
-from hone.tune.runner import TuneOptions, Tuner
+from hone.tune.records import TuneOptions
+from hone.tune.runner import Tuner
 
 HOG = """\
 import os, time

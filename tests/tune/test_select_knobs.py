@@ -15,7 +15,8 @@ from hone.errors import Stop
 from hone.project import load_project
 from hone.storage import StudyStore
 from hone.tune.console import Reporter
-from hone.tune.runner import TuneOptions, Tuner
+from hone.tune.records import TuneOptions
+from hone.tune.runner import Tuner
 from hone.tune.views import show_study
 
 

@@ -16,7 +16,8 @@ from hone.optimizers.base import Optimizer, register
 from hone.project import load_project
 from hone.storage import StudyStore
 from hone.tune.console import AtuneReporter, Reporter
-from hone.tune.runner import TuneOptions, Tuner
+from hone.tune.records import TuneOptions
+from hone.tune.runner import Tuner
 
 MODES = ["good", "better", "setfail", "startfail", "exit", "timeout", "nometric", "nan", "limit"]
 

@@ -19,7 +19,7 @@ from hone.tune.console import Reporter
 
 if TYPE_CHECKING:
     from hone.project.model import Project
-    from hone.tune.runner import Measurement, TuneResult
+    from hone.tune.records import Measurement, TuneResult
 
 
 class JsonReporter(Reporter):
@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from hone.project import load_project
-    from hone.tune.runner import TuneOptions, Tuner
+    from hone.tune.records import TuneOptions
+    from hone.tune.runner import Tuner
 
     reporter = JsonReporter(_emit)
     try:

@@ -56,7 +56,8 @@ def tune(
     """Search the knobs against the benchmark, confirm the winner, apply it safely."""
     from hone.project import load_project
     from hone.tune.console import AtuneReporter, RichReporter
-    from hone.tune.runner import TuneOptions, Tuner
+    from hone.tune.records import TuneOptions
+    from hone.tune.runner import Tuner
 
     if max_repeats < 2:
         raise HoneError(f"--max-repeats must be at least 2, not {max_repeats}")

@@ -17,7 +17,7 @@ from hone.tune.risk import risk_lines
 
 if TYPE_CHECKING:
     from hone.project.model import Project
-    from hone.tune.runner import Measurement, TuneResult
+    from hone.tune.records import Measurement, TuneResult
 
 
 class Reporter:

@@ -2,126 +2,51 @@
 
 Every original value is journaled (fsync) before the first change; every finished trial is
 committed to the study database at once; a failed trial is recorded with its reason, the knobs
-are put back to the baseline and the study goes on."""
+are put back to the baseline and the study goes on. What touches the system (knobs, workload,
+benchmark runs, the way back) is system.py's; this decides what to measure and what to keep."""
 
 from __future__ import annotations
 
 import os
-import re
-import signal
-import socket
 import subprocess
 import tempfile
-import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import numpy as np
-from optuna.exceptions import StorageInternalError
-from sqlalchemy.exc import SQLAlchemyError
 
-from hone import shell
-from hone.cluster.metrics import HostMetrics
-from hone.cluster.project import cluster_of, remote_benchmark
-from hone.cluster.restore import restore_project
-from hone.errors import ActuationError, BenchmarkError, HoneError, Stop
+from hone.errors import BenchmarkError, HoneError
 from hone.journal import Journal
 from hone.journal.settings import settings_locked
-from hone.knobs.shell import ShellActuator
 from hone.optimizers import make_optimizer, start_first
-from hone.paths import state_dir
 from hone.project.model import Project
-from hone.space import Config, SearchSpace, Value
-from hone.space.serialize import domain_to_dict
+from hone.space import Config, SearchSpace
 from hone.storage import StudyRecord, StudyStore
-from hone.storage.outage import DatabaseLost
 from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
 from hone.tune import select, warmup, why
 from hone.tune.confirm import Plan, detectable, quality_text, rounds_for, rounds_needed
 from hone.tune.console import Reporter
 from hone.tune.machine import Quiet, Watch, descendants, disturbance
-from hone.tune.metrics import extract
 from hone.tune.objective import Objective
-from hone.tune.risk import Choice, carry, choose, gain_dict, risky_changes
+from hone.tune.records import (
+    CUT_OFF,
+    Measurement,
+    Pending,
+    TuneOptions,
+    TuneResult,
+    project_attrs,
+    result_attrs,
+)
+from hone.tune.risk import Choice, carry, choose, risky_changes
 from hone.tune.stats import Gain, paired_gain, score_noise
-from hone.workload.manager import WorkloadManager
+from hone.tune.stops import first_line, shielded, stop_error, stop_on_sigterm
+from hone.tune.system import System, mean_metrics
 
 T = TypeVar("T")
-
-#: The error of a trial that was running when hone was stopped or killed.
-CUT_OFF = "interrupted (hone was stopped)"
-
-
-@dataclass
-class TuneOptions:
-    engine: str | None = None
-    budget: int | None = None
-    baseline_repeats: int | None = None
-    resume: bool = False
-    apply: str | None = None  # auto | always | never
-    seed: int | None = None
-    storage: str | None = None
-    #: Apply a winner that moves a knob onto a risky value (else: the best safe one).
-    allow_risk: bool = False
-    #: The gain (%) the confirmation must be able to see; rounds are raised for it.
-    min_detectable: float | None = None
-    #: The most confirmation rounds: for --min-detectable and for close calls.
-    max_repeats: int = 10
-    #: Profile the baseline and the winner (why.py): None = when perf can record here.
-    why: bool | None = None
-
-
-@dataclass
-class Measurement:
-    config: Config
-    metrics: dict[str, float] = field(default_factory=dict)
-    score: float | None = None
-    error: str | None = None
-    #: The machine while the benchmark ran (machine.Watch.state) and why it was disturbed.
-    machine: dict[str, Any] = field(default_factory=dict)
-    disturbed: str | None = None
-    #: The first reading after the workload (re)started (warmup.py checks it).
-    after_restart: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.score is not None
-
-
-#: Baseline readings not recorded yet: (trial id, reading).
-Pending = list[tuple[int, Measurement]]
-
-
-@dataclass
-class TuneResult:
-    study: str
-    baseline: Config
-    baseline_metrics: dict[str, float]
-    best: Config | None
-    best_metrics: dict[str, float]
-    gain: Gain | None
-    outcome: str  # applied | restored
-    reason: str
-    trials: int
-    failures: int
-    elapsed: float
-    #: Set when the best confirmed configuration was risky: both gains (risk.Choice.record).
-    risk: dict[str, Any] | None = None
-    #: Readings taken while the machine was disturbed (each measured again once).
-    disturbed: int = 0
-    confirm_rounds: int = 0
-    #: First readings after a restart left out as a warm-up transient (each measured again).
-    warmup: int = 0
-    #: Workload (re)starts by stage: restarts cost time and disturb a service.
-    restarts: dict[str, int] = field(default_factory=dict)
-    #: The baseline's mean in the confirmation rounds: what best_metrics and the gain are
-    #: measured against (the baseline phase ran earlier, under another load of the machine).
-    confirm_baseline_metrics: dict[str, float] = field(default_factory=dict)
 
 
 class Tuner:
@@ -143,20 +68,9 @@ class Tuner:
         self.store = StudyStore(options.storage)
         self.journal = Journal.for_project(project.name)
         self.objective = Objective(project.metrics, tuning.objective)
-        self.workdir = state_dir() / "work" / project.name
-        self.workload = WorkloadManager(project.workload, project.directory, self.workdir)
-        self.applied: dict[str, Value | None] = {}
-        self.restarted = False
-        #: A start of the workload was tried: it may run even if it never became ready.
-        self.start_tried = False
-        #: The workload restarted since the last reading began.
-        self.fresh = False
+        self.system = System(project, self.journal, reporter)
         self.warmups = 0
-        #: Workload (re)starts by stage of the study (baseline, search, confirm, why, end).
-        self.restarts: dict[str, int] = {}
-        self.stage = "baseline"
         self.started = time.monotonic()
-        self.trial_count = 0
         self.failures = 0
         self.last_error = ""
         #: The machine's background during the baseline, which a reading is held to.
@@ -166,20 +80,18 @@ class Tuner:
         self.baseline_scores: list[float] = []
         #: Why the winner is not profiled (None: it is), decided before any change.
         self.why_off: str | None = None
-        self.cluster = cluster_of(project)
-        self.host_metrics = HostMetrics(project)
 
     # -- the whole run ---------------------------------------------------------------------
 
     def run(self) -> TuneResult:
         actuators = [knob.actuator for knob in self.project.knobs if knob.group is None]
-        actuators += self.cluster.actuators() if self.cluster else []
-        with self.journal.locked(), settings_locked(actuators), _stop_on_sigterm():
+        actuators += self.system.cluster.actuators() if self.system.cluster else []
+        with self.journal.locked(), settings_locked(actuators), stop_on_sigterm():
             self._check_why()
-            self._prepare_environment()
-            if self.cluster:
-                self.cluster.prepare()  # every host's originals journaled, nothing changed
-            baseline = self._read_baseline()
+            self.system.prepare()
+            if self.system.cluster:
+                self.system.cluster.prepare()  # every host's originals journaled, nothing changed
+            baseline = self.system.read_baseline()
             study = self._open_study()
             space = self.project.space(
                 {n: v for n, v in baseline.items() if self.project.knob(n).domain.contains(v)}
@@ -192,7 +104,7 @@ class Tuner:
                 result = self._tune(study, space, baseline)
             except BaseException as exc:
                 self._stop(study, exc)
-            self.store.update(study, state=FINISHED, result=_result_attrs(result))
+            self.store.update(study, state=FINISHED, result=result_attrs(result))
             return result
 
     def _tune(self, study: StudyRecord, space: SearchSpace, baseline: Config) -> TuneResult:
@@ -216,7 +128,7 @@ class Tuner:
         # a profile's values (tuning.start) first; the other knobs keep the baseline's values
         optimizer = start_first(optimizer, [{**baseline, **p} for p in self.project.tuning.start])
         self.reporter.phase("search", self.budget)
-        self.stage = "search"
+        self.system.stage = "search"
         selector = self.project.tuning.feature_filter
         while done < self.budget:
             if not isinstance(optimizer, select.Narrowed) and select.due(
@@ -262,8 +174,8 @@ class Tuner:
             if t.phase == "baseline" and t.state == "complete"
         ]
         self.reporter.phase("baseline", self.baseline_repeats)
-        self.stage = "baseline"
-        self._apply(baseline)
+        self.system.stage = "baseline"
+        self.system.apply(baseline)
         pending = self._baseline_readings(study, space, baseline, self.baseline_repeats - len(runs))
         # a slow first reading after the start is a warm-up whatever else the machine did
         pending, warm = self._drop_warmup(study, space, baseline, runs, pending)
@@ -440,35 +352,35 @@ class Tuner:
             choice, rounds = self._confirm(study, space, baseline, candidates, metrics)
         best, best_gain = choice.best, choice.gain
         if best is not None and best_gain is not None and best_gain.mean > 0:
-            self.stage = "why"
+            self.system.stage = "why"
             self._why(study, baseline, best)
-        self.stage = "end"
+        self.system.stage = "end"
         outcome, reason = self._decide(choice)
         if outcome == "applied" and best is not None:
-            self._apply(best)
+            self.system.apply(best)
             self.journal.end("applied")
         else:
-            self._restore_all()
-        self._stop_owned_workload()
+            self.system.restore()
+        self.system.stop_owned_workload()
         best_index = next((i for i, c in enumerate(candidates, 1) if c is best), 0)
         return TuneResult(
             study=study.name,
             baseline=baseline,
             baseline_metrics=self.objective.baseline,
             best=best,
-            best_metrics=_mean_metrics(metrics.get(best_index, [])),
+            best_metrics=mean_metrics(metrics.get(best_index, [])),
             gain=best_gain,
             outcome=outcome,
             reason=reason,
-            trials=self.trial_count,
+            trials=self.system.iteration,
             failures=self.failures,
             elapsed=time.monotonic() - self.started,
             risk=choice.record(),
             disturbed=self.disturbed,
             confirm_rounds=rounds,
             warmup=self.warmups,
-            restarts=dict(self.restarts),
-            confirm_baseline_metrics=_mean_metrics(metrics.get(0, [])) if best else {},
+            restarts=dict(self.system.restarts),
+            confirm_baseline_metrics=mean_metrics(metrics.get(0, [])) if best else {},
         )
 
     def _confirm(
@@ -489,7 +401,7 @@ class Tuner:
         active = list(range(1, len(candidates) + 1))
         lineup = [baseline, *candidates]
         self.reporter.phase("confirm", plan.planned * (len(candidates) + 1))
-        self.stage = "confirm"
+        self.system.stage = "confirm"
         choice, round_ = Choice(None, None, []), 0
         earlier: Choice | None = None
         order: list[int] = []
@@ -537,31 +449,16 @@ class Tuner:
         by side, those of the running one first, and each later round reverses the one before,
         so the restart between two rounds is saved too (and drift cancels as in A B B A).
         Otherwise every reading follows the same restart and the order stays fixed."""
-        if not (self.workload.managed and self.project.benchmark.warmup):
+        if not (self.system.workload.managed and self.project.benchmark.warmup):
             return members
         if last:
             order = [i for i in reversed(last) if i in members]
             return order + [i for i in members if i not in order]
-        keys = [self._restart_values(lineup[i]) for i in members]
-        running = self._restart_values(self.applied) if self.restarted else None
+        keys = [self.system.restart_values(lineup[i]) for i in members]
+        running = self.system.restart_values(self.system.applied) if self.system.restarted else None
         groups = sorted(dict.fromkeys(keys), key=lambda key: key != running)  # stable
         ranked = sorted(range(len(members)), key=lambda n: (groups.index(keys[n]), n))
         return [members[n] for n in ranked]
-
-    def _restart_values(self, config: Mapping[str, Value | None]) -> tuple[Any, ...]:
-        """The values of the knobs that need a restart: readings with equal ones can follow
-        each other without one."""
-        return tuple(config.get(k.name) for k in self.project.knobs if k.restart)
-
-    def _needs_restart(self, config: Mapping[str, Value]) -> bool:
-        """Whether applying `config` now would restart the workload."""
-        if not self.restarted:
-            return self.workload.managed
-        return any(
-            knob.restart and self.applied.get(knob.name) != config[knob.name]
-            for knob in self.project.knobs
-            if knob.name in config
-        )
 
     def _candidates(
         self, study: StudyRecord, space: SearchSpace, baseline: Config, recommended: Config | None
@@ -651,10 +548,10 @@ class Tuner:
             with tempfile.TemporaryDirectory(prefix="hone-why-") as folder:
                 profiles, readings, served = {}, {}, set[str]()
                 pair = [("baseline", baseline), ("winner", best)]
-                if self._needs_restart(baseline) and not self._needs_restart(best):
+                if self.system.needs_restart(baseline) and not self.system.needs_restart(best):
                     pair.reverse()  # the running one first: one restart fewer
                 for label, config in pair:
-                    self._apply(config)
+                    self.system.apply(config)
                     recordings = self._profiled_reading(Path(folder), label, readings)
                     benchmark, *workload = why.time_profiles(recordings)
                     profiles[label] = why.merged([benchmark, *workload])
@@ -669,7 +566,7 @@ class Tuner:
             )
             record["readings"] = readings
         except (HoneError, OSError, subprocess.SubprocessError) as exc:
-            record = {"missing": f"profiling failed: {_first_line(exc)}"}
+            record = {"missing": f"profiling failed: {first_line(exc)}"}
         self.store.update(study, why=record)
         for line in why.lines(record):
             self.reporter.note(line)
@@ -679,12 +576,12 @@ class Tuner:
     ) -> list[Path]:
         """The benchmark under `perf record` (and a launched workload's process attached)."""
         data, served = folder / f"{label}.data", folder / f"{label}-workload.data"
-        process = self.workload.process
+        process = self.system.workload.process
         if process is None or process.poll() is not None:
-            readings[label] = self._run_benchmark_once(prefix=why.record_argv(data))
+            readings[label] = self.system.run_benchmark(prefix=why.record_argv(data))
             return [data]
         with why.attached(lambda: [process.pid, *descendants(process.pid)], served):
-            readings[label] = self._run_benchmark_once(prefix=why.record_argv(data))
+            readings[label] = self.system.run_benchmark(prefix=why.record_argv(data))
         return [data, served]
 
     def _importance(self, study: StudyRecord) -> dict[str, float]:
@@ -714,7 +611,7 @@ class Tuner:
             trial_id, run = self._run(study, space, config, phase, **attrs)
         self._finish_trial(trial_id, run)
         if run.error:
-            self._recover(baseline)
+            self.system.recover(baseline)
         return run
 
     def _run(
@@ -726,8 +623,7 @@ class Tuner:
     def _start_trial(
         self, study: StudyRecord, space: SearchSpace, config: Config, phase: str, **attrs: Any
     ) -> int:
-        self.trial_count += 1
-        os.environ["ITERATION"] = str(self.trial_count)
+        self.system.count_trial()
         return self.store.start_trial(study, space, config, phase, **attrs)
 
     def _execute(self, config: Config, phase: str) -> Measurement:
@@ -735,11 +631,11 @@ class Tuner:
         run = Measurement(dict(config))
         started = time.monotonic()
         try:
-            self._apply(config)
-            run.after_restart, self.fresh = self.fresh, False
+            self.system.apply(config)
+            run.after_restart, self.system.fresh = self.system.fresh, False
             applied = time.monotonic() - started
             watch = Watch()
-            run.metrics = self._benchmark()
+            run.metrics = self.system.benchmark()
             run.machine = watch.state()
             if self.quiet is not None:
                 run.disturbed = disturbance(run.machine, self.quiet)
@@ -788,143 +684,7 @@ class Tuner:
         )
         run.metrics = metrics
 
-    def _apply(self, config: Mapping[str, Value]) -> None:
-        """Set the knobs whose value differs from what is known to be set; restart if needed."""
-        self.journal.require_on_disk()
-        restart = False
-        remote: dict[str, Value] = {}
-        for knob in self.project.knobs:
-            if knob.name not in config or self.applied.get(knob.name) == config[knob.name]:
-                continue
-            value = config[knob.name]
-            self.applied[knob.name] = None  # unknown until the set is verified
-            if knob.group is not None:
-                remote[knob.name] = value
-                continue
-            if isinstance(knob.actuator, ShellActuator):
-                knob.actuator.env["ITERATION"] = str(self.trial_count)
-            text = value if isinstance(value, str) else knob.domain.format(value)
-            try:
-                knob.actuator.apply(text)
-            except ActuationError as exc:
-                raise ActuationError(f"knob {knob.name}: {exc.message}") from None
-            self.applied[knob.name] = value
-            restart = restart or knob.restart
-        restarted_hosts: set[str] = set()
-        if remote and self.cluster:
-            texts = {n: self.project.knob(n).text(v) for n, v in remote.items()}
-            restarted_hosts = self.cluster.apply(texts)
-            self.applied.update(remote)
-        if self.workload.managed and (restart or not self.restarted):
-            self.start_tried = True
-            self.workload.restart()
-            self.restarted = True
-        elif not restarted_hosts:
-            return
-        # one restart of the service, here or on the hosts where a restart knob was written
-        self.restarts[self.stage] = self.restarts.get(self.stage, 0) + 1
-        self.fresh = True
-        if self.project.benchmark.warmup:
-            self._run_benchmark_once()
-
-    def _benchmark(self) -> dict[str, float]:
-        started = time.monotonic()
-        runs = [self._run_benchmark_once() for _ in range(self.project.benchmark.repeats)]
-        metrics = _mean_metrics(runs)
-        metrics["_benchmark_seconds"] = time.monotonic() - started
-        return metrics
-
-    def _run_benchmark_once(self, prefix: list[str] | None = None) -> dict[str, float]:
-        """One run of the benchmark command; `prefix` runs it under another program (perf)."""
-        bench = self.project.benchmark
-        counters = self.host_metrics.before() if self.host_metrics else {}
-        if bench.host is not None:  # on a host of the cluster (not profiled: perf runs here)
-            result = remote_benchmark(self.project.hosts[bench.host], bench.command, bench.timeout)
-        else:
-            result = shell.run_argv(
-                [*(prefix or []), "/bin/sh", "-c", bench.command],
-                timeout=bench.timeout,
-                cwd=self.project.directory,
-            )
-        if result.timed_out:
-            raise BenchmarkError(f"benchmark timed out after {bench.timeout:g}s")
-        if result.returncode != 0:
-            raise BenchmarkError(_exit_reason(result.returncode, result.tail(), bench.command))
-        output = result.stdout + result.stderr
-        metrics = self.host_metrics.after(counters) if self.host_metrics else {}
-        for m in self.project.metrics:
-            if not m.remote:
-                metrics[m.name] = extract(m, output, cwd=self.project.directory)
-        return {m.name: metrics[m.name] for m in self.project.metrics}
-
-    def _recover(self, baseline: Config) -> None:
-        """Put the knobs back after a failed trial; if even that fails, stop the study."""
-        try:
-            self._apply(baseline)
-        except HoneError as exc:
-            raise HoneError(f"could not put the knobs back after a failed trial: {exc}") from None
-
-    # -- set-up and tear-down --------------------------------------------------------------
-
-    def _prepare_environment(self) -> None:
-        """Variables every command sees: a free port, a private work directory, the project."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        os.environ.setdefault("HONE_PORT", str(_free_port()))
-        os.environ["HONE_WORKDIR"] = str(self.workdir)
-        os.environ["HONE_PROJECT_DIR"] = str(self.project.directory)
-        variables = {k: os.environ[k] for k in ("HONE_PORT", "HONE_WORKDIR", "HONE_PROJECT_DIR")}
-        for knob in self.project.knobs:
-            if isinstance(knob.actuator, ShellActuator):
-                # Kept in the journal with the commands, so `hone restore` in another process
-                # runs them with the same work directory and port.
-                knob.actuator.env.update(variables)
-        setup = self.project.workload.setup
-        if setup:
-            result = shell.run(
-                setup, timeout=self.project.workload.ready_timeout * 10, cwd=self.project.directory
-            )
-            if not result.ok:
-                raise HoneError(f"workload setup failed: {result.tail()}", key="setup")
-        unfinished = self.journal.unfinished()
-        if unfinished:
-            self.reporter.warn(
-                f"a previous run (pid {unfinished.get('pid')}) did not finish; the original "
-                f"values it recorded are kept. `hone restore {self.project.name}` puts them back."
-            )
-
-    def _read_baseline(self) -> Config:
-        """The configuration before tuning: journaled originals, else what the system shows."""
-        on_hosts = self.cluster.baseline() if self.cluster else {}
-        for knob in self.project.knobs:
-            if knob.group is None:
-                knob.actuator.check_writable()  # stops here, before anything changed
-        config: Config = {}
-        for knob in self.project.knobs:
-            original = None if knob.group else self.journal.original_of(knob.name, knob.actuator)
-            if knob.name in on_hosts:
-                text = on_hosts[knob.name]
-            elif original is not None:
-                text = original.value
-            elif knob.actuator.readable:
-                text = knob.actuator.get()  # a failing get stops here: nothing changed yet
-                try:  # and so does a value it could never write back
-                    knob.actuator.check_value(text)
-                except ActuationError as exc:
-                    raise ActuationError(f"knob {knob.name}: {exc.message}") from None
-            elif knob.reference is not None:
-                config[knob.name] = knob.reference
-                continue
-            else:  # stops here, before anything changed: there would be no value to go back to
-                raise HoneError(
-                    f"knob {knob.name}: its current value cannot be read; give it a default"
-                )
-            try:
-                config[knob.name] = knob.domain.parse(text)
-            except ValueError:
-                config[knob.name] = text
-            if original is None and knob.group is None:
-                self.applied[knob.name] = config[knob.name]
-        return config
+    # -- the study's record and its end ----------------------------------------------------
 
     def _open_study(self) -> StudyRecord:
         if self.options.resume:
@@ -948,145 +708,26 @@ class Tuner:
         self.reporter.start(self.project, study.name, self.engine, self.budget)
         return study
 
-    def _restore_all(self) -> None:
-        outcomes = restore_project(self.project.name, self.journal)
-        failed = [o for o in outcomes if not o.outcome.ok]
-        if failed:
-            raise HoneError(
-                "could not restore: "
-                + "; ".join(
-                    f"{o.host or 'here'} {o.outcome.name}: {o.outcome.error}" for o in failed
-                )
-                + f" (journal kept: {self.journal.path})"
-            )
-        if self.restarted and not self._owns_workload():
-            self.workload.restart()  # a system service: leave it running its original config
-            self.restarts["end"] = self.restarts.get("end", 0) + 1
-
-    def _owns_workload(self) -> bool:
-        return self.project.workload.launch is not None or self.project.workload.owned
-
-    def _stop_owned_workload(self) -> None:
-        """Stop what hone started, also when it never became ready (nginx answering 403 to
-        the ready probe was left running after the run stopped)."""
-        if self.start_tried and self._owns_workload():
-            try:
-                self.workload.stop()
-            except HoneError as exc:
-                self.reporter.warn(f"could not stop the workload: {exc}")
-
     def _stop(self, study: StudyRecord, exc: BaseException) -> NoReturn:
         """End the run on `exc`: knobs back (a second Ctrl-C or SIGTERM cannot cut that short),
         then the error that says whether they are."""
-        with _shielded():
+        with shielded():
             back = self._abort(study, exc)
-        error = _stop_error(exc, back, self.project.name)
+        error = stop_error(exc, back, self.project.name)
         if error is exc:
             raise exc
         raise error from None
-
-    def _put_back(self) -> bool:
-        """Every knob back and the workload hone started stopped, before anything is recorded:
-        whether every knob is back (what could not be is said as a warning)."""
-        back = True
-        try:
-            self._restore_all()
-        except HoneError as restore_error:
-            self.reporter.warn(str(restore_error))
-            back = False
-        self._stop_owned_workload()
-        return back
 
     def _abort(self, study: StudyRecord, exc: BaseException) -> bool:
         """Any error or interrupt: put every knob back and stop what hone started first, then
         keep records (on a full disk the record fails; the knobs must not stay changed).
         Returns whether every knob is back."""
-        back = self._put_back()
+        back = self.system.put_back()
         try:
             self.store.update(study, state=INTERRUPTED, error=str(exc)[:500])
         except Exception as record_error:
             self.reporter.warn(f"the study's end could not be recorded: {record_error}")
         return back
-
-
-class Stopped(Stop):
-    """hone was asked to stop (SIGTERM); the run puts every knob back before it exits."""
-
-
-class Interrupted(Stop):
-    """Ctrl-C (SIGINT) ended the run once its knobs were put back, or not all of them."""
-
-    exit_code = 130
-
-
-@contextmanager
-def _stop_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM into an exception, so a stopped run still restores and records."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, frame: object) -> None:
-        raise Stopped("stopped by SIGTERM")
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def _shielded() -> Iterator[None]:
-    """SIGINT and SIGTERM do nothing while a stopping run puts its knobs back: a second Ctrl-C
-    or a repeated SIGTERM would cut the restore short and leave knobs changed. (A handler, not
-    SIG_IGN, which the commands run meanwhile, a service's restart among them, would inherit.)"""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def _ignore(signum: int, frame: object) -> None:
-    """A signal that arrives while knobs are being put back."""
-
-
-def _stop_error(exc: BaseException, back: bool, project: str) -> BaseException:
-    """What a stopped run raises once `_abort` is done, saying whether the knobs are back."""
-    where = "every knob put back" if back else f"knobs not all put back: `hone restore {project}`"
-    if isinstance(exc, OSError | SQLAlchemyError | StorageInternalError | DatabaseLost):
-        # a full disk, a lost database: said in one line, after the knobs are back
-        return HoneError(f"stopped, {where}: {_first_line(exc)}")
-    if isinstance(exc, Stopped):
-        return Stopped(f"stopped by SIGTERM; {where}")
-    if isinstance(exc, KeyboardInterrupt):  # said, not left to Typer's silent exit 130
-        return Interrupted(f"interrupted; {where}")
-    return exc
-
-
-def project_attrs(project: Project) -> dict[str, Any]:
-    """What a study stores of its project: sources, metrics, knobs and their domains."""
-    return {
-        "sources": [str(s) for s in project.sources],
-        "metrics": [
-            {"name": m.name, "direction": m.direction, "weight": m.weight, "unit": m.unit}
-            for m in project.metrics
-        ],
-        "knobs": {k.name: k.domain.describe() for k in project.knobs},
-        "space": {k.name: domain_to_dict(k.domain) for k in project.knobs},
-    }
-
-
-def _first_line(exc: BaseException) -> str:
-    """The root cause's first line (storage errors wrap the database's own words)."""
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 def _params(config: Mapping[str, Any]) -> str:
@@ -1095,43 +736,3 @@ def _params(config: Mapping[str, Any]) -> str:
 
 def _comparable(space: SearchSpace, config: Config) -> bool:
     return set(space.domains) <= set(config)
-
-
-def _exit_reason(code: int, tail: str, command: str) -> str:
-    """Why a benchmark run failed, in words: 124 from a command that uses `timeout` is that
-    limit running out (redis-benchmark under `timeout 40` with 3 busy-spinning I/O threads)."""
-    reason = f"benchmark exited {code}"
-    if code == 124 and re.search(r"(^|[\s;&|(])timeout\s", command):
-        reason += " (its `timeout` ran out)"
-    return f"{reason}: {tail}" if tail else reason
-
-
-def _mean_metrics(runs: list[dict[str, float]]) -> dict[str, float]:
-    if not runs:
-        return {}
-    return {k: float(np.mean([r[k] for r in runs if k in r])) for k in runs[0]}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _result_attrs(result: TuneResult) -> dict[str, Any]:
-    return {
-        "outcome": result.outcome,
-        "reason": result.reason,
-        "best": result.best,
-        "best_metrics": result.best_metrics,
-        "confirm_baseline_metrics": result.confirm_baseline_metrics,
-        "gain": gain_dict(result.gain),
-        "risk": result.risk,
-        "disturbed": result.disturbed,
-        "warmup": result.warmup,
-        "confirm_rounds": result.confirm_rounds,
-        "restarts": result.restarts,
-        "trials": result.trials,
-        "failures": result.failures,
-        "elapsed": round(result.elapsed, 1),
-    }

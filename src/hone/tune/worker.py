@@ -48,18 +48,11 @@ from hone.storage.store import FINISHED, RUNNING, TrialClosed, _now
 from hone.storage.summary import pid_alive, read_trials
 from hone.tune import select
 from hone.tune.console import Reporter
+from hone.tune.records import CUT_OFF, Measurement, TuneOptions, project_attrs
 from hone.tune.risk import Choice, gain_dict
-from hone.tune.runner import (
-    CUT_OFF,
-    Measurement,
-    Stopped,
-    TuneOptions,
-    Tuner,
-    _first_line,
-    _stop_on_sigterm,
-    project_attrs,
-)
+from hone.tune.runner import Tuner
 from hone.tune.stats import score_noise
+from hone.tune.stops import Stopped, first_line, stop_on_sigterm
 
 #: The reason stored with a trial whose worker stopped renewing its lease.
 LOST = (
@@ -137,7 +130,7 @@ class Worker(Tuner):
             raise HoneError(LEASE_RANGE.format(lease=options.lease))
         if not 0 <= options.db_wait <= MAX_WAIT:
             raise HoneError(WAIT_RANGE.format(wait=options.db_wait))
-        if self.cluster is not None:
+        if self.system.cluster is not None:
             raise HoneError(
                 f"{project.name} puts knobs on host groups: a cluster project runs with"
                 " `hone tune` on one controller, not with `hone worker` (docs/cluster.md)"
@@ -158,9 +151,9 @@ class Worker(Tuner):
 
     def run(self) -> WorkerResult:  # type: ignore[override]
         actuators = [knob.actuator for knob in self.project.knobs]
-        with self.journal.locked(), settings_locked(actuators), _stop_on_sigterm():
-            self._prepare_environment()
-            baseline = self._read_baseline()
+        with self.journal.locked(), settings_locked(actuators), stop_on_sigterm():
+            self.system.prepare()
+            baseline = self.system.read_baseline()
             study = self._db(self._join)
             space = self.project.space(
                 {n: v for n, v in baseline.items() if self.project.knob(n).domain.contains(v)}
@@ -172,7 +165,7 @@ class Worker(Tuner):
             try:
                 self._work(study, space, baseline)
                 self.decision = self._end(study, space, baseline)
-                self._stop_owned_workload()
+                self.system.stop_owned_workload()
             except BaseException as exc:
                 self._stop(study, exc)
             finally:
@@ -212,7 +205,7 @@ class Worker(Tuner):
             run = self._execute(config, "search")
             self._finish_trial(trial_id, run)
             if run.error:
-                self._recover(baseline)
+                self.system.recover(baseline)
             self.reporter.trial(rank, self.budget, run)
 
     # -- joining the study -----------------------------------------------------------------
@@ -379,7 +372,7 @@ class Worker(Tuner):
         take the study's confirm lock, which the database releases if its holder dies (a
         waiting worker then takes over). Then the winner goes on this machine, or the knobs
         go back."""
-        self._apply(baseline)  # this machine at its originals while the winner is decided
+        self.system.apply(baseline)  # this machine at its originals while the winner is decided
         decision = self._db(self._decision, study)
         while decision is None:
             decision = self._db(self._elect, study, space, baseline)
@@ -390,11 +383,11 @@ class Worker(Tuner):
             decision = self._db(self._decision, study)
         best = decision.get("best")
         if decision.get("outcome") == "applied" and best:
-            self._apply(best)
+            self.system.apply(best)
             self.journal.end("applied")
             self.reporter.note(f"the study's winner applied on this machine: {decision['reason']}")
         else:
-            self._restore_all()
+            self.system.restore()
         return decision
 
     def _elect(
@@ -421,7 +414,7 @@ class Worker(Tuner):
         if self.heart.trial_id is not None:
             self._db(self.store.fail_trial, self.heart.trial_id, reason, lost=True)
             self.heart.trial_id = None
-        self._apply(baseline)
+        self.system.apply(baseline)
         self._record(study, confirming=False)
 
     def _holds_confirm_lock(self) -> None:
@@ -492,7 +485,7 @@ class Worker(Tuner):
     ) -> list[Measurement]:
         """This machine's baseline: its raw scores set the zero of every score it stores."""
         self.reporter.phase("baseline", self.baseline_repeats)
-        self._apply(baseline)
+        self.system.apply(baseline)
         measured = self._baseline_readings(study, space, baseline, self.baseline_repeats)
         if not measured:
             raise BenchmarkError(f"every baseline run failed; the last: {self.last_error}")
@@ -520,8 +513,7 @@ class Worker(Tuner):
         self, study: StudyRecord, space: SearchSpace, config: Config, phase: str, **attrs: Any
     ) -> int:
         self._holds_confirm_lock()
-        self.trial_count += 1
-        os.environ["ITERATION"] = str(self.trial_count)
+        self.system.count_trial()
         trial_id = self._db(self._create_trial, study, space, config, phase, attrs)
         self.heart.trial_id = trial_id
         return trial_id
@@ -578,11 +570,11 @@ class Worker(Tuner):
         """Knobs back and owned workload stopped first; then the trial it was running is
         failed with the reason and the worker marked stopped (the study goes on without it).
         Returns whether every knob is back."""
-        back = self._put_back()
+        back = self.system.put_back()
         if isinstance(exc, DatabaseLost):
             return back  # nothing to record it in: the others fail its trial when its lease ends
         stopped = isinstance(exc, Stopped | KeyboardInterrupt)
-        reason = CUT_OFF if stopped else f"worker {self.id} stopped: {_first_line(exc)}"
+        reason = CUT_OFF if stopped else f"worker {self.id} stopped: {first_line(exc)}"
         try:  # once, not waiting for the database: the knobs are back, the worker ends
             if self.heart.trial_id is not None:
                 self.store.fail_trial(self.heart.trial_id, reason, lost=True)
@@ -591,7 +583,7 @@ class Worker(Tuner):
         except Exception as record_error:
             # in the database's words: Optuna's own blames "invalid data in the commit"
             self.reporter.warn(
-                f"the worker's end could not be recorded: {_first_line(record_error)}"
+                f"the worker's end could not be recorded: {first_line(record_error)}"
             )
         return back
 
@@ -605,7 +597,7 @@ class Worker(Tuner):
         return WorkerResult(
             study=study.name,
             worker=self.id,
-            trials=self.trial_count,
+            trials=self.system.iteration,
             failures=self.failures,
             study_state=str(state),
             best=best,

@@ -1,0 +1,116 @@
+"""What a study is given and what it gives back: the options of `hone tune`, one reading, the
+result, and what the study database keeps of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hone.project.model import Project
+from hone.space import Config
+from hone.space.serialize import domain_to_dict
+from hone.tune.risk import gain_dict
+from hone.tune.stats import Gain
+
+#: The error of a trial that was running when hone was stopped or killed.
+CUT_OFF = "interrupted (hone was stopped)"
+
+
+@dataclass
+class TuneOptions:
+    engine: str | None = None
+    budget: int | None = None
+    baseline_repeats: int | None = None
+    resume: bool = False
+    apply: str | None = None  # auto | always | never
+    seed: int | None = None
+    storage: str | None = None
+    #: Apply a winner that moves a knob onto a risky value (else: the best safe one).
+    allow_risk: bool = False
+    #: The gain (%) the confirmation must be able to see; rounds are raised for it.
+    min_detectable: float | None = None
+    #: The most confirmation rounds: for --min-detectable and for close calls.
+    max_repeats: int = 10
+    #: Profile the baseline and the winner (why.py): None = when perf can record here.
+    why: bool | None = None
+
+
+@dataclass
+class Measurement:
+    config: Config
+    metrics: dict[str, float] = field(default_factory=dict)
+    score: float | None = None
+    error: str | None = None
+    #: The machine while the benchmark ran (machine.Watch.state) and why it was disturbed.
+    machine: dict[str, Any] = field(default_factory=dict)
+    disturbed: str | None = None
+    #: The first reading after the workload (re)started (warmup.py checks it).
+    after_restart: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.score is not None
+
+
+#: Baseline readings not recorded yet: (trial id, reading).
+Pending = list[tuple[int, Measurement]]
+
+
+@dataclass
+class TuneResult:
+    study: str
+    baseline: Config
+    baseline_metrics: dict[str, float]
+    best: Config | None
+    best_metrics: dict[str, float]
+    gain: Gain | None
+    outcome: str  # applied | restored
+    reason: str
+    trials: int
+    failures: int
+    elapsed: float
+    #: Set when the best confirmed configuration was risky: both gains (risk.Choice.record).
+    risk: dict[str, Any] | None = None
+    #: Readings taken while the machine was disturbed (each measured again once).
+    disturbed: int = 0
+    confirm_rounds: int = 0
+    #: First readings after a restart left out as a warm-up transient (each measured again).
+    warmup: int = 0
+    #: Workload (re)starts by stage: restarts cost time and disturb a service.
+    restarts: dict[str, int] = field(default_factory=dict)
+    #: The baseline's mean in the confirmation rounds: what best_metrics and the gain are
+    #: measured against (the baseline phase ran earlier, under another load of the machine).
+    confirm_baseline_metrics: dict[str, float] = field(default_factory=dict)
+
+
+def project_attrs(project: Project) -> dict[str, Any]:
+    """What a study stores of its project: sources, metrics, knobs and their domains."""
+    return {
+        "sources": [str(s) for s in project.sources],
+        "metrics": [
+            {"name": m.name, "direction": m.direction, "weight": m.weight, "unit": m.unit}
+            for m in project.metrics
+        ],
+        "knobs": {k.name: k.domain.describe() for k in project.knobs},
+        "space": {k.name: domain_to_dict(k.domain) for k in project.knobs},
+    }
+
+
+def result_attrs(result: TuneResult) -> dict[str, Any]:
+    """What a finished study stores of its result."""
+    return {
+        "outcome": result.outcome,
+        "reason": result.reason,
+        "best": result.best,
+        "best_metrics": result.best_metrics,
+        "confirm_baseline_metrics": result.confirm_baseline_metrics,
+        "gain": gain_dict(result.gain),
+        "risk": result.risk,
+        "disturbed": result.disturbed,
+        "warmup": result.warmup,
+        "confirm_rounds": result.confirm_rounds,
+        "restarts": result.restarts,
+        "trials": result.trials,
+        "failures": result.failures,
+        "elapsed": round(result.elapsed, 1),
+    }

@@ -1,0 +1,83 @@
+"""How a run ends when it is stopped: SIGTERM as an exception, a shield while the knobs go back,
+and the one error that says whether they are back."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from optuna.exceptions import StorageInternalError
+from sqlalchemy.exc import SQLAlchemyError
+
+from hone.errors import HoneError, Stop
+from hone.storage.outage import DatabaseLost
+
+
+class Stopped(Stop):
+    """hone was asked to stop (SIGTERM); the run puts every knob back before it exits."""
+
+
+class Interrupted(Stop):
+    """Ctrl-C (SIGINT) ended the run once its knobs were put back, or not all of them."""
+
+    exit_code = 130
+
+
+@contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM into an exception, so a stopped run still restores and records."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stopped("stopped by SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def shielded() -> Iterator[None]:
+    """SIGINT and SIGTERM do nothing while a stopping run puts its knobs back: a second Ctrl-C
+    or a repeated SIGTERM would cut the restore short and leave knobs changed. (A handler, not
+    SIG_IGN, which the commands run meanwhile, a service's restart among them, would inherit.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """A signal that arrives while knobs are being put back."""
+
+
+def stop_error(exc: BaseException, back: bool, project: str) -> BaseException:
+    """What a stopped run raises once it has tried to put its knobs back: `exc` in words that
+    say whether every knob is back."""
+    where = "every knob put back" if back else f"knobs not all put back: `hone restore {project}`"
+    if isinstance(exc, OSError | SQLAlchemyError | StorageInternalError | DatabaseLost):
+        # a full disk, a lost database: said in one line, after the knobs are back
+        return HoneError(f"stopped, {where}: {first_line(exc)}")
+    if isinstance(exc, Stopped):
+        return Stopped(f"stopped by SIGTERM; {where}")
+    if isinstance(exc, KeyboardInterrupt):  # said, not left to Typer's silent exit 130
+        return Interrupted(f"interrupted; {where}")
+    return exc
+
+
+def first_line(exc: BaseException) -> str:
+    """The root cause's first line (storage errors wrap the database's own words)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]

@@ -1,0 +1,284 @@
+"""The system under tuning, as a study sees it: its knobs as set now, its workload's restarts,
+one benchmark run, and the way back to where it was.
+
+A study (runner.Tuner, worker.Worker) decides what to measure; this decides nothing: it sets
+what it is given, only the knobs whose value is not known to be set already, and keeps what
+it started and changed so that the end of a study, however it ends, can put everything back."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from hone import shell
+from hone.cluster.metrics import HostMetrics
+from hone.cluster.project import cluster_of, remote_benchmark
+from hone.cluster.restore import restore_project
+from hone.errors import ActuationError, BenchmarkError, HoneError
+from hone.journal import Journal
+from hone.knobs.shell import ShellActuator
+from hone.paths import state_dir
+from hone.project.model import Project
+from hone.space import Config, Value
+from hone.tune.console import Reporter
+from hone.tune.metrics import extract
+from hone.workload.manager import WorkloadManager
+
+
+class System:
+    def __init__(self, project: Project, journal: Journal, reporter: Reporter) -> None:
+        self.project = project
+        self.journal = journal
+        self.reporter = reporter
+        self.workdir = state_dir() / "work" / project.name
+        self.workload = WorkloadManager(project.workload, project.directory, self.workdir)
+        self.cluster = cluster_of(project)
+        self.host_metrics = HostMetrics(project)
+        #: The value each knob is known to hold (None: being set, unknown until verified).
+        self.applied: dict[str, Value | None] = {}
+        self.restarted = False
+        #: A start of the workload was tried: it may run even if it never became ready.
+        self.start_tried = False
+        #: The workload restarted since the last reading began.
+        self.fresh = False
+        #: Workload (re)starts by stage of the study (baseline, search, confirm, why, end).
+        self.restarts: dict[str, int] = {}
+        self.stage = "baseline"
+        #: The trial being measured: every command sees it as ITERATION (as in A-Tune).
+        self.iteration = 0
+
+    def count_trial(self) -> int:
+        """The next trial's number, set for every command it runs."""
+        self.iteration += 1
+        os.environ["ITERATION"] = str(self.iteration)
+        return self.iteration
+
+    # -- before the first change -----------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Variables every command sees: a free port, a private work directory, the project."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        os.environ.setdefault("HONE_PORT", str(_free_port()))
+        os.environ["HONE_WORKDIR"] = str(self.workdir)
+        os.environ["HONE_PROJECT_DIR"] = str(self.project.directory)
+        variables = {k: os.environ[k] for k in ("HONE_PORT", "HONE_WORKDIR", "HONE_PROJECT_DIR")}
+        for knob in self.project.knobs:
+            if isinstance(knob.actuator, ShellActuator):
+                # Kept in the journal with the commands, so `hone restore` in another process
+                # runs them with the same work directory and port.
+                knob.actuator.env.update(variables)
+        setup = self.project.workload.setup
+        if setup:
+            result = shell.run(
+                setup, timeout=self.project.workload.ready_timeout * 10, cwd=self.project.directory
+            )
+            if not result.ok:
+                raise HoneError(f"workload setup failed: {result.tail()}", key="setup")
+        unfinished = self.journal.unfinished()
+        if unfinished:
+            self.reporter.warn(
+                f"a previous run (pid {unfinished.get('pid')}) did not finish; the original "
+                f"values it recorded are kept. `hone restore {self.project.name}` puts them back."
+            )
+
+    def read_baseline(self) -> Config:
+        """The configuration before tuning: journaled originals, else what the system shows."""
+        on_hosts = self.cluster.baseline() if self.cluster else {}
+        for knob in self.project.knobs:
+            if knob.group is None:
+                knob.actuator.check_writable()  # stops here, before anything changed
+        config: Config = {}
+        for knob in self.project.knobs:
+            original = None if knob.group else self.journal.original_of(knob.name, knob.actuator)
+            if knob.name in on_hosts:
+                text = on_hosts[knob.name]
+            elif original is not None:
+                text = original.value
+            elif knob.actuator.readable:
+                text = knob.actuator.get()  # a failing get stops here: nothing changed yet
+                try:  # and so does a value it could never write back
+                    knob.actuator.check_value(text)
+                except ActuationError as exc:
+                    raise ActuationError(f"knob {knob.name}: {exc.message}") from None
+            elif knob.reference is not None:
+                config[knob.name] = knob.reference
+                continue
+            else:  # stops here, before anything changed: there would be no value to go back to
+                raise HoneError(
+                    f"knob {knob.name}: its current value cannot be read; give it a default"
+                )
+            try:
+                config[knob.name] = knob.domain.parse(text)
+            except ValueError:
+                config[knob.name] = text
+            if original is None and knob.group is None:
+                self.applied[knob.name] = config[knob.name]
+        return config
+
+    # -- changing and measuring ------------------------------------------------------------
+
+    def apply(self, config: Mapping[str, Value]) -> None:
+        """Set the knobs whose value differs from what is known to be set; restart if needed."""
+        self.journal.require_on_disk()
+        restart = False
+        remote: dict[str, Value] = {}
+        for knob in self.project.knobs:
+            if knob.name not in config or self.applied.get(knob.name) == config[knob.name]:
+                continue
+            value = config[knob.name]
+            self.applied[knob.name] = None  # unknown until the set is verified
+            if knob.group is not None:
+                remote[knob.name] = value
+                continue
+            if isinstance(knob.actuator, ShellActuator):
+                knob.actuator.env["ITERATION"] = str(self.iteration)
+            text = value if isinstance(value, str) else knob.domain.format(value)
+            try:
+                knob.actuator.apply(text)
+            except ActuationError as exc:
+                raise ActuationError(f"knob {knob.name}: {exc.message}") from None
+            self.applied[knob.name] = value
+            restart = restart or knob.restart
+        restarted_hosts: set[str] = set()
+        if remote and self.cluster:
+            texts = {n: self.project.knob(n).text(v) for n, v in remote.items()}
+            restarted_hosts = self.cluster.apply(texts)
+            self.applied.update(remote)
+        if self.workload.managed and (restart or not self.restarted):
+            self.start_tried = True
+            self.workload.restart()
+            self.restarted = True
+        elif not restarted_hosts:
+            return
+        # one restart of the service, here or on the hosts where a restart knob was written
+        self._count_restart(self.stage)
+        self.fresh = True
+        if self.project.benchmark.warmup:
+            self.run_benchmark()
+
+    def recover(self, baseline: Config) -> None:
+        """Put the knobs back after a failed trial; if even that fails, stop the study."""
+        try:
+            self.apply(baseline)
+        except HoneError as exc:
+            raise HoneError(f"could not put the knobs back after a failed trial: {exc}") from None
+
+    def needs_restart(self, config: Mapping[str, Value]) -> bool:
+        """Whether applying `config` now would restart the workload."""
+        if not self.restarted:
+            return self.workload.managed
+        return any(
+            knob.restart and self.applied.get(knob.name) != config[knob.name]
+            for knob in self.project.knobs
+            if knob.name in config
+        )
+
+    def restart_values(self, config: Mapping[str, Value | None]) -> tuple[Any, ...]:
+        """The values of the knobs that need a restart: readings with equal ones can follow
+        each other without one."""
+        return tuple(config.get(k.name) for k in self.project.knobs if k.restart)
+
+    def benchmark(self) -> dict[str, float]:
+        """The benchmark's metrics, the mean of its `repeats` runs."""
+        started = time.monotonic()
+        runs = [self.run_benchmark() for _ in range(self.project.benchmark.repeats)]
+        metrics = mean_metrics(runs)
+        metrics["_benchmark_seconds"] = time.monotonic() - started
+        return metrics
+
+    def run_benchmark(self, prefix: list[str] | None = None) -> dict[str, float]:
+        """One run of the benchmark command; `prefix` runs it under another program (perf)."""
+        bench = self.project.benchmark
+        counters = self.host_metrics.before() if self.host_metrics else {}
+        if bench.host is not None:  # on a host of the cluster (not profiled: perf runs here)
+            result = remote_benchmark(self.project.hosts[bench.host], bench.command, bench.timeout)
+        else:
+            result = shell.run_argv(
+                [*(prefix or []), "/bin/sh", "-c", bench.command],
+                timeout=bench.timeout,
+                cwd=self.project.directory,
+            )
+        if result.timed_out:
+            raise BenchmarkError(f"benchmark timed out after {bench.timeout:g}s")
+        if result.returncode != 0:
+            raise BenchmarkError(_exit_reason(result.returncode, result.tail(), bench.command))
+        output = result.stdout + result.stderr
+        metrics = self.host_metrics.after(counters) if self.host_metrics else {}
+        for m in self.project.metrics:
+            if not m.remote:
+                metrics[m.name] = extract(m, output, cwd=self.project.directory)
+        return {m.name: metrics[m.name] for m in self.project.metrics}
+
+    # -- the way back ----------------------------------------------------------------------
+
+    def restore(self) -> None:
+        """Every knob back to its journaled original, here and on the cluster's hosts."""
+        outcomes = restore_project(self.project.name, self.journal)
+        failed = [o for o in outcomes if not o.outcome.ok]
+        if failed:
+            raise HoneError(
+                "could not restore: "
+                + "; ".join(
+                    f"{o.host or 'here'} {o.outcome.name}: {o.outcome.error}" for o in failed
+                )
+                + f" (journal kept: {self.journal.path})"
+            )
+        if self.restarted and not self.owns_workload:
+            self.workload.restart()  # a system service: leave it running its original config
+            self._count_restart("end")
+
+    @property
+    def owns_workload(self) -> bool:
+        return self.project.workload.launch is not None or self.project.workload.owned
+
+    def stop_owned_workload(self) -> None:
+        """Stop what hone started, also when it never became ready (nginx answering 403 to
+        the ready probe was left running after the run stopped)."""
+        if self.start_tried and self.owns_workload:
+            try:
+                self.workload.stop()
+            except HoneError as exc:
+                self.reporter.warn(f"could not stop the workload: {exc}")
+
+    def put_back(self) -> bool:
+        """Every knob back and the workload hone started stopped, before anything is recorded:
+        whether every knob is back (what could not be is said as a warning)."""
+        back = True
+        try:
+            self.restore()
+        except HoneError as restore_error:
+            self.reporter.warn(str(restore_error))
+            back = False
+        self.stop_owned_workload()
+        return back
+
+    def _count_restart(self, stage: str) -> None:
+        self.restarts[stage] = self.restarts.get(stage, 0) + 1
+
+
+def mean_metrics(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Each metric's mean over runs (a metric missing from a run is left out of its mean)."""
+    if not runs:
+        return {}
+    return {k: float(np.mean([r[k] for r in runs if k in r])) for k in runs[0]}
+
+
+def _exit_reason(code: int, tail: str, command: str) -> str:
+    """Why a benchmark run failed, in words: 124 from a command that uses `timeout` is that
+    limit running out (redis-benchmark under `timeout 40` with 3 busy-spinning I/O threads)."""
+    reason = f"benchmark exited {code}"
+    if code == 124 and re.search(r"(^|[\s;&|(])timeout\s", command):
+        reason += " (its `timeout` ran out)"
+    return f"{reason}: {tail}" if tail else reason
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
