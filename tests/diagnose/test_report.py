@@ -6,12 +6,14 @@ import re
 from pathlib import Path
 
 from hone.diagnose import catalogue
+from hone.diagnose.comparison import compare_html, compare_text
 from hone.diagnose.fold import Frame
 from hone.diagnose.locks import Locks, LockWait
 from hone.diagnose.offcpu import LatencySummary, OffCpu
+from hone.diagnose.page import to_html
 from hone.diagnose.probe import Capabilities, Capability
 from hone.diagnose.profile import Profile
-from hone.diagnose.report import Diagnosis, compare_html, compare_text, terminal, to_html
+from hone.diagnose.report import Diagnosis, terminal
 from hone.diagnose.threads import ThreadStat
 from hone.diagnose.topdown import Topdown
 from hone.diagnose.verdict import decide

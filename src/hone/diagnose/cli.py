@@ -90,7 +90,8 @@ def diagnose(
         raise HoneError(f"no process with pid {pid}")
     # the recorders and the report after the checks: a mistyped option is told at once
     from hone.diagnose import system as whole_system
-    from hone.diagnose.report import Diagnosis, terminal, to_html
+    from hone.diagnose.page import to_html
+    from hone.diagnose.report import Diagnosis, terminal
     from hone.diagnose.window import collect, run_command
 
     options = {"frequency": frequency, "want_offcpu": with_offcpu, "want_locks": with_locks}
@@ -175,7 +176,8 @@ def _saved(path: Path) -> Path:
 
 
 def _compare(before: Path, after: Path, output: Path | None, as_json: bool) -> None:
-    from hone.diagnose.report import Diagnosis, compare_data, compare_html, compare_text
+    from hone.diagnose.comparison import compare_data, compare_html, compare_text
+    from hone.diagnose.report import Diagnosis
     from hone.output import print_json
 
     a, b = Diagnosis.load(_saved(before)), Diagnosis.load(_saved(after))

@@ -18,8 +18,9 @@ from fastapi.responses import HTMLResponse, Response
 from hone.diagnose.diff import diff, diff_summary, moves
 from hone.diagnose.document import document
 from hone.diagnose.flamegraph import diff_flamegraph_svg, flamegraph_svg
+from hone.diagnose.page import to_html
 from hone.diagnose.profile import Profile
-from hone.diagnose.report import Diagnosis, to_html
+from hone.diagnose.report import Diagnosis
 from hone.diagnose.saved import FILE, NAME, folder, listed
 from hone.errors import HoneError
 
