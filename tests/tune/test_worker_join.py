@@ -5,30 +5,13 @@ anything."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
-from test_workers import finish, machine, wait_for
+from test_workers import finish, machine, start, wait_for
 
 from hone.storage import StudyStore
 from hone.storage.summary import read_trials
-
-
-def worker(folder: Path, url: str, name: str, lease: float, budget: int) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            *(sys.executable, "-m", "hone", "worker", str(folder), "--storage", url),
-            *("--worker-id", name, "--budget", str(budget), "--lease", str(lease)),
-        ],
-        env={**os.environ, "HONE_HOME": str(folder / "home")},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
 
 
 def test_a_worker_with_a_longer_lease_is_not_lost_to_one_with_a_shorter(
@@ -40,7 +23,7 @@ def test_a_worker_with_a_longer_lease_is_not_lost_to_one_with_a_shorter(
     is confirmed: slow, the first to finish, measures it for 3 s a reading too."""
     slow = machine(tmp_path, "slow", search_sleep=3, confirm="{candidates: 1}")
     quick = machine(tmp_path, "quick", search_sleep=0.2, confirm="{candidates: 1}")
-    procs = [worker(slow, postgres_url, "slow", 60, 5), worker(quick, postgres_url, "quick", 2, 5)]
+    procs = [start(slow, postgres_url, "slow", 60, 5), start(quick, postgres_url, "quick", 2, 5)]
     outputs = [finish(proc) for proc in procs]
     store = StudyStore(postgres_url)
     trials = read_trials(store, store.find("shared"))
@@ -52,7 +35,7 @@ def test_a_worker_with_a_longer_lease_is_not_lost_to_one_with_a_shorter(
 
 def test_a_worker_with_other_ranges_or_knobs_is_refused(postgres_url: str, tmp_path: Path) -> None:
     first = machine(tmp_path, "first", search_sleep=2)
-    running = worker(first, postgres_url, "first", 5, 3)
+    running = start(first, postgres_url, "first", 5, 3)
     try:
         searching = lambda ts: [t for t in ts if t.phase == "search"]  # noqa: E731
         wait_for(StudyStore(postgres_url), 60, searching, "the first worker never searched")
@@ -66,7 +49,7 @@ def test_a_worker_with_other_ranges_or_knobs_is_refused(postgres_url: str, tmp_p
             wider: "knob level is int [1, 20] here but int [1, 9] in the study",
             renamed: "knob level is not in this project",
         }
-        refused = {folder: worker(folder, postgres_url, folder.name, 5, 3) for folder in expected}
+        refused = {folder: start(folder, postgres_url, folder.name, 5, 3) for folder in expected}
         for folder, why in expected.items():
             _out, err = refused[folder].communicate(timeout=60)
             assert refused[folder].returncode == 2, err

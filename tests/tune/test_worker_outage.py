@@ -6,40 +6,19 @@ longer than `--db-wait` stops the worker with its knob put back and one line."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from test_workers import machine, wait_for
+from test_workers import machine, start, wait_for
 
 from hone.storage import StudyStore
 from hone.storage.summary import read_trials
 
 
 def worker(folder: Path, url: str, name: str, db_wait: float, budget: int = 2) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            *(sys.executable, "-m", "hone", "worker", str(folder), "--storage", url),
-            *(
-                "--worker-id",
-                name,
-                "--budget",
-                str(budget),
-                "--lease",
-                "2",
-                "--db-wait",
-                str(db_wait),
-            ),
-        ],
-        env={**os.environ, "HONE_HOME": str(folder / "home")},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    return start(folder, url, name, 2.0, budget, "--db-wait", str(db_wait))
 
 
 def searching(folder: Path, proc: subprocess.Popen, deadline: float) -> None:

@@ -66,11 +66,15 @@ def machine(
     return folder
 
 
-def start(folder: Path, url: str, name: str, lease: float = 2.0) -> subprocess.Popen:
+def start(
+    folder: Path, url: str, name: str, lease: float = 2.0, budget: int = BUDGET, *more: str
+) -> subprocess.Popen:
+    """`hone worker` for the machine `folder` (its own HONE_HOME), in a session of its own so
+    that a test can kill it with what it started."""
     return subprocess.Popen(
         [
             *(sys.executable, "-m", "hone", "worker", str(folder), "--storage", url),
-            *("--worker-id", name, "--budget", str(BUDGET), "--lease", str(lease)),
+            *("--worker-id", name, "--budget", str(budget), "--lease", str(lease), *more),
         ],
         env={**os.environ, "HONE_HOME": str(folder / "home")},
         stdout=subprocess.PIPE,
