@@ -179,7 +179,7 @@ def _why_section(why: dict | None) -> str:
         f"<h2>Why it won</h2><p>{escape(why['text'])}</p>"
         f"<p>Share of {escape(why['process'])}'s time (on a CPU and off it), one reading each "
         f"under perf: baseline {seconds['baseline']:g} s, winner {seconds['winner']:g} s.</p>"
-        "<table><tr><th class=l>function or wait state</th><th>baseline %</th>"
+        "<table><tr><th class=l>function or wait state, with what it calls</th><th>baseline %</th>"
         f"<th>winner %</th><th>change (points)</th></tr>{rows}</table>"
     )
 

@@ -343,7 +343,7 @@ function renderWhy(el, why) {
     h(
       "table",
       { class: "kv" },
-      h("thead", {}, h("tr", {}, ["function or wait state", "baseline", "winner", "change"].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, ["function or wait state, with what it calls", "baseline", "winner", "change"].map((t) => h("th", { scope: "col" }, t)))),
       h(
         "tbody",
         {},
