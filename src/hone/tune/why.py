@@ -449,7 +449,8 @@ def lines(why: dict[str, Any] | None) -> list[str]:
         f"  time of {why['process']}: baseline {why['seconds']['baseline']:g} s, "
         f"winner {why['seconds']['winner']:g} s (one reading each, under perf)"
     )
-    out.append(f"  {'before':>7} {'after':>7} {'change':>8}  function or wait state, with what it calls")
+    head = f"{'before':>7} {'after':>7} {'change':>8}"
+    out.append(f"  {head}  function or wait state, with what it calls")
     for c in why["changes"]:
         out.append(
             f"  {_pct(c['before']):>7} {_pct(c['after']):>7} {_points(c['delta']):>8}  {c['name']}"
