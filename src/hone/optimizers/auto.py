@@ -1,7 +1,8 @@
 """hone's default optimiser, made for expensive, noisy system benchmarks.
 
 - It starts from the default configuration (the tuning loop measures it several times, which
-  tells the noise) and two or three space-filling points; the model takes over from there.
+  tells the noise) and five space-filling points (of a Latin hypercube of eight, or of a
+  pool's rows spread the same way); the model takes over from there.
 - A Gaussian process whose kernel adds one smooth curve per knob to a Matern term for the
   interactions (`additive_gp.py`): server knobs mostly act on their own, and a model made for
   that learns from a few dozen trials where a full Matern kernel in 16 or 30 knobs cannot.
