@@ -53,11 +53,10 @@ class System:
         #: The trial being measured: every command sees it as ITERATION (as in A-Tune).
         self.iteration = 0
 
-    def count_trial(self) -> int:
+    def count_trial(self) -> None:
         """The next trial's number, set for every command it runs."""
         self.iteration += 1
         os.environ["ITERATION"] = str(self.iteration)
-        return self.iteration
 
     # -- before the first change -----------------------------------------------------------
 
