@@ -175,7 +175,9 @@ def attached(pids: Callable[[], list[int]], output: Path, timeout: float = 15.0)
 
 def _enable(perf: subprocess.Popen[bytes], control: Path, timeout: float) -> str:
     """Enable a recording started disabled and wait for perf's ack: "" when it records, else
-    why not (perf's last words)."""
+    why not (perf's last words). perf opens its control FIFO before it attaches, so it may
+    still exit after hone opened it (a process gone before the attach): the write then finds
+    no reader, which is such a failure too."""
     deadline = time.monotonic() + timeout
     ctl = -1
     while ctl < 0:
@@ -187,7 +189,10 @@ def _enable(perf: subprocess.Popen[bytes], control: Path, timeout: float) -> str
             time.sleep(0.02)
     ack = os.open(control / "ack", os.O_RDONLY | os.O_NONBLOCK)
     try:
-        os.write(ctl, b"enable\n")
+        try:
+            os.write(ctl, b"enable\n")
+        except BrokenPipeError:
+            return _ended(perf)
         while time.monotonic() < deadline and perf.poll() is None:
             ready, _, _ = select.select([ack], [], [], 0.1)
             if ready and os.read(ack, 16).startswith(b"ack"):
