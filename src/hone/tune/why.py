@@ -189,14 +189,13 @@ def _enable(perf: subprocess.Popen[bytes], control: Path, timeout: float) -> str
             time.sleep(0.02)
     ack = os.open(control / "ack", os.O_RDONLY | os.O_NONBLOCK)
     try:
-        try:
-            os.write(ctl, b"enable\n")
-        except BrokenPipeError:
-            return _ended(perf)
+        os.write(ctl, b"enable\n")
         while time.monotonic() < deadline and perf.poll() is None:
             ready, _, _ = select.select([ack], [], [], 0.1)
             if ready and os.read(ack, 16).startswith(b"ack"):
                 return ""
+    except BrokenPipeError:
+        pass  # perf has gone: its last words below
     finally:
         os.close(ctl)
         os.close(ack)
