@@ -197,7 +197,7 @@ def describe(pid: int) -> str:
     if command:
         return f"pid {pid} ({command})"
     try:
-        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        comm = Path(f"/proc/{pid}/comm").read_text(errors="replace").strip()
     except OSError:
         return f"pid {pid}"
     return f"pid {pid} ([{comm}])"
