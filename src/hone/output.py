@@ -18,10 +18,14 @@ UNLIMITED = 100_000
 
 
 def output_console(*, stderr: bool = False) -> Console:
+    """Rich markup is off: a line is mostly the user's text (knob, metric and project names,
+    units, paths, values), in which Rich took `latency[p99]` for a style and dropped it and
+    `x[/y]` for a closing tag and ended in a traceback. A line that colours its own words
+    says `markup=True` and escapes what it quotes."""
     stream = sys.stderr if stderr else sys.stdout
     if stream.isatty():
-        return Console(highlight=False, stderr=stderr)
-    return Console(highlight=False, stderr=stderr, width=UNLIMITED, soft_wrap=True)
+        return Console(highlight=False, markup=False, stderr=stderr)
+    return Console(highlight=False, markup=False, stderr=stderr, width=UNLIMITED, soft_wrap=True)
 
 
 class DataTable(Table):
