@@ -29,7 +29,7 @@ def _folder() -> Path:
 def _started(pid: int) -> str | None:
     """The kernel's start time of a process (field 22 of /proc/PID/stat), None if gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
     except OSError:
         return None
     return stat.rsplit(")", 1)[1].split()[19]
@@ -97,7 +97,7 @@ def _group_alive(pgid: int) -> bool:
     # a killed leader stays a zombie until its parent (init) reaps it: count only live members
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = stat.read_text(errors="replace").rsplit(")", 1)[1].split()
             if int(fields[2]) == pgid and fields[0] != "Z":
                 return True
     return False

@@ -4,6 +4,8 @@ of values and cut table cells to `cach…`. Off a terminal every line and cell i
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import math
 import sys
@@ -17,11 +19,30 @@ from rich.text import Text
 UNLIMITED = 100_000
 
 
+def tolerant_streams() -> None:
+    """Paths, process names and file contents are bytes, not always UTF-8: Python hands them
+    over with surrogates for the odd bytes, which the strict stdout of a UTF-8 locale
+    (LANG=en_US.UTF-8) refused with a UnicodeEncodeError traceback, mid-table. They are written
+    back as the bytes they were; a stdout in another encoding (ASCII, Latin-1) writes `?` for
+    what it cannot hold (`±`) instead of ending the command."""
+    for stream in (sys.stdout, sys.stderr):
+        if not isinstance(stream, io.TextIOWrapper):
+            continue
+        if codecs.lookup(stream.encoding).name == "utf-8":
+            stream.reconfigure(errors="surrogateescape")
+        elif stream is sys.stdout:
+            stream.reconfigure(errors="replace")
+
+
 def output_console(*, stderr: bool = False) -> Console:
+    """Rich markup is off: a line is mostly the user's text (knob, metric and project names,
+    units, paths, values), in which Rich took `latency[p99]` for a style and dropped it and
+    `x[/y]` for a closing tag and ended in a traceback. A line that colours its own words
+    says `markup=True` and escapes what it quotes."""
     stream = sys.stderr if stderr else sys.stdout
     if stream.isatty():
-        return Console(highlight=False, stderr=stderr)
-    return Console(highlight=False, stderr=stderr, width=UNLIMITED, soft_wrap=True)
+        return Console(highlight=False, markup=False, stderr=stderr)
+    return Console(highlight=False, markup=False, stderr=stderr, width=UNLIMITED, soft_wrap=True)
 
 
 class DataTable(Table):

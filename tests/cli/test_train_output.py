@@ -3,6 +3,7 @@ training data, and a model file is written whole or not at all."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -76,3 +77,17 @@ def test_a_write_cut_short_leaves_the_old_model_and_no_partial_file(tmp_path: Pa
     assert ran.returncode == 1 and ran.stderr == f"hone: {model}: File too large\n", ran.stderr
     assert model.read_bytes() == OLD
     assert sorted(p.name for p in tmp_path.iterdir()) == ["prod.pkl"]
+
+
+def test_json_lists_the_classes_the_text_does(tmp_path: Path, hone_run) -> None:
+    """`--json`: one document on stdout with each class, its runs and its profile, as the text
+    gives them, and where the model went."""
+    text = hone_run("train", *DATA, "-o", str(tmp_path / "a.pkl"))
+    assert text.code == 0, text.stderr
+    ran = hone_run("train", *DATA, "-o", str(tmp_path / "b.pkl"), "--json")
+    assert ran.code == 0 and ran.stderr == "", ran.stderr
+    document = json.loads(ran.stdout)
+    assert document["model"] == str(tmp_path / "b.pkl")
+    rows = [f"{c['class']:20s} {c['runs']:3d} runs  profile {c['profile'] or '-'}"
+            for c in document["classes"]]  # fmt: skip
+    assert rows == text.stdout.splitlines()[:-1] and len(rows) == 2

@@ -159,6 +159,7 @@ def train_command(
         False, "--hardware", help="also use hardware counters (only runs that have them)"
     ),
     force: bool = typer.Option(False, "--force", help="replace an existing model file"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Train a workload classifier from labelled CSV files (workload.type / workload.appname)."""
     from hone import profiles as profiles_module
@@ -190,6 +191,15 @@ def train_command(
 
     model = fit(runs, mapping, hardware=hardware)
     save(model, target)
+    if as_json:
+        from hone.output import print_json
+
+        classes = [
+            {"class": cls, "runs": model.runs.get(cls, 0), "profile": model.profiles.get(cls)}
+            for cls in model.classes
+        ]
+        print_json({"model": str(target), "classes": classes})
+        return
     for cls in model.classes:
         typer.echo(
             f"{cls:20s} {model.runs.get(cls, 0):3d} runs  profile {model.profiles.get(cls, '-')}"

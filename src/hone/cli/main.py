@@ -14,7 +14,7 @@ import traceback
 import typer
 
 from hone.errors import HoneError, Stop, one_line
-from hone.output import help_settings
+from hone.output import help_settings, tolerant_streams
 
 app = typer.Typer(
     name="hone",
@@ -112,6 +112,7 @@ def _file_problem(exc: OSError) -> str | None:
 def run() -> None:
     """Entry point: run the app, turning user errors (bad input, bad options) into one clear
     line and exit code 2."""
+    tolerant_streams()
     try:
         _run()
     finally:

@@ -47,7 +47,7 @@ def processes() -> dict[int, tuple[int, str, str, int]]:
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            stat = (entry / "stat").read_text(errors="replace")
         except OSError:  # gone since the listing
             continue
         comm = stat[stat.index("(") + 1 : stat.rindex(")")]

@@ -52,7 +52,7 @@ class Heap:
 def faults(pid: int) -> Faults | None:
     """The process's page faults so far (all its threads), or None when it is gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
     return Faults(time.monotonic(), int(fields[7]), int(fields[9]))

@@ -87,7 +87,7 @@ class Symbolizer:
         executable and the loader mapped, not yet its libraries. A process that has exited has
         none; the mappings read last stay."""
         try:
-            text = Path(f"/proc/{self.pid}/maps").read_text()
+            text = Path(f"/proc/{self.pid}/maps").read_text(errors="surrogateescape")
         except OSError:
             return
         maps: list[tuple[int, int, str]] = []

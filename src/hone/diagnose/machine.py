@@ -197,7 +197,7 @@ def describe(pid: int) -> str:
     if command:
         return f"pid {pid} ({command})"
     try:
-        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        comm = Path(f"/proc/{pid}/comm").read_text(errors="replace").strip()
     except OSError:
         return f"pid {pid}"
     return f"pid {pid} ([{comm}])"
@@ -212,13 +212,13 @@ def terminal_lines(m: Machine, rows: int = 10) -> list[str]:
     if not m.processes:
         return [*lines, "processes: no on-CPU samples"]
     shown = m.processes[:rows]
-    width = min(40, max(len(p.command) for p in shown))
+    width = max(len(p.command) for p in shown)  # whole commands, in a column
     lines.append("processes (% of one CPU: on CPU / user / kernel; busiest threads):")
     for p in shown:
         threads = [t for t in p.threads[:3] if t.cpu_pct >= 1] or p.threads[:1]
         busiest = ", ".join(f"{t.comm}/{t.tid} {t.cpu_pct:.0f}" for t in threads)
         lines.append(
-            f"  {p.pid:>7} {p.command[:width]:<{width}} {p.cpu_pct:6.1f} {p.user_pct:6.1f} "
+            f"  {p.pid:>7} {p.command:<{width}} {p.cpu_pct:6.1f} {p.user_pct:6.1f} "
             f"{p.kernel_pct:6.1f}  {busiest}"
         )
     return lines

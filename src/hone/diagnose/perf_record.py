@@ -29,7 +29,7 @@ def command_of(perf: int) -> int | None:
     and after it has read the target's mappings."""
     try:
         kids = Path(f"/proc/{perf}/task/{perf}/children").read_text().split()
-        if kids and Path(f"/proc/{kids[0]}/comm").read_text().strip() == "sleep":
+        if kids and Path(f"/proc/{kids[0]}/comm").read_text(errors="replace").strip() == "sleep":
             return int(kids[0])
     except OSError:
         pass

@@ -194,7 +194,7 @@ def _mark_command(perf: subprocess.Popen, mark: Callable[[], None]) -> None:
 
 def _state(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return ""
 

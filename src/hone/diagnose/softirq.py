@@ -199,7 +199,7 @@ def _ksoftirqd() -> dict[int, int]:
     found = {}
     for cpu, stat in _ksoftirqd_threads().items():
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = stat.read_text(errors="replace").rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
         found[cpu] = int(fields[11]) + int(fields[12])
@@ -212,7 +212,7 @@ def _ksoftirqd_threads() -> dict[int, Path]:
     found = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            match = re.match(r"\d+ \(ksoftirqd/(\d+)\)", stat.read_text())
+            match = re.match(r"\d+ \(ksoftirqd/(\d+)\)", stat.read_text(errors="replace"))
         except OSError:
             continue
         if match:

@@ -61,7 +61,7 @@ class ThreadStat:
 def read_task(task: Path) -> TaskSnapshot | None:
     """One thread's counters; None when it exited between listing and reading."""
     try:
-        stat = (task / "stat").read_text()
+        stat = (task / "stat").read_text(errors="replace")
         schedstat = (
             (task / "schedstat").read_text().split() if (task / "schedstat").exists() else []
         )

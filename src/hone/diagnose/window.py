@@ -163,7 +163,7 @@ def _py_spy(
 
 def _alive(pid: int) -> bool:
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        state = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")

@@ -244,8 +244,10 @@ def remote_show(
         return
     console = output_console()
     console.print(
-        f"study [bold]{escape(info['name'])}[/]: {info['state']}, engine {info.get('engine')}, "
-        f"{info['trials']} trials ({info['failures']} failed)"
+        f"study [bold]{escape(info['name'])}[/]: {escape(str(info['state']))}, "
+        f"engine {escape(str(info.get('engine')))}, "
+        f"{info['trials']} trials ({info['failures']} failed)",
+        markup=True,
     )
     if best.get("config"):
         console.print(

@@ -43,7 +43,7 @@ def check_project(
                     {"atune": "server", "project": name, "knobs": list(map(knob_data, knobs))}
                 )
                 return
-            console.print(f"A-Tune server file of project [bold]{escape(name)}[/]")
+            console.print(f"A-Tune server file of project [bold]{escape(name)}[/]", markup=True)
             console.print(knob_table(knobs))
             return
         if atune.is_client(data):
@@ -59,7 +59,7 @@ def check_project(
                     }
                 )
                 return
-            console.print(f"A-Tune client file of project [bold]{escape(name)}[/]")
+            console.print(f"A-Tune client file of project [bold]{escape(name)}[/]", markup=True)
             console.print(f"benchmark: {command}", markup=False)
             console.print(f"engine {tuning.engine}, {tuning.budget} iterations")
             console.print(goal_text(metrics), markup=False)
@@ -74,7 +74,7 @@ def check_project(
         print_json(project_data(loaded))
         return
     sources = escape(", ".join(map(str, loaded.sources)))
-    console.print(f"project [bold]{escape(loaded.name)}[/] ({sources})")
+    console.print(f"project [bold]{escape(loaded.name)}[/] ({sources})", markup=True)
     console.print(knob_table(loaded.knobs))
     for constraint in loaded.constraints:
         console.print(f"constraint: {constraint.expression}", markup=False)

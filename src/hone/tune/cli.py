@@ -205,7 +205,8 @@ def restore(
             where = f"{item.host}: " if item.host else ""
             status = "ok" if outcome.ok else f"[red]failed[/]: {escape(str(outcome.error))}"
             console.print(
-                f"{escape(where)}{outcome.name} = {escape(repr(outcome.value))}  {status}"
+                f"{escape(where)}{escape(outcome.name)} = {escape(repr(outcome.value))}  {status}",
+                markup=True,
             )
         if outcomes and not failed:
             console.print(f"restored {len(outcomes)} knob(s) of {name}")

@@ -142,7 +142,7 @@ class RichReporter(Reporter):
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[best]}"),
+            TextColumn("{task.fields[best]}", markup=False),  # metric names as given
             console=self.console,
             transient=True,
         )
@@ -155,7 +155,8 @@ class RichReporter(Reporter):
         self.console.print(
             f"[bold]{self.command}[/] {escape(project.name)}: study [cyan]{escape(study)}[/], "
             f"{knobs} knobs, "
-            f"engine {engine}, budget {budget}"
+            f"engine {escape(engine)}, budget {budget}",
+            markup=True,
         )
         self.progress.start()
 
@@ -178,7 +179,8 @@ class RichReporter(Reporter):
         if run.error:
             outcome = f"[red]failed[/]: {escape(run.error)}"
         else:
-            outcome = f"{measured(run.metrics, self.units)} ({self.gain(run.score or 0.0):+.1f} %)"
+            figures = escape(measured(run.metrics, self.units))
+            outcome = f"{figures} ({self.gain(run.score or 0.0):+.1f} %)"
         label = {"search": f"trial {done}/{total}", "confirm": f"confirm round {done}/{total}"}
         prefix = label.get(self.current_phase, self.current_phase)
         self.console.print(f"{prefix}: {escape(_params(run.config))} -> {outcome}", markup=True)
@@ -196,7 +198,7 @@ class RichReporter(Reporter):
         self.console.print(Text(message, style="dim"))
 
     def warn(self, message: str) -> None:
-        self.console.print(f"[yellow]warning:[/] {escape(message)}")
+        self.console.print(f"[yellow]warning:[/] {escape(message)}", markup=True)
 
     def stop(self) -> None:
         self.progress.stop()
@@ -212,11 +214,11 @@ class RichReporter(Reporter):
                 self.console.print(line, markup=False)
         self.console.print(f"baseline: {measured(result.baseline_metrics, self.units)}")
         if result.gain is not None:
-            self.console.print(f"gain in confirmation: [bold]{result.gain}[/]")
+            self.console.print(f"gain in confirmation: [bold]{result.gain}[/]", markup=True)
         for line in risk_lines(result.risk):
             self.console.print(line, markup=False)
         colour = "green" if result.outcome == "applied" else "yellow"
-        self.console.print(f"[{colour}]{result.outcome}[/]: {escape(result.reason)}")
+        self.console.print(f"[{colour}]{result.outcome}[/]: {escape(result.reason)}", markup=True)
         self.console.print(
             f"{result.trials} trials ({result.failures} failed) in {_duration(result.elapsed)}; "
             f"study {result.study}"

@@ -104,7 +104,7 @@ def _cpu_of(pid: int) -> float:
     """CPU seconds of a living process and of the children it has reaped (a server's finished
     workers: they left the tree without hone reaping them), 0 once it is gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()
         return sum(int(x) for x in fields[11:15]) / _TICK
     except (OSError, IndexError, ValueError):
         return 0.0

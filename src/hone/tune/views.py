@@ -70,7 +70,9 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     attrs = study.attrs
     units = {m["name"]: m.get("unit", "") for m in attrs.get("metrics", [])}
     console.print(
-        f"study [bold]{escape(study.name)}[/]: {study.state}, engine {attrs.get('engine')}"
+        f"study [bold]{escape(study.name)}[/]: {study.state}, "
+        f"engine {escape(str(attrs.get('engine')))}",
+        markup=True,
     )
     for worker in workers_of(attrs, {}):
         base = measured(worker["baseline_metrics"] or {}, units)
@@ -126,7 +128,7 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     console.print(trial_table(trials))
     failures = [t for t in trials if t.state == "fail"]
     if failures:
-        console.print(f"[red]{len(failures)} failed trial(s)[/]:")
+        console.print(f"[red]{len(failures)} failed trial(s)[/]:", markup=True)
         for trial in failures:
             console.print(f"  #{trial.number} ({trial.phase}): {trial.error}", markup=False)
     insight = viewed_insight(store, study, trials)

@@ -139,7 +139,7 @@ def _started(pid: int) -> str | None:
     """The start time of a living process (field 22 of its stat), None when it is gone or a
     zombie: with the pid it names the process, not a later one that reused the number."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
     except OSError:
         return None
     fields = stat[stat.rindex(")") + 2 :].split()
