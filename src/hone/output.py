@@ -86,6 +86,12 @@ def percent_gain(value: float | None, half: float | None = None) -> str:
     return f"{value:+.1f} %" + (f" ± {half:.1f} %" if half is not None else "")
 
 
+def state_text(state: str, alive: bool | None) -> str:
+    """A study's state as the lists print it: `running (stale)` when the process recorded as
+    running it is gone (a kill -9), so that a dead run is not taken for one still going."""
+    return f"{state} (stale)" if state == "running" and alive is False else state
+
+
 def measured(metrics: dict[str, float], units: dict[str, str] | None = None) -> str:
     """`throughput=153,300 tps, latency=5.5 ms`: each metric with its unit where one is known."""
     units = units or {}

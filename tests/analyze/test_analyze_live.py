@@ -66,7 +66,7 @@ def test_apply_the_mapped_profile_then_roll_back(hone_cli) -> None:
     try:
         assert result.returncode == 0, result.stderr
         analysis = json.loads(result.stdout)
-        assert analysis["cls"] == "compute"
+        assert analysis["class"] == "compute"
         assert analysis["applied"]["profile"] == "hone-compute"
         statuses = {(i["section"], i["key"]): i["status"] for i in analysis["applied"]["items"]}
         assert statuses["sysctl", "vm.swappiness"] in ("set", "unchanged")

@@ -101,15 +101,18 @@ def test_train_then_analyze_with_the_model(hone_cli, hone_home: Path, tmp_path: 
     result = hone_cli("analyze", "--model", "mine", "--duration", "1.5", "--interval", "0.5",
                       "--json")  # fmt: skip
     assert result.returncode == 0, result.stderr
-    analysis = json.loads(result.stdout)
-    assert analysis["cls"] in {"compute", "database", "in-memory-database", "storage", "web"}
+    analysis = json.loads(result.stdout)  # the document of GET /api/analysis (docs/serve.md)
+    assert analysis["class"] in {"compute", "database", "in-memory-database", "storage", "web"}
+    assert set(analysis["features"][0]) == {"name", "value", "typical"}
+    assert analysis["bottleneck"] is None or isinstance(analysis["bottleneck"], str)
+    assert all(set(p) == {"name", "pid", "cpu"} for p in analysis["busiest"])
     assert abs(sum(analysis["probabilities"].values()) - 1) < 1e-6
     assert analysis["samples"] == 3
     assert [r["name"].split()[0] for r in analysis["resources"]] == [
         "CPU", "memory", "disk", "network",
     ]  # fmt: skip
     assert all(r["verdict"] in ("ok", "busy", "saturated") for r in analysis["resources"])
-    assert analysis["profile"] == f"hone-{analysis['cls']}"
+    assert analysis["profile"] == f"hone-{analysis['class']}"
     assert (analysis["model"], analysis["hardware"]) == ("mine", False)
 
 

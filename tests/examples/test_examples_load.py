@@ -55,3 +55,34 @@ def test_the_kafka_cluster_template_loads_once_filled_in(tmp_path: Path) -> None
     assert {project.knob(n).group for n in ("batch_size", "acks")} == {"clients"}
     assert project.group_workloads["brokers"].ready.endswith("broker.sh ready /srv/kafka")
     assert project.benchmark.host == "c1" and project.benchmark.warmup
+
+
+DOCS = EXAMPLES.parent / "docs"
+
+
+def yaml_blocks(page: str) -> list[str]:
+    """The ```yaml blocks of a page of docs/, in order."""
+    text = (DOCS / page).read_text()
+    return [part.split("```", 1)[0] for part in text.split("```yaml\n")[1:]]
+
+
+def test_the_project_format_example_loads(tmp_path: Path) -> None:
+    """docs/project-format.md's example is a project `hone check` accepts as written."""
+    (tmp_path / "hone.yaml").write_text(yaml_blocks("project-format.md")[0])
+    project = load_project(tmp_path / "hone.yaml")
+    assert project.knob("max_conn").reference == 1024
+    assert project.knob("gogc").actuator.kind == "env"
+    assert project.tuning.start == [{"threads": 8, "max_conn": 4096}]
+
+
+def test_the_cluster_examples_load(tmp_path: Path) -> None:
+    """docs/cluster.md's project, and its metrics read on hosts, load as written."""
+    (tmp_path / "keys").mkdir()
+    for name in ("id_ed25519", "known_hosts"):
+        (tmp_path / "keys" / name).write_text("")
+    project, metrics = yaml_blocks("cluster.md")
+    head = project.split("\nmetrics:\n", 1)[0]
+    (tmp_path / "cluster.yaml").write_text(head + "\n" + metrics)
+    loaded = load_project(tmp_path / "cluster.yaml")
+    assert loaded.knob("io_threads").group == "brokers" and loaded.knob("io_threads").restart
+    assert {m.name for m in loaded.metrics} == {"mb_s", "broker_cpu", "b1_written"}

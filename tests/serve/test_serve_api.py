@@ -163,7 +163,7 @@ def test_start_a_study_and_follow_it_live_to_the_end(server: Any) -> None:
     assert row["state"] == "finished" and row["trials"] == len(stored)
 
 
-def test_stop_resume_and_restore_a_running_study(server: Any) -> None:
+def test_stop_resume_and_restore_a_running_study(server: Any, hone_cli: Any) -> None:
     folder = server.projects["slow"]
     status, run = server.request("POST", "/api/studies", {"project": "slow"})
     assert status == 202, run
@@ -201,6 +201,9 @@ def test_stop_resume_and_restore_a_running_study(server: Any) -> None:
         time.sleep(0.05)
     row = next(r for r in server.get("/api/studies") if r["name"] == name)
     assert row["state"] == "running" and row["alive"] is False  # stale: its process is gone
+    listed = hone_cli("remote", "--server", server.url, "studies")
+    line = next(line for line in listed.stdout.splitlines() if f" {name} " in line)
+    assert "running (stale)" in line, listed.stdout
     status, body = server.request("POST", f"/api/studies/{q(name)}/stop")
     assert status == 409 and "not running under this server" in body["detail"]
     status, body = server.request("POST", "/api/projects/slow/restore")

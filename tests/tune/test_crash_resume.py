@@ -99,6 +99,10 @@ def finished_search(store: StudyStore) -> list:
 def test_restore_after_kill_9(tmp_path: Path, hone_home: Path, hone_cli, swappiness: int) -> None:
     project = make_project(tmp_path, swappiness)
     start_and_kill(project, hone_home, after_trials=2)
+    listed = hone_cli("studies")  # its process is gone: not taken for a run still going
+    assert "crash-test#1 │ running (stale)" in listed.stdout, listed.stdout
+    shown = hone_cli("show", "crash-test")
+    assert shown.stdout.startswith("study crash-test#1: running (stale)"), shown.stdout
     journal = Journal.for_project("crash-test")
     assert journal.unfinished() is not None
     assert set(journal.originals()) == {"level", "swappiness"}

@@ -4,7 +4,8 @@ and the features behind it, and the bottleneck in USE terms."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,26 @@ class Analysis:
     busiest: list[tuple[str, int, float]] = field(default_factory=list)  # (name, pid, % CPU)
     model: str = "default"  # which model named the class: "default", or the given one's name
     hardware: bool = False  # whether that model uses hardware counters
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document of `GET /api/analysis`, which `hone analyze --json` prints too: one
+        shape for a script whether it asks the command line or the server."""
+        return {
+            "class": self.cls,
+            "confidence": self.confidence,
+            "probabilities": self.probabilities,
+            "features": [
+                {"name": name, "value": value, "typical": typical}
+                for name, value, typical in self.features
+            ],
+            "resources": [{**asdict(r), "verdict": r.verdict} for r in self.resources],
+            "bottleneck": self.bottleneck.name if self.bottleneck else None,
+            "profile": self.profile,
+            "samples": self.samples,
+            "model": self.model,
+            "hardware": self.hardware,
+            "busiest": [{"name": n, "pid": pid, "cpu": cpu} for n, pid, cpu in self.busiest],
+        }
 
 
 def classify(model: Model, snapshots: list[Snapshot]) -> tuple[str, dict[str, float], np.ndarray]:

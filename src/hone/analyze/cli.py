@@ -4,7 +4,6 @@ and `hone train` (a model of your own from collected CSV files)."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import typer
@@ -97,9 +96,7 @@ def analyze_command(
         if not as_json:
             print_apply(applied)
     if as_json:
-        data = asdict(result)
-        for row, resource in zip(data["resources"], result.resources, strict=True):
-            row["verdict"] = resource.verdict
+        data = result.to_dict()
         if applied is not None:
             data["applied"] = apply_data(applied)
         typer.echo(json.dumps(data, indent=2))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -19,25 +18,6 @@ if TYPE_CHECKING:
 
 router = APIRouter(prefix="/api/analysis", tags=["analysis"])
 _RUNNING = asyncio.Lock()  # one analysis at a time: it samples the whole machine anyway
-
-
-def analysis_dict(result: Analysis) -> dict[str, Any]:
-    return {
-        "class": result.cls,
-        "confidence": result.confidence,
-        "probabilities": result.probabilities,
-        "features": [
-            {"name": name, "value": value, "typical": typical}
-            for name, value, typical in result.features
-        ],
-        "resources": [{**asdict(r), "verdict": r.verdict} for r in result.resources],
-        "bottleneck": result.bottleneck.name if result.bottleneck else None,
-        "profile": result.profile,
-        "samples": result.samples,
-        "model": result.model,
-        "hardware": result.hardware,
-        "busiest": [{"name": n, "pid": pid, "cpu": cpu} for n, pid, cpu in result.busiest],
-    }
 
 
 def _analyze(duration: float, interval: float, stop: threading.Event) -> Analysis:
@@ -74,4 +54,4 @@ async def run_analysis(
             if stop.is_set():
                 raise HTTPException(499, "the client went away") from None
             raise
-    return analysis_dict(result)
+    return result.to_dict()

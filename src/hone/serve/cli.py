@@ -17,6 +17,7 @@ from hone.output import (
     output_console,
     percent_gain,
     print_json,
+    state_text,
 )
 
 
@@ -205,7 +206,7 @@ def remote_studies(as_json: bool = JSON) -> None:
     for row in rows:
         table.add_row(
             row["name"],
-            row["state"],
+            state_text(row["state"], row.get("alive")),
             str(row.get("engine") or ""),
             str(row["trials"]),
             str(row["failures"]),

@@ -232,7 +232,7 @@ def summary_row(
         "id": study_id,
         "project": attrs.get("project", name),
         "state": attrs.get("state", RUNNING),
-        "alive": _alive(attrs) if attrs.get("state", RUNNING) == RUNNING else None,
+        "alive": process_alive(attrs) if attrs.get("state", RUNNING) == RUNNING else None,
         "engine": attrs.get("engine"),
         "budget": attrs.get("budget"),
         "created": attrs.get("created"),
@@ -249,7 +249,7 @@ def summary_row(
     }
 
 
-def _alive(attrs: dict[str, Any]) -> bool | None:
+def process_alive(attrs: dict[str, Any]) -> bool | None:
     """Whether the process that runs the study still exists on this machine."""
     pid = attrs.get("pid")
     return pid_alive(pid) if isinstance(pid, int) and pid > 0 else None

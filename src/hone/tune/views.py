@@ -12,11 +12,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hone.output import DataTable, measured, number, percent_gain, same_rounds
+from hone.output import DataTable, measured, number, percent_gain, same_rounds, state_text
 from hone.space import SearchSpace
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING, StudyRecord, TrialRecord
-from hone.storage.summary import summaries, workers_of
+from hone.storage.summary import process_alive, summaries, workers_of
 from hone.tune.confirm import quality_text
 from hone.tune.risk import gain_text, risk_lines
 
@@ -30,7 +30,7 @@ def studies_table(storage: str | None) -> Table:
         gain, half = row["gain"], row["gain_half_width"]
         table.add_row(
             row["name"],
-            row["state"],
+            state_text(row["state"], row["alive"]),
             str(row["engine"] or ""),
             str(row["trials"]),
             str(row["outcome"] or ""),
@@ -70,7 +70,8 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     attrs = study.attrs
     units = {m["name"]: m.get("unit", "") for m in attrs.get("metrics", [])}
     console.print(
-        f"study [bold]{escape(study.name)}[/]: {study.state}, "
+        f"study [bold]{escape(study.name)}[/]: "
+        f"{escape(state_text(study.state, process_alive(attrs)))}, "
         f"engine {escape(str(attrs.get('engine')))}",
         markup=True,
     )
