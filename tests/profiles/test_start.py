@@ -55,6 +55,22 @@ def test_a_workload_gets_its_profile_as_a_checked_project(hone_cli, tmp_path: Pa
     assert bad.returncode == 2 and "unknown workload 'nosuchapp'" in bad.stderr
 
 
+def test_the_check_it_suggests_runs_as_printed(hone_cli, tmp_path: Path) -> None:
+    """The line `hone new` ends with is a command to paste: a folder with a space in its name
+    is quoted there, so the shell hands `hone check` one path."""
+    folder = tmp_path / "my project"
+    done = hone_cli("new", str(folder), "--workload", "memcached")
+    assert done.returncode == 0, done.stderr
+    hint = done.stdout.strip().splitlines()[-1]
+    assert hint.startswith("check it with: hone check ")
+    pasted = hint.removeprefix("check it with: hone ")
+    checked = subprocess.run(
+        f"{sys.executable} -m hone {pasted}", shell=True, capture_output=True, text=True,
+        env={**os.environ, "HONE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stderr
+
+
 def test_atune_profile_takes_ranges_from_atune_catalogue(
     hone_cli, tmp_path: Path, monkeypatch
 ) -> None:

@@ -3,7 +3,6 @@ and `hone train` (a model of your own from collected CSV files)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -11,6 +10,8 @@ import typer
 from hone.analyze.window import WINDOW_SECONDS, check_duration
 from hone.cli.values import finite_float
 from hone.errors import HoneError
+from hone.output import print_json
+from hone.shell import command_line
 
 
 def register(app: typer.Typer) -> None:
@@ -99,7 +100,7 @@ def analyze_command(
         data = result.to_dict()
         if applied is not None:
             data["applied"] = apply_data(applied)
-        typer.echo(json.dumps(data, indent=2))
+        print_json(data)
 
 
 def _print(result) -> None:  # type: ignore[no-untyped-def]
@@ -189,8 +190,6 @@ def train_command(
     model = fit(runs, mapping, hardware=hardware)
     save(model, target)
     if as_json:
-        from hone.output import print_json
-
         classes = [
             {"class": cls, "runs": model.runs.get(cls, 0), "profile": model.profiles.get(cls)}
             for cls in model.classes
@@ -201,4 +200,5 @@ def train_command(
         typer.echo(
             f"{cls:20s} {model.runs.get(cls, 0):3d} runs  profile {model.profiles.get(cls, '-')}"
         )
-    typer.echo(f"saved {target}  (hone analyze --model {output or name})")
+    again = command_line(["hone", "analyze", "--model", str(output or name)])
+    typer.echo(f"saved {target}  ({again})")

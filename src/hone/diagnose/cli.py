@@ -126,7 +126,8 @@ def diagnose(
         from hone.diagnose import suggest  # hone.project (numpy): 1 s only a project pays
 
         path = suggest.write(result, suggest_project)
-        typer.echo(f"project: {path} (check it with: hone check {path.parent})", err=as_json)
+        check = command_line(["hone", "check", str(path.parent)])
+        typer.echo(f"project: {path} (check it with: {check})", err=as_json)
 
 
 def _say(result: Diagnosis, text: str, as_json: bool, **files: Path | None) -> None:

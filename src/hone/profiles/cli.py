@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from hone.output import DataTable, help_settings, output_console, print_json
+from hone.shell import command_line
 
 profile_app = typer.Typer(
     help="Static tuning profiles (A-Tune's format), applied as transactions.", **help_settings()
@@ -61,7 +62,7 @@ def new(
         typer.echo(f"  {d.name} = {d.start}  (range from {d.source})")
     for line in left:
         typer.echo(f"  left out: {line}")
-    typer.echo(f"check it with: hone check {path.parent}")
+    typer.echo(f"check it with: {command_line(['hone', 'check', str(path.parent)])}")
 
 
 def _placeholders(placeholders: dict[str, tuple[str, str]]) -> None:

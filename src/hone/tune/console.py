@@ -171,7 +171,8 @@ class RichReporter(Reporter):
     ) -> None:
         super().baseline(metrics, cv, runs, gain)
         self.console.print(
-            f"baseline ({runs} runs): {measured(metrics, self.units)}  noise CV {cv:.1f} %"
+            f"baseline ({runs} run{'' if runs == 1 else 's'}): "
+            f"{measured(metrics, self.units)}  noise CV {cv:.1f} %"
         )
 
     def trial(self, done: int, total: int, run: Measurement) -> None:
