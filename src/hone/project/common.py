@@ -42,6 +42,28 @@ def text(node: Node, key: str, default: str | None = None) -> str | None:
     return str(value)
 
 
+def word(value: Any) -> str | None:
+    """A YAML scalar as the text hone writes for it: a boolean as `true` or `false`, as YAML
+    1.2 spells it (not Python's `True`); None for a null, a list or a mapping."""
+    if value is None or isinstance(value, dict | list):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def words(node: Node, key: str, values: Iterable[Any]) -> list[str]:
+    """Values to write (a knob's choices, a command's arguments), each one scalar: a list, a
+    mapping or a null would otherwise be written as Python prints it ("['a']", "None")."""
+    result = []
+    for value in values:
+        found = word(value)
+        if found is None:
+            raise node.error(key, f"{value!r} is not one value (text or a number)")
+        result.append(found)
+    return result
+
+
 def number(
     node: Node,
     key: str,
