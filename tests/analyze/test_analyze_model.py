@@ -154,6 +154,8 @@ def test_bad_input_gets_one_line(hone_cli, tmp_path: Path) -> None:
         (("train", str(one_class)), "one class only"),
         (("train", str(damaged), str(one_class)), "damaged.csv:3: CPU.STAT.util: 'abc' is not a"),
         (("train", str(infinite), str(one_class)), "infinite.csv:22: CPU.STAT.util: '1e400'"),
+        (("train", str(BUILTIN_DATA), "--interval", "0"), "--interval must be above 0"),
+        (("train", str(BUILTIN_DATA), "--interval", "-5"), "--interval must be above 0"),
         (("train", str(BUILTIN_DATA), "--profile", "web"), "expected CLASS=PROFILE"),
         (("train", str(BUILTIN_DATA), "--profile", "web=no-such-profile"), "no-such-profile"),
         (("train", str(BUILTIN_DATA), "--profile", "batch=hone-web"), "not in the data"),
