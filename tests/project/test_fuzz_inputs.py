@@ -322,6 +322,19 @@ def test_what_would_fail_or_hang_later_is_refused_at_check(tmp_path: Path) -> No
             raise AssertionError(f"{what} was accepted")
 
 
+def test_a_wrong_shape_is_named_in_yaml_words(tmp_path: Path) -> None:
+    """`metrics: [tps]` said "must be a mapping, not NodeList", `tps:` with nothing under it
+    "not NoneType": Python's class names, not the file's."""
+    for value, shape in ((["tps"], "a list"), (None, "nothing"), (5, "a number")):
+        (tmp_path / "hone.yaml").write_text(yaml.safe_dump(_with(("metrics", "tps"), value)))
+        try:
+            load_project(tmp_path)
+        except HoneError as exc:
+            assert str(exc).endswith(f"tps: must be a mapping (key: value lines), not {shape}")
+        else:
+            raise AssertionError(f"metric tps: {value!r} was accepted")
+
+
 def test_flags_and_values_are_the_words_written(tmp_path: Path) -> None:
     """`restart: no` in a config knob's options is no restart (the word "no" was true), and a
     YAML boolean among a knob's values is written as `true`, not Python's `True`."""

@@ -16,8 +16,19 @@ from hone.space import Domain
 
 def expect_mapping(value: Any, parent: Node, key: str) -> Node:
     if not isinstance(value, Node):
-        raise parent.error(key, f"must be a mapping, not {type(value).__name__}")
+        raise parent.error(key, f"must be a mapping (key: value lines), not {_shape(value)}")
     return value
+
+
+def _shape(value: Any) -> str:
+    """What YAML made of a value, in the file's words rather than Python's (not `NodeList`)."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "true/false"
+    return "a number" if isinstance(value, int | float) else f"the text {str(value)[:40]!r}"
 
 
 def check_keys(node: Node, allowed: Iterable[str], required: Iterable[str] = ()) -> None:
