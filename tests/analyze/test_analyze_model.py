@@ -144,6 +144,10 @@ def test_bad_input_gets_one_line(hone_cli, tmp_path: Path) -> None:
     one_class.write_text("CPU.STAT.util,workload.type,workload.appname\n" + "5,a,b\n" * 40)
     damaged = tmp_path / "damaged.csv"  # a cell that is not a number is not a gap in the data
     damaged.write_text("CPU.STAT.util,workload.type,workload.appname\n5,a,b\nabc,a,b\n")
+    infinite = tmp_path / "infinite.csv"  # past a float (1e400) or `inf`: no reading at all
+    infinite.write_text(
+        "CPU.STAT.util,workload.type,workload.appname\n" + "7,c,d\n" * 20 + "1e400,c,d\n"
+    )
     bad_model = tmp_path / "model.pkl"
     bad_model.write_bytes(b"not a pickle")
     cases = [
@@ -152,6 +156,9 @@ def test_bad_input_gets_one_line(hone_cli, tmp_path: Path) -> None:
         (("train", str(broken)), "cannot read CSV"),
         (("train", str(one_class)), "one class only"),
         (("train", str(damaged), str(one_class)), "damaged.csv:3: CPU.STAT.util: 'abc' is not a"),
+        (("train", str(infinite), str(one_class)), "infinite.csv:22: CPU.STAT.util: '1e400'"),
+        (("train", str(BUILTIN_DATA), "--interval", "0"), "--interval must be above 0"),
+        (("train", str(BUILTIN_DATA), "--interval", "-5"), "--interval must be above 0"),
         (("train", str(BUILTIN_DATA), "--profile", "web"), "expected CLASS=PROFILE"),
         (("train", str(BUILTIN_DATA), "--profile", "web=no-such-profile"), "no-such-profile"),
         (("train", str(BUILTIN_DATA), "--profile", "batch=hone-web"), "not in the data"),

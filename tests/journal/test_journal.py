@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hone.errors import HoneError
 from hone.journal import Journal
 from hone.knobs.config_file import ConfigFileActuator
 
@@ -78,3 +79,55 @@ def test_a_workload_record_survives_until_its_restart_succeeds(tmp_path: Path) -
     assert journal.path.exists()  # kept: `hone restore` again once the workload can start
     done = journal.restore(after=lambda: [RestoreOutcome("workload web", "restarted")])
     assert all(o.ok for o in done) and not journal.path.exists()
+
+
+def test_a_damaged_line_is_named_and_the_settings_of_the_others_come_back(
+    tmp_path: Path, hone_cli
+) -> None:
+    """A line damaged in the middle (a disk, an editor) used to refuse the whole journal, so
+    `hone restore` put nothing back. Now a run still refuses it (it would record a tuned value
+    as the original of the knob whose line was lost), saying what to do; `hone restore` puts
+    back what the other lines recorded, names the damaged line and keeps the journal until it
+    is dealt with."""
+    journal = Journal.for_project("damaged")
+    first, second = knob(tmp_path, "first", "1"), knob(tmp_path, "second", "2")
+    journal.begin()
+    journal.remember("first", first)
+    journal.remember("second", second)
+    first.apply("8")
+    second.apply("9")
+    lines = journal.path.read_text().splitlines(keepends=True)
+    lines[1] = lines[1][:40] + "\n"  # the first knob's original, cut short
+    journal.path.write_text("".join(lines))
+    try:
+        Journal.for_project("damaged").originals()
+    except HoneError as exc:
+        assert exc.line == 2 and "`hone restore` puts back what its other lines" in str(exc)
+    else:
+        raise AssertionError("a run read past a damaged line")
+    result = hone_cli("restore", "damaged")
+    assert result.returncode == 2, result.stderr
+    assert f"{journal.path}:2" in result.stdout and "put that setting back by hand" in result.stdout
+    assert (tmp_path / "second.conf").read_text() == "second=2\n"  # put back
+    assert (tmp_path / "first.conf").read_text() == "first=8\n"  # its original is unknown
+    assert journal.path.exists()  # kept until the damaged line is dealt with
+    journal.path.write_text("".join(lines[:1] + lines[2:]))  # the user deletes it
+    result = hone_cli("restore", "damaged")
+    assert result.returncode == 0 and not journal.path.exists(), result.stderr
+
+
+def test_a_damaged_last_line_is_not_taken_for_a_torn_one(tmp_path: Path) -> None:
+    """A crash tears the last line before its newline; a last line that has its newline was
+    written whole, so if it does not read it is damage, and its setting would else be lost."""
+    journal = Journal.for_project("tail")
+    journal.remember("first", knob(tmp_path, "first", "1"))
+    text = journal.path.read_text()
+    journal.path.write_text(text[:50] + "\n")
+    try:
+        Journal.for_project("tail").originals()
+    except HoneError as exc:
+        assert exc.line == 1
+    else:
+        raise AssertionError("a damaged last line was read as a torn one")
+    journal.path.write_text(text[:50])  # no newline: torn by a crash, the change never made
+    assert Journal.for_project("tail").originals() == {}

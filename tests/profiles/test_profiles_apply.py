@@ -137,6 +137,17 @@ def test_missing_include_and_unknown_section(folder: Path) -> None:
         ProfileLibrary().load("loop")
 
 
+def test_an_indented_line_is_refused_not_joined_to_the_value_above(folder: Path) -> None:
+    """configparser takes an indented line as more of the value above: the profile would set
+    vm.swappiness to "10\nvm.dirty_ratio = 5". The line is named instead."""
+    (folder / "indented.conf").write_text(
+        "[sysctl]\nvm.swappiness = 10\n\n# dirty pages\n\tvm.dirty_ratio = 5\n"
+    )
+    with pytest.raises(HoneError, match="indented line continues this value") as error:
+        ProfileLibrary().load("indented")
+    assert (error.value.line, error.value.key) == (5, "vm.swappiness")
+
+
 def test_ulimit_script_systemctl_and_grub_sections(
     folder: Path, live, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,6 +23,7 @@ from rich.console import Console
 from hone.errors import HoneError
 from hone.journal import Journal
 from hone.profiles.library import ProfileLibrary
+from hone.project import load_project
 from hone.tune.check import check_project
 
 FUZZ = settings(
@@ -286,6 +287,26 @@ REFUSED_AT_CHECK = {
     "a negative seed": _with(("tuning", "seed"), -1),
     "sysfs outside /sys": _with(("knobs", "ratio", "sysfs"), "/etc/passwd"),
     "sysfs path not text": _with(("knobs", "ratio", "sysfs"), {"path": 5}),
+    # Values that would reach the system as Python prints them ("['threads']", "None"):
+    "a list as a config key": _with(("knobs", "threads", "config", "key"), ["threads"]),
+    "a list as an INI section": _with(
+        ("knobs", "threads", "config"),
+        {"file": "app.conf", "format": "ini", "section": ["main"], "key": "threads"},
+    ),
+    "a null config file": _with(("knobs", "threads", "config", "file"), None),
+    "a misspelt config option": _with(
+        ("knobs", "threads", "config"), {"file": "app.conf", "kye": "threads"}
+    ),
+    "a list as a sysctl": _with(("knobs", "size", "sysctl"), ["vm.swappiness"]),
+    "a null sysctl": _with(("knobs", "size", "sysctl"), None),
+    "a list as a unit": _with(
+        ("knobs", "size"), {"type": "int", "range": [1, 2], "systemctl": {"unit": ["a"]}}
+    ),
+    "a list among the values": _with(("knobs", "mode", "values"), [["a"], "b"]),
+    "a null among the values": _with(("knobs", "mode", "values"), [None, "b"]),
+    "a mapping as a bool's word": _with(
+        ("knobs", "mode"), {"type": "bool", "on": {"x": 1}, "sysctl": "vm.swappiness"}
+    ),
 }
 
 
@@ -299,6 +320,33 @@ def test_what_would_fail_or_hang_later_is_refused_at_check(tmp_path: Path) -> No
             assert "hone.yaml:" in str(exc), (what, str(exc))
         else:
             raise AssertionError(f"{what} was accepted")
+
+
+def test_a_wrong_shape_is_named_in_yaml_words(tmp_path: Path) -> None:
+    """`metrics: [tps]` said "must be a mapping, not NodeList", `tps:` with nothing under it
+    "not NoneType": Python's class names, not the file's."""
+    for value, shape in ((["tps"], "a list"), (None, "nothing"), (5, "a number")):
+        (tmp_path / "hone.yaml").write_text(yaml.safe_dump(_with(("metrics", "tps"), value)))
+        try:
+            load_project(tmp_path)
+        except HoneError as exc:
+            assert str(exc).endswith(f"tps: must be a mapping (key: value lines), not {shape}")
+        else:
+            raise AssertionError(f"metric tps: {value!r} was accepted")
+
+
+def test_flags_and_values_are_the_words_written(tmp_path: Path) -> None:
+    """`restart: no` in a config knob's options is no restart (the word "no" was true), and a
+    YAML boolean among a knob's values is written as `true`, not Python's `True`."""
+    doc = _with(("knobs", "threads", "config", "restart"), "no")
+    doc["workload"] = {"start": "true", "stop": "true"}
+    doc["knobs"]["mode"]["values"] = [True, False]
+    doc["knobs"]["mode"]["default"] = True
+    (tmp_path / "hone.yaml").write_text(yaml.safe_dump(doc))
+    project = load_project(tmp_path)
+    assert not project.knob("threads").restart
+    assert list(project.knob("mode").domain.values()) == ["true", "false"]
+    assert project.knob("mode").reference == "true"
 
 
 def test_a_knob_that_cannot_be_read_needs_a_default(tmp_path: Path) -> None:

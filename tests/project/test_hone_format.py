@@ -100,7 +100,7 @@ def test_on_off_yes_no_are_values_where_values_are_meant(tmp_path: Path) -> None
         (("sysctl: vm.swappiness", "sysctl: ../../etc/passwd"), "not under /proc/sys"),
         (("sysctl: vm.swappiness", "sysctl: ......etc.shadow"), "not under /proc/sys"),
         (("sysctl: vm.swappiness", "sysctl: /etc/passwd"), "not under /proc/sys"),
-        (("sysctl: vm.swappiness", "sysctl: {key: 5}"), "needs a key"),
+        (("sysctl: vm.swappiness", "sysctl: {key: ~}"), "missing required key 'key'"),
         (("sysctl: vm.swappiness", 'sysctl: "vm.swap piness"'), "not a sysctl name"),
     ],
 )

@@ -224,6 +224,10 @@ def test_remote_cli_lists_and_shows_studies(server: Any, hone_cli: Any) -> None:
     assert result.returncode == 2 and "401" in result.stderr  # no token given
     result = hone_cli("remote", "--server", server.url + "/?token=x", "studies")
     assert result.returncode == 2 and "must not carry credentials" in result.stderr
+    for url, reason in (("http://127.0.0.1:99999", "Port out of range"), ("http://[::1", "IPv6")):
+        result = hone_cli("remote", "--server", url, "studies")  # urllib's ValueError, once
+        assert result.returncode == 2 and reason in result.stderr, result.stderr
+        assert len(result.stderr.splitlines()) == 1, result.stderr
     result = hone_cli("--server", server.url, "studies")  # the global form
     assert result.returncode == 0 and "alpha#1" in result.stdout, result.stderr
 

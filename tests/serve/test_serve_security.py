@@ -116,6 +116,26 @@ def test_wildcard_origin_and_readable_token_file_are_refused(tmp_path: Path) -> 
     assert result.returncode == 2 and "readable by others" in result.stderr
 
 
+def test_a_port_in_use_is_one_line_before_any_token_is_made(tmp_path: Path) -> None:
+    """It said it served on the port, then uvicorn's error followed (exit code 3), and a first
+    start had made and shown a token for a server that never ran."""
+    env = {**os.environ, "HONE_HOME": str(tmp_path)}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "hone", "serve", "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == f"hone: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    assert result.stdout == "" and not (tmp_path / "serve" / "token").exists()
+
+
 def raw(server: Any, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
     request = urllib.request.Request(server.url + path, headers=headers)
     try:

@@ -166,6 +166,8 @@ def train_command(
 
     if "/" in name or not name or name.startswith("."):
         raise HoneError(f"model name {name!r} must not be empty or contain '/'")
+    if interval <= 0:  # 0 divided the window by zero; below 0 cut it to two rows
+        raise HoneError("--interval must be above 0")
     mapping: dict[str, str] = {}
     for pair in profile:
         cls, sep, profile_name = pair.partition("=")

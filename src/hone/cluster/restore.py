@@ -22,13 +22,18 @@ class HostOutcome:
 
 
 def restore_project(name: str, journal: Journal | None = None) -> list[HostOutcome]:
-    """Put back every knob of the project on this machine and on every host it touched."""
-    main = journal or Journal.for_project(name)
+    """Put back every knob of the project on this machine and on every host it touched. Asked
+    by name (`hone restore`, not a run's own journal), a damaged line is named, not fatal."""
+    main = journal or salvaging(Journal.for_project(name))
     with main.locked():
         # restored even with no originals of its own: its `begin` would else read as a run
         # that never finished
-        results = [HostOutcome("", o) for o in main.restore()] if main.records() else []
-        journals = {_host_name(j): j for j in Journal.for_project_hosts(name)}
+        results = (
+            [HostOutcome("", o) for o in main.restore()]
+            if main.records() or main.unreadable
+            else []
+        )
+        journals = {_host_name(j): salvaging(j) for j in Journal.for_project_hosts(name)}
         found: dict[str, list[RestoreOutcome]] = {}
 
         def one(host: str) -> None:
@@ -67,9 +72,19 @@ def settle_workloads(journal: Journal) -> list[RestoreOutcome]:
 
 
 def has_changes(name: str) -> bool:
-    return Journal.for_project(name).has_changes() or any(
-        j.has_changes() for j in Journal.for_project_hosts(name)
-    )
+    """Whether `hone restore` has anything to do: an original recorded, a run that never
+    finished, or a damaged line to name."""
+    journals = [Journal.for_project(name), *Journal.for_project_hosts(name)]
+    for journal in map(salvaging, journals):
+        if journal.has_changes() or journal.unreadable or journal.unfinished() is not None:
+            return True
+    return False
+
+
+def salvaging(journal: Journal) -> Journal:
+    """The journal, read past its damaged lines (a restore names them instead of refusing)."""
+    journal.salvage = True
+    return journal
 
 
 def _host_name(journal: Journal) -> str:

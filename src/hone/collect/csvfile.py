@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +116,9 @@ def read_table(path: Path, columns: Iterable[str] | None = None) -> Table:
                 except ValueError:
                     bad = next(i for i in picks if i is not None and _bad(record[i]))
                     raise HoneError(
-                        f"{header[bad]}: {record[bad]!r} is not a number", file=path, line=number
+                        f"{header[bad]}: {record[bad]!r} is not a finite number",
+                        file=path,
+                        line=number,
                     ) from None
                 labels.append((record[type_at], record[app_at]))
     except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
@@ -128,8 +131,12 @@ NAN = float("nan")
 
 def _number(text: str) -> float:
     """An empty cell is a metric not measured (NaN); any other text must be a number: a model
-    trained on a damaged file would learn from gaps that are not in the data."""
-    return float(text) if text.strip() else NAN
+    trained on a damaged file would learn from gaps that are not in the data. An infinity
+    (`inf`, or `1e400`, past a float) stopped the fit in a scikit-learn traceback."""
+    value = float(text) if text.strip() else NAN
+    if math.isinf(value):
+        raise ValueError(text)
+    return value
 
 
 def _bad(text: str) -> bool:

@@ -56,6 +56,12 @@ class Journal:
         self.path = path
         self._originals: dict[str, Original] | None = None
         self._held = False  # this object holds the scope's lock
+        #: Read past damaged lines instead of refusing the journal: set for a restore, which
+        #: puts back what the other lines recorded and names these. A run never salvages: it
+        #: would record a tuned value as the original of a knob whose line was lost.
+        self.salvage = False
+        #: (line number, text) of each damaged line the last read passed over.
+        self.unreadable: list[tuple[int, str]] = []
 
     @classmethod
     def for_project(cls, name: str) -> Journal:
@@ -203,25 +209,43 @@ class Journal:
     def records(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
+        data = self.path.read_bytes()
         try:
-            lines = self.path.read_bytes().decode().splitlines()
+            lines = data.decode().splitlines()
         except UnicodeDecodeError as exc:
-            raise HoneError(
-                f"journal is corrupt (not UTF-8 at byte {exc.start})", file=self.path
-            ) from None
+            if not self.salvage:
+                raise self._corrupt(f"not UTF-8 at byte {exc.start}") from None
+            lines = data.decode(errors="replace").splitlines()  # hone writes ASCII only
         records = []
+        unreadable = []
         for number, line in enumerate(lines, 1):
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
-                # A torn last line from a crash mid-write: everything before it is intact.
-                if number != len(lines):
-                    raise HoneError("journal is corrupt", file=self.path, line=number) from None
+                # A torn last line from a crash mid-write (no newline after it): the change it
+                # announced never happened, and everything before it is intact.
+                if number == len(lines) and not data.endswith(b"\n"):
+                    continue
+                record = None
+            if not _well_formed(record) or (self.salvage and "\ufffd" in line):
+                if not self.salvage:
+                    raise self._corrupt("not a record hone wrote", number)
+                unreadable.append((number, line))
                 continue
-            if not _well_formed(record):
-                raise HoneError("journal is corrupt", file=self.path, line=number)
             records.append(record)
+        self.unreadable = unreadable
         return records
+
+    def _corrupt(self, what: str, line: int | None = None) -> HoneError:
+        """A damaged journal, refused with what to do: a restore puts back what the lines it
+        can read recorded, and names the others."""
+        command = "hone profile rollback" if self.path.stem == "profiles" else "hone restore"
+        return HoneError(
+            f"journal is corrupt: {what}; `{command}` puts back what its other lines recorded"
+            " and names the damaged ones",
+            file=self.path,
+            line=line,
+        )
 
     def originals(self) -> dict[str, Original]:
         if self._originals is None:
@@ -275,7 +299,7 @@ class Journal:
     def _restore(
         self, after: Callable[[], list[RestoreOutcome]] | None = None
     ) -> list[RestoreOutcome]:
-        outcomes = []
+        outcomes = self._unreadable_outcomes()
         built: list[tuple[Original, Actuator]] = []
         for original in reversed(list(self.originals().values())):
             try:
@@ -298,6 +322,20 @@ class Journal:
             except OSError:
                 pass  # a full disk: the values are back; the journal stays for another restore
         return outcomes
+
+    def _unreadable_outcomes(self) -> list[RestoreOutcome]:
+        """A failed outcome for each damaged line a salvaging restore passed over: a setting
+        recorded there cannot be put back by hone, so the journal is kept."""
+        self.records()
+        return [
+            RestoreOutcome(
+                f"{self.path}:{number}",
+                text[:80],
+                "this line is damaged: if it recorded a setting, put that setting back by hand,"
+                " then delete the line and restore again",
+            )
+            for number, text in self.unreadable
+        ]
 
     def archive(self) -> Path | None:
         """Move a fully restored journal aside so the next run records fresh originals."""

@@ -151,6 +151,16 @@ def _parse(path: Path) -> configparser.ConfigParser:
     except (OSError, UnicodeDecodeError) as exc:
         reason = " ".join(str(exc).split())
         raise HoneError(f"cannot read profile: {reason}", file=path) from None
+    for section in parser.sections():
+        for key, value in parser[section].items():
+            if value and "\n" in value.strip():
+                raise HoneError(
+                    "an indented line continues this value: write "
+                    "one `key = value` per line, without indentation",
+                    file=path,
+                    line=_continued(text, value),
+                    key=key,
+                )
     unknown = [s for s in parser.sections() if s not in SECTIONS]
     if unknown:
         header = f"[{unknown[0]}]"
@@ -160,6 +170,13 @@ def _parse(path: Path) -> configparser.ConfigParser:
             f"unknown section {header} (known: {', '.join(SECTIONS)})", file=path, line=line
         )
     return parser
+
+
+def _continued(text: str, value: str) -> int | None:
+    """The line of the first indented line that configparser joined to `value`."""
+    rest = next((part.strip() for part in value.strip().splitlines()[1:] if part.strip()), "")
+    lines = enumerate(text.splitlines(), 1)
+    return next((n for n, t in lines if t[:1].isspace() and t.strip() == rest), None)
 
 
 def _line(exc: configparser.Error) -> int | None:

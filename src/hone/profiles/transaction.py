@@ -200,6 +200,7 @@ def _apply_item(
 def rollback() -> list[str]:
     """Put back every value the active (or half-applied) profile changed, newest first."""
     journal = Journal.for_profiles()
+    journal.salvage = True  # a damaged line is named, and every other setting put back
     with journal.locked():
         return _restore(journal)
 

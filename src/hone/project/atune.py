@@ -20,6 +20,8 @@ from hone.project.common import (
     expect_mapping,
     number,
     text,
+    word,
+    words,
 )
 from hone.project.devices import device_environment
 from hone.project.model import (
@@ -207,7 +209,7 @@ def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, s
     reference = None
     if info.get("ref") is not None:
         try:
-            reference = domain.parse(str(info["ref"]))
+            reference = domain.parse(word(info["ref"]) or "")
         except ValueError as exc:
             raise info.error("ref", f"knob {name!r}: {exc}") from None
         if not domain.contains(reference):  # it would be the baseline every trial is set from
@@ -235,7 +237,7 @@ def _domain(info: Node) -> Domain:
         if not isinstance(options, list) or not options:
             raise info.error("options", "a string knob needs a non-empty options list")
         if dtype == "string":
-            return Categorical(tuple(str(o) for o in options))
+            return Categorical(tuple(words(info, "options", options)))
         return Ordinal(tuple(_numbers(info, "options", options, dtype)))
     scope = info.get("scope")
     if not isinstance(scope, list) or len(scope) < 2:

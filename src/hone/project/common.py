@@ -16,8 +16,19 @@ from hone.space import Domain
 
 def expect_mapping(value: Any, parent: Node, key: str) -> Node:
     if not isinstance(value, Node):
-        raise parent.error(key, f"must be a mapping, not {type(value).__name__}")
+        raise parent.error(key, f"must be a mapping (key: value lines), not {_shape(value)}")
     return value
+
+
+def _shape(value: Any) -> str:
+    """What YAML made of a value, in the file's words rather than Python's (not `NodeList`)."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "true/false"
+    return "a number" if isinstance(value, int | float) else f"the text {str(value)[:40]!r}"
 
 
 def check_keys(node: Node, allowed: Iterable[str], required: Iterable[str] = ()) -> None:
@@ -40,6 +51,28 @@ def text(node: Node, key: str, default: str | None = None) -> str | None:
     if isinstance(value, dict | list):
         raise node.error(key, "must be text")
     return str(value)
+
+
+def word(value: Any) -> str | None:
+    """A YAML scalar as the text hone writes for it: a boolean as `true` or `false`, as YAML
+    1.2 spells it (not Python's `True`); None for a null, a list or a mapping."""
+    if value is None or isinstance(value, dict | list):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def words(node: Node, key: str, values: Iterable[Any]) -> list[str]:
+    """Values to write (a knob's choices, a command's arguments), each one scalar: a list, a
+    mapping or a null would otherwise be written as Python prints it ("['a']", "None")."""
+    result = []
+    for value in values:
+        found = word(value)
+        if found is None:
+            raise node.error(key, f"{value!r} is not one value (text or a number)")
+        result.append(found)
+    return result
 
 
 def number(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from pathlib import Path
@@ -19,6 +20,8 @@ from hone.project.common import (
     expect_mapping,
     number,
     text,
+    word,
+    words,
 )
 from hone.project.devices import device_environment
 from hone.project.hosts import PLACE_KEYS, metric_place, parse_hosts
@@ -75,6 +78,8 @@ DOMAIN_KEYS = (
     "group",
 )
 KNOB_TYPES = ("int", "float", "ordinal", "categorical", "bool")
+#: A bool knob's words for its two values, and their defaults.
+BOOL_WORDS = (("on", "1"), ("off", "0"))
 #: The field a scalar actuator value fills, e.g. `sysctl: vm.swappiness`.
 PRIMARY_FIELD = {"sysctl": "key", "sysfs": "path", "flag": "flag", "env": "variable"}
 
@@ -170,8 +175,8 @@ def _workload(node: Any, doc: Node) -> Workload:
         if stop_signal not in ("TERM", "KILL"):
             raise process.error("stop_signal", "must be TERM or KILL")
         launch = LaunchSpec(
-            [str(c) for c in command],
-            env={k: str(v) for k, v in env.items()},
+            words(process, "command", command),
+            env=dict(zip(env, words(process, "env", env.values()), strict=True)),
             stop_signal=stop_signal or "TERM",
         )
         if node.get("start"):
@@ -262,12 +267,13 @@ def _domain(name: str, node: Node) -> Domain:
             return FloatRange(float(low), float(high), number(node, "step", None), log)
         values = node.get("values")
         if kind == "bool":
-            return Boolean(str(node.get("on", "1")), str(node.get("off", "0")))
+            on, off = (words(node, key, [node.get(key, text)])[0] for key, text in BOOL_WORDS)
+            return Boolean(on, off)
         if not isinstance(values, list) or not values:
             raise node.error("values", f"knob {name!r}: needs a non-empty values list")
         if kind == "ordinal":
             return Ordinal(tuple(_numbers(node, "values")))
-        return Categorical(tuple(str(v) for v in values))
+        return Categorical(tuple(words(node, "values", values)))
     except ValueError as exc:
         raise node.error(
             "range" if "range" in node else "values", f"knob {name!r}: {exc}"
@@ -290,7 +296,7 @@ def _value(node: Node, key: str, domain: Domain) -> Any:
     candidate = value if domain.contains(value) else None
     if candidate is None:
         try:
-            candidate = domain.parse(str(value))
+            candidate = domain.parse(word(value) or "")
         except ValueError:
             candidate = None
     if candidate is None or not domain.contains(candidate):
@@ -312,10 +318,10 @@ def _actuator(name: str, kind: str, node: Node, directory: Path, workload: Workl
         }
         if "timeout" in shell:
             spec["timeout"] = number(shell, "timeout", low=0.001)
-    elif isinstance(raw, dict):
-        spec = {"kind": kind, **raw}
+    elif isinstance(raw, Node):
+        spec = {"kind": kind, **_options(kind, raw)}
     elif kind in PRIMARY_FIELD:
-        spec = {"kind": kind, PRIMARY_FIELD[kind]: str(raw)}
+        spec = {"kind": kind, PRIMARY_FIELD[kind]: text(node, kind) or ""}
     else:
         raise node.error(kind, f"knob {name!r}: {kind} needs a mapping of options")
     relative = not str(spec.get("file", "/")).startswith(("/", "$"))
@@ -329,6 +335,26 @@ def _actuator(name: str, kind: str, node: Node, directory: Path, workload: Workl
         return actuator_from_spec(spec, launch=workload.launch)
     except ActuationError as exc:
         raise node.error(kind, f"knob {name!r}: {exc.message}") from None
+
+
+def _options(kind: str, node: Node) -> dict[str, Any]:
+    """A knob's options given as a mapping (`config: {file, key, ...}`), each checked against
+    the type its actuator declares: a list or a null where text is wanted would otherwise reach
+    the system as "['level']" or "None", and `restart: no` (the word) would count as true."""
+    fields = [f for f in dataclasses.fields(actuator_kinds()[kind]) if f.name != "launch"]
+    required = [f.name for f in fields if f.default is dataclasses.MISSING]
+    check_keys(node, [f.name for f in fields], required=required)
+    options: dict[str, Any] = {}
+    for f in fields:
+        if f.name not in node:
+            continue
+        if f.type == "bool":
+            options[f.name] = boolean(node, f.name, bool(f.default))
+        elif f.type == "float":
+            options[f.name] = number(node, f.name, low=0.001)
+        else:  # text: a path, a key, a unit, a section
+            options[f.name] = text(node, f.name)
+    return options
 
 
 def _constraints(doc: Node, names: set[str]) -> list[Constraint]:

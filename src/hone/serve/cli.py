@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -116,12 +117,13 @@ def serve(
     path = token_file or token_path()
     if token_file is not None and not token_file.exists():
         raise HoneError("no such token file", file=token_file)
-    token, created = load_or_create_token(path)
     projects = {}
     for folder in project or []:
         require_trusted(folder)
         loaded = load_project(folder)
         projects[loaded.name] = folder.resolve()
+    listening = _listen(host, port)  # before a new token is made and shown
+    token, created = load_or_create_token(path)
     config = ServeConfig(
         token=token,
         host=host,
@@ -142,7 +144,7 @@ def serve(
     reads = "open" if config.reads_open else "need the token"
     scheme = "https" if tls_cert else "http"
     console.print(f"hone serve on {scheme}://{_url_host(host)}:{port}/  (reads {reads})")
-    uvicorn.run(
+    settings = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -150,6 +152,25 @@ def serve(
         ssl_certfile=str(tls_cert) if tls_cert else None,
         ssl_keyfile=str(tls_key) if tls_key else None,
     )
+    uvicorn.Server(settings).run(sockets=[listening])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything is printed: a port in use or an address
+    not on this machine ended in uvicorn's error (exit code 3) after the line saying the
+    server listened. SO_REUSEADDR as uvicorn sets it (a port in TIME_WAIT is free)."""
+    try:
+        address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise HoneError(f"cannot listen on {host}: {exc.strerror}") from None
+    listening = socket.socket(address[0], socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind(address[4])
+    except OSError as exc:
+        listening.close()
+        raise HoneError(f"cannot listen on {_url_host(host)}:{port}: {exc.strerror}") from None
+    return listening
 
 
 def _check_tls(cert: Path, key: Path) -> None:

@@ -17,7 +17,11 @@ from hone.errors import HoneError
 
 class RemoteClient:
     def __init__(self, server: str, token: str | None = None, timeout: float = 30.0) -> None:
-        parsed = urllib.parse.urlsplit(server)
+        try:  # urllib refuses a port past 65535 or a broken [IPv6] host with a ValueError
+            parsed = urllib.parse.urlsplit(server)
+            _ = parsed.port
+        except ValueError as exc:
+            raise HoneError(f"--server {server!r}: {exc}") from None
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise HoneError(f"--server must be an http(s) URL, not {server!r}")
         if parsed.username or parsed.password or parsed.query:

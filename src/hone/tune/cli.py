@@ -168,15 +168,13 @@ def restore(
     a cluster project)."""
     from hone import children
     from hone.cluster.restore import has_changes, restore_project
-    from hone.journal import Journal
 
     name = _project_name(project)
     # what a killed run left running (a set command, a server it launched) goes first
     stopped = children.stop_orphans()
     # a killed run that recorded no originals (its knobs die with the process) is closed too,
     # else every later run warns that it never finished
-    unfinished = Journal.for_project(name).unfinished() is not None
-    outcomes = restore_project(name) if has_changes(name) or unfinished else []
+    outcomes = restore_project(name) if has_changes(name) else []
     failed = [o for o in outcomes if not o.outcome.ok]
     if as_json:
         print_json(
