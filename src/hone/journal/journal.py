@@ -43,6 +43,9 @@ class RestoreOutcome:
     name: str
     value: str
     error: str | None = None
+    #: Set when the setting no longer held what hone had left it at: someone changed it since,
+    #: and restore put the original back over that change.
+    changed: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -195,8 +198,25 @@ class Journal:
             )
 
     def end(self, outcome: str) -> None:
-        """The run stopped cleanly; `outcome` says what state it left (applied, restored, ...)."""
-        self._append({"op": "end", "outcome": outcome})
+        """The run stopped cleanly; `outcome` says what state it left (applied, restored, ...).
+        An applied one records what each setting holds now: a later `restore` can then tell a
+        value someone changed since from hone's, and say that it overwrites it."""
+        record: dict[str, Any] = {"op": "end", "outcome": outcome}
+        if outcome == "applied":
+            record["left"] = self._current()
+        self._append(record)
+
+    def _current(self) -> dict[str, str]:
+        """Each recorded setting's value now (one that cannot be read is left out)."""
+        values = {}
+        for original in self.originals().values():
+            try:
+                actuator = actuator_from_spec(original.spec)
+                if actuator.readable:
+                    values[original.name] = actuator.get()
+            except HoneError:
+                continue
+        return values
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -258,6 +278,17 @@ class Journal:
     def has_changes(self) -> bool:
         return bool(self.originals())
 
+    def left(self) -> dict[str, str]:
+        """What the last run left each setting at, when it ended with a winner or a profile
+        applied; empty once another run has begun (its values are its own)."""
+        found: dict[str, str] = {}
+        for record in self.records():
+            if record["op"] == "begin":
+                found = {}
+            elif record["op"] == "end":
+                found = record.get("left") or {}
+        return found
+
     # -- restoring -------------------------------------------------------------------------
 
     def restore(
@@ -282,11 +313,13 @@ class Journal:
                 built.append((original, actuator_from_spec(original.spec)))
             except HoneError as exc:
                 outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
+        left = self.left()
         with settings_locked(actuator for _, actuator in built):
             for original, actuator in built:
+                changed = _changed_since(actuator, left.get(original.name))
                 try:
                     actuator.apply(original.value)
-                    outcomes.append(RestoreOutcome(original.name, original.value))
+                    outcomes.append(RestoreOutcome(original.name, original.value, None, changed))
                 except HoneError as exc:
                     outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
         if after is not None and all(o.ok for o in outcomes):
@@ -338,10 +371,27 @@ class Journal:
             os.close(fd)  # closing releases the lock
 
 
+def _changed_since(actuator: Actuator, left: str | None) -> str | None:
+    """What the setting holds instead of the value hone left it at, in words; None when it
+    holds that value (or hone left none, or it cannot be read: the restore says why)."""
+    if left is None:
+        return None
+    try:
+        now = actuator.get()
+    except HoneError:
+        return None
+    if actuator.normalise(now) == actuator.normalise(left):
+        return None
+    return f"it held {now.strip()!r}, not the {left.strip()!r} hone had left: changed since"
+
+
 def _well_formed(record: Any) -> bool:
     """A record hone could have written: an op, and for an original its name, spec and value."""
     if not isinstance(record, dict) or record.get("op") not in OPS:
         return False
+    if record["op"] == "end":
+        left = record.get("left", {})
+        return isinstance(left, dict) and all(isinstance(v, str) for v in left.values())
     if record["op"] != "original":
         return True
     return (
