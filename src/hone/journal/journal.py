@@ -8,10 +8,8 @@ was killed with SIGKILL. Tuning and profiles share this one mechanism."""
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +21,7 @@ from hone import children
 from hone.errors import ActuationError, HoneError
 from hone.journal.settings import settings_locked
 from hone.knobs import Actuator, actuator_from_spec
-from hone.paths import state_dir
+from hone.paths import safe_name, state_dir
 
 OPS = ("begin", "original", "end", "restored", "workload", "restarting")
 #: Spec fields that do not say which setting is changed: a shell knob's per-run environment
@@ -79,8 +77,7 @@ class Journal:
 
     @staticmethod
     def _stem(name: str) -> str:
-        safe = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:60]
-        return f"project.{safe}.{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+        return f"project.{safe_name(name)}"
 
     @classmethod
     def for_profiles(cls) -> Journal:

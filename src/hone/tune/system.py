@@ -23,7 +23,7 @@ from hone.cluster.restore import restore_project
 from hone.errors import ActuationError, BenchmarkError, HoneError
 from hone.journal import Journal
 from hone.knobs.shell import ShellActuator
-from hone.paths import state_dir
+from hone.paths import work_dir
 from hone.project.model import Project
 from hone.space import Config, Value
 from hone.tune.console import Reporter
@@ -36,7 +36,7 @@ class System:
         self.project = project
         self.journal = journal
         self.reporter = reporter
-        self.workdir = state_dir() / "work" / project.name
+        self.workdir = work_dir(project.name)
         self.workload = WorkloadManager(project.workload, project.directory, self.workdir)
         self.cluster = cluster_of(project)
         self.host_metrics = HostMetrics(project)
