@@ -163,8 +163,9 @@ class Journal:
     def remember_workload(
         self, group: str, host: dict[str, Any], spec: dict[str, Any], running: bool
     ) -> None:
-        """A host's workload of a group, as found before the first change (running or not),
-        so `restore` can leave it as it was; the first record of a group wins."""
+        """A host's workload of a group (or this machine's service, `cluster.restore.SERVICE`),
+        as found before the first change (running or not), so `restore` can leave it as it
+        was; the first record of a group wins."""
         if group not in self.workloads():
             record = {"op": "workload", "group": group, "host": host, "spec": spec}
             self._append({**record, "running": running})
