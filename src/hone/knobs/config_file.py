@@ -115,8 +115,9 @@ class ConfigFileActuator(Actuator):
             raise ActuationError(f"cannot write {shown}: {exc.strerror}", key=self.key) from None
 
     def check_writable(self) -> None:
-        """The rename needs the folder, and replacing the file needs it not immutable: the file
-        that holds the key (a file that cannot be read yet is left for get to name)."""
+        """The rename needs the folder, and replacing the file needs it not immutable and with
+        no other hard link: the file that holds the key (a file that cannot be read yet is left
+        for get to name)."""
         target = self._target()
         with contextlib.suppress(ActuationError):
             target = Path(os.path.realpath(self._locate(self._read())[0]))
@@ -126,6 +127,14 @@ class ConfigFileActuator(Actuator):
                     f"cannot write {place}: read-only (a read-only mount, or immutable: lsattr)",
                     key=self.key or self.pattern,
                 )
+        links = target.stat().st_nlink if target.exists() else 1
+        if links > 1:  # the rename gives this name a new file; the other names keep the old one
+            raise ActuationError(
+                f"{target} has {links} hard links: hone replaces a file by rename, which would "
+                "leave the other names with the old text (the program may read one of them) "
+                "and never join them again; make it one file, or a symlink",
+                key=self.key or self.pattern,
+            )
 
     def check_value(self, value: str) -> None:
         """Values that the file's syntax would not give back as written: a line break makes a
