@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
+
+#: A project name that is a folder name as it stands (hone.yaml's rule for `name`).
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
 def state_dir() -> Path:
@@ -27,3 +32,19 @@ def default_storage_url() -> str:
     if not database.exists():  # SQLite's own files (-wal, -shm) take the database's mode
         os.close(os.open(database, os.O_WRONLY | os.O_CREAT, 0o600))
     return f"sqlite:///{database}"
+
+
+def work_dir(project: str) -> Path:
+    """A project's private folder for its data (HONE_WORKDIR), inside the state directory
+    whatever the name: an A-Tune project may be named `../../etc` or `/`, which as a path
+    would lead out of it. Such a name is spelt safely (`safe_name`)."""
+    return (
+        state_dir() / "work" / (project if _PLAIN_NAME.fullmatch(project) else safe_name(project))
+    )
+
+
+def safe_name(name: str) -> str:
+    """Any name as a file name: its letters, digits, `_` and `-`, and a digest of the exact name
+    that keeps apart two that differ only in other characters (`dup` and `dup.`)."""
+    safe = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:60]
+    return f"{safe}.{hashlib.sha256(name.encode()).hexdigest()[:12]}"

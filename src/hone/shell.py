@@ -89,6 +89,22 @@ _SCRIPTED = {"python", "python3", "perl", "ruby", "php", "node", "lua", "tclsh"}
 _SCRIPT_FLAGS = {"-c", "-e", "-E", "-r"}
 _PREFIXES = {"sudo", "env", "nice", "ionice", "command", "exec", "nohup", "stdbuf", "timeout"}
 _KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "(", ")"}
+#: Named as the interpreter when the placeholder stands in an arithmetic expression.
+ARITHMETIC = "bash arithmetic"
+#: What opens a construct in a command line, and what closes it.
+_OPENERS = {
+    "$((": "))",
+    "$[": "]",
+    "((": "))",
+    "$(": ")",
+    "${": "}",
+    "[[": "]]",
+    "(": ")",
+    "`": "`",
+}
+#: Constructs whose whole text bash evaluates as arithmetic.
+_EVALUATED = ("$((", "$[", "((")
+_DECLARE = {"declare", "typeset", "local", "export", "readonly"}
 #: What a value may hold when it reaches a nested interpreter: no quoting, delimiter, command,
 #: substitution or comment character of sh, sed, awk or any scripting language.
 SAFE_NESTED_VALUE = re.compile(r"[A-Za-z0-9 _.,:+=@%-]*")
@@ -103,6 +119,8 @@ def nested_interpreter(template: str, placeholder: str) -> str | None:
     marked = template.replace(braced, "\x00").replace(placeholder, "\x00")
     if "\x00" not in marked:
         return None
+    if _in_arithmetic(marked):
+        return ARITHMETIC
     lexer = shlex.shlex(marked, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
@@ -132,6 +150,8 @@ def _nested_in(words: list[str]) -> str | None:
     base = re.sub(r"[\d.]+$", "", program)
     if program == "eval":
         scripts = args
+    elif program == "let" or (program in _DECLARE and any(_integer_flag(a) for a in args)):
+        return ARITHMETIC if any("\x00" in arg for arg in args) else None
     elif program in _SHELLS or base in _SCRIPTED:
         flags = {"-c"} if program in _SHELLS else _SCRIPT_FLAGS
         scripts = [args[i + 1] for i, a in enumerate(args[:-1]) if a in flags]
@@ -140,6 +160,59 @@ def _nested_in(words: list[str]) -> str | None:
     else:
         return None
     return program if any("\x00" in script for script in scripts) else None
+
+
+def _integer_flag(arg: str) -> bool:
+    """`-i` among `declare`'s options: its assignments are evaluated as arithmetic."""
+    return arg.startswith("-") and "i" in arg and "=" not in arg
+
+
+def _in_arithmetic(marked: str) -> bool:
+    """Whether the marked placeholder stands where bash (/bin/sh on RHEL, Fedora, openEuler)
+    evaluates an arithmetic expression, in which an array subscript such as `a[$(id)]` runs
+    its command substitution however the value was quoted: `$((...))`, `$[...]`, `((...))`,
+    `[[ ... -eq ... ]]`, and a subscript or substring offset in `${name[...]}`, `${name:...}`.
+    A command substitution inside one of them (`$(( $(echo $out | wc -l) + 1 ))`) is a command
+    again, where the placeholder is an argument."""
+    stack: list[tuple[str, int]] = []  # (what opened it, where)
+    i, n = 0, len(marked)
+    while i < n:
+        char, top = marked[i], stack[-1][0] if stack else ""
+        if char == "\\":
+            i += 2
+        elif char == "\x00" and _arithmetic_here(marked, stack, i):
+            return True
+        elif char == "'" and top not in _EVALUATED:  # a quoted word: nothing expands in it
+            end = marked.find("'", i + 1)
+            i = n if end < 0 else end + 1
+        elif top and marked.startswith(_OPENERS[top], i):
+            stack.pop()
+            i += len(_OPENERS[top])
+        elif opener := next((o for o in _OPENERS if marked.startswith(o, i)), None):
+            stack.append((opener, i))
+            i += len(opener)
+        else:
+            i += 1
+    return False
+
+
+def _arithmetic_here(marked: str, stack: list[tuple[str, int]], at: int) -> bool:
+    """Whether the innermost construct around `at` that decides evaluates it as arithmetic."""
+    for opener, start in reversed(stack):
+        if opener == "(":
+            continue  # a parenthesised part of whatever is around it
+        if opener in _EVALUATED:
+            return True
+        if opener == "[[":
+            end = marked.find("]]", at)
+            return bool(
+                re.search(r"\s-(eq|ne|lt|le|gt|ge)\s", marked[start : end if end > 0 else None])
+            )
+        if opener == "${":
+            # after the name: `[` opens a subscript, `:` an offset (`:-` `:=` `:+` `:?` do not)
+            return bool(re.match(r"\$\{#?\w+(\[|:(?![-=+?]))", marked[start:at]))
+        return False  # `$(` or a backtick: a command of its own
+    return False
 
 
 def _program_text(args: list[str], flag: str) -> list[str]:

@@ -121,6 +121,24 @@ def test_an_immutable_file_stops_tune_before_the_baseline(tmp_path: Path) -> Non
     assert "baseline" not in done.stdout
 
 
+def test_a_hard_linked_file_stops_tune_before_the_baseline(tmp_path: Path) -> None:
+    """The rename split the links: the other name (the one the program may read) kept the old
+    text through every trial, and after restore the two names were two files."""
+    conf = tmp_path / "redis.conf"
+    conf.write_bytes(b"maxmemory 100mb\n")
+    other = tmp_path / "redis-main.conf"
+    os.link(conf, other)
+    done = _tune(tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"hone: maxmemory: {conf} has 2 hard links: hone replaces a file by rename, which would "
+        "leave the other names with the old text (the program may read one of them) and never "
+        "join them again; make it one file, or a symlink"
+    ]
+    assert "baseline" not in done.stdout
+    assert os.path.samefile(conf, other) and conf.read_bytes() == b"maxmemory 100mb\n"
+
+
 @pytest.mark.parametrize(
     ("fmt", "text", "section", "words"),
     [

@@ -47,6 +47,18 @@ def test_apply_check_and_rollback(folder: Path, live) -> None:
     assert {o.status for o in check_profile(profile) if o.item.section == "sysctl"} == {"differs"}
 
 
+def test_rollback_says_which_later_change_it_overwrote(folder: Path, live) -> None:
+    apply("web")
+    SWAPPINESS.write_text("23")  # an administrator's change since
+    restored = rollback()
+    assert read_live() == live
+    changed = [line for line in restored if "overwrote a change" in line]
+    assert changed == [
+        f"sysctl:vm.swappiness = {live[0].strip()} (overwrote a change: it held '23', not the"
+        " '17' hone had left: changed since)"
+    ]
+
+
 def test_applying_another_profile_rolls_back_the_first(folder: Path, live) -> None:
     (folder / "second.conf").write_text("[sysctl]\nvm.dirty_background_ratio = 6\n")
     apply("web")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hone.shell import nested_interpreter
+from hone.knobs.shell import set_script
+from hone.shell import ARITHMETIC, nested_interpreter, run_argv
 
 SED_SET = "sed -i 's/^OPT=.*/OPT=$value/' flags.conf"
 
@@ -31,6 +32,22 @@ SED_SET = "sed -i 's/^OPT=.*/OPT=$value/' flags.conf"
         ("FOO=1 sudo sed -i -e s/a/$value/ f", "$value", "sed"),
         ("echo '$out' | grep seconds | awk '{print $2}'", "$out", None),
         ('if [ "$value" = on ]; then bash -c "x=$value"; fi', "$value", "bash"),
+        # bash (the /bin/sh of RHEL, Fedora, openEuler) evaluates these as arithmetic, where an
+        # array subscript `a[$(id)]` runs its command substitution
+        ("echo $(( $value * 1024 )) > f", "$value", ARITHMETIC),
+        ('echo "$(( ${value} + 1 ))" > f', "$value", ARITHMETIC),
+        ("(( $value > 3 )) && echo big > f", "$value", ARITHMETIC),
+        ("[[ $value -gt 3 ]] && echo big > f", "$value", ARITHMETIC),
+        ("echo $[ $value + 1 ]", "$value", ARITHMETIC),
+        ("a=(1 2); echo ${a[$value]}", "$value", ARITHMETIC),
+        ("x=abcdef; echo ${x:$value:2}", "$value", ARITHMETIC),
+        ("let n=$value+1", "$value", ARITHMETIC),
+        ("declare -i n=$value", "$value", ARITHMETIC),
+        ("echo $(( $(echo $out | wc -l) + 1 ))", "$out", None),  # an argument again
+        ('[ "$value" -gt 3 ] && echo big > f', "$value", None),  # test compares, no arithmetic
+        ("[[ $value == on ]] && echo on > f", "$value", None),
+        ("echo ${X:-$value} > f", "$value", None),  # a default, not an offset
+        ("echo '$((' $value", "$value", None),  # quoted: no arithmetic
     ],
 )
 def test_nested_interpreters_are_recognised(template, placeholder, interpreter) -> None:
@@ -88,6 +105,41 @@ def test_a_value_read_from_the_system_never_runs_as_code(tmp_path: Path, hone_cl
     assert not list(tmp_path.rglob("PWNED"))
     assert (project.parent / "flags.conf").read_text() == hostile  # nothing changed
     assert "nothing to restore" in hone_cli("restore", "p").stdout
+
+
+def test_a_value_read_from_the_system_never_runs_in_bash_arithmetic(
+    tmp_path: Path, hone_cli
+) -> None:
+    """A set command that computes with $value hands it to bash's arithmetic, which runs the
+    command substitution in a subscript however the value was quoted; with bash as /bin/sh
+    (RHEL, Fedora, openEuler) the file's text ran as root at baseline, recovery and restore."""
+    set_command = "echo $(( $value * 1 )) > level.txt"
+    hostile = "a[$(touch PWNED)]"
+    bash = run_argv(["bash", "-c", set_script(set_command)], env={"HONE_VALUE": hostile},
+                    cwd=tmp_path)  # fmt: skip
+    assert (tmp_path / "PWNED").exists(), bash  # the hazard is real under bash
+    (tmp_path / "PWNED").unlink()
+    (tmp_path / "level.txt").write_text(hostile + "\n")
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent(f"""\
+        name: arithmetic
+        knobs:
+          level:
+            type: int
+            range: [1, 9]
+            shell: {{get: cat level.txt, set: '{set_command}'}}
+        benchmark: {{command: echo score 1, timeout: 20}}
+        metrics:
+          score: {{pattern: 'score (\\S+)', direction: maximize}}
+        tuning: {{engine: random, budget: 2, baseline: 1}}
+        """)
+    )
+    result = hone_cli("tune", str(tmp_path), "--no-why")
+    assert result.returncode == 2, result.stdout
+    assert "would be read as code by bash arithmetic" in result.stderr, result.stderr
+    assert "knob level" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert (tmp_path / "level.txt").read_text() == hostile + "\n"  # nothing changed
+    assert not (tmp_path / "PWNED").exists()
 
 
 def test_plain_values_through_sed_still_tune(tmp_path: Path, hone_cli) -> None:

@@ -6,6 +6,7 @@ gets it restarted once its originals are back, so it runs them again."""
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 
 from hone.cluster.fanout import parallel
@@ -13,6 +14,11 @@ from hone.cluster.ssh import Host
 from hone.cluster.workload import HostWorkload, restart, stop
 from hone.errors import HoneError
 from hone.journal import Journal, RestoreOutcome
+from hone.workload.manager import service
+
+#: The journal's name for this machine's workload run by commands, and its restore line.
+SERVICE = "service"
+SERVICE_OUTCOME = "workload"
 
 
 @dataclass(frozen=True)
@@ -28,11 +34,12 @@ def restore_project(name: str, journal: Journal | None = None) -> list[HostOutco
     with main.locked():
         # restored even with no originals of its own: its `begin` would else read as a run
         # that never finished
-        results = (
-            [HostOutcome("", o) for o in main.restore()]
+        here = (
+            main.restore(after=lambda: settle_service(main))
             if main.records() or main.unreadable
             else []
         )
+        results = [HostOutcome("", o) for o in here]
         journals = {_host_name(j): salvaging(j) for j in Journal.for_project_hosts(name)}
         found: dict[str, list[RestoreOutcome]] = {}
 
@@ -47,6 +54,29 @@ def restore_project(name: str, journal: Journal | None = None) -> list[HostOutco
                 results.append(HostOutcome(host, RestoreOutcome("*", "", failed[host])))
             results.extend(HostOutcome(host, o) for o in found.get(host, []))
     return results
+
+
+def settle_service(journal: Journal) -> list[RestoreOutcome]:
+    """Once this machine's originals are back, its workload run by commands as it should be:
+    a service hone restarted is restarted again, so it runs them, not the values it last read;
+    one hone ran for itself (not `keep_running`) is stopped when the run that started it died
+    (a live run, this process, stops it itself)."""
+    record = journal.workloads().get(SERVICE)
+    if record is None or not record.get("restarted"):
+        return []
+    run = journal.unfinished()
+    if not record["running"] and (run is None or run.get("pid") == os.getpid()):
+        return []
+    manager = service(record["spec"])
+    done = "restarted" if record["running"] else "stopped"
+    try:
+        if record["running"]:
+            manager.restart()
+        else:
+            manager.stop()
+    except HoneError as exc:
+        return [RestoreOutcome(SERVICE_OUTCOME, done, str(exc))]
+    return [RestoreOutcome(SERVICE_OUTCOME, done)]
 
 
 def settle_workloads(journal: Journal) -> list[RestoreOutcome]:

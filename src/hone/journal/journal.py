@@ -8,10 +8,8 @@ was killed with SIGKILL. Tuning and profiles share this one mechanism."""
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +21,7 @@ from hone import children
 from hone.errors import ActuationError, HoneError
 from hone.journal.settings import settings_locked
 from hone.knobs import Actuator, actuator_from_spec
-from hone.paths import state_dir
+from hone.paths import safe_name, state_dir
 
 OPS = ("begin", "original", "end", "restored", "workload", "restarting")
 #: Spec fields that do not say which setting is changed: a shell knob's per-run environment
@@ -43,6 +41,9 @@ class RestoreOutcome:
     name: str
     value: str
     error: str | None = None
+    #: Set when the setting no longer held what hone had left it at: someone changed it since,
+    #: and restore put the original back over that change.
+    changed: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -82,8 +83,7 @@ class Journal:
 
     @staticmethod
     def _stem(name: str) -> str:
-        safe = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:60]
-        return f"project.{safe}.{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+        return f"project.{safe_name(name)}"
 
     @classmethod
     def for_profiles(cls) -> Journal:
@@ -169,8 +169,9 @@ class Journal:
     def remember_workload(
         self, group: str, host: dict[str, Any], spec: dict[str, Any], running: bool
     ) -> None:
-        """A host's workload of a group, as found before the first change (running or not),
-        so `restore` can leave it as it was; the first record of a group wins."""
+        """A host's workload of a group (or this machine's service, `cluster.restore.SERVICE`),
+        as found before the first change (running or not), so `restore` can leave it as it
+        was; the first record of a group wins."""
         if group not in self.workloads():
             record = {"op": "workload", "group": group, "host": host, "spec": spec}
             self._append({**record, "running": running})
@@ -201,8 +202,25 @@ class Journal:
             )
 
     def end(self, outcome: str) -> None:
-        """The run stopped cleanly; `outcome` says what state it left (applied, restored, ...)."""
-        self._append({"op": "end", "outcome": outcome})
+        """The run stopped cleanly; `outcome` says what state it left (applied, restored, ...).
+        An applied one records what each setting holds now: a later `restore` can then tell a
+        value someone changed since from hone's, and say that it overwrites it."""
+        record: dict[str, Any] = {"op": "end", "outcome": outcome}
+        if outcome == "applied":
+            record["left"] = self._current()
+        self._append(record)
+
+    def _current(self) -> dict[str, str]:
+        """Each recorded setting's value now (one that cannot be read is left out)."""
+        values = {}
+        for original in self.originals().values():
+            try:
+                actuator = actuator_from_spec(original.spec)
+                if actuator.readable:
+                    values[original.name] = actuator.get()
+            except HoneError:
+                continue
+        return values
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -282,6 +300,17 @@ class Journal:
     def has_changes(self) -> bool:
         return bool(self.originals())
 
+    def left(self) -> dict[str, str]:
+        """What the last run left each setting at, when it ended with a winner or a profile
+        applied; empty once another run has begun (its values are its own)."""
+        found: dict[str, str] = {}
+        for record in self.records():
+            if record["op"] == "begin":
+                found = {}
+            elif record["op"] == "end":
+                found = record.get("left") or {}
+        return found
+
     # -- restoring -------------------------------------------------------------------------
 
     def restore(
@@ -306,11 +335,13 @@ class Journal:
                 built.append((original, actuator_from_spec(original.spec)))
             except HoneError as exc:
                 outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
+        left = self.left()
         with settings_locked(actuator for _, actuator in built):
             for original, actuator in built:
+                changed = _changed_since(actuator, left.get(original.name))
                 try:
                     actuator.apply(original.value)
-                    outcomes.append(RestoreOutcome(original.name, original.value))
+                    outcomes.append(RestoreOutcome(original.name, original.value, None, changed))
                 except HoneError as exc:
                     outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
         if after is not None and all(o.ok for o in outcomes):
@@ -376,10 +407,27 @@ class Journal:
             os.close(fd)  # closing releases the lock
 
 
+def _changed_since(actuator: Actuator, left: str | None) -> str | None:
+    """What the setting holds instead of the value hone left it at, in words; None when it
+    holds that value (or hone left none, or it cannot be read: the restore says why)."""
+    if left is None:
+        return None
+    try:
+        now = actuator.get()
+    except HoneError:
+        return None
+    if actuator.normalise(now) == actuator.normalise(left):
+        return None
+    return f"it held {now.strip()!r}, not the {left.strip()!r} hone had left: changed since"
+
+
 def _well_formed(record: Any) -> bool:
     """A record hone could have written: an op, and for an original its name, spec and value."""
     if not isinstance(record, dict) or record.get("op") not in OPS:
         return False
+    if record["op"] == "end":
+        left = record.get("left", {})
+        return isinstance(left, dict) and all(isinstance(v, str) for v in left.values())
     if record["op"] != "original":
         return True
     return (

@@ -101,38 +101,23 @@ class ConfigFileActuator(Actuator):
         so that a write gives back every byte hone did not mean to change."""
         path = path or self.path
         try:
-            with open(path, encoding="utf-8", errors="surrogateescape", newline="") as handle:
-                return handle.read()
+            return read_exact(path)
         except OSError as exc:
             raise ActuationError(f"cannot read {path}: {exc.strerror}", key=self.key) from None
 
     def _write(self, text: str, file: Path | None = None) -> None:
         """Replace the file's text atomically (this file, or the included one that holds the
-        key). A symlink is written through: the rename lands on its target, so the link stays a
-        link; mode, owner and extended attributes (ACLs, SELinux labels) are carried over to the
-        new inode."""
-        path = Path(os.path.realpath(file)) if file else self._target()
-        shown = file or self.file
+        key), through a symlink, keeping its mode, owner and extended attributes."""
         try:
-            stat = path.stat()
-            fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+            replace_exact(file or self.path, text)
         except OSError as exc:
-            raise ActuationError(f"cannot write {shown}: {exc.strerror}", key=self.key) from None
-        try:
-            # Atomic by rename; no fsync: the journal, not this file, is the durable record.
-            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
-                out.write(text)
-            os.chown(temp, stat.st_uid, stat.st_gid)
-            os.chmod(temp, stat.st_mode & 0o7777)
-            _copy_xattrs(path, temp)
-            os.replace(temp, path)
-        except OSError as exc:
-            Path(temp).unlink(missing_ok=True)
+            shown = file or self.file
             raise ActuationError(f"cannot write {shown}: {exc.strerror}", key=self.key) from None
 
     def check_writable(self) -> None:
-        """The rename needs the folder, and replacing the file needs it not immutable: the file
-        that holds the key (a file that cannot be read yet is left for get to name)."""
+        """The rename needs the folder, and replacing the file needs it not immutable and with
+        no other hard link: the file that holds the key (a file that cannot be read yet is left
+        for get to name)."""
         target = self._target()
         with contextlib.suppress(ActuationError):
             target = Path(os.path.realpath(self._locate(self._read())[0]))
@@ -142,6 +127,14 @@ class ConfigFileActuator(Actuator):
                     f"cannot write {place}: read-only (a read-only mount, or immutable: lsattr)",
                     key=self.key or self.pattern,
                 )
+        links = target.stat().st_nlink if target.exists() else 1
+        if links > 1:  # the rename gives this name a new file; the other names keep the old one
+            raise ActuationError(
+                f"{target} has {links} hard links: hone replaces a file by rename, which would "
+                "leave the other names with the old text (the program may read one of them) "
+                "and never join them again; make it one file, or a symlink",
+                key=self.key or self.pattern,
+            )
 
     def check_value(self, value: str) -> None:
         """Values that the file's syntax would not give back as written: a line break makes a
@@ -451,6 +444,40 @@ class ConfigFileActuator(Actuator):
     def describe(self) -> str:
         where = f"[{self.section}] " if self.section else ""
         return f"config({Path(self.file).name}: {where}{self.key or self.pattern})"
+
+
+def read_exact(path: str | os.PathLike[str]) -> str:
+    """A file's text as it is on disk: CRLF kept, bytes that are not UTF-8 carried as escapes,
+    so that `replace_exact` gives back every byte nobody meant to change."""
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as handle:
+        return handle.read()
+
+
+def replace_exact(file: str | os.PathLike[str], text: str, mode: int = 0o644) -> None:
+    """Replace a file's text atomically (temporary file, rename), every byte as given. A symlink
+    is written through: the rename lands on its target, so the link stays a link; the target's
+    mode, owner and extended attributes (ACLs, SELinux labels) are carried over to the new
+    inode. A file that does not exist yet is created with `mode`. OSError on failure."""
+    path = Path(os.path.realpath(file))
+    try:
+        stat: os.stat_result | None = path.stat()
+    except FileNotFoundError:
+        stat = None
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        # Atomic by rename; no fsync: the journal, not this file, is the durable record.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
+            out.write(text)
+        if stat is None:
+            os.chmod(temp, mode)
+        else:
+            os.chown(temp, stat.st_uid, stat.st_gid)
+            os.chmod(temp, stat.st_mode & 0o7777)
+            _copy_xattrs(path, temp)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
 
 
 def _copy_xattrs(source: Path, target: str) -> None:

@@ -3,19 +3,20 @@
 
 The value is the last line that matches (as pam_limits reads it); no line reads as the empty
 string, and setting the empty string removes the line, so a limit that hone added goes away on
-restore. Limits apply to sessions that start after the change."""
+restore. Limits apply to sessions that start after the change. The file comes back byte for
+byte, as a config knob's does: its line endings and final newline, its mode, owner and extended
+attributes, and a symlink stays a link (config_file.replace_exact)."""
 
 from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from hone.errors import ActuationError
 from hone.knobs.base import Actuator, register
+from hone.knobs.config_file import read_exact, replace_exact
 
 LIMITS_FILE = "/etc/security/limits.conf"
 TYPES = ("soft", "hard", "-")
@@ -51,13 +52,13 @@ class UlimitActuator(Actuator):
     def _pattern(self) -> re.Pattern[str]:
         return re.compile(
             rf"^[ \t]*{re.escape(self.domain)}[ \t]+{re.escape(self.type)}[ \t]+"
-            rf"{re.escape(self.item)}[ \t]+(\S+)[ \t]*$",
+            rf"{re.escape(self.item)}[ \t]+(\S+)[ \t]*\r?$",
             re.M,
         )
 
     def _text(self) -> str:
         try:
-            return Path(self.file).read_text()
+            return read_exact(self.file)
         except FileNotFoundError:
             return ""
         except OSError as exc:
@@ -74,27 +75,19 @@ class UlimitActuator(Actuator):
             raise ActuationError(f"{value!r} is not a number or unlimited", key=self.describe())
         text = self._text()
         lines = list(self._pattern().finditer(text))
+        newline = "\r\n" if "\r\n" in text else "\n"
         if not value:
-            text = re.sub(self._pattern().pattern + r"\n?", "", text, flags=re.M)
+            text = _without(text, lines)
         elif lines:
             last = lines[-1]
             text = text[: last.start(1)] + value + text[last.end(1) :]
+        elif text and not text.endswith("\n"):  # no final line break: nor has the new line
+            text += f"{newline}{self.domain}\t{self.type}\t{self.item}\t{value}"
         else:
-            text += "" if text.endswith("\n") or not text else "\n"
-            text += f"{self.domain}\t{self.type}\t{self.item}\t{value}\n"
-        self._write(text)
-
-    def _write(self, text: str) -> None:
-        path = Path(self.file)
-        mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+            text += f"{self.domain}\t{self.type}\t{self.item}\t{value}{newline}"
         try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-            os.chmod(temp, mode)
-            os.replace(temp, path)
+            replace_exact(self.file, text)
         except OSError as exc:
-            Path(temp).unlink(missing_ok=True)
             raise ActuationError(f"cannot write {self.file}: {exc.strerror}",
                                  key=self.describe()) from None  # fmt: skip
 
@@ -103,3 +96,16 @@ class UlimitActuator(Actuator):
         if self.file != LIMITS_FILE:
             spec["file"] = self.file
         return spec
+
+
+def _without(text: str, lines: list[re.Match[str]]) -> str:
+    """The text without these lines: each with its line break, or, for a last line that has
+    none, with the break before it (the one added with it)."""
+    for line in reversed(lines):
+        start, end = line.start(), line.end()
+        if text.startswith("\n", end):
+            end += 1
+        elif start > 0:
+            start -= 2 if text[:start].endswith("\r\n") else 1
+        text = text[:start] + text[end:]
+    return text

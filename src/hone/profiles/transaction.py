@@ -211,7 +211,10 @@ def _restore(journal: Journal) -> list[str]:
     if failed:
         raise HoneError("could not roll back: " + "; ".join(f"{o.name}: {o.error}" for o in failed))
     _marker().unlink(missing_ok=True)
-    return [f"{o.name} = {o.value}" for o in outcomes]
+    return [
+        f"{o.name} = {o.value}" + (f" (overwrote a change: {o.changed})" if o.changed else "")
+        for o in outcomes
+    ]
 
 
 def check_profile(profile: Profile) -> list[Outcome]:

@@ -207,6 +207,7 @@ def restore_project(project: str, request: Request, db: StudyStore = Store) -> d
                 "name": o.outcome.name,
                 "value": o.outcome.value,
                 "error": o.outcome.error,
+                "changed": o.outcome.changed,
                 "host": o.host or None,
             }
             for o in outcomes

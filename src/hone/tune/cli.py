@@ -187,6 +187,7 @@ def restore(
                         "value": item.outcome.value,
                         "ok": item.outcome.ok,
                         "error": item.outcome.error,
+                        "changed": item.outcome.changed,
                     }
                     for item in outcomes
                 ],
@@ -202,6 +203,8 @@ def restore(
             outcome = item.outcome
             where = f"{item.host}: " if item.host else ""
             status = "ok" if outcome.ok else f"[red]failed[/]: {escape(str(outcome.error))}"
+            if outcome.changed:
+                status += f" (overwrote a change: {escape(outcome.changed)})"
             console.print(
                 f"{escape(where)}{escape(outcome.name)} = {escape(repr(outcome.value))}  {status}",
                 markup=True,

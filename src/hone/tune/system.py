@@ -19,16 +19,19 @@ import numpy as np
 from hone import shell
 from hone.cluster.metrics import HostMetrics
 from hone.cluster.project import cluster_of, remote_benchmark
-from hone.cluster.restore import restore_project
+from hone.cluster.restore import SERVICE, SERVICE_OUTCOME, restore_project
 from hone.errors import ActuationError, BenchmarkError, HoneError
 from hone.journal import Journal
 from hone.knobs.shell import ShellActuator
-from hone.paths import state_dir
+from hone.paths import work_dir
 from hone.project.model import Project
 from hone.space import Config, Value
 from hone.tune.console import Reporter
 from hone.tune.metrics import extract
-from hone.workload.manager import WorkloadManager
+from hone.workload.manager import WorkloadManager, service_spec
+
+#: What every command of a run sees besides the machine's environment (docs/project-format.md).
+_COMMAND_VARIABLES = ("HONE_PORT", "HONE_WORKDIR", "HONE_PROJECT_DIR")
 
 
 class System:
@@ -36,7 +39,7 @@ class System:
         self.project = project
         self.journal = journal
         self.reporter = reporter
-        self.workdir = state_dir() / "work" / project.name
+        self.workdir = work_dir(project.name)
         self.workload = WorkloadManager(project.workload, project.directory, self.workdir)
         self.cluster = cluster_of(project)
         self.host_metrics = HostMetrics(project)
@@ -66,7 +69,7 @@ class System:
         os.environ.setdefault("HONE_PORT", str(_free_port()))
         os.environ["HONE_WORKDIR"] = str(self.workdir)
         os.environ["HONE_PROJECT_DIR"] = str(self.project.directory)
-        variables = {k: os.environ[k] for k in ("HONE_PORT", "HONE_WORKDIR", "HONE_PROJECT_DIR")}
+        variables = {k: os.environ[k] for k in _COMMAND_VARIABLES}
         for knob in self.project.knobs:
             if isinstance(knob.actuator, ShellActuator):
                 # Kept in the journal with the commands, so `hone restore` in another process
@@ -151,6 +154,7 @@ class System:
             self.applied.update(remote)
         if self.workload.managed and (restart or not self.restarted):
             self.start_tried = True
+            self._journal_service()
             self.workload.restart()
             self.restarted = True
         elif not restarted_hosts:
@@ -160,6 +164,20 @@ class System:
         self.fresh = True
         if self.project.benchmark.warmup:
             self.run_benchmark()
+
+    def _journal_service(self) -> None:
+        """Before hone first stops and starts a workload run by commands: how to do it again,
+        durably, for a `restore` in another process. Left alone after a kill, it would go on
+        running the values it last read (or stay stopped): `restore` restarts a service left
+        running (`keep_running`) once the originals are back, and stops the one hone runs
+        for itself. A launched process is recorded apart (children.py)."""
+        workload = self.project.workload
+        if self.restarted or workload.launch is not None:
+            return  # recorded at the first restart
+        env = {k: os.environ[k] for k in _COMMAND_VARIABLES if k in os.environ}
+        spec = service_spec(workload, self.project.directory, env)
+        self.journal.remember_workload(SERVICE, {}, spec, running=not self.owns_workload)
+        self.journal.mark_restarting(SERVICE)
 
     def recover(self, baseline: Config) -> None:
         """Put the knobs back after a failed trial; if even that fails, stop the study."""
@@ -228,9 +246,9 @@ class System:
                 )
                 + f" (journal kept: {self.journal.path})"
             )
-        if self.restarted and not self.owns_workload:
-            self.workload.restart()  # a system service: leave it running its original config
-            self._count_restart("end")
+        if any(o.outcome.name == SERVICE_OUTCOME and o.outcome.value == "restarted" and not o.host
+               for o in outcomes):  # fmt: skip
+            self._count_restart("end")  # a service: restarted on its original values
 
     @property
     def owns_workload(self) -> bool:

@@ -15,6 +15,7 @@ import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from hone import shell
 from hone.errors import BenchmarkError
@@ -24,9 +25,13 @@ from hone.tune.machine import descendants
 
 
 class WorkloadManager:
-    def __init__(self, workload: Workload, cwd: Path, log_dir: Path) -> None:
+    def __init__(
+        self, workload: Workload, cwd: Path, log_dir: Path, env: Mapping[str, str] | None = None
+    ) -> None:
         self.workload = workload
         self.cwd = cwd
+        #: Variables for its commands beyond hone's own (a restore: the run's HONE_PORT, ...).
+        self.env = dict(env or {})
         self.log_path = log_dir / "workload.log"
         self.process: subprocess.Popen[bytes] | None = None
         #: The launched process's record (children.py): `restore` stops it after a kill -9.
@@ -95,7 +100,7 @@ class WorkloadManager:
                 )
             if not ready:
                 return
-            last = shell.run(ready, timeout=10, cwd=self.cwd)
+            last = shell.run(ready, env=self.env, timeout=10, cwd=self.cwd)
             if last.ok:
                 return
             if time.monotonic() > deadline:
@@ -108,7 +113,7 @@ class WorkloadManager:
             time.sleep(0.1)
 
     def _command(self, command: str, what: str) -> None:
-        result = shell.run(command, timeout=self.workload.ready_timeout, cwd=self.cwd)
+        result = shell.run(command, env=self.env, timeout=self.workload.ready_timeout, cwd=self.cwd)
         if not result.ok:
             why = "timed out" if result.timed_out else f"exit {result.returncode}"
             raise BenchmarkError(f"workload {what} failed ({why}): {result.tail()}")
@@ -119,6 +124,31 @@ class WorkloadManager:
         except OSError:
             return ""
         return " | ".join(lines[-3:])[:300]
+
+
+def service_spec(workload: Workload, cwd: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    """A workload run by start and stop commands, as the journal keeps it: `service` builds
+    its manager from this in another process (`hone restore` after a kill)."""
+    return {
+        "start": workload.start,
+        "stop": workload.stop,
+        "ready": workload.ready,
+        "ready_timeout": workload.ready_timeout,
+        "cwd": str(cwd),
+        "env": dict(env),
+    }
+
+
+def service(spec: Mapping[str, Any]) -> WorkloadManager:
+    """The manager of a workload from its `service_spec`, to restart or stop it."""
+    workload = Workload(
+        start=spec.get("start"),
+        stop=spec.get("stop"),
+        ready=spec.get("ready"),
+        ready_timeout=float(spec.get("ready_timeout") or 60.0),
+    )
+    cwd = Path(spec.get("cwd") or ".")
+    return WorkloadManager(workload, cwd, cwd, env=spec.get("env"))
 
 
 def _cannot_exec(program: str, env: Mapping[str, str], cwd: Path) -> str | None:
