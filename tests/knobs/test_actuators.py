@@ -136,7 +136,7 @@ def test_flag_and_env_edit_the_launch() -> None:
     size.apply("64")
     arenas.apply("2")
     assert launch.command() == ["memcached", "-p", "1", "-t", "4", "--size=64"]
-    assert launch.env == {"MALLOC_ARENA_MAX": "2"}
+    assert launch.environment() == {"MALLOC_ARENA_MAX": "2"}
     with pytest.raises(ActuationError, match="needs a process"):
         actuator_from_spec({"kind": "flag", "flag": "-t"})
 

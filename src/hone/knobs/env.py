@@ -36,19 +36,20 @@ class EnvActuator(Actuator):
     @property
     def readable(self) -> bool:
         assert self.launch is not None
-        return self.variable in self.launch.env or self.default is not None
+        return self.launch.get_env(self.variable) is not None or self.default is not None
 
     def get(self) -> str:
         assert self.launch is not None
-        if self.variable in self.launch.env:
-            return self.launch.env[self.variable]
+        value = self.launch.get_env(self.variable)
+        if value is not None:
+            return value
         if self.default is None:
             raise ActuationError("not set and no default", key=self.variable)
         return str(self.default)
 
     def set(self, value: str) -> None:
         assert self.launch is not None
-        self.launch.env[self.variable] = str(value)
+        self.launch.set_env(self.variable, str(value))
 
     def spec(self) -> dict[str, Any]:
         return {"kind": self.kind, "variable": self.variable}

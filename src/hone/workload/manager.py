@@ -49,8 +49,8 @@ class WorkloadManager:
 
     def start(self) -> None:
         if self.workload.launch is not None:
-            argv = [expand(a) for a in self.workload.launch.command()]
-            env = {**os.environ, **{k: expand(v) for k, v in self.workload.launch.env.items()}}
+            argv = self.workload.launch.command(expand)
+            env = {**os.environ, **self.workload.launch.environment(expand)}
             why = _cannot_exec(argv[0], env, self.cwd)
             if why:
                 raise BenchmarkError(f"cannot start {argv[0]}: {why}")
