@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hone.errors import ActuationError
 from hone.journal import Journal
 from hone.knobs.ulimit import UlimitActuator
 
@@ -41,3 +42,18 @@ def test_a_limits_file_behind_a_symlink_comes_back_byte_for_byte(
     assert target.read_bytes() == ORIGINAL
     stat = target.stat()
     assert (stat.st_uid, stat.st_gid, stat.st_mode & 0o7777) == (NOBODY, NOBODY, 0o640)
+
+
+def test_a_hard_linked_limits_file_is_refused_before_any_change(tmp_path: Path) -> None:
+    """The rename that writes the file would give this name a new file and leave the other
+    name, the one pam_limits may read, with the old limits through every trial."""
+    limits = tmp_path / "limits.conf"
+    limits.write_bytes(ORIGINAL)
+    other = tmp_path / "limits-main.conf"
+    os.link(limits, other)
+    knob = UlimitActuator(domain="root", type="soft", item="nofile", file=str(limits))
+    with pytest.raises(ActuationError, match="has 2 hard links"):
+        knob.check_writable()
+    assert os.path.samefile(limits, other) and other.read_bytes() == ORIGINAL
+    other.unlink()
+    knob.check_writable()  # one name: nothing to refuse

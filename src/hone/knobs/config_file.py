@@ -127,14 +127,7 @@ class ConfigFileActuator(Actuator):
                     f"cannot write {place}: read-only (a read-only mount, or immutable: lsattr)",
                     key=self.key or self.pattern,
                 )
-        links = target.stat().st_nlink if target.exists() else 1
-        if links > 1:  # the rename gives this name a new file; the other names keep the old one
-            raise ActuationError(
-                f"{target} has {links} hard links: hone replaces a file by rename, which would "
-                "leave the other names with the old text (the program may read one of them) "
-                "and never join them again; make it one file, or a symlink",
-                key=self.key or self.pattern,
-            )
+        refuse_hard_links(target, self.key or self.pattern)
 
     def check_value(self, value: str) -> None:
         """Values that the file's syntax would not give back as written: a line break makes a
@@ -444,6 +437,20 @@ class ConfigFileActuator(Actuator):
     def describe(self) -> str:
         where = f"[{self.section}] " if self.section else ""
         return f"config({Path(self.file).name}: {where}{self.key or self.pattern})"
+
+
+def refuse_hard_links(path: str | Path, key: str) -> None:
+    """ActuationError for a file with other hard links: hone replaces a file by rename, which
+    gives this name a new file and leaves the other names with the old text."""
+    target = Path(os.path.realpath(path))
+    links = target.stat().st_nlink if target.exists() else 1
+    if links > 1:
+        raise ActuationError(
+            f"{target} has {links} hard links: hone replaces a file by rename, which would "
+            "leave the other names with the old text (the program may read one of them) "
+            "and never join them again; make it one file, or a symlink",
+            key=key,
+        )
 
 
 def read_exact(path: str | os.PathLike[str]) -> str:

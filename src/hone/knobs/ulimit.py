@@ -16,7 +16,7 @@ from typing import Any
 
 from hone.errors import ActuationError
 from hone.knobs.base import Actuator, register
-from hone.knobs.config_file import read_exact, replace_exact
+from hone.knobs.config_file import read_exact, refuse_hard_links, replace_exact
 
 LIMITS_FILE = "/etc/security/limits.conf"
 TYPES = ("soft", "hard", "-")
@@ -64,6 +64,10 @@ class UlimitActuator(Actuator):
         except OSError as exc:
             raise ActuationError(f"cannot read {self.file}: {exc.strerror}",
                                  key=self.describe()) from None  # fmt: skip
+
+    def check_writable(self) -> None:
+        """A limits file with other hard links would be split by the rename that writes it."""
+        refuse_hard_links(self.file, self.describe())
 
     def get(self) -> str:
         matches = list(self._pattern().finditer(self._text()))
