@@ -4,6 +4,7 @@ CSV layout against A-Tune's own files; perf streaming with the software events t
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 import socket
 import subprocess
@@ -128,6 +129,13 @@ def test_stream_keeps_its_schedule() -> None:
     assert len(snapshots) == 4
     assert time.monotonic() - started == pytest.approx(1.0, abs=0.2)
     assert all(s.interval == pytest.approx(0.25, abs=0.1) for s in snapshots)
+
+
+def test_a_duration_of_more_intervals_than_a_number_holds_is_forever() -> None:
+    """`hone analyze -d 1e308 -i 1e-300` ended in an OverflowError traceback."""
+    with Collector(hardware=False) as collector:
+        first = list(itertools.islice(collector.stream(0.01, duration=1e308 / 1e-3), 3))
+    assert len(first) == 3
 
 
 def _poll(counters: PerfCounters, done, seconds: float = 10.0) -> dict[str, float]:

@@ -12,6 +12,7 @@ included, unless one interface is named, because clients on the same host talk o
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -187,8 +188,9 @@ class Collector:
         self, interval: float = 1.0, *, count: int | None = None, duration: float | None = None
     ) -> Iterator[Snapshot]:
         """A snapshot every `interval` seconds on a fixed schedule (no drift), until `count`
-        snapshots or `duration` seconds, else forever."""
-        if duration is not None:
+        snapshots or `duration` seconds, else forever (a duration too many intervals long to
+        count, `-d 1e308 -i 1e-300`, is forever too)."""
+        if duration is not None and math.isfinite(duration / interval):
             count = max(1, round(duration / interval))
         self.prime()
         start = time.monotonic()
