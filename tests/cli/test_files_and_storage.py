@@ -24,6 +24,7 @@ def test_a_database_that_cannot_be_opened_is_one_line(tmp_path: Path, hone_run) 
     url = f"sqlite:///{tmp_path / 'garbage.db'}"
     line = hone_run("studies", "--storage", url).one_line()
     assert "file is not a database" in line and "sqlalche.me" not in line
+    assert "`hone restore PROJECT` works without this file" in line  # what to do about it
 
 
 def test_convert_refuses_to_write_over_the_file_it_converts(tmp_path: Path, hone_run) -> None:

@@ -140,7 +140,10 @@ class StudyStore:
                     self.url, engine_kwargs=_engine_options(self.url)
                 )
         except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
-            raise HoneError(f"cannot open study storage {self.shown}: {_cause(exc)}") from None
+            cause = _cause(exc)
+            raise HoneError(
+                f"cannot open study storage {self.shown}: {cause}{_advice(cause)}"
+            ) from None
         # Connections are closed when the store goes, or at exit at the latest: the command
         # line skips the garbage collection that would close them (cli.main.run), and SQLite
         # folds its write-ahead log back into the database on the last close.
@@ -413,6 +416,18 @@ def _sqlite_wal(connection: Any, record: Any) -> None:
 
 def _now() -> str:
     return dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def _advice(cause: str) -> str:
+    """What to do about a damaged SQLite file, said where the damage is reported: the studies
+    are lost there, the knobs' originals are not (they are in the journal)."""
+    if not any(w in cause for w in ("malformed", "not a database")):
+        return ""
+    return (
+        " (the original values of the knobs are kept apart, in the journal: `hone restore"
+        " PROJECT` works without this file; move it aside to start a new one, or try"
+        " sqlite3's .recover on it)"
+    )
 
 
 def _cause(exc: BaseException) -> str:
