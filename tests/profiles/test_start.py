@@ -92,6 +92,22 @@ def test_atune_profile_takes_ranges_from_atune_catalogue(
     assert hone_cli("check", str(tmp_path / "ng")).returncode == 0
 
 
+def test_a_file_that_is_no_catalogue_is_refused(hone_cli, tmp_path: Path) -> None:
+    """A project file or a profile given as --catalogue was read as an empty catalogue, and the
+    project silently took its ranges from elsewhere."""
+    wrong = tmp_path / "hone.yaml"
+    wrong.write_text("name: x\nknobs: {}\n")
+    done = hone_cli(
+        "new", str(tmp_path / "ng"), "--workload", "memcached", "--catalogue", str(wrong)
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"hone: {wrong}: not an A-Tune knob catalogue: it has no `object` list of knobs"
+        " (A-Tune's is tuning_params_all.yaml)"
+    )
+    assert not (tmp_path / "ng").exists()
+
+
 def test_start_points_are_checked_like_every_other_key(hone_cli, tmp_path: Path) -> None:
     base = {
         "name": "p",

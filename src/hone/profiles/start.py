@@ -79,8 +79,15 @@ def atune_catalogue(path: Path) -> dict[str, Domain]:
     from hone.project.yamlio import load_yaml
 
     doc = load_yaml(path)
+    items = doc.get("object") if isinstance(doc, dict) else None
+    if not isinstance(items, list) or not items:
+        raise HoneError(
+            "not an A-Tune knob catalogue: it has no `object` list of knobs"
+            " (A-Tune's is tuning_params_all.yaml)",
+            file=path,
+        )
     found = {}
-    for item in doc.get("object") or [] if isinstance(doc, dict) else []:
+    for item in items:
         try:
             found[str(item["name"])] = atune._domain(item["info"])
         except (HoneError, KeyError, TypeError):

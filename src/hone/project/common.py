@@ -122,7 +122,7 @@ def boolean(node: Node, key: str, default: bool) -> bool:
         return True
     if word in ("false", "no", "off", "0"):
         return False
-    raise node.error(key, f"must be true or false, not {value!r}")
+    raise node.error(key, f"must be true or false (or yes/no, on/off, 1/0), not {value!r}")
 
 
 def check_declared_values(
