@@ -102,6 +102,13 @@ def test_a_damaged_study_database_is_one_line(hone_home, hone_cli) -> None:
     assert result.returncode in (0, 2) and "Traceback" not in result.stderr  # Optuna rebuilds it
 
 
+def test_no_studies_is_said_not_drawn_as_an_empty_table(hone_cli, hone_home: Path) -> None:
+    listed = hone_cli("studies")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == f"no studies in sqlite:///{hone_home / 'studies.db'}\n"
+    assert hone_cli("studies", "--json").stdout.strip() == "[]"
+
+
 def test_config_knobs_without_a_workload_need_no_restart(tmp_path: Path, hone_cli) -> None:
     """The benchmark reads the file itself: there is nothing to restart, so `restart: false`
     is not needed; an explicit `restart: true` without a workload is still a mistake."""

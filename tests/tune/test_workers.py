@@ -157,7 +157,7 @@ def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> Non
         (name, "finished", None) for name in names
     ]
     console = Console(width=300, record=True)
-    console.print(studies_table(postgres_url))  # what `hone studies` prints
+    console.print(studies_table(StudyStore(postgres_url)))  # what `hone studies` prints
     assert "w1: finished, w2: finished, w3: finished" in console.export_text()
     assert [w["baseline_metrics"] for w in listed["workers"]] == [
         {"score": 64.0},

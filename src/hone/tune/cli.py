@@ -244,9 +244,15 @@ def studies(storage: str = typer.Option(None, help="SQLAlchemy URL"), as_json: b
 
         print_json(summaries(StudyStore(storage)))
         return
+    from hone.storage import StudyStore
     from hone.tune.views import studies_table
 
-    output_console().print(studies_table(storage))
+    store = StudyStore(storage)
+    table = studies_table(store)
+    if table.row_count:
+        output_console().print(table)
+    else:  # as `hone diagnoses` says it: an empty table reads as a broken one
+        typer.echo(f"no studies in {store.shown}")
 
 
 def show(

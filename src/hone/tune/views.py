@@ -24,9 +24,9 @@ EFFECT_KNOBS = 3  # knobs whose effect curve is shown, most important first
 INSIGHT_TRIALS = 2000  # trials importance and effects are fitted on at most (docs/benchmarks.md)
 
 
-def studies_table(storage: str | None) -> Table:
+def studies_table(store: StudyStore) -> Table:
     table = DataTable("study", "state", "engine", "trials", "outcome", "gain", "workers", "created")
-    for row in summaries(StudyStore(storage)):
+    for row in summaries(store):
         gain, half = row["gain"], row["gain_half_width"]
         table.add_row(
             row["name"],
