@@ -132,8 +132,8 @@ def test_live_updates_and_stop_with_the_token(page: Page, server: Any) -> None:
     shot(page, "study-stopped")
 
 
-@pytest.mark.parametrize(("width", "height"), [(1366, 768), (2560, 1440)])
-def test_laptop_and_large_monitor(context: Any, server: Any, width: int, height: int) -> None:
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1366, 768), (2560, 1440)])
+def test_phone_laptop_and_large_monitor(context: Any, server: Any, width: int, height: int) -> None:
     page = context.new_page()
     page.set_viewport_size({"width": width, "height": height})
     page.goto(server.url + f"/#/study/{q('alpha#2')}")
@@ -142,6 +142,16 @@ def test_laptop_and_large_monitor(context: Any, server: Any, width: int, height:
     assert overflow <= 0, f"page wider than a {width} px screen by {overflow} px"
     chart = page.evaluate("() => window.honeCharts.trials.width")
     assert chart > width * 0.5  # the chart uses the room it has
+    # The token button and its dialog stay on screen (on a phone the header pushed the button
+    # past the edge, and the dialog's field ran off it).
+    button = page.get_by_role("button", name="Set token")
+    box = button.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= width, box
+    button.click()
+    for part in ("#token-dialog", "#token-dialog input"):
+        box = page.locator(part).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (part, box)
+    page.get_by_role("button", name="Close").click()
     shot(page, f"study-{width}x{height}")
     page.close()
 

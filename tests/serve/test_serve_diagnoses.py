@@ -303,6 +303,11 @@ def test_diagnosis_pages_back_forward_and_reload(
         expect(page.locator(".crumbs")).to_contain_text(tree)
         expect(page.locator("#flame svg")).to_have_count(1)
         expect(page.locator("#main h1")).to_have_count(1)
+        # On a phone: the "compare with" list, as wide as its longest option (a diagnosis and
+        # its command), and long knob names and paths stay inside the screen.
+        page.set_viewport_size({"width": 390, "height": 844})
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - innerWidth")
+        assert overflow <= 0, f"the diagnosis page is wider than a phone by {overflow} px"
 
 
 @pytest.fixture(scope="module")
