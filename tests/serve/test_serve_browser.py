@@ -116,6 +116,13 @@ def test_live_updates_and_stop_with_the_token(page: Page, server: Any) -> None:
         f"() => document.querySelectorAll('#trials tbody tr').length >= {before + 3}",
         timeout=20_000,
     )
+    # The header's count follows the table (it stayed at the count the page was opened with).
+    page.wait_for_function(
+        "() => { const dd = [...document.querySelectorAll('dl.facts dt')]"
+        ".find((dt) => dt.textContent === 'trials').nextElementSibling;"
+        f" return parseInt(dd.textContent) >= {before + 3}; }}",
+        timeout=10_000,
+    )
     expect(page.locator(".live")).to_contain_text("search", timeout=20_000)
     # The progress line can name the search phase before its first trial's event has arrived.
     page.wait_for_function("() => window.honeCharts.trials.data[0].length >= 1", timeout=20_000)

@@ -105,6 +105,31 @@ export async function studyPage(main, name, { onLeave }) {
       }
     });
   };
+  // The header's counts, best seen and gain are the study's summary, read again as trials come
+  // (at most every 2 s, and once after the last): drawn from the first read alone, "trials"
+  // stayed at the count the page was opened with while the table grew under it.
+  let studyDue = 0;
+  let studyTimer = null;
+  let studyAgain = false; // a trial came while the summary was being read
+  const refreshStudy = () => {
+    if (studyTimer !== null) {
+      studyAgain = true;
+      return;
+    }
+    studyTimer = setTimeout(async () => {
+      studyAgain = false;
+      studyDue = Date.now() + 2000;
+      try {
+        study = await get(studyPath(study.name));
+        redraw();
+      } catch (_) {
+        /* the next trial asks again */
+      }
+      studyTimer = null;
+      if (studyAgain) refreshStudy();
+    }, Math.max(0, studyDue - Date.now()));
+  };
+  onLeave(() => clearTimeout(studyTimer));
   const byNumber = new Map(trials.map((t, i) => [t.number, i]));
   // The stream leaves out the trials this page holds finished, below the first unfinished one.
   const open = trials.find((t) => t.state === "running" || t.state === "waiting");
@@ -123,6 +148,7 @@ export async function studyPage(main, name, { onLeave }) {
         }
         // which trial each worker runs now, and its state, are the study's: read them again
         if ((study.workers ?? []).length) study = await get(studyPath(study.name));
+        else refreshStudy();
         redraw();
       } else if (kind === "state") {
         if (data.state !== study.state) {
