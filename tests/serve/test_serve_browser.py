@@ -39,6 +39,17 @@ def test_study_list_then_study_page_with_its_curve(page: Page, server: Any) -> N
     assert drawn["x"] == len(search) == 8
     assert drawn["points"] == len(scored) and 0 < len(scored) < len(search)
     assert {"trial score", "best so far", "baseline mean"} <= set(drawn["series"])
+    # Every figure with its unit, as the project declares it (the page had none)
+    assert page.evaluate("() => window.honeCharts.trials.axes[1].label") == "throughput (req/s)"
+    heads = {
+        "m:throughput": "throughput (req/s)",
+        "m:latency": "latency (ms)",
+        "score": "score (req/s)",
+    }
+    for key, label in heads.items():
+        expect(page.locator(f"#trials thead th[data-key='{key}']")).to_have_text(label)
+    baseline = page.locator("dl.facts dt:text-is('baseline') + dd")
+    expect(baseline).to_contain_text(" req/s (σ, 3 runs")
     # The canvas really has ink on it, not an empty frame.
     inked = page.evaluate(
         "() => { const c = document.querySelector('#trial-chart canvas');"
