@@ -5,6 +5,7 @@ under artifacts/serve/ for a person to look at."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -96,6 +97,10 @@ def test_sort_and_filter_the_trial_table(page: Page, server: Any) -> None:
 
 
 def test_compare_two_studies_on_one_chart(page: Page, server: Any) -> None:
+    page.goto(server.url + "/#/compare/")  # none named: said, not an empty chart and table
+    page.wait_for_selector("body[data-ready=compare]")
+    expect(page.locator("main .hint")).to_have_text(re.compile("^No study named: tick two "))
+    expect(page.locator("main .chart")).to_have_count(0)
     page.goto(server.url + "/")
     page.wait_for_selector("body[data-ready=studies]")
     page.get_by_label("compare alpha#1").check()
