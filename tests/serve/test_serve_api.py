@@ -216,6 +216,7 @@ def test_stop_resume_and_restore_a_running_study(server: Any, hone_cli: Any) -> 
     assert "running (stale)" in line, listed.stdout
     status, body = server.request("POST", f"/api/studies/{q(name)}/stop")
     assert status == 409 and "not running under this server" in body["detail"]
+    assert f"its process (pid {pid}) is gone: resume it" in body["detail"], body  # not "elsewhere"
     status, body = server.request("POST", "/api/projects/slow/restore")
     assert status == 200 and body["ok"], body
     assert {r["name"] for r in body["restored"]} == {"x", "mode"}

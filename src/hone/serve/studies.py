@@ -180,7 +180,14 @@ def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str,
     manager = runs(request)
     run = manager.active(study.project)
     if run is None:
-        where = f" (pid {study.attrs.get('pid')} elsewhere)" if study.state == RUNNING else ""
+        pid = study.attrs.get("pid")
+        where = ""
+        if study.state == RUNNING:  # a pid that is gone is not a run 'elsewhere': say so
+            where = (
+                f" (pid {pid} elsewhere)"
+                if pid_alive(pid)
+                else f"; its process (pid {pid}) is gone: resume it"
+            )
         raise HTTPException(409, f"study {study.name} is not running under this server{where}")
     running = run.study or find_study(db, study.project).name  # a run works on the newest
     if running != study.name:
