@@ -62,8 +62,8 @@ def make_project(folder: Path, name: str, sleep: float = 0.0, budget: int = 6) -
             shell: {{get: cat mode.txt, set: 'echo "$value" > mode.txt'}}
         benchmark: {{command: {BENCH}, timeout: 20}}
         metrics:
-          throughput: {{pattern: 'throughput: (\\S+)', direction: maximize}}
-          latency: {{pattern: 'latency: (\\S+)', direction: minimize, weight: 0}}
+          throughput: {{pattern: 'throughput: (\\S+)', direction: maximize, unit: req/s}}
+          latency: {{pattern: 'latency: (\\S+)', direction: minimize, weight: 0, unit: ms}}
         tuning: {{engine: random, budget: {budget}, baseline: 3, apply: never, seed: 1,
                   confirm: {{candidates: 1, rounds: 2}}}}
         """)

@@ -163,9 +163,15 @@ def test_start_a_study_and_follow_it_live_to_the_end(server: Any) -> None:
     assert row["state"] == "finished" and row["trials"] == len(stored)
 
 
+def searching(event: dict[str, Any]) -> bool:
+    """A run's progress event for a search trial (its `total` is the run's budget)."""
+    return event["event"] == "trial" and event["phase"] == "search"
+
+
 def test_stop_resume_and_restore_a_running_study(server: Any, hone_cli: Any) -> None:
     folder = server.projects["slow"]
-    status, run = server.request("POST", "/api/studies", {"project": "slow"})
+    # a budget of its own (the project's is 200), which the resumed run keeps
+    status, run = server.request("POST", "/api/studies", {"project": "slow", "budget": 150})
     assert status == 202, run
     name = wait_for_study(server, "slow")
     read_events(
@@ -184,11 +190,15 @@ def test_stop_resume_and_restore_a_running_study(server: Any, hone_cli: Any) -> 
 
     status, body = server.request("POST", f"/api/studies/{q(name)}/resume")
     assert status == 202, body
-    read_events(
+    events = read_events(
         server,
         name,
-        lambda ev: sum(k == "trial" and e["state"] == "complete" for k, e in ev) > done_before,
+        lambda ev: (
+            sum(k == "trial" and e["state"] == "complete" for k, e in ev) > done_before
+            and any(k == "progress" and searching(e) for k, e in ev)
+        ),
     )
+    assert {e["total"] for k, e in events if k == "progress" and searching(e)} == {150}
     assert server.get(f"/api/studies/{q(name)}")["state"] == "running"
     status, body = server.request("POST", "/api/projects/slow/restore")
     assert status == 409  # not while a run of the project is going
@@ -206,6 +216,7 @@ def test_stop_resume_and_restore_a_running_study(server: Any, hone_cli: Any) -> 
     assert "running (stale)" in line, listed.stdout
     status, body = server.request("POST", f"/api/studies/{q(name)}/stop")
     assert status == 409 and "not running under this server" in body["detail"]
+    assert f"its process (pid {pid}) is gone: resume it" in body["detail"], body  # not "elsewhere"
     status, body = server.request("POST", "/api/projects/slow/restore")
     assert status == 200 and body["ok"], body
     assert {r["name"] for r in body["restored"]} == {"x", "mode"}

@@ -5,6 +5,7 @@ under artifacts/serve/ for a person to look at."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -39,6 +40,17 @@ def test_study_list_then_study_page_with_its_curve(page: Page, server: Any) -> N
     assert drawn["x"] == len(search) == 8
     assert drawn["points"] == len(scored) and 0 < len(scored) < len(search)
     assert {"trial score", "best so far", "baseline mean"} <= set(drawn["series"])
+    # Every figure with its unit, as the project declares it (the page had none)
+    assert page.evaluate("() => window.honeCharts.trials.axes[1].label") == "throughput (req/s)"
+    heads = {
+        "m:throughput": "throughput (req/s)",
+        "m:latency": "latency (ms)",
+        "score": "score (req/s)",
+    }
+    for key, label in heads.items():
+        expect(page.locator(f"#trials thead th[data-key='{key}']")).to_have_text(label)
+    baseline = page.locator("dl.facts dt:text-is('baseline') + dd")
+    expect(baseline).to_contain_text(" req/s (σ, 3 runs")
     # The canvas really has ink on it, not an empty frame.
     inked = page.evaluate(
         "() => { const c = document.querySelector('#trial-chart canvas');"
@@ -85,6 +97,10 @@ def test_sort_and_filter_the_trial_table(page: Page, server: Any) -> None:
 
 
 def test_compare_two_studies_on_one_chart(page: Page, server: Any) -> None:
+    page.goto(server.url + "/#/compare/")  # none named: said, not an empty chart and table
+    page.wait_for_selector("body[data-ready=compare]")
+    expect(page.locator("main .hint")).to_have_text(re.compile("^No study named: tick two "))
+    expect(page.locator("main .chart")).to_have_count(0)
     page.goto(server.url + "/")
     page.wait_for_selector("body[data-ready=studies]")
     page.get_by_label("compare alpha#1").check()
@@ -116,6 +132,13 @@ def test_live_updates_and_stop_with_the_token(page: Page, server: Any) -> None:
         f"() => document.querySelectorAll('#trials tbody tr').length >= {before + 3}",
         timeout=20_000,
     )
+    # The header's count follows the table (it stayed at the count the page was opened with).
+    page.wait_for_function(
+        "() => { const dd = [...document.querySelectorAll('dl.facts dt')]"
+        ".find((dt) => dt.textContent === 'trials').nextElementSibling;"
+        f" return parseInt(dd.textContent) >= {before + 3}; }}",
+        timeout=10_000,
+    )
     expect(page.locator(".live")).to_contain_text("search", timeout=20_000)
     # The progress line can name the search phase before its first trial's event has arrived.
     page.wait_for_function("() => window.honeCharts.trials.data[0].length >= 1", timeout=20_000)
@@ -132,8 +155,8 @@ def test_live_updates_and_stop_with_the_token(page: Page, server: Any) -> None:
     shot(page, "study-stopped")
 
 
-@pytest.mark.parametrize(("width", "height"), [(1366, 768), (2560, 1440)])
-def test_laptop_and_large_monitor(context: Any, server: Any, width: int, height: int) -> None:
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1366, 768), (2560, 1440)])
+def test_phone_laptop_and_large_monitor(context: Any, server: Any, width: int, height: int) -> None:
     page = context.new_page()
     page.set_viewport_size({"width": width, "height": height})
     page.goto(server.url + f"/#/study/{q('alpha#2')}")
@@ -142,6 +165,16 @@ def test_laptop_and_large_monitor(context: Any, server: Any, width: int, height:
     assert overflow <= 0, f"page wider than a {width} px screen by {overflow} px"
     chart = page.evaluate("() => window.honeCharts.trials.width")
     assert chart > width * 0.5  # the chart uses the room it has
+    # The token button and its dialog stay on screen (on a phone the header pushed the button
+    # past the edge, and the dialog's field ran off it).
+    button = page.get_by_role("button", name="Set token")
+    box = button.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= width, box
+    button.click()
+    for part in ("#token-dialog", "#token-dialog input"):
+        box = page.locator(part).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (part, box)
+    page.get_by_role("button", name="Close").click()
     shot(page, f"study-{width}x{height}")
     page.close()
 

@@ -285,7 +285,12 @@ def test_diagnosis_pages_back_forward_and_reload(
 ) -> None:
     server, (tree, split) = diagnoses
     with browser(chromium) as (page, _errors):
-        page.goto(f"{server.url}/#/diagnoses")
+        # this server has diagnoses and no study: the list says so, not an empty table
+        page.goto(f"{server.url}/#/")
+        page.wait_for_selector("body[data-ready=studies]")
+        expect(page.locator(".status-line")).to_have_text(re.compile("^No studies yet: "))
+        expect(page.locator("#studies")).to_be_hidden()
+        page.get_by_role("link", name="Diagnoses").click()
         page.wait_for_selector("body[data-ready=diagnoses]")
         for name in (split, tree):
             page.locator(f"#diagnoses a[href$='{name}']").click()
@@ -303,6 +308,11 @@ def test_diagnosis_pages_back_forward_and_reload(
         expect(page.locator(".crumbs")).to_contain_text(tree)
         expect(page.locator("#flame svg")).to_have_count(1)
         expect(page.locator("#main h1")).to_have_count(1)
+        # On a phone: the "compare with" list, as wide as its longest option (a diagnosis and
+        # its command), and long knob names and paths stay inside the screen.
+        page.set_viewport_size({"width": 390, "height": 844})
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - innerWidth")
+        assert overflow <= 0, f"the diagnosis page is wider than a phone by {overflow} px"
 
 
 @pytest.fixture(scope="module")

@@ -303,6 +303,23 @@ def test_long_knob_names_stay_readable(page: Page, edges: Server) -> None:
                     title: title.textContent};
         })"""
     )
+    # Each axis of the parallel coordinates is named inside the drawing, the end of the name
+    # kept (the first one, centred 50 px from the edge, lost its start).
+    names = page.evaluate(
+        """() => {
+            const box = document.querySelector('#parallel svg').getBoundingClientRect();
+            return [...document.querySelectorAll('#parallel text.axis-name')].map((t) => {
+                const r = t.getBoundingClientRect();
+                const whole = t.parentNode.querySelector('title').textContent;
+                return {left: r.left - box.left, right: box.right - r.right,
+                        text: t.textContent, whole};
+            });
+        }"""
+    )
+    assert [n["whole"] for n in names] == [f"{LONG}{i}" for i in range(3)] + ["score"]
+    for name in names:
+        assert name["left"] >= 0 and name["right"] >= 0, f"axis name cut off: {name}"
+        assert name["text"][-1] == name["whole"][-1], name
     assert len({e["title"] for e in effects}) == len(effects) > 0
     for effect in effects:
         assert effect["overTheEdge"] <= 1, effect

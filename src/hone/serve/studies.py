@@ -125,7 +125,10 @@ def start_study(body: StartRequest, request: Request, db: StudyStore = Store) ->
 @router.post("/studies/{name:path}/resume", status_code=202, dependencies=NO_BODY)
 def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Resume the named study. A run resumes its project's newest study, so an older one is
-    refused rather than another study resumed in its place."""
+    refused rather than another study resumed in its place. It goes on with the study's own
+    engine and budget: a study started with `budget: 30` went on with the project's 10 (and
+    stopped searching at once past it), or with the project's engine instead of the one the
+    study was started with."""
     study = find_study(db, name)
     if study.state == "finished":
         raise HTTPException(409, f"study {study.name} already finished")
@@ -134,7 +137,8 @@ def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[st
         raise HTTPException(
             409, f"only the newest study of {study.project} ({newest.name}) can be resumed"
         )
-    run = _launch(request, db, study.project, resume=True)
+    own = {key: study.attrs.get(key) for key in ("engine", "budget")}
+    run = _launch(request, db, study.project, resume=True, **own)
     run.study = study.name  # a resumed run announces no study of its own
     return run.describe()
 
@@ -176,7 +180,14 @@ def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str,
     manager = runs(request)
     run = manager.active(study.project)
     if run is None:
-        where = f" (pid {study.attrs.get('pid')} elsewhere)" if study.state == RUNNING else ""
+        pid = study.attrs.get("pid")
+        where = ""
+        if study.state == RUNNING:  # a pid that is gone is not a run 'elsewhere': say so
+            where = (
+                f" (pid {pid} elsewhere)"
+                if pid_alive(pid)
+                else f"; its process (pid {pid}) is gone: resume it"
+            )
         raise HTTPException(409, f"study {study.name} is not running under this server{where}")
     running = run.study or find_study(db, study.project).name  # a run works on the newest
     if running != study.name:

@@ -208,13 +208,26 @@ export function parallelCoordinates(el, space, trials) {
     );
   });
   drawing.append(lines);
+  const edge = 4;
   axes.forEach((axis, i) => {
     const x = left + i * step;
     const g = svg("g", { class: "axis" });
     g.append(svg("line", { x1: x, x2: x, y1: top, y2: bottom }));
     // Names and tick labels fit between two axes (about 7 px a character), whole in tooltips.
     const room = Math.max(4, Math.floor((step || W) / 7) - 1);
-    g.append(named(axis.name, svg("text", { x, y: top - 26, "text-anchor": "middle", class: "axis-name" }, shorten(axis.name, room))));
+    // The first and last names start and end at the drawing's edges, with room up to halfway to
+    // the next axis: centred on their axis, 50 px from the edge, a long first name lost its
+    // start off the drawing.
+    const first = i === 0;
+    const last = i === axes.length - 1 && !first;
+    const span = axes.length === 1 ? W - 2 * edge : first || last ? left - edge + step / 2 : step;
+    const name = svg("text", {
+      x: first ? edge : last ? W - edge : x,
+      y: top - 26,
+      "text-anchor": first ? "start" : last ? "end" : "middle",
+      class: "axis-name",
+    }, shorten(axis.name, Math.max(4, Math.floor(span / 7) - 1)));
+    g.append(named(axis.name, name));
     for (const [value, label] of axis.ticks) {
       g.append(named(label, svg("text", { x: x + 4, y: y(axis, value) + 4, class: "tick" }, shorten(label, room))));
     }

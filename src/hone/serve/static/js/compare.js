@@ -28,6 +28,11 @@ export function bestGains(study, trials) {
 export async function comparePage(main, names) {
   clear(main);
   main.append(h("p", { class: "crumbs" }, h("a", { href: "#/" }, "Studies"), " › compare"), h("h1", {}, "Compare studies"));
+  if (!names.length) {
+    main.append(h("p", { class: "hint" }, "No study named: tick two or more on the Studies page, then Compare selected."));
+    ready(main, "compare");
+    return;
+  }
   let loaded;
   try {
     loaded = await Promise.all(

@@ -64,7 +64,11 @@ export async function studiesPage(main, { onLeave }) {
     try {
       const rows = await get("/api/studies");
       table.setRows(rows.slice().reverse());
-      status.textContent = `${rows.length} studies · ${rows.filter((r) => r.state === "running" && r.alive !== false).length} running · updated ${new Date().toLocaleTimeString()}`;
+      // No studies: said in words, not as an empty table with its headers
+      tableBox.hidden = !rows.length;
+      status.textContent = rows.length
+        ? `${rows.length} studies · ${rows.filter((r) => r.state === "running" && r.alive !== false).length} running · updated ${new Date().toLocaleTimeString()}`
+        : "No studies yet: run hone tune PROJECT on this machine, or start a served project below.";
       ready(main, "studies");
     } catch (error) {
       message(status, `cannot load the studies: ${error.message}`, "error");

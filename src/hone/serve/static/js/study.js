@@ -55,8 +55,11 @@ export async function studyPage(main, name, { onLeave }) {
     // a trial left running by a process that is gone is interrupted, not running
     const shared = (study.workers ?? []).length > 0;
     // a worker's score is its gain over its own baseline; a metric may itself be called "score"
-    const scoreName = study.attrs.scores === "relative" ? "gain (%)" : names.includes("score") ? "trial score" : "score";
-    table = trialTable(clear(tableBox), knobs, names, shared, scoreName, () => (study.alive === false ? "interrupted" : study.state));
+    const scored = names.includes("score") ? "trial score" : "score";
+    const unit = scoreUnit(study);
+    const scoreName = study.attrs.scores === "relative" ? "gain (%)" : unit ? `${scored} (${unit})` : scored;
+    const units = Object.fromEntries((study.attrs.metrics || []).map((m) => [m.name, m.unit]));
+    table = trialTable(clear(tableBox), knobs, names, units, shared, scoreName, () => (study.alive === false ? "interrupted" : study.state));
     return table;
   }
 
@@ -105,6 +108,31 @@ export async function studyPage(main, name, { onLeave }) {
       }
     });
   };
+  // The header's counts, best seen and gain are the study's summary, read again as trials come
+  // (at most every 2 s, and once after the last): drawn from the first read alone, "trials"
+  // stayed at the count the page was opened with while the table grew under it.
+  let studyDue = 0;
+  let studyTimer = null;
+  let studyAgain = false; // a trial came while the summary was being read
+  const refreshStudy = () => {
+    if (studyTimer !== null) {
+      studyAgain = true;
+      return;
+    }
+    studyTimer = setTimeout(async () => {
+      studyAgain = false;
+      studyDue = Date.now() + 2000;
+      try {
+        study = await get(studyPath(study.name));
+        redraw();
+      } catch (_) {
+        /* the next trial asks again */
+      }
+      studyTimer = null;
+      if (studyAgain) refreshStudy();
+    }, Math.max(0, studyDue - Date.now()));
+  };
+  onLeave(() => clearTimeout(studyTimer));
   const byNumber = new Map(trials.map((t, i) => [t.number, i]));
   // The stream leaves out the trials this page holds finished, below the first unfinished one.
   const open = trials.find((t) => t.state === "running" || t.state === "waiting");
@@ -123,6 +151,7 @@ export async function studyPage(main, name, { onLeave }) {
         }
         // which trial each worker runs now, and its state, are the study's: read them again
         if ((study.workers ?? []).length) study = await get(studyPath(study.name));
+        else refreshStudy();
         redraw();
       } else if (kind === "state") {
         if (data.state !== study.state) {
@@ -145,7 +174,7 @@ export async function studyPage(main, name, { onLeave }) {
   onLeave(stop);
 }
 
-function trialTable(box, knobs, metricNames, shared, scoreName, studyState) {
+function trialTable(box, knobs, metricNames, units, shared, scoreName, studyState) {
   const stateText = (t) => {
     if (t.lost) return "✖ lost";
     if (t.state === "fail") return "✖ failed";
@@ -159,7 +188,7 @@ function trialTable(box, knobs, metricNames, shared, scoreName, studyState) {
       { key: "phase", label: "phase", value: (t) => t.phase + (t.round !== null && t.round !== undefined ? ` r${t.round + 1}` : "") },
       ...(shared ? [{ key: "worker", label: "worker", value: (t) => t.worker ?? "" }] : []),
       ...knobs.map((k) => ({ key: `k:${k}`, label: k, value: (t) => t.config[k], text: (t) => String(t.config[k] ?? "") })),
-      ...metricNames.map((m) => ({ key: `m:${m}`, label: m, value: (t) => t.metrics?.[m] ?? null, text: (t) => num(t.metrics?.[m]), numeric: true })),
+      ...metricNames.map((m) => ({ key: `m:${m}`, label: units[m] ? `${m} (${units[m]})` : m, value: (t) => t.metrics?.[m] ?? null, text: (t) => num(t.metrics?.[m]), numeric: true })),
       { key: "score", label: scoreName, value: (t) => t.score, text: (t) => num(t.score), numeric: true },
       { key: "state", label: "state", value: stateText },
       { key: "seconds", label: "seconds", value: (t) => t.seconds, text: (t) => num(t.seconds, 3), numeric: true },
@@ -179,7 +208,29 @@ function trialTable(box, knobs, metricNames, shared, scoreName, studyState) {
 function scoreLabel(study) {
   const metric = (study.attrs.metrics || []).find((m) => (m.weight ?? 1) > 0);
   if (!metric) return "score";
-  return metric.direction === "minimize" ? `−${metric.name} (score)` : metric.name;
+  const unit = metric.unit ? `, ${metric.unit}` : "";
+  if (metric.direction === "minimize") return `−${metric.name} (score${unit})`;
+  return metric.unit ? `${metric.name} (${metric.unit})` : metric.name;
+}
+
+// The unit of a study's score, as the project declares it: its one scored metric's (the score
+// is that metric's value), else % (a weighted score, or a worker's gain, is a percentage).
+function scoreUnit(study) {
+  if (study.attrs.scores === "relative" || !study.single_metric) return "%";
+  return (study.attrs.metrics || []).find((m) => (m.weight ?? 1) > 0)?.unit ?? "";
+}
+
+function withUnit(text, unit) {
+  return unit ? `${text} ${unit}` : text;
+}
+
+// The baseline band: mean ± σ in the score's unit. A weighted score's baseline mean is 0 by
+// construction; its float remainder (-1.554e-15) is written as the 0 it is.
+function baselineText(study) {
+  const band = study.band;
+  const sd = (band.high - band.mean) / 2;
+  const mean = Math.abs(band.mean) < 1e-9 * sd ? 0 : band.mean;
+  return `${withUnit(`${num(mean)} ± ${num(sd)}`, scoreUnit(study))} (σ, ${band.runs} runs, CV ${num(study.attrs.baseline_cv, 2)} %)`;
 }
 
 function progressText(event) {
@@ -226,7 +277,7 @@ function renderHeader(header, study, name, out) {
     ["engine", study.engine],
     ["budget", study.budget],
     ["trials", `${study.trials} (${study.failures} failed)`],
-    ["baseline", (study.workers ?? []).length ? "each worker's own (every score is a gain in % over it; see Workers)" : study.band ? `${num(study.band.mean)} ± ${num((study.band.high - study.band.mean) / 2)} (σ, ${study.band.runs} runs, CV ${num(study.attrs.baseline_cv, 2)} %)` : "not measured yet"],
+    ["baseline", (study.workers ?? []).length ? "each worker's own (every score is a gain in % over it; see Workers)" : study.band ? baselineText(study) : "not measured yet"],
     ["gain in confirmation", pct(study.gain, study.gain_half_width) || "—"],
     ["measurement", quality(study.attrs.quality)],
     ...(study.attrs.selection ? [["knobs kept", selectionText(study.attrs.selection)]] : []),
@@ -285,7 +336,7 @@ function renderBest(el, study, trials) {
   if (result.warmup) el.append(h("p", { class: "hint" }, `${result.warmup} first reading(s) after a restart left out as a warm-up transient, each measured again`));
   if (result.disturbed) el.append(h("p", { class: "hint" }, `${result.disturbed} reading(s) taken while the machine was disturbed, each measured again`));
   if (result.outcome) el.append(h("p", {}, h("strong", {}, result.outcome), ": ", result.reason || ""));
-  else if (top) el.append(h("p", {}, `trial #${top.number}, score ${num(top.score)}`));
+  else if (top) el.append(h("p", {}, `trial #${top.number}, score ${withUnit(num(top.score), scoreUnit(study))}`));
 }
 
 // Why there is no best: still to come only while the study runs; otherwise what happened.
