@@ -44,9 +44,9 @@ def assert_back(folder: Path, swappiness: int) -> None:
     assert int(SWAPPINESS.read_text()) == swappiness
 
 
-def start_tune(project: Path, hone_home: Path) -> subprocess.Popen:
+def start_tune(project: Path, hone_home: Path, *options: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(project)],
+        [sys.executable, "-m", "hone", "tune", str(project), *options],
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -79,9 +79,9 @@ def kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def start_and_kill(project: Path, hone_home: Path, after_trials: int) -> None:
+def start_and_kill(project: Path, hone_home: Path, after_trials: int, *options: str) -> None:
     """Start `hone tune` and SIGKILL it (and its benchmark) once trials are stored."""
-    proc = start_tune(project, hone_home)
+    proc = start_tune(project, hone_home, *options)
     try:
         wait_for_trials(proc, after_trials)
     finally:
@@ -120,8 +120,9 @@ def test_restore_after_kill_9(tmp_path: Path, hone_home: Path, hone_cli, swappin
 def test_resume_after_kill_9_keeps_every_finished_trial(
     tmp_path: Path, hone_home: Path, hone_cli, swappiness: int
 ) -> None:
+    """It goes on with the study's own engine and budget, not the project file's (random, 8)."""
     project = make_project(tmp_path, swappiness)
-    start_and_kill(project, hone_home, after_trials=3)
+    start_and_kill(project, hone_home, 3, "--engine", "lhs", "--budget", "9")
     store = StudyStore()
     before = {t.number: t.config for t in finished_search(store)}
     assert len(before) >= 3
@@ -130,11 +131,12 @@ def test_resume_after_kill_9_keeps_every_finished_trial(
     assert result.returncode == 0, result.stderr
     assert "did not finish" in result.stdout
     assert "interrupted trial(s) recorded as failed" in result.stdout
+    assert "finished trials replayed (engine lhs, budget 9)" in result.stdout
     trials = store.trials(store.find("crash-test"))
     search = [t for t in trials if t.phase == "search"]
     kept = {t.number: t.config for t in search if t.number in before}
     assert kept == before  # nothing lost
-    assert sum(t.state == "complete" for t in search) == 8  # the killed trial is not counted
+    assert sum(t.state == "complete" for t in search) == 9  # the killed trial is not counted
     assert any(t.error == "interrupted (hone was stopped)" for t in search)
     assert [s.name for s in store.studies()] == ["crash-test#1"]
     # apply: never, so the run itself put everything back at the end

@@ -126,9 +126,7 @@ def start_study(body: StartRequest, request: Request, db: StudyStore = Store) ->
 def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Resume the named study. A run resumes its project's newest study, so an older one is
     refused rather than another study resumed in its place. It goes on with the study's own
-    engine and budget: a study started with `budget: 30` went on with the project's 10 (and
-    stopped searching at once past it), or with the project's engine instead of the one the
-    study was started with."""
+    engine and budget, as every resumed run does (Tuner._open_study)."""
     study = find_study(db, name)
     if study.state == "finished":
         raise HTTPException(409, f"study {study.name} already finished")
@@ -137,8 +135,7 @@ def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[st
         raise HTTPException(
             409, f"only the newest study of {study.project} ({newest.name}) can be resumed"
         )
-    own = {key: study.attrs.get(key) for key in ("engine", "budget")}
-    run = _launch(request, db, study.project, resume=True, **own)
+    run = _launch(request, db, study.project, resume=True)
     run.study = study.name  # a resumed run announces no study of its own
     return run.describe()
 

@@ -339,7 +339,10 @@ class Tuner:
             optimizer.tell(trial.config, -score if score is not None else None)
             done += 1
         if done:
-            self.reporter.note(f"resumed: {done} finished trials replayed")
+            self.reporter.note(
+                f"resumed: {done} finished trials replayed (engine {self.engine}, "
+                f"budget {self.budget})"
+            )
         return done
 
     def _finish(
@@ -691,8 +694,14 @@ class Tuner:
             study = self.store.find(self.project.name)
             if study.state == FINISHED:
                 raise HoneError(f"study {study.name} already finished; nothing to resume")
+            # the study's own engine and budget (`--budget 30` when it began), unless this
+            # command gives others: the project file's would change the search midway
+            self.engine = self.options.engine or study.attrs.get("engine") or self.engine
+            self.budget = self.options.budget or study.attrs.get("budget") or self.budget
             lost = self.store.fail_running(study, CUT_OFF)
-            self.store.update(study, state=RUNNING, pid=os.getpid())
+            self.store.update(
+                study, state=RUNNING, pid=os.getpid(), engine=self.engine, budget=self.budget
+            )
             if lost:
                 self.reporter.note(f"{lost} interrupted trial(s) recorded as failed")
             return study
