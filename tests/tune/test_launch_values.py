@@ -13,6 +13,7 @@ import json, os, sys, time
 with open(os.path.join(os.environ["HONE_WORKDIR"], "seen"), "a") as out:
     out.write(json.dumps({"argv": sys.argv[1:], "mode": os.environ.get("MODE"),
                           "own": os.environ.get("OWN")}) + "\\n")
+open(os.path.join(os.environ["HONE_WORKDIR"], "up"), "w").close()  # ready: this start wrote
 time.sleep(600)
 """
 
@@ -29,7 +30,7 @@ def test_a_knob_value_is_not_expanded_the_project_words_are(
             command: [python3, recorder.py, --port, "$HONE_PORT"]
             env: {OWN: "at $HONE_PORT"}
             stop_signal: KILL
-          ready: test -s "$HONE_WORKDIR/seen"
+          ready: rm "$HONE_WORKDIR/up"
         knobs:
           tag:
             type: categorical
