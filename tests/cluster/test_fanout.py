@@ -173,6 +173,27 @@ def test_a_host_gone_mid_study_keeps_its_journal_until_it_is_back(tmp_path: Path
     assert Journal.for_project_hosts("fanout") == []
 
 
+def test_a_host_unreachable_at_the_start_leaves_no_journal_behind(tmp_path: Path, hosts: Testbed):
+    """The run stops before any change; the originals it read on the other hosts are not kept,
+    else the next run would take them as originals and write them back over a value set on a
+    host in between."""
+    hosts.stop_sshd(1)
+    try:
+        with pytest.raises(ActuationError, match=r"h2 .*ssh cannot connect"):
+            cluster_of(_load(tmp_path, hosts)).prepare()  # type: ignore[union-attr]
+        assert Journal.for_project_hosts("fanout") == []
+        assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+    finally:
+        hosts.start_sshd(1)
+    hosts.set_sysctl(0, "net.core.somaxconn", "3000")  # set by hand before the next run
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    cluster.apply({"backlog": "512", "threads": "8", "batch": "250"})
+    assert all(o.outcome.ok for o in restore_project("fanout"))
+    assert _state(hosts, 0) == ("3000", CONFIG)  # its own value, not the one read before
+
+
 def test_a_whole_study_on_the_cluster_leaves_every_host_as_it_was(
     tmp_path: Path, hosts: Testbed, hone_cli
 ):

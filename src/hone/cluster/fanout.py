@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from hone.cluster.remote import RemoteKnob, remote_knob, run_steps
 from hone.cluster.ssh import Host
-from hone.cluster.workload import HostWorkload, is_ready, restart, start
+from hone.cluster.workload import HostWorkload, is_ready, restart, start, stop
 from hone.errors import ActuationError, HoneError
 from hone.journal import Journal
 from hone.knobs import Actuator
@@ -71,9 +71,19 @@ class Cluster:
     # -- before the first change -----------------------------------------------------------
 
     def prepare(self) -> None:
-        """Connect to every host, read every knob there and journal what is not journaled."""
-        failures = parallel(lambda name: self._prepare_host(self.hosts[name]), list(self.hosts))
+        """Connect to every host, read every knob there and journal what is not journaled;
+        once every host is journaled, start the groups' workloads that are down. A host that
+        fails stops the run here: the journals this call began on the other hosts are set
+        aside (and what it started there stopped), since values kept from a run that changed
+        nothing would later be written back over whatever the hosts hold by then."""
+        fresh = [name for name, journal in self.journals.items() if not journal.records()]
+        names = list(self.hosts)
+        failures = parallel(lambda name: self._prepare_host(self.hosts[name]), names)
+        if not failures:
+            failures = parallel(lambda name: self._prepare_workloads(self.hosts[name]), names)
         if failures:
+            for name in fresh:
+                self._forget(name)
             raise ActuationError(failures[sorted(failures)[0]])
 
     def _prepare_host(self, host: Host) -> None:
@@ -94,12 +104,27 @@ class Cluster:
             except ActuationError as exc:
                 raise ActuationError(f"knob {name} on {host.name}: {exc.message}") from None
         journal.remember_values(new)
+
+    def _prepare_workloads(self, host: Host) -> None:
+        journal = self.journals[host.name]
         for group in self._groups_of(host.name):
             workload = self.workloads[group]
             running = is_ready(host, workload)
             journal.remember_workload(group, host.spec(), workload.spec(), running)
             if not running:  # started for the run; `restore` stops it again
                 start(host, workload)
+
+    def _forget(self, name: str) -> None:
+        """Set aside a host journal that a failed `prepare` began: its workloads this run
+        started are stopped (a host where that fails keeps the journal for `hone restore`)."""
+        journal = self.journals[name]
+        try:
+            for group, record in journal.workloads().items():
+                if not record["running"]:
+                    stop(self.hosts[name], self.workloads[group])
+        except HoneError:
+            return
+        journal.archive()
 
     def _groups_of(self, host: str) -> list[str]:
         """The groups with a workload that this host belongs to."""
