@@ -17,6 +17,8 @@ from hone.cluster.restore import restore_project
 from hone.errors import ActuationError, HoneError
 from hone.journal import Journal
 from hone.project import load_project
+from hone.tune.console import Reporter
+from hone.tune.system import System
 
 
 def _load(tmp_path: Path, bed: Testbed, benchmark: str = "echo score: 1"):
@@ -165,6 +167,14 @@ def test_a_host_gone_mid_study_keeps_its_journal_until_it_is_back(tmp_path: Path
         assert all(_state(hosts, i) == ("4096", CONFIG) for i in (0, 1))
         left = Journal.for_project_hosts("fanout")
         assert [j.path.stem.rsplit("@", 1)[1] for j in left] == ["h3"]
+        # what a run says as it stops: the journal that is kept, ssh's words once
+        project = load_project(tmp_path / "hone.yaml")
+        system = System(project, Journal.for_project("fanout"), Reporter())
+        with pytest.raises(HoneError) as kept:
+            system.restore()
+        said = str(kept.value)
+        assert f"journal kept: {left[0].path};" in said and "hone restore fanout" in said, said
+        assert "ssh: connect to host" in said and "ssh: ssh:" not in said, said
     finally:
         hosts.start_sshd(2)
     outcomes = restore_project("fanout")

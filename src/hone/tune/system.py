@@ -218,15 +218,20 @@ class System:
 
     def restore(self) -> None:
         """Every knob back to its journaled original, here and on the cluster's hosts."""
-        outcomes = restore_project(self.project.name, self.journal)
+        name = self.project.name
+        outcomes = restore_project(name, self.journal)
         failed = [o for o in outcomes if not o.outcome.ok]
         if failed:
+            # the journals still on disk: a host's own when only that host failed (this
+            # machine's is archived once its knobs are back)
+            kept = [self.journal, *Journal.for_project_hosts(name)]
+            paths = ", ".join(str(j.path) for j in kept if j.path.exists())
             raise HoneError(
                 "could not restore: "
                 + "; ".join(
                     f"{o.host or 'here'} {o.outcome.name}: {o.outcome.error}" for o in failed
                 )
-                + f" (journal kept: {self.journal.path})"
+                + f" (journal kept: {paths}; `hone restore {name}` puts the rest back)"
             )
         if self.restarted and not self.owns_workload:
             self.workload.restart()  # a system service: leave it running its original config
