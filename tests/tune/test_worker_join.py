@@ -51,8 +51,9 @@ def test_a_worker_with_other_ranges_or_knobs_is_refused(postgres_url: str, tmp_p
         }
         refused = {folder: start(folder, postgres_url, folder.name, 5, 3) for folder in expected}
         for folder, why in expected.items():
-            _out, err = refused[folder].communicate(timeout=60)
+            out, err = refused[folder].communicate(timeout=60)
             assert refused[folder].returncode == 2, err
+            assert out == "", out  # the one line on stderr is all it prints
             lines = err.strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith("hone: study shared#1 runs another"), err
             assert why in lines[0]
