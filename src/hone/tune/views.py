@@ -96,8 +96,9 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         console.print(
             "best: " + ", ".join(f"{k}={v}" for k, v in result["best"].items()), markup=False
         )
-        metrics = result.get("best_metrics") or {}
-        console.print("      " + measured(metrics, units))
+        metrics = result.get("best_metrics")
+        if metrics:  # a shared study's decision has gains only, each worker's own
+            console.print("      " + measured(metrics, units))
         if result.get("confirm_baseline_metrics"):
             console.print(same_rounds(result["confirm_baseline_metrics"], units), markup=False)
     if result.get("gain"):
