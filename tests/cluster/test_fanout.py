@@ -202,6 +202,22 @@ def test_a_host_unreachable_at_the_start_leaves_no_journal_behind(tmp_path: Path
     cluster.apply({"backlog": "512", "threads": "8", "batch": "250"})
     assert all(o.outcome.ok for o in restore_project("fanout"))
     assert _state(hosts, 0) == ("3000", CONFIG)  # its own value, not the one read before
+    # the benchmark's host holds no knob: unreachable, it stops the run before any change too
+    (tmp_path / "hone.yaml").write_text(
+        project_yaml(hosts)
+        .replace(
+            hosts.hosts_yaml({"brokers": [0, 1, 2]}),
+            hosts.hosts_yaml({"brokers": [0, 1], "c": [2]}),
+        )
+        .replace("host: h1", "host: h3")
+    )
+    hosts.stop_sshd(2)
+    try:
+        with pytest.raises(ActuationError, match=r"h3 .*ssh cannot connect"):
+            cluster_of(load_project(tmp_path / "hone.yaml")).prepare()  # type: ignore[union-attr]
+    finally:
+        hosts.start_sshd(2)
+    assert Journal.for_project_hosts("fanout") == []
 
 
 def test_a_whole_study_on_the_cluster_leaves_every_host_as_it_was(

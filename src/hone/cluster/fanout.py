@@ -44,6 +44,7 @@ class Cluster:
         project: str,
         knobs: Iterable[GroupKnob],
         workloads: dict[str, HostWorkload] | None = None,
+        others: Iterable[Host] = (),
     ) -> None:
         self.project = project
         self.knobs = list(knobs)
@@ -51,6 +52,8 @@ class Cluster:
         #: The workloads of the groups that hold knobs (only those are ever restarted).
         self.workloads = {g: w for g, w in (workloads or {}).items() if g in groups}
         self.hosts: dict[str, Host] = {h.name: h for k in self.knobs for h in k.hosts}
+        #: The hosts the run reaches that hold no knob (the benchmark's, a metric's).
+        self.others = {h.name: h for h in others if h.name not in self.hosts}
         self.remote: dict[str, RemoteKnob] = {k.name: remote_knob(k.actuator) for k in self.knobs}
         self.on_host: dict[str, list[str]] = {
             h: [k.name for k in self.knobs if any(x.name == h for x in k.hosts)] for h in self.hosts
@@ -71,14 +74,22 @@ class Cluster:
     # -- before the first change -----------------------------------------------------------
 
     def prepare(self) -> None:
-        """Connect to every host, read every knob there and journal what is not journaled;
-        once every host is journaled, start the groups' workloads that are down. A host that
-        fails stops the run here: the journals this call began on the other hosts are set
-        aside (and what it started there stopped), since values kept from a run that changed
-        nothing would later be written back over whatever the hosts hold by then."""
+        """Connect to every host (those that hold no knob too), read every knob there and
+        journal what is not journaled; once every host is journaled, start the groups'
+        workloads that are down. A host that fails stops the run here: the journals this call
+        began on the other hosts are set aside (and what it started there stopped), since
+        values kept from a run that changed nothing would later be written back over whatever
+        the hosts hold by then."""
         fresh = [name for name, journal in self.journals.items() if not journal.records()]
         names = list(self.hosts)
-        failures = parallel(lambda name: self._prepare_host(self.hosts[name]), names)
+
+        def reach(name: str) -> None:
+            if name in self.others:
+                self.others[name].connect()  # a host the run needs that holds no knob
+            else:
+                self._prepare_host(self.hosts[name])
+
+        failures = parallel(reach, [*names, *self.others])
         if not failures:
             failures = parallel(lambda name: self._prepare_workloads(self.hosts[name]), names)
         if failures:
