@@ -183,6 +183,24 @@ def test_a_host_gone_mid_study_keeps_its_journal_until_it_is_back(tmp_path: Path
     assert Journal.for_project_hosts("fanout") == []
 
 
+def test_hosts_that_start_different_get_a_trials_value_and_their_own_baseline(
+    tmp_path: Path, hosts: Testbed
+):
+    """h3 starts with 6 threads, the others with 4: the baseline is each host's own, but a
+    trial's 4 (the first host's original) is 4 on every host, h3 included, as recorded."""
+    (hosts.data(2) / "app.conf").write_text(CONFIG.replace("4", "6"))
+    system = System(_load(tmp_path, hosts), Journal.for_project("fanout"), Reporter())
+    assert system.cluster is not None
+    system.cluster.prepare()
+    base = system.read_baseline()
+    assert base == {"backlog": 4096, "threads": 4, "batch": 100}
+    system.apply({**base, "backlog": 512})
+    assert all(_state(hosts, i) == ("512", CONFIG) for i in range(3))
+    system.apply(base)
+    assert [_state(hosts, i)[1] for i in range(3)] == [CONFIG, CONFIG, CONFIG.replace("4", "6")]
+    assert all(o.outcome.ok for o in restore_project("fanout"))
+
+
 def test_a_host_unreachable_at_the_start_leaves_no_journal_behind(tmp_path: Path, hosts: Testbed):
     """The run stops before any change; the originals it read on the other hosts are not kept,
     else the next run would take them as originals and write them back over a value set on a

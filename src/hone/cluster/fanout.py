@@ -154,14 +154,19 @@ class Cluster:
 
     # -- changes ---------------------------------------------------------------------------
 
-    def apply(self, values: dict[str, str]) -> set[str]:
-        """Set these knobs on every host of their groups; all or nothing. A knob's baseline
-        value means each host's own original (hosts of a group may start different). Where a
-        knob that needs a restart was written, the group's workload restarts on that host (only
-        there) and must be ready again. Returns the hosts restarted."""
-        base = self.baseline()
+    def apply(self, values: dict[str, str], originals: bool = False) -> set[str]:
+        """Set these knobs on every host of their groups; all or nothing. With `originals`
+        (the baseline) each host gets its own original of each knob instead, as hosts of a
+        group may start different; otherwise every host gets the value, also one that is some
+        host's original. Where a knob that needs a restart was written, the group's workload
+        restarts on that host (only there) and must be ready again. Returns the hosts
+        restarted."""
         targets = {
-            h: {n: self._own(h, n, v, base[n]) for n, v in values.items() if n in self.on_host[h]}
+            h: {
+                n: self.journals[h].originals()[n].value if originals else v
+                for n, v in values.items()
+                if n in self.on_host[h]
+            }
             for h in self.hosts
         }
         targets = {h: t for h, t in targets.items() if t}
@@ -211,11 +216,6 @@ class Cluster:
                 self.journals[host_name].mark_restarting(group)
                 self.marked.add((host_name, group))
             restart(host, self.workloads[group])
-
-    def _own(self, host: str, name: str, value: str, base: str) -> str:
-        if self.remote[name].same(value, base):
-            return self.journals[host].originals()[name].value
-        return value
 
     def _converge(self, host_name: str, targets: dict[str, str], fresh: bool = False) -> set[str]:
         """Write what differs from what was last read there, and read it back: one ssh call
