@@ -82,7 +82,8 @@ def test_a_worker_started_again_does_not_repeat_its_predecessors_proposals(
     first.send_signal(signal.SIGTERM)
     first.communicate(timeout=60)
     before = {t.number for t in read_trials(store, store.find("shared"))}
-    finish(start(folder, postgres_url, "m", 5, 6))  # the same machine, started again
+    again = finish(start(folder, postgres_url, "m", 5, 7))  # the same machine, started again
+    assert "--budget 7 not used: shared#1 keeps the budget 6 it was created with" in again
     trials = read_trials(store, store.find("shared"))
     earlier = [t.config for t in measured(trials) if t.number in before]
     later = [t.config for t in measured(trials) if t.number not in before]

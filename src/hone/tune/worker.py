@@ -224,6 +224,11 @@ class Worker(Tuner):
             if study is None:
                 study = self.store.create(self.project.name, self._study_attrs())
             _require_same_project(study, project_attrs(self.project))
+            given = {
+                "engine": self.worker_options.engine,
+                "budget": self.worker_options.budget,
+                "apply": self.worker_options.apply,
+            }
             self.engine = str(study.attrs.get("engine", self.engine))
             self.budget = int(study.attrs.get("budget", self.budget))
             self.apply_policy = str(study.attrs.get("apply", self.apply_policy))
@@ -241,6 +246,14 @@ class Worker(Tuner):
             )
         self.reporter.start(self.project, study.name, self.engine, self.budget)
         self.reporter.note(f"worker {self.id} joined {study.name}")
+        kept = {"engine": self.engine, "budget": self.budget, "apply": self.apply_policy}
+        for option, value in given.items():
+            # taken by the worker that created the study: said, not silently set aside
+            if value is not None and str(value) != str(kept[option]):
+                self.reporter.warn(
+                    f"--{option} {value} not used: {study.name} keeps the {option}"
+                    f" {kept[option]} it was created with"
+                )
         return study
 
     def _shared_study(self, wanted: str) -> StudyRecord | None:
