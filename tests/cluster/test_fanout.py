@@ -17,6 +17,8 @@ from hone.cluster.restore import restore_project
 from hone.errors import ActuationError, HoneError
 from hone.journal import Journal
 from hone.project import load_project
+from hone.tune.console import Reporter
+from hone.tune.system import System
 
 
 def _load(tmp_path: Path, bed: Testbed, benchmark: str = "echo score: 1"):
@@ -165,11 +167,74 @@ def test_a_host_gone_mid_study_keeps_its_journal_until_it_is_back(tmp_path: Path
         assert all(_state(hosts, i) == ("4096", CONFIG) for i in (0, 1))
         left = Journal.for_project_hosts("fanout")
         assert [j.path.stem.rsplit("@", 1)[1] for j in left] == ["h3"]
+        # what a run says as it stops: the journal that is kept, ssh's words once
+        project = load_project(tmp_path / "hone.yaml")
+        system = System(project, Journal.for_project("fanout"), Reporter())
+        with pytest.raises(HoneError) as kept:
+            system.restore()
+        said = str(kept.value)
+        assert f"journal kept: {left[0].path};" in said and "hone restore fanout" in said, said
+        assert "ssh: connect to host" in said and "ssh: ssh:" not in said, said
     finally:
         hosts.start_sshd(2)
     outcomes = restore_project("fanout")
     assert outcomes and all(o.outcome.ok for o in outcomes)
     assert _state(hosts, 2) == ("4096", CONFIG)
+    assert Journal.for_project_hosts("fanout") == []
+
+
+def test_hosts_that_start_different_get_a_trials_value_and_their_own_baseline(
+    tmp_path: Path, hosts: Testbed
+):
+    """h3 starts with 6 threads, the others with 4: the baseline is each host's own, but a
+    trial's 4 (the first host's original) is 4 on every host, h3 included, as recorded."""
+    (hosts.data(2) / "app.conf").write_text(CONFIG.replace("4", "6"))
+    system = System(_load(tmp_path, hosts), Journal.for_project("fanout"), Reporter())
+    assert system.cluster is not None
+    system.cluster.prepare()
+    base = system.read_baseline()
+    assert base == {"backlog": 4096, "threads": 4, "batch": 100}
+    system.apply({**base, "backlog": 512})
+    assert all(_state(hosts, i) == ("512", CONFIG) for i in range(3))
+    system.apply(base)
+    assert [_state(hosts, i)[1] for i in range(3)] == [CONFIG, CONFIG, CONFIG.replace("4", "6")]
+    assert all(o.outcome.ok for o in restore_project("fanout"))
+
+
+def test_a_host_unreachable_at_the_start_leaves_no_journal_behind(tmp_path: Path, hosts: Testbed):
+    """The run stops before any change; the originals it read on the other hosts are not kept,
+    else the next run would take them as originals and write them back over a value set on a
+    host in between."""
+    hosts.stop_sshd(1)
+    try:
+        with pytest.raises(ActuationError, match=r"h2 .*ssh cannot connect"):
+            cluster_of(_load(tmp_path, hosts)).prepare()  # type: ignore[union-attr]
+        assert Journal.for_project_hosts("fanout") == []
+        assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+    finally:
+        hosts.start_sshd(1)
+    hosts.set_sysctl(0, "net.core.somaxconn", "3000")  # set by hand before the next run
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    cluster.apply({"backlog": "512", "threads": "8", "batch": "250"})
+    assert all(o.outcome.ok for o in restore_project("fanout"))
+    assert _state(hosts, 0) == ("3000", CONFIG)  # its own value, not the one read before
+    # the benchmark's host holds no knob: unreachable, it stops the run before any change too
+    (tmp_path / "hone.yaml").write_text(
+        project_yaml(hosts)
+        .replace(
+            hosts.hosts_yaml({"brokers": [0, 1, 2]}),
+            hosts.hosts_yaml({"brokers": [0, 1], "c": [2]}),
+        )
+        .replace("host: h1", "host: h3")
+    )
+    hosts.stop_sshd(2)
+    try:
+        with pytest.raises(ActuationError, match=r"h3 .*ssh cannot connect"):
+            cluster_of(load_project(tmp_path / "hone.yaml")).prepare()  # type: ignore[union-attr]
+    finally:
+        hosts.start_sshd(2)
     assert Journal.for_project_hosts("fanout") == []
 
 

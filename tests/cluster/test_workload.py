@@ -104,6 +104,14 @@ def test_a_restart_knob_restarts_the_workload_only_where_it_changed(served: Path
     assert project.knob("threads").restart and not project.knob("backlog").restart
     cluster = cluster_of(project)
     assert cluster is not None
+    hosts.stop_sshd(2)
+    try:  # a host unreachable: no workload is started anywhere, no journal kept
+        with pytest.raises(ActuationError, match="h3"):
+            cluster.prepare()
+    finally:
+        hosts.start_sshd(2)
+    assert [_starts(hosts, i) for i in range(3)] == [0, 0, 0]
+    assert Journal.for_project_hosts("served") == []
     cluster.prepare()  # not running: started for the run
     assert [_starts(hosts, i) for i in range(3)] == [1, 1, 1]
     assert cluster.apply({"backlog": "300", "threads": "8"}) == {"h1", "h2"}

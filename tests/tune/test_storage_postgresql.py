@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import sqlalchemy
 
@@ -10,6 +12,8 @@ from hone.storage import StudyStore
 from hone.storage.lease import running_trials
 from hone.storage.outage import Outage
 from hone.storage.store import TrialClosed
+from hone.storage.summary import summaries
+from hone.tune.views import workers_text
 
 
 def test_studies_and_trials_round_trip_in_postgresql(postgres_url: str) -> None:
@@ -79,3 +83,19 @@ def test_a_result_whose_commit_reply_was_lost_is_stored_once_not_dropped(
     with pytest.raises(TrialClosed):  # a different outcome is another process's, not a retry
         store.finish_trial(trial, score=9.0, metrics={"v": 9.0, "p99": [1.5, 2.0]}, seconds=1.25)
     assert not store.fail_trial(trial, "worker w1 stopped reporting", lost=True)
+
+
+def test_a_worker_silent_past_its_lease_is_listed_silent(postgres_url: str) -> None:
+    """A lone worker killed mid-trial leaves no other worker to fail its trial as lost:
+    `hone studies` listed it as running that trial however long it had been dead."""
+    store = StudyStore(postgres_url)
+    study = store.create("alone", {"engine": "auto", "workers": True})
+    space = SearchSpace({"x": IntRange(1, 9)})
+    store.start_trial(study, space, {"x": 4}, "search", lease=True, worker="w1", lease_seconds=1)
+    store.storage.set_study_user_attr(study.study_id, "worker:w1", {"state": "running"})
+    (row,) = summaries(store)
+    assert workers_text(row["workers"]) == "w1: #0"  # its first heartbeat is fresh
+    time.sleep(1.5)
+    (row,) = summaries(store)
+    assert [(w["state"], w["running"]) for w in row["workers"]] == [("silent", 0)]
+    assert workers_text(row["workers"]) == "w1: #0 (silent)"

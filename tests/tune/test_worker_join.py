@@ -51,8 +51,9 @@ def test_a_worker_with_other_ranges_or_knobs_is_refused(postgres_url: str, tmp_p
         }
         refused = {folder: start(folder, postgres_url, folder.name, 5, 3) for folder in expected}
         for folder, why in expected.items():
-            _out, err = refused[folder].communicate(timeout=60)
+            out, err = refused[folder].communicate(timeout=60)
             assert refused[folder].returncode == 2, err
+            assert out == "", out  # the one line on stderr is all it prints
             lines = err.strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith("hone: study shared#1 runs another"), err
             assert why in lines[0]
@@ -63,3 +64,28 @@ def test_a_worker_with_other_ranges_or_knobs_is_refused(postgres_url: str, tmp_p
         _out, err = running.communicate(timeout=60)
     assert running.returncode == 143, err[-800:]
     assert (first / "app.conf").read_text() == "level 0\n"
+
+
+def test_a_worker_started_again_does_not_repeat_its_predecessors_proposals(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """With a seed (the project's `tuning: {seed: 1}`), a worker started again under its name
+    drew the random stream of the process before it: the same space-filling design, so the
+    configurations its predecessor had measured were measured again, out of the budget."""
+    folder = machine(tmp_path, "m", confirm="{candidates: 1}")
+    text = (folder / "hone.yaml").read_text()
+    (folder / "hone.yaml").write_text(text.replace("range: [1, 9]", "range: [1, 999]"))
+    first = start(folder, postgres_url, "m", 5, 6)
+    store = StudyStore(postgres_url)
+    measured = lambda ts: [t for t in ts if t.phase == "search" and t.state == "complete"]  # noqa: E731
+    wait_for(store, 60, measured, "the worker never finished a search trial")
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=60)
+    before = {t.number for t in read_trials(store, store.find("shared"))}
+    again = finish(start(folder, postgres_url, "m", 5, 7))  # the same machine, started again
+    assert "--budget 7 not used: shared#1 keeps the budget 6 it was created with" in again
+    trials = read_trials(store, store.find("shared"))
+    earlier = [t.config for t in measured(trials) if t.number in before]
+    later = [t.config for t in measured(trials) if t.number not in before]
+    assert earlier and later and not [c for c in later if c in earlier], (earlier, later)
+    assert store.find("shared").state == "finished"

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from hone.storage import StudyStore
 from hone.storage.summary import read_trials, summaries
-from hone.tune.views import studies_table
+from hone.tune.views import show_study, studies_table
 
 BUDGET = 6
 
@@ -159,6 +159,10 @@ def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> Non
     console = Console(width=300, record=True)
     console.print(studies_table(StudyStore(postgres_url)))  # what `hone studies` prints
     assert "w1: finished, w2: finished, w3: finished" in console.export_text()
+    show_study(console, "shared#1", postgres_url)  # what `hone show` prints
+    shown = console.export_text().splitlines()
+    assert any(line.startswith("best: level=") for line in shown)
+    assert all(line.strip() for line in shown), shown  # no line of spaces
     assert [w["baseline_metrics"] for w in listed["workers"]] == [
         {"score": 64.0},
         {"score": 74.0},

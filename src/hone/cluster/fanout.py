@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from hone.cluster.remote import RemoteKnob, remote_knob, run_steps
 from hone.cluster.ssh import Host
-from hone.cluster.workload import HostWorkload, is_ready, restart, start
+from hone.cluster.workload import HostWorkload, is_ready, restart, start, stop
 from hone.errors import ActuationError, HoneError
 from hone.journal import Journal
 from hone.knobs import Actuator
@@ -44,6 +44,7 @@ class Cluster:
         project: str,
         knobs: Iterable[GroupKnob],
         workloads: dict[str, HostWorkload] | None = None,
+        others: Iterable[Host] = (),
     ) -> None:
         self.project = project
         self.knobs = list(knobs)
@@ -51,6 +52,8 @@ class Cluster:
         #: The workloads of the groups that hold knobs (only those are ever restarted).
         self.workloads = {g: w for g, w in (workloads or {}).items() if g in groups}
         self.hosts: dict[str, Host] = {h.name: h for k in self.knobs for h in k.hosts}
+        #: The hosts the run reaches that hold no knob (the benchmark's, a metric's).
+        self.others = {h.name: h for h in others if h.name not in self.hosts}
         self.remote: dict[str, RemoteKnob] = {k.name: remote_knob(k.actuator) for k in self.knobs}
         self.on_host: dict[str, list[str]] = {
             h: [k.name for k in self.knobs if any(x.name == h for x in k.hosts)] for h in self.hosts
@@ -71,9 +74,27 @@ class Cluster:
     # -- before the first change -----------------------------------------------------------
 
     def prepare(self) -> None:
-        """Connect to every host, read every knob there and journal what is not journaled."""
-        failures = parallel(lambda name: self._prepare_host(self.hosts[name]), list(self.hosts))
+        """Connect to every host (those that hold no knob too), read every knob there and
+        journal what is not journaled; once every host is journaled, start the groups'
+        workloads that are down. A host that fails stops the run here: the journals this call
+        began on the other hosts are set aside (and what it started there stopped), since
+        values kept from a run that changed nothing would later be written back over whatever
+        the hosts hold by then."""
+        fresh = [name for name, journal in self.journals.items() if not journal.records()]
+        names = list(self.hosts)
+
+        def reach(name: str) -> None:
+            if name in self.others:
+                self.others[name].connect()  # a host the run needs that holds no knob
+            else:
+                self._prepare_host(self.hosts[name])
+
+        failures = parallel(reach, [*names, *self.others])
+        if not failures:
+            failures = parallel(lambda name: self._prepare_workloads(self.hosts[name]), names)
         if failures:
+            for name in fresh:
+                self._forget(name)
             raise ActuationError(failures[sorted(failures)[0]])
 
     def _prepare_host(self, host: Host) -> None:
@@ -94,12 +115,27 @@ class Cluster:
             except ActuationError as exc:
                 raise ActuationError(f"knob {name} on {host.name}: {exc.message}") from None
         journal.remember_values(new)
+
+    def _prepare_workloads(self, host: Host) -> None:
+        journal = self.journals[host.name]
         for group in self._groups_of(host.name):
             workload = self.workloads[group]
             running = is_ready(host, workload)
             journal.remember_workload(group, host.spec(), workload.spec(), running)
             if not running:  # started for the run; `restore` stops it again
                 start(host, workload)
+
+    def _forget(self, name: str) -> None:
+        """Set aside a host journal that a failed `prepare` began: its workloads this run
+        started are stopped (a host where that fails keeps the journal for `hone restore`)."""
+        journal = self.journals[name]
+        try:
+            for group, record in journal.workloads().items():
+                if not record["running"]:
+                    stop(self.hosts[name], self.workloads[group])
+        except HoneError:
+            return
+        journal.archive()
 
     def _groups_of(self, host: str) -> list[str]:
         """The groups with a workload that this host belongs to."""
@@ -118,14 +154,19 @@ class Cluster:
 
     # -- changes ---------------------------------------------------------------------------
 
-    def apply(self, values: dict[str, str]) -> set[str]:
-        """Set these knobs on every host of their groups; all or nothing. A knob's baseline
-        value means each host's own original (hosts of a group may start different). Where a
-        knob that needs a restart was written, the group's workload restarts on that host (only
-        there) and must be ready again. Returns the hosts restarted."""
-        base = self.baseline()
+    def apply(self, values: dict[str, str], originals: bool = False) -> set[str]:
+        """Set these knobs on every host of their groups; all or nothing. With `originals`
+        (the baseline) each host gets its own original of each knob instead, as hosts of a
+        group may start different; otherwise every host gets the value, also one that is some
+        host's original. Where a knob that needs a restart was written, the group's workload
+        restarts on that host (only there) and must be ready again. Returns the hosts
+        restarted."""
         targets = {
-            h: {n: self._own(h, n, v, base[n]) for n, v in values.items() if n in self.on_host[h]}
+            h: {
+                n: self.journals[h].originals()[n].value if originals else v
+                for n, v in values.items()
+                if n in self.on_host[h]
+            }
             for h in self.hosts
         }
         targets = {h: t for h, t in targets.items() if t}
@@ -175,11 +216,6 @@ class Cluster:
                 self.journals[host_name].mark_restarting(group)
                 self.marked.add((host_name, group))
             restart(host, self.workloads[group])
-
-    def _own(self, host: str, name: str, value: str, base: str) -> str:
-        if self.remote[name].same(value, base):
-            return self.journals[host].originals()[name].value
-        return value
 
     def _converge(self, host_name: str, targets: dict[str, str], fresh: bool = False) -> set[str]:
         """Write what differs from what was last read there, and read it back: one ssh call

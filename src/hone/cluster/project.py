@@ -24,7 +24,16 @@ def cluster_of(project: Project) -> Cluster | None:
         for k in project.knobs
         if k.group is not None
     ]
-    return Cluster(project.name, knobs, project.group_workloads) if knobs else None
+    if not knobs:
+        return None
+    used = {project.benchmark.host} if project.benchmark.host else set()
+    for metric in project.metrics:
+        if metric.host is not None:
+            used.add(metric.host)
+        elif metric.group is not None:
+            used.update(project.groups[metric.group])
+    others = [project.hosts[name] for name in sorted(used)]
+    return Cluster(project.name, knobs, project.group_workloads, others)
 
 
 def remote_benchmark(host: Host, command: str, timeout: float) -> shell.Result:

@@ -134,7 +134,8 @@ class Host:
 def ssh_failed(result: subprocess.CompletedProcess[str]) -> str | None:
     """ssh's own failure (exit 255: no connection, host key refused), else None."""
     if result.returncode == 255:
-        return "ssh: " + _last_line(result.stderr)
+        said = _last_line(result.stderr)
+        return said if said.startswith("ssh: ") else "ssh: " + said
     return None
 
 

@@ -131,38 +131,61 @@ def _changes_in_words(risk: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _running_by_worker(
-    conn: sa.Connection, study_id: int | None = None
-) -> dict[int, dict[str, int]]:
-    """The trial number each worker of a shared study is running now, per study."""
+#: A worker's trial and whether it went without a heartbeat for longer than its lease.
+Running = dict[str, tuple[int, bool]]
+
+
+def _running_by_worker(conn: sa.Connection, study_id: int | None = None) -> dict[int, Running]:
+    """The trial each worker of a shared study is running now, per study, and whether its
+    last heartbeat is older than its lease (by the database's clock)."""
     t = models.TrialModel.__table__
-    worker = models.TrialUserAttributeModel.__table__
+    h = models.TrialHeartbeatModel.__table__
+    ua = models.TrialUserAttributeModel.__table__
+    worker, lease = ua.alias("worker"), ua.alias("lease")
     query = (
-        sa.select(t.c.study_id, t.c.number, worker.c.value_json)
+        sa.select(t.c.study_id, t.c.number, worker.c.value_json, h.c.heartbeat, lease.c.value_json)
         .join(worker, sa.and_(worker.c.trial_id == t.c.trial_id, worker.c.key == "worker"))
+        .outerjoin(h, h.c.trial_id == t.c.trial_id)
+        .outerjoin(lease, sa.and_(lease.c.trial_id == t.c.trial_id, lease.c.key == "lease_seconds"))
         .where(t.c.state == TrialState.RUNNING)
     )
     if study_id is not None:
         query = query.where(t.c.study_id == study_id)
-    found: dict[int, dict[str, int]] = defaultdict(dict)
-    for sid, number, name in conn.execute(query):
-        found[sid][json.loads(name)] = number
+    found: dict[int, Running] = defaultdict(dict)
+    rows = conn.execute(query).all()
+    now = conn.execute(sa.select(sa.func.now())).scalar_one().replace(tzinfo=None) if rows else None
+    for sid, number, name, beat, lease_json in rows:
+        limit = json.loads(lease_json) if lease_json else None
+        age = (now - beat.replace(tzinfo=None)).total_seconds() if now and beat else None
+        silent = age is not None and isinstance(limit, int | float) and age > limit
+        found[sid][json.loads(name)] = (number, silent)
     return found
 
 
-def workers_of(attrs: dict[str, Any], running: dict[str, int]) -> list[dict[str, Any]]:
-    """The workers of a shared study: where each runs, its state and the trial it runs now."""
+def running_workers(store: StudyStore, study_id: int) -> Running:
+    """The trial each worker of the study is running now (`hone show`)."""
+    with store.storage.engine.connect() as conn:
+        return _running_by_worker(conn, study_id).get(study_id, {})
+
+
+def workers_of(attrs: dict[str, Any], running: Running) -> list[dict[str, Any]]:
+    """The workers of a shared study: where each runs, its state and the trial it runs now. A
+    worker whose trial went without a heartbeat for longer than its lease is `silent`: killed,
+    crashed or cut off, and no other worker has failed its trial as lost yet (none may be
+    left to do it)."""
     found = []
     for key in sorted(k for k in attrs if k.startswith("worker:")):
         record = attrs[key] if isinstance(attrs[key], dict) else {}
         name = key.removeprefix("worker:")
+        number, silent = running.get(name, (None, False))
+        state = record.get("state")
         found.append(
             {
                 "id": name,
                 "host": record.get("host"),
                 "pid": record.get("pid"),
-                "state": record.get("state"),
-                "running": running.get(name),
+                "state": "silent" if silent and state == "running" else state,
+                "running": number,
                 "baseline_metrics": record.get("baseline_metrics"),
                 "baseline_cv": record.get("baseline_cv"),
                 "error": record.get("error"),
@@ -222,7 +245,7 @@ def summary_row(
     attrs: dict[str, Any],
     counts: dict[str, int],
     best_score: float | None,
-    running: dict[str, int] | None = None,
+    running: Running | None = None,
     held_back: list[str] | None = None,
 ) -> dict[str, Any]:
     result = attrs.get("result") or {}

@@ -202,7 +202,10 @@ class RichReporter(Reporter):
         self.console.print(f"[yellow]warning:[/] {escape(message)}", markup=True)
 
     def stop(self) -> None:
-        self.progress.stop()
+        # a bar never started (a run refused before its study) prints nothing: rich's stop
+        # writes a newline to a stdout that is not a terminal
+        if self.progress.live.is_started:
+            self.progress.stop()
 
     def finish(self, result: TuneResult) -> None:
         self.stop()

@@ -55,6 +55,8 @@ class System:
         self.stage = "baseline"
         #: The trial being measured: every command sees it as ITERATION (as in A-Tune).
         self.iteration = 0
+        #: The configuration before tuning (read_baseline): on hosts, each one's originals.
+        self.baseline: Config = {}
 
     def count_trial(self) -> None:
         """The next trial's number, set for every command it runs."""
@@ -121,6 +123,7 @@ class System:
                 config[knob.name] = text
             if original is None and knob.group is None:
                 self.applied[knob.name] = config[knob.name]
+        self.baseline = dict(config)
         return config
 
     # -- changing and measuring ------------------------------------------------------------
@@ -131,13 +134,15 @@ class System:
         restart = False
         remote: dict[str, Value] = {}
         for knob in self.project.knobs:
-            if knob.name not in config or self.applied.get(knob.name) == config[knob.name]:
+            if knob.name not in config:
+                continue
+            if knob.group is not None:  # the cluster writes only what differs on each host
+                remote[knob.name] = config[knob.name]
+                continue
+            if self.applied.get(knob.name) == config[knob.name]:
                 continue
             value = config[knob.name]
             self.applied[knob.name] = None  # unknown until the set is verified
-            if knob.group is not None:
-                remote[knob.name] = value
-                continue
             if isinstance(knob.actuator, ShellActuator):
                 knob.actuator.env["ITERATION"] = str(self.iteration)
             text = value if isinstance(value, str) else knob.domain.format(value)
@@ -150,7 +155,12 @@ class System:
         restarted_hosts: set[str] = set()
         if remote and self.cluster:
             texts = {n: self.project.knob(n).text(v) for n, v in remote.items()}
-            restarted_hosts = self.cluster.apply(texts)
+            # the baseline puts each host at its own original (hosts of a group may start
+            # different); any other configuration is written as it is on every host, also a
+            # value that happens to be the first host's original
+            originals = all(self.baseline.get(n) == v for n, v in remote.items())
+            self.applied.update(dict.fromkeys(remote))  # unknown until verified
+            restarted_hosts = self.cluster.apply(texts, originals=originals)
             self.applied.update(remote)
         if self.workload.managed and (restart or not self.restarted):
             self.start_tried = True
@@ -236,15 +246,20 @@ class System:
 
     def restore(self) -> None:
         """Every knob back to its journaled original, here and on the cluster's hosts."""
-        outcomes = restore_project(self.project.name, self.journal)
+        name = self.project.name
+        outcomes = restore_project(name, self.journal)
         failed = [o for o in outcomes if not o.outcome.ok]
         if failed:
+            # the journals still on disk: a host's own when only that host failed (this
+            # machine's is archived once its knobs are back)
+            kept = [self.journal, *Journal.for_project_hosts(name)]
+            paths = ", ".join(str(j.path) for j in kept if j.path.exists())
             raise HoneError(
                 "could not restore: "
                 + "; ".join(
                     f"{o.host or 'here'} {o.outcome.name}: {o.outcome.error}" for o in failed
                 )
-                + f" (journal kept: {self.journal.path})"
+                + f" (journal kept: {paths}; `hone restore {name}` puts the rest back)"
             )
         if any(o.outcome.name == SERVICE_OUTCOME and o.outcome.value == "restarted" and not o.host
                for o in outcomes):  # fmt: skip

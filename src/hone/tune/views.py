@@ -16,7 +16,7 @@ from hone.output import DataTable, measured, number, percent_gain, same_rounds, 
 from hone.space import SearchSpace
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING, StudyRecord, TrialRecord
-from hone.storage.summary import process_alive, summaries, workers_of
+from hone.storage.summary import process_alive, running_workers, summaries, workers_of
 from hone.tune.confirm import quality_text
 from hone.tune.risk import gain_text, risk_lines
 
@@ -42,11 +42,14 @@ def studies_table(store: StudyStore) -> Table:
 
 
 def workers_text(workers: list[dict]) -> str:
-    """`a: #12, b: idle, c: lost` — each worker of a shared study and what it runs now."""
+    """`a: #12, b: idle, c: lost, d: #9 (silent)` — each worker of a shared study and what
+    it runs now."""
     parts = []
     for worker in workers:
         if worker["running"] is not None:
             doing = f"#{worker['running']}"
+            if worker["state"] == "silent":  # no heartbeat within its lease
+                doing += " (silent)"
         elif worker["state"] == "running":
             doing = "idle"
         else:
@@ -75,7 +78,7 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         f"engine {escape(str(attrs.get('engine')))}",
         markup=True,
     )
-    for worker in workers_of(attrs, {}):
+    for worker in workers_of(attrs, running_workers(store, study.study_id)):
         base = measured(worker["baseline_metrics"] or {}, units)
         console.print(
             f"worker {worker['id']} on {worker['host']}: {worker['state']}, baseline {base} "
@@ -96,8 +99,9 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         console.print(
             "best: " + ", ".join(f"{k}={v}" for k, v in result["best"].items()), markup=False
         )
-        metrics = result.get("best_metrics") or {}
-        console.print("      " + measured(metrics, units))
+        metrics = result.get("best_metrics")
+        if metrics:  # a shared study's decision has gains only, each worker's own
+            console.print("      " + measured(metrics, units))
         if result.get("confirm_baseline_metrics"):
             console.print(same_rounds(result["confirm_baseline_metrics"], units), markup=False)
     if result.get("gain"):

@@ -144,6 +144,8 @@ class Worker(Tuner):
         self.base_score = 0.0
         self.told: set[int] = set()
         self.seed: int | None = None
+        #: how many times a worker of this name has joined the study, this start included
+        self.starts = 1
         self.record: dict[str, Any] = {}
         self.decision: dict[str, Any] = {}
 
@@ -175,8 +177,11 @@ class Worker(Tuner):
 
     def _work(self, study: StudyRecord, space: SearchSpace, baseline: Config) -> None:
         seed = self.options.seed if self.options.seed is not None else self.project.tuning.seed
-        # each worker its own random stream: the same seed would give the same designs
-        self.seed = None if seed is None else seed + zlib.crc32(self.id.encode()) % 65536
+        # each worker its own random stream: the same seed would give the same designs; and
+        # each start of a worker its own: one started again under its name would propose what
+        # its predecessor measured (an optimiser's first points come from the stream alone)
+        stream = self.id if self.starts == 1 else f"{self.id}#{self.starts}"
+        self.seed = None if seed is None else seed + zlib.crc32(stream.encode()) % 65536
         optimizer = make_optimizer(
             self.engine,
             space,
@@ -219,19 +224,36 @@ class Worker(Tuner):
             if study is None:
                 study = self.store.create(self.project.name, self._study_attrs())
             _require_same_project(study, project_attrs(self.project))
+            given = {
+                "engine": self.worker_options.engine,
+                "budget": self.worker_options.budget,
+                "apply": self.worker_options.apply,
+            }
             self.engine = str(study.attrs.get("engine", self.engine))
             self.budget = int(study.attrs.get("budget", self.budget))
             self.apply_policy = str(study.attrs.get("apply", self.apply_policy))
             self._cut_off_predecessor(study)
+            before = study.attrs.get(f"worker:{self.id}")
+            if isinstance(before, dict):
+                self.starts = int(before.get("starts", 1)) + 1
             self._record(
                 study,
                 state="running",
                 host=socket.gethostname(),
                 pid=os.getpid(),
                 started=_now(),
+                starts=self.starts,
             )
         self.reporter.start(self.project, study.name, self.engine, self.budget)
         self.reporter.note(f"worker {self.id} joined {study.name}")
+        kept = {"engine": self.engine, "budget": self.budget, "apply": self.apply_policy}
+        for option, value in given.items():
+            # taken by the worker that created the study: said, not silently set aside
+            if value is not None and str(value) != str(kept[option]):
+                self.reporter.warn(
+                    f"--{option} {value} not used: {study.name} keeps the {option}"
+                    f" {kept[option]} it was created with"
+                )
         return study
 
     def _shared_study(self, wanted: str) -> StudyRecord | None:
