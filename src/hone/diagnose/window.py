@@ -184,7 +184,7 @@ class _PerfMap:
 
     def write(self) -> None:
         with self.lock:
-            if self.jcmd and _alive(self.pid):
+            if self.jcmd and _alive(self.pid) and threads.jvm_attachable(self.pid):
                 done = subprocess.run([self.jcmd, str(self.pid), "Compiler.perfmap"],
                                       capture_output=True, text=True, check=False)  # fmt: skip
                 self.written = self.written or done.returncode == 0
