@@ -165,6 +165,22 @@ def test_nginx_under_wrk_gets_network_knobs_not_compiler_flags(
     assert "advice: " in text and "sendfile" in text
 
 
+def test_the_vdso_is_user_space_not_the_kernel() -> None:
+    """A loop around clock_gettime (73 % of its samples in `__vdso_clock_gettime`, no system
+    time) was told 'CPU time in other kernel work: 74 %' and to make fewer system calls."""
+    vdso = (
+        Frame("main", "prog"),
+        Frame("clock_gettime", LIBC),
+        Frame("__vdso_clock_gettime", "[vdso]"),
+    )
+    profile = Profile(stacks={("prog", vdso): 75, ("prog", stack("main;crunch")): 25})
+    assert kernel.split(profile).kernel == 0
+    threads = [ThreadStat(1, "prog", 100, 0, 0, 0, 0, 10)]
+    findings = decide(profile, threads, 10, 2)
+    assert [f.kind for f in findings] == ["cpu"]
+    assert "__vdso_clock_gettime" in findings[0].headline
+
+
 def test_interrupts_while_it_ran_are_not_its_own_doing() -> None:
     """At -F 100000 a busy loop showed 15% of its samples in timer interrupts, their RCU
     softirqs and preemption: no knob or build of the program's reduces that."""
