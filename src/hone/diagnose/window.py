@@ -344,6 +344,8 @@ def collect(
     try:
         return _record(pid, duration, language, target, caps, work, keep or work, frequency,
                        want_offcpu, want_locks, release)  # fmt: skip
+    except TooShort:
+        raise
     except HoneError as error:
         if _alive(pid):
             raise
@@ -351,6 +353,22 @@ def collect(
         raise HoneError(f"pid {pid} ended before perf could attach ({error})") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+#: Seconds: a process that ends sooner after the window starts left about ten samples at 99
+#: Hz, and `hone diagnose -- true` (a 0.02 s window) was told its run queue was saturated.
+MIN_WINDOW = 0.1
+#: The note (printed on the terminal too) of a --pid that ended before its window did.
+ENDED = "pid {pid} ended {elapsed:.1f} s into the {duration:g} s window"
+
+
+class TooShort(HoneError):
+    """The process ended too soon after the window began for anything to be measured."""
+
+    def __init__(self, who: str, elapsed: float) -> None:
+        self.when = (f"{elapsed:.2f} s into the window, too soon to diagnose; "
+                     "diagnose a run that lasts a second or more")  # fmt: skip
+        super().__init__(f"{who} ended {self.when}")
 
 
 def _record(
@@ -409,6 +427,7 @@ def _record(
         kids.sample()
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
+    ended = sampler.elapsed < duration and not _alive(pid)
     # the late thread names (jstack: a second or two) while perf script reads the recordings
     late = _Job("names", lambda: threads.language_names(pid, language))
     if _alive(pid):
@@ -416,6 +435,10 @@ def _record(
     for job in [*jobs.values(), late]:
         if job.is_alive():
             job.join()
+    if ended and sampler.elapsed < MIN_WINDOW:
+        raise TooShort(f"pid {pid}", sampler.elapsed)
+    if ended and not release:  # a command ends when it is done; a --pid was asked for the window
+        notes.append(ENDED.format(pid=pid, elapsed=sampler.elapsed, duration=duration))
     names, note, dump = late.result if isinstance(late.result, tuple) else ({}, "", "")
     if late.error:
         note = f"{language} thread names at the window's end: {late.error}"
@@ -556,6 +579,8 @@ def run_command(command: list[str], duration: float | None, **options: object) -
     try:
         try:
             result = collect(proc.pid, duration or 24 * 3600, release=release, **options)  # type: ignore[arg-type]
+        except TooShort as error:
+            raise HoneError(f"{command[0]} ended (exit code {proc.wait()}) {error.when}") from None
         except HoneError:
             if proc.poll() is None:
                 raise
