@@ -70,7 +70,7 @@ def test_a_held_jvm_survives_the_attach_tools(tmp_path: Path) -> None:
     program = subprocess.Popen(["java", "-cp", str(tmp_path), "BusyWorker", "60"])
     try:
         os.kill(program.pid, signal.SIGSTOP)
-        perf_map = window._PerfMap(program.pid)
+        perf_map = window._PerfMap(program.pid, True)
         names = threading.Thread(target=threads.language_names, args=(program.pid, "java"))
         attach = [threading.Thread(target=perf_map.write), names]
         for thread in attach:

@@ -176,14 +176,17 @@ class _PerfMap:
     one that names the code compiled during the window; writes every 2 s through the window
     left the code compiled after the last of them unnamed, more often on a busy machine."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, wanted: bool) -> None:
         self.pid = pid
+        self.wanted = wanted  # a JVM: set late when a wrapper execs java after the start
         self.jcmd = tool_path("jcmd")
         self.written = False
         self.lock = threading.Lock()  # the last write comes after the first has ended
 
     def write(self) -> None:
         with self.lock:
+            if not self.wanted:
+                return
             if self.jcmd and _alive(self.pid) and threads.jvm_attachable(self.pid):
                 done = subprocess.run([self.jcmd, str(self.pid), "Compiler.perfmap"],
                                       capture_output=True, text=True, check=False)  # fmt: skip
@@ -209,9 +212,10 @@ def _plan(
     frequency: int,
     want_offcpu: bool,
     want_locks: bool,
-) -> tuple[dict[str, _Job], locks.Symbolizer | None]:
-    """The recorders this machine and this process allow, not yet started, and the lock
-    recorder's symbolizer (the window reads the process's mappings again once it runs).
+) -> tuple[dict[str, _Job], locks.Symbolizer | None, _PerfMap]:
+    """The recorders this machine and this process allow, not yet started, the lock recorder's
+    symbolizer (the window reads the process's mappings again once it runs) and the JVM's perf
+    map (wanted once the process is known to be a JVM).
 
     Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
     itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
@@ -219,7 +223,7 @@ def _plan(
 
     bound = duration + 60
     event = event_of(caps)
-    perf_map = _PerfMap(pid) if language == "java" else None
+    perf_map = _PerfMap(pid, language == "java")
 
     def oncpu() -> object:
         recording = record(
@@ -228,9 +232,9 @@ def _plan(
             frequency_hz=frequency,
             event=event,
             output_dir=keep,
-            before_script=perf_map.write if perf_map else None,
+            before_script=perf_map.write,
         )
-        if perf_map:
+        if perf_map.wanted:
             notes.append(perf_map.note())
         return recording
 
@@ -299,19 +303,40 @@ def _plan(
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
     jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, bound, caps, procs.run))
+    jobs.update(_language_jobs(pid, language, work / "py-spy.txt", bound, frequency, procs,
+                               perf_map, notes))  # fmt: skip
+    return jobs, symbolizer, perf_map
+
+
+def _language_jobs(
+    pid: int,
+    language: str,
+    data: Path,
+    bound: float,
+    frequency: int,
+    procs: _Processes,
+    perf_map: _PerfMap,
+    notes: list[str],
+) -> dict[str, _Job]:
+    """py-spy for Python, the perf map for Java: when the process starts, or later when a
+    wrapper (a shell script, pyenv's `python3` shim) has exec'd the runtime."""
+    jobs = {}
     if language == "python":
-        data = work / "py-spy.txt"
         argv = threads.py_spy_record_argv(pid, data, bound, frequency)
         if argv:
             jobs["py-spy"] = _Job("py-spy", _py_spy(procs.run, argv, data))
         else:
             notes.append("py-spy not found: no Python-level stacks")
     if language == "java":
-        jobs["perfmap"] = _Job("perfmap", perf_map.write)  # type: ignore[union-attr]
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        perf_map.wanted = True
+        jobs["perfmap"] = _Job("perfmap", perf_map.write)
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            cmdline = ""
         if "PreserveFramePointer" not in cmdline:
             notes.append("Java without -XX:+PreserveFramePointer: JIT stacks may be cut short")
-    return jobs, symbolizer
+    return jobs
 
 
 def collect(
@@ -387,8 +412,8 @@ def _record(
     """One window: start the recorders, sample the threads, stop everything, analyse."""
     notes: list[str] = []
     procs = _Processes()
-    jobs, symbolizer = _plan(pid, duration, language, caps, work, keep, procs, notes, frequency,
-                             want_offcpu, want_locks)  # fmt: skip
+    jobs, symbolizer, perf_map = _plan(pid, duration, language, caps, work, keep, procs, notes,
+                                       frequency, want_offcpu, want_locks)  # fmt: skip
     for job in jobs.values():
         job.start()
     try:
@@ -406,6 +431,13 @@ def _record(
             time.sleep(0.02)
         if symbolizer:  # a held command has loaded its libraries by now
             symbolizer.refresh()
+        if language == "native" and _alive(pid):  # a wrapper may have exec'd the runtime by now
+            language = threads.language_of(pid)
+            late = _language_jobs(pid, language, work / "py-spy.txt", duration + 60, frequency,
+                                  procs, perf_map, notes)  # fmt: skip
+            for name, job in late.items():
+                jobs[name] = job
+                job.start()
         early_names, _, early_dump = threads.language_names(pid, language)
         oncpu = jobs["oncpu"]
         # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
