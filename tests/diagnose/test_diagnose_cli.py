@@ -256,6 +256,18 @@ def test_a_sampling_rate_perf_lowers_is_the_one_recorded(start, tmp_path: Path) 
     assert any("sampled at 2000 Hz, not -F 20000" in note for note in document["notes"])
 
 
+def test_json_of_a_command_that_prints_is_json_alone(hone_cli, tmp_path: Path) -> None:
+    """The command's own output went to hone's stdout ahead of the JSON: `--json -- ./prog`
+    whose prog printed a number gave 'Extra data' to any JSON reader."""
+    script = "echo printed-by-the-command; exec sleep 5"
+    argv = ["diagnose", "--json", "-d", "1", "--no-offcpu", "--no-locks", "-o",
+            str(tmp_path / "rep"), "--", "sh", "-c", script]  # fmt: skip
+    done = hone_cli(*argv)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["command"][0] == "sh"
+    assert "printed-by-the-command" in done.stderr
+
+
 def test_a_pid_that_ends_within_the_window_is_said_in_one_line(hone_cli, start) -> None:
     """The window ends with the process; the summary said only `for 1.2 s` of the 10 asked."""
     program = start(["sleep", "2"], 0.0)
