@@ -77,6 +77,10 @@ class Diagnosis:
             and self.language == "native"
         )
 
+    def knob_kinds(self) -> list[str]:
+        """The kinds whose knobs to suggest: the process's own findings that knobs act on."""
+        return [f.kind for f in self.own_findings() if f.knobs]
+
     def evidence(self) -> dict[str, str]:
         """Each kind of bottleneck found, with the measurement that found it (its headline)."""
         return {f.kind: f.headline for f in reversed(self.own_findings())}

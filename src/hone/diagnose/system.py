@@ -98,7 +98,7 @@ def collect(
         system=machine,
     )
     result.suggestions = catalogue.knobs_for(
-        [f.kind for f in result.own_findings()], result.evidence(), result.context()
+        result.knob_kinds(), result.evidence(), result.context()
     )
     return result
 

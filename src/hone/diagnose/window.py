@@ -584,7 +584,7 @@ def _analyse(
     )
     # other work taking the CPUs is no reason for a knob: only the process's own findings count
     result.suggestions = catalogue.knobs_for(
-        [f.kind for f in result.own_findings()], result.evidence(), result.context()
+        result.knob_kinds(), result.evidence(), result.context()
     )
     return result
 
