@@ -151,6 +151,8 @@ def test_the_saved_diagnoses_are_listed_newest_first(hone_cli, hone_home: Path) 
         (("-F", "0", "--", "sleep", "5"), "--frequency must be positive, got 0"),
         (("--system", "--pid", "1"), "give one of --pid PID, --system,"),
         (("-a", "-d", "-1"), "--duration must be positive"),
+        # a 0.02 s window was diagnosed: "Run queue saturated ... (80% of their runnable time)"
+        (("--", "true"), "true ended (exit code 0) 0.0"),
     ],
 )
 def test_bad_input_is_one_line(hone_cli, args: tuple[str, ...], message: str) -> None:
@@ -252,6 +254,28 @@ def test_a_sampling_rate_perf_lowers_is_the_one_recorded(start, tmp_path: Path) 
     document = json.loads(done.stdout)
     assert document["frequency_hz"] == 2000  # the period pprof's cpu/nanoseconds uses
     assert any("sampled at 2000 Hz, not -F 20000" in note for note in document["notes"])
+
+
+def test_json_of_a_command_that_prints_is_json_alone(hone_cli, tmp_path: Path) -> None:
+    """The command's own output went to hone's stdout ahead of the JSON: `--json -- ./prog`
+    whose prog printed a number gave 'Extra data' to any JSON reader."""
+    script = "echo printed-by-the-command; exec sleep 5"
+    argv = ["diagnose", "--json", "-d", "1", "--no-offcpu", "--no-locks", "-o",
+            str(tmp_path / "rep"), "--", "sh", "-c", script]  # fmt: skip
+    done = hone_cli(*argv)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["command"][0] == "sh"
+    assert "printed-by-the-command" in done.stderr
+
+
+def test_a_pid_that_ends_within_the_window_is_said_in_one_line(hone_cli, start) -> None:
+    """The window ends with the process; the summary said only `for 1.2 s` of the 10 asked."""
+    program = start(["sleep", "2"], 0.0)
+    done = hone_cli("diagnose", "--pid", str(program.pid), "-d", "10", "--no-locks")
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stdout.splitlines() if line.startswith("note: ")]
+    assert len(said) == 1 and said[0].startswith(f"note: pid {program.pid} ended ")
+    assert said[0].endswith(" s into the 10 s window")
 
 
 def test_a_zombie_is_named_at_once(hone_cli) -> None:

@@ -3,11 +3,17 @@ stacks name its JIT-compiled method through the JVM's perf map."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
+
+from hone.diagnose import threads, window
 
 PROGRAMS = Path(__file__).parent / "programs"
 
@@ -52,3 +58,30 @@ def test_a_contended_synchronized_block_is_named(diagnose_running, tmp_path: Pat
     lock = next(f for f in d.findings if f.kind == "lock")
     assert "java.lang.Object" in lock.headline and "MonitorContend.lambda" in lock.headline
     assert f"verdict: Waiting on lock {top.lock}" in done.stdout or lock.headline in done.stdout
+
+
+@pytest.mark.slow
+def test_a_held_jvm_survives_the_attach_tools(tmp_path: Path) -> None:
+    """jcmd and jstack attach by SIGQUIT, which ends a JVM that has not yet installed its handler:
+    `hone diagnose -- java ...` holds the command stopped while perf starts, and jcmd's signal,
+    pending until the release, killed the program (exit 131) before it had run."""
+    shutil.copy(PROGRAMS / "BusyWorker.java", tmp_path)
+    subprocess.run(["javac", "BusyWorker.java"], cwd=tmp_path, check=True)
+    program = subprocess.Popen(["java", "-cp", str(tmp_path), "BusyWorker", "60"])
+    try:
+        os.kill(program.pid, signal.SIGSTOP)
+        perf_map = window._PerfMap(program.pid, True)
+        names = threading.Thread(target=threads.language_names, args=(program.pid, "java"))
+        attach = [threading.Thread(target=perf_map.write), names]
+        for thread in attach:
+            thread.start()
+        time.sleep(2.0)  # jcmd and jstack start (their own JVMs) and try to attach meanwhile
+        os.kill(program.pid, signal.SIGCONT)
+        for thread in attach:
+            thread.join(timeout=60)
+        assert program.poll() is None, f"the JVM ended with exit code {program.returncode}"
+        assert perf_map.written
+        assert Path(f"/tmp/perf-{program.pid}.map").exists()
+    finally:
+        program.kill()
+        program.wait()

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hone.diagnose import kernel
+from hone.diagnose import catalogue, kernel
 from hone.diagnose.fold import Frame
 from hone.diagnose.profile import Profile
+from hone.diagnose.report import Diagnosis
 from hone.diagnose.threads import ThreadStat
 from hone.diagnose.verdict import decide
 
@@ -163,6 +164,37 @@ def test_nginx_under_wrk_gets_network_knobs_not_compiler_flags(
     text = hone_cli("diagnose", "--from", str(Path(document["files"]["saved"]))).stdout
     assert "compiler-flags" not in text
     assert "advice: " in text and "sendfile" in text
+
+
+def test_the_dentry_cache_knob_only_for_path_lookups() -> None:
+    """vm.vfs_cache_pressure keeps dentries and inodes cached: it was offered to a program
+    whose file system time was 95 % fdatasync, and to 1-byte writes to /dev/null."""
+    sync = ENTRY + "__x64_sys_fdatasync;ext4_sync_file;file_write_and_wait_range"
+    write = ENTRY + "ksys_write;vfs_write"
+    syncing = Profile(stacks={("db", stack("main;fdatasync", sync)): 95,
+                              ("db", stack("main;__libc_write", write)): 5})  # fmt: skip
+    threads = [ThreadStat(1, "db", 100, 0, 100, 0, 0, 10)]
+    for profile, knobs in ((syncing, []), (SERVER, ["vm.vfs_cache_pressure"])):
+        files = next(f for f in decide(profile, threads, 10, 2) if f.kind == "kernel-files")
+        d = Diagnosis(profile=profile, findings=[files])
+        assert [s.name for s in catalogue.knobs_for(d.knob_kinds())] == knobs
+        assert files.knobs == bool(knobs)
+
+
+def test_the_vdso_is_user_space_not_the_kernel() -> None:
+    """A loop around clock_gettime (73 % of its samples in `__vdso_clock_gettime`, no system
+    time) was told 'CPU time in other kernel work: 74 %' and to make fewer system calls."""
+    vdso = (
+        Frame("main", "prog"),
+        Frame("clock_gettime", LIBC),
+        Frame("__vdso_clock_gettime", "[vdso]"),
+    )
+    profile = Profile(stacks={("prog", vdso): 75, ("prog", stack("main;crunch")): 25})
+    assert kernel.split(profile).kernel == 0
+    threads = [ThreadStat(1, "prog", 100, 0, 0, 0, 0, 10)]
+    findings = decide(profile, threads, 10, 2)
+    assert [f.kind for f in findings] == ["cpu"]
+    assert "__vdso_clock_gettime" in findings[0].headline
 
 
 def test_interrupts_while_it_ran_are_not_its_own_doing() -> None:

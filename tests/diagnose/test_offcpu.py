@@ -49,8 +49,12 @@ app  10/12   100.050000: PERF_RECORD_SWITCH IN
 def test_intervals_are_charged_to_the_switch_out_stack() -> None:
     result = offcpu.analyse(SCRIPT, pid=10)
     sleep = result.stacks["sleep"]
-    assert sleep == {"app;main;wait_for_request;__schedule": pytest.approx(10500)}
-    assert result.stacks["runqueue"] == {"app;compute;__schedule": pytest.approx(3000)}
+    # asleep 10 ms until its wake-up, then 0.5 ms in the run queue until it ran
+    assert sleep == {"app;main;wait_for_request;__schedule": pytest.approx(10000)}
+    assert result.stacks["runqueue"] == {
+        "app;compute;__schedule": pytest.approx(3000),
+        "app;main;wait_for_request;__schedule": pytest.approx(500),
+    }
     assert result.stacks["io"] == {
         "app;[app];fdatasync;io_schedule": pytest.approx(30000),
         # Still blocked when the recording ended: charged up to the last event.
@@ -125,6 +129,10 @@ def test_wakeups_from_other_processes_give_run_queue_latency() -> None:
     result = offcpu.analyse(SCRIPT, pid=10, wakeups={12: [99.0, 100.030]})
     assert result.runqueue.count == 3
     assert result.runqueue.max_us == pytest.approx(20000)
+    # in D until the wake-up, then waiting for a CPU: I/O 10 ms, not 30
+    assert result.stacks["io"]["app;[app];fdatasync;io_schedule"] == pytest.approx(10000)
+    assert result.stacks["runqueue"]["app;[app];fdatasync;io_schedule"] == pytest.approx(20000)
+    assert result.per_thread[12] == {"runqueue": pytest.approx(23000), "io": pytest.approx(10000)}
     text = " 100.030000: comm=app pid=12 prio=120 target_cpu=001\n 99.5: comm=x pid=3 prio=1\n"
     assert offcpu.parse_wakeups(text) == {12: [100.03], 3: [99.5]}
 

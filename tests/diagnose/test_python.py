@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
+
+from hone.diagnose.report import Diagnosis
 
 PROGRAMS = Path(__file__).parent / "programs"
 
@@ -32,3 +35,22 @@ def test_report_names_the_busy_python_thread(diagnose_running) -> None:
     assert "function spin of module spin_threads.py" in cpu.headline
     assert "hot-spinner" in (folder / "report.html").read_text()
     assert "hot-spinner" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_wrapper_that_execs_python_is_diagnosed_as_python(hone_cli, tmp_path: Path) -> None:
+    """hone holds a command right after its first exec: a wrapper's (pyenv's `python3` shim is
+    a bash script), so the program it then exec'd was diagnosed as native code, without py-spy:
+    'CPU-bound in function _PyEval_EvalFrameDefault of module libpython3.11.so.1.0'."""
+    script = (
+        f"exec {shlex.quote(sys.executable)} {shlex.quote(str(PROGRAMS / 'spin_threads.py'))} 3"
+    )
+    folder = tmp_path / "rep"
+    done = hone_cli("diagnose", "-o", str(folder), "--no-locks", "--", "sh", "-c", script)
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(folder / "diagnosis.hone")
+    assert d.language == "python"
+    assert d.threads[0].name == "hot-spinner"
+    assert d.language_profile is not None and d.language_profile.total > 0
+    cpu = next(f for f in d.findings if f.kind == "cpu")
+    assert "function spin of module spin_threads.py" in cpu.headline

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.diagnose.inputs import build
+from hone.diagnose import system
+from hone.diagnose.fold import Frame
 from hone.diagnose.machine import Machine, Process, ThreadShare
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis
@@ -74,6 +76,7 @@ def test_the_busier_program_comes_first_with_its_pid(hone_cli, start, tmp_path: 
     assert re.search(r"^CPU time \(% of \d+ CPUs\): user [\d.]+, ", out, re.M)
     assert "spin_work" in (folder / "oncpu.folded").read_text()
     assert f"spinners-{heavy.pid};" in (folder / "oncpu.folded").read_text()
+    assert not [root for root, _ in d.profile.stacks if root.endswith("-0")]  # idle is not work
     page = (folder / "report.html").read_text()
     assert "Processes" in page and f"hone diagnose --pid {heavy.pid}" in page
     # --json of the saved run: the same facts, the process table added to the usual shape.
@@ -121,6 +124,16 @@ def test_the_kernel_is_a_finding_where_it_holds_the_machine() -> None:
     found = decide(profile, _machine((5, "nginx", 80.0, 78.0), (7, "app", 20.0, 0.0)))
     assert [f.kind for f in found][:2] == ["process", "kernel-network"]
     assert "network stack: 80% of on-CPU samples" in found[1].headline
+
+
+def test_the_idle_task_is_not_in_the_profile() -> None:
+    """perf -a samples the idle task (swapper, pid 0) on idle CPUs: its halt was the machine's
+    hottest function and made 'CPU time in other kernel work: 49%' a finding."""
+    halt = (Frame("common_startup_64", "[kernel.kallsyms]"),
+            Frame("pv_native_safe_halt", "[kernel.kallsyms]"))  # fmt: skip
+    busy = (Frame("main", "/opt/cpu"), Frame("crunch", "/opt/cpu"))
+    stacks = {("swapper-0/0", halt): 49, ("cpu-12/12", busy): 51}
+    assert system._per_process(stacks) == {("cpu-12", busy): 51}
 
 
 def test_an_idle_machine_says_so() -> None:

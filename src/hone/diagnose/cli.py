@@ -113,7 +113,8 @@ def diagnose(
             elif pid is not None:
                 result = collect(pid, duration or 30.0, keep=files, **options)  # type: ignore[arg-type]
             else:
-                result = run_command(list(command), duration, keep=files, **options)  # type: ignore[arg-type]
+                result = run_command(list(command), duration, to_stderr=as_json, keep=files,
+                                     **options)  # type: ignore[arg-type]  # fmt: skip
         except BaseException:
             if output is None:  # the folder hone named for this run: no report will be in it
                 shutil.rmtree(report.parent, ignore_errors=True)

@@ -118,7 +118,7 @@ def write(d: Diagnosis, folder: Path) -> Path:
     # knobs of the other findings measured beside the hot code (a large heap: huge pages)
     also = [
         s
-        for s in catalogue.knobs_for([f.kind for f in others], d.evidence(), d.context())
+        for s in catalogue.knobs_for([f.kind for f in others if f.knobs], d.evidence(), d.context())
         if s.present
     ]
     project = {

@@ -224,9 +224,15 @@ def _tidy(func: str) -> str:
 _VMLINUX = re.compile(r"vmlinux[A-Za-z0-9._-]*\Z")
 
 
+#: perf's bracketed names of user-space mappings: the vDSO runs in user mode (clock_gettime
+#: answered there is user time, not a system call), the rest are the process's own memory.
+_USER_MAPPINGS = ("[unknown]", "[vdso]", "[vdso32]", "[vdsox32]", "[vsyscall]", "[heap]",
+                  "[stack]", "[anon", "[uprobes]")  # fmt: skip
+
+
 def is_kernel(module: str) -> bool:
     """Kernel modules as perf names them: `[kernel.kallsyms]`, `[ext4]`, `*.ko`, `vmlinux*`."""
-    if module == "[unknown]":
+    if module.startswith(_USER_MAPPINGS):
         return False
     if module.startswith("[") or module.endswith(".ko"):
         return True

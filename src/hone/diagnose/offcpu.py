@@ -5,8 +5,9 @@ stack is where it blocked) to its next switch-in (sched_switch fires that in ano
 context, which a recording of the process alone does not see: `--switch-events` gives it as a
 PERF_RECORD_SWITCH IN record instead). The interval is charged to the switch-out stack and
 classed by the state the thread left in: R = preempted (waiting in the run queue), D =
-uninterruptible (mostly I/O), S and others = sleeping or waiting on something; a thread still off
-the CPU when the recording ends is charged up to its end. Run-queue latency is wake-up (or
+uninterruptible (mostly I/O), S and others = sleeping or waiting on something; from its wake-up,
+when that is known, the thread waits in the run queue, and that part is charged as such. A thread
+still off the CPU when the recording ends is charged up to its end. Run-queue latency is wake-up (or
 preemption) to switch-in. Kprobes are not needed (no offcputime-bpf)."""
 
 from __future__ import annotations
@@ -223,15 +224,23 @@ def _charge(
     woken_at: dict[int, float],
     latencies: list[float],
 ) -> None:
-    """Charge a finished off-CPU interval to its switch-out stack; note run-queue latency."""
+    """Charge a finished off-CPU interval to its switch-out stack; note run-queue latency. The
+    part after a known wake-up is run-queue wait, not the sleep or I/O the thread left for: a
+    thread committing 8,000 fdatasyncs a second on busy CPUs was charged 0.94 thread-seconds per
+    second of I/O while it sat in D 13 % of the window and waited for a CPU 80 %."""
     since, stack, kind = out
-    us = (now - since) * 1e6
-    stacks = result.stacks.setdefault(kind, {})
-    stacks[stack] = stacks.get(stack, 0.0) + us
+    woken = woken_at.pop(tid, None)
+    parts = [(kind, since, now)]
+    if woken is not None and since < woken <= now and kind != "runqueue":
+        parts = [(kind, since, woken), ("runqueue", woken, now)]
     thread = result.per_thread.setdefault(tid, {})
-    thread[kind] = thread.get(kind, 0.0) + us
-    if tid in woken_at:
-        latencies.append((now - woken_at.pop(tid)) * 1e6)
+    for part, start, end in parts:
+        us = (end - start) * 1e6
+        stacks = result.stacks.setdefault(part, {})
+        stacks[stack] = stacks.get(stack, 0.0) + us
+        thread[part] = thread.get(part, 0.0) + us
+    if woken is not None:
+        latencies.append((now - woken) * 1e6)
 
 
 def analyse(

@@ -186,13 +186,13 @@ def _section_offcpu(d: Diagnosis) -> str:
     off = d.offcpu
     if off is None:
         return '<p class="muted">Off-CPU analysis was not run (see capabilities).</p>'
-    labels = {"io": "I/O (uninterruptible)", "sleep": "sleep / wait", "runqueue": "preempted"}
+    labels = {"io": "I/O (uninterruptible)", "sleep": "sleep / wait", "runqueue": "run queue"}
     rows = [
         [labels.get(k, k), f"{off.total_us(k) / 1000:.1f}"] for k in ("sleep", "io", "runqueue")
     ]
     rq = off.runqueue
     out = [
-        table(["state when switched out", "off-CPU ms (all threads)"], rows, {1}),
+        table(["waiting for", "off-CPU ms (all threads)"], rows, {1}),
         f"<p>Run-queue latency (woken or preempted, to running again): {rq.count} waits, mean "
         f"{rq.mean_us:.0f} us, p50 {rq.p50_us:.0f} us, p99 {rq.p99_us:.0f} us, max "
         f"{rq.max_us:.0f} us.</p>",

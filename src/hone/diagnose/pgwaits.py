@@ -219,7 +219,7 @@ def analyse(text: str, futex_text: str = "") -> PgWaits:
     result = PgWaits(window_s=off.window_s)
     found: dict[tuple[str, str, str], PgWait] = {}
     for kind, stacks in off.stacks.items():
-        if kind == "runqueue":  # preempted, not waiting
+        if kind == "runqueue":  # preempted, or woken and waiting for a CPU: not a lock wait
             continue
         for stack, us in stacks.items():
             if any(f in CLIENT_WAIT for f in stack.split(";")):

@@ -77,6 +77,10 @@ class Diagnosis:
             and self.language == "native"
         )
 
+    def knob_kinds(self) -> list[str]:
+        """The kinds whose knobs to suggest: the process's own findings that knobs act on."""
+        return [f.kind for f in self.own_findings() if f.knobs]
+
     def evidence(self) -> dict[str, str]:
         """Each kind of bottleneck found, with the measurement that found it (its headline)."""
         return {f.kind: f.headline for f in reversed(self.own_findings())}
@@ -177,6 +181,7 @@ def _profile_of_rows(data: dict | None) -> Profile | None:
 def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None) -> str:
     """The summary printed at the end of `hone diagnose`."""
     lines = [f"hone diagnose: {d.target} for {d.window_s:.1f} s ({d.language}, {d.cpus} CPUs)"]
+    lines += [f"note: {n}" for n in d.notes if n.startswith(f"pid {d.pid} ended ")]
     if d.findings:
         lines.append(f"verdict: {d.findings[0].headline}")
         lines += [f"  also: {f.headline}" for f in d.findings[1:4]]

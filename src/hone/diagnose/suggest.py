@@ -41,9 +41,7 @@ def build(d: Diagnosis) -> dict:
 
     The knobs are looked up again here: what exists is a property of this machine, which may not
     be the one the diagnosis was recorded on."""
-    d.suggestions = catalogue.knobs_for(
-        [f.kind for f in d.own_findings()], d.evidence(), d.context()
-    )
+    d.suggestions = catalogue.knobs_for(d.knob_kinds(), d.evidence(), d.context())
     knobs = {s.name: s.knob for s in d.suggestions if s.present}
     if not knobs:
         raise HoneError(

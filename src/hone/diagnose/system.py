@@ -18,7 +18,7 @@ from pathlib import Path
 from hone.diagnose import catalogue
 from hone.diagnose.fold import Stack, parse_perf_script
 from hone.diagnose.kernel import split
-from hone.diagnose.machine import Counters, Machine, pressure, processes
+from hone.diagnose.machine import Counters, Machine, pressure, processes, root_of
 from hone.diagnose.machine import split as cpu_split
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check
 from hone.diagnose.profile import Profile
@@ -98,16 +98,20 @@ def collect(
         system=machine,
     )
     result.suggestions = catalogue.knobs_for(
-        [f.kind for f in result.own_findings()], result.evidence(), result.context()
+        result.knob_kinds(), result.evidence(), result.context()
     )
     return result
 
 
 def _per_process(stacks: dict[tuple[str, Stack], int]) -> dict[tuple[str, Stack], int]:
     """`comm-PID/TID` roots -> `comm-PID`: a flame graph per process, its threads merged by
-    stack (thread names stay apart when they differ, as a JVM's do)."""
+    stack (thread names stay apart when they differ, as a JVM's do). The idle task (pid 0) is
+    left out, as from the process table: a machine half idle had `pv_native_safe_halt` as its
+    hottest function and 'CPU time in other kernel work: 49%' as a finding."""
     merged: dict[tuple[str, Stack], int] = {}
     for (root, frames), count in stacks.items():
+        if root_of(root)[1] == 0:
+            continue
         key = (root.rpartition("/")[0] or root, frames)
         merged[key] = merged.get(key, 0) + count
     return merged

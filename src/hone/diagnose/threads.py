@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -256,6 +257,27 @@ def parse_blocked(text: str) -> dict[str, tuple[str, str]]:
     return blocked
 
 
+def jvm_attachable(pid: int, wait: float = 15.0) -> bool:
+    """Wait (at most `wait` s) until the JVM catches SIGQUIT. jstack and jcmd attach by sending
+    SIGQUIT; until HotSpot installs its handler, early in its start, that signal's default action
+    ends the JVM (exit code 131), and a JVM that hone holds stopped keeps the signal pending and
+    dies of it when continued: `hone diagnose -- java ...` killed the program it diagnosed."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text(errors="replace")
+        except OSError:
+            return False
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("State", "Z").split()[0] in DEAD:
+            return False
+        if int(fields.get("SigCgt", "0").strip() or "0", 16) & (1 << (signal.SIGQUIT - 1)):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
 def language_names(pid: int, language: str) -> tuple[dict[int, tuple[str, list[str]]], str, str]:
     """Thread names from the language's own tool, with a note saying what was used or missing,
     and the tool's output (jstack's also says which threads are blocked on which monitor)."""
@@ -265,6 +287,8 @@ def language_names(pid: int, language: str) -> tuple[dict[int, tuple[str, list[s
     path = tool_path(tool)
     if not path:
         return {}, f"{tool} not found: {language} thread names unavailable", ""
+    if tool == "jstack" and not jvm_attachable(pid):
+        return {}, "the JVM did not take attach requests (no SIGQUIT handler): no jstack", ""
     argv = [path, str(pid)] if tool == "jstack" else [path, "dump", "--pid", str(pid)]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)

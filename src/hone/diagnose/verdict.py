@@ -48,6 +48,8 @@ class Finding:
     #: False when the cause is outside the process (other work takes the CPUs): no knob or
     #: build of the process's own helps, so it suggests none.
     own: bool = True
+    #: False when the kind's knobs do not act on what was measured (see kernel_findings).
+    knobs: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -136,8 +138,29 @@ def kernel_findings(time: KernelTime, threads: list[ThreadStat], cpu: float) -> 
         # interrupts come to whatever runs on the CPU: not the process's doing
         own = group != "interrupts"
         score = cpu * time.group_share(group)
-        findings.append(Finding(f"kernel-{group}", score, headline, details, own=own))
+        knobs = group != "files" or _lookups(time) >= LOOKUP_SHARE
+        findings.append(Finding(f"kernel-{group}", score, headline, details, own, knobs))
     return findings
+
+
+#: System calls that look paths up: vm.vfs_cache_pressure (the files knob) keeps the dentries
+#: and inodes they walk cached, and does nothing for reads, writes or syncs of open files.
+LOOKUP_CALLS = frozenset({
+    "open", "openat", "openat2", "newfstatat", "newstat", "newlstat", "statx", "access",
+    "faccessat", "faccessat2", "readlink", "readlinkat", "getdents64", "unlink", "unlinkat",
+    "rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir", "execve", "execveat", "chdir",
+})  # fmt: skip
+#: The file system finding suggests its knob only when lookups are this share of it or more:
+#: 8,000 fdatasyncs a second and a loop of 1-byte writes to /dev/null were each offered
+#: vm.vfs_cache_pressure; nginx serving one file (openat 52% of its file time) keeps it.
+LOOKUP_SHARE = 1 / 3
+
+
+def _lookups(time: KernelTime) -> float:
+    """The share of the file system group's samples in path lookups."""
+    calls = time.calls.get("files", {})
+    total = sum(calls.values())
+    return sum(n for call, n in calls.items() if call in LOOKUP_CALLS) / total if total else 0.0
 
 
 def _kernel_before_code(findings: list[Finding], time: KernelTime) -> list[Finding]:

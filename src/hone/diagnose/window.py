@@ -176,15 +176,18 @@ class _PerfMap:
     one that names the code compiled during the window; writes every 2 s through the window
     left the code compiled after the last of them unnamed, more often on a busy machine."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, wanted: bool) -> None:
         self.pid = pid
+        self.wanted = wanted  # a JVM: set late when a wrapper execs java after the start
         self.jcmd = tool_path("jcmd")
         self.written = False
         self.lock = threading.Lock()  # the last write comes after the first has ended
 
     def write(self) -> None:
         with self.lock:
-            if self.jcmd and _alive(self.pid):
+            if not self.wanted:
+                return
+            if self.jcmd and _alive(self.pid) and threads.jvm_attachable(self.pid):
                 done = subprocess.run([self.jcmd, str(self.pid), "Compiler.perfmap"],
                                       capture_output=True, text=True, check=False)  # fmt: skip
                 self.written = self.written or done.returncode == 0
@@ -209,9 +212,10 @@ def _plan(
     frequency: int,
     want_offcpu: bool,
     want_locks: bool,
-) -> tuple[dict[str, _Job], locks.Symbolizer | None]:
-    """The recorders this machine and this process allow, not yet started, and the lock
-    recorder's symbolizer (the window reads the process's mappings again once it runs).
+) -> tuple[dict[str, _Job], locks.Symbolizer | None, _PerfMap]:
+    """The recorders this machine and this process allow, not yet started, the lock recorder's
+    symbolizer (the window reads the process's mappings again once it runs) and the JVM's perf
+    map (wanted once the process is known to be a JVM).
 
     Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
     itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
@@ -219,7 +223,7 @@ def _plan(
 
     bound = duration + 60
     event = event_of(caps)
-    perf_map = _PerfMap(pid) if language == "java" else None
+    perf_map = _PerfMap(pid, language == "java")
 
     def oncpu() -> object:
         recording = record(
@@ -228,9 +232,9 @@ def _plan(
             frequency_hz=frequency,
             event=event,
             output_dir=keep,
-            before_script=perf_map.write if perf_map else None,
+            before_script=perf_map.write,
         )
-        if perf_map:
+        if perf_map.wanted:
             notes.append(perf_map.note())
         return recording
 
@@ -299,19 +303,40 @@ def _plan(
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
     jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, bound, caps, procs.run))
+    jobs.update(_language_jobs(pid, language, work / "py-spy.txt", bound, frequency, procs,
+                               perf_map, notes))  # fmt: skip
+    return jobs, symbolizer, perf_map
+
+
+def _language_jobs(
+    pid: int,
+    language: str,
+    data: Path,
+    bound: float,
+    frequency: int,
+    procs: _Processes,
+    perf_map: _PerfMap,
+    notes: list[str],
+) -> dict[str, _Job]:
+    """py-spy for Python, the perf map for Java: when the process starts, or later when a
+    wrapper (a shell script, pyenv's `python3` shim) has exec'd the runtime."""
+    jobs = {}
     if language == "python":
-        data = work / "py-spy.txt"
         argv = threads.py_spy_record_argv(pid, data, bound, frequency)
         if argv:
             jobs["py-spy"] = _Job("py-spy", _py_spy(procs.run, argv, data))
         else:
             notes.append("py-spy not found: no Python-level stacks")
     if language == "java":
-        jobs["perfmap"] = _Job("perfmap", perf_map.write)  # type: ignore[union-attr]
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        perf_map.wanted = True
+        jobs["perfmap"] = _Job("perfmap", perf_map.write)
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            cmdline = ""
         if "PreserveFramePointer" not in cmdline:
             notes.append("Java without -XX:+PreserveFramePointer: JIT stacks may be cut short")
-    return jobs, symbolizer
+    return jobs
 
 
 def collect(
@@ -344,6 +369,8 @@ def collect(
     try:
         return _record(pid, duration, language, target, caps, work, keep or work, frequency,
                        want_offcpu, want_locks, release)  # fmt: skip
+    except TooShort:
+        raise
     except HoneError as error:
         if _alive(pid):
             raise
@@ -351,6 +378,22 @@ def collect(
         raise HoneError(f"pid {pid} ended before perf could attach ({error})") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+#: Seconds: a process that ends sooner after the window starts left about ten samples at 99
+#: Hz, and `hone diagnose -- true` (a 0.02 s window) was told its run queue was saturated.
+MIN_WINDOW = 0.1
+#: The note (printed on the terminal too) of a --pid that ended before its window did.
+ENDED = "pid {pid} ended {elapsed:.1f} s into the {duration:g} s window"
+
+
+class TooShort(HoneError):
+    """The process ended too soon after the window began for anything to be measured."""
+
+    def __init__(self, who: str, elapsed: float) -> None:
+        self.when = (f"{elapsed:.2f} s into the window, too soon to diagnose; "
+                     "diagnose a run that lasts a second or more")  # fmt: skip
+        super().__init__(f"{who} ended {self.when}")
 
 
 def _record(
@@ -369,8 +412,8 @@ def _record(
     """One window: start the recorders, sample the threads, stop everything, analyse."""
     notes: list[str] = []
     procs = _Processes()
-    jobs, symbolizer = _plan(pid, duration, language, caps, work, keep, procs, notes, frequency,
-                             want_offcpu, want_locks)  # fmt: skip
+    jobs, symbolizer, perf_map = _plan(pid, duration, language, caps, work, keep, procs, notes,
+                                       frequency, want_offcpu, want_locks)  # fmt: skip
     for job in jobs.values():
         job.start()
     try:
@@ -388,6 +431,13 @@ def _record(
             time.sleep(0.02)
         if symbolizer:  # a held command has loaded its libraries by now
             symbolizer.refresh()
+        if language == "native" and _alive(pid):  # a wrapper may have exec'd the runtime by now
+            language = threads.language_of(pid)
+            late = _language_jobs(pid, language, work / "py-spy.txt", duration + 60, frequency,
+                                  procs, perf_map, notes)  # fmt: skip
+            for name, job in late.items():
+                jobs[name] = job
+                job.start()
         early_names, _, early_dump = threads.language_names(pid, language)
         oncpu = jobs["oncpu"]
         # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
@@ -409,6 +459,7 @@ def _record(
         kids.sample()
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
+    ended = sampler.elapsed < duration and not _alive(pid)
     # the late thread names (jstack: a second or two) while perf script reads the recordings
     late = _Job("names", lambda: threads.language_names(pid, language))
     if _alive(pid):
@@ -416,6 +467,10 @@ def _record(
     for job in [*jobs.values(), late]:
         if job.is_alive():
             job.join()
+    if ended and sampler.elapsed < MIN_WINDOW:
+        raise TooShort(f"pid {pid}", sampler.elapsed)
+    if ended and not release:  # a command ends when it is done; a --pid was asked for the window
+        notes.append(ENDED.format(pid=pid, elapsed=sampler.elapsed, duration=duration))
     names, note, dump = late.result if isinstance(late.result, tuple) else ({}, "", "")
     if late.error:
         note = f"{language} thread names at the window's end: {late.error}"
@@ -529,22 +584,25 @@ def _analyse(
     )
     # other work taking the CPUs is no reason for a knob: only the process's own findings count
     result.suggestions = catalogue.knobs_for(
-        [f.kind for f in result.own_findings()], result.evidence(), result.context()
+        result.knob_kinds(), result.evidence(), result.context()
     )
     return result
 
 
-def run_command(command: list[str], duration: float | None, **options: object) -> Diagnosis:
+def run_command(
+    command: list[str], duration: float | None, *, to_stderr: bool = False, **options: object
+) -> Diagnosis:
     """Start the command, diagnose it until it exits (or for `duration`), then stop it. What the
     machine allows is probed before the command starts: probing takes half a second (more on a
     busy machine), which a short command would otherwise spend unrecorded. For the same reason
     the command is stopped (SIGSTOP) as soon as it has been executed and continued (SIGCONT) when
     every recorder has started and the window begins: perf takes 0.5-1.7 s to start, and a
     command that ran meanwhile had spent most of a short run's CPU time before the window, so
-    its thread counters showed only the tail and the time after its exit as sleep."""
+    its thread counters showed only the tail and the time after its exit as sleep. With
+    `to_stderr` (--json) what the command prints goes to stderr: stdout holds the JSON alone."""
     options.setdefault("caps", probe())
     try:
-        proc = subprocess.Popen(command, start_new_session=True)
+        proc = subprocess.Popen(command, start_new_session=True, stdout=2 if to_stderr else None)
     except OSError as error:
         raise HoneError(f"cannot run {command[0]}: {error.strerror}") from None
     os.killpg(proc.pid, signal.SIGSTOP)  # Popen returns once the command is executed
@@ -556,6 +614,8 @@ def run_command(command: list[str], duration: float | None, **options: object) -
     try:
         try:
             result = collect(proc.pid, duration or 24 * 3600, release=release, **options)  # type: ignore[arg-type]
+        except TooShort as error:
+            raise HoneError(f"{command[0]} ended (exit code {proc.wait()}) {error.when}") from None
         except HoneError:
             if proc.poll() is None:
                 raise
