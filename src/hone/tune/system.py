@@ -34,6 +34,12 @@ from hone.workload.manager import WorkloadManager, service_spec
 _COMMAND_VARIABLES = ("HONE_PORT", "HONE_WORKDIR", "HONE_PROJECT_DIR")
 
 
+def _command_variables() -> dict[str, str]:
+    """hone's own variables as this run set them (prepare), for commands run elsewhere or
+    later: a shell knob's journaled set, the service a `restore` restarts."""
+    return {k: os.environ[k] for k in _COMMAND_VARIABLES if k in os.environ}
+
+
 class System:
     def __init__(self, project: Project, journal: Journal, reporter: Reporter) -> None:
         self.project = project
@@ -71,7 +77,7 @@ class System:
         os.environ.setdefault("HONE_PORT", str(_free_port()))
         os.environ["HONE_WORKDIR"] = str(self.workdir)
         os.environ["HONE_PROJECT_DIR"] = str(self.project.directory)
-        variables = {k: os.environ[k] for k in _COMMAND_VARIABLES}
+        variables = _command_variables()
         for knob in self.project.knobs:
             if isinstance(knob.actuator, ShellActuator):
                 # Kept in the journal with the commands, so `hone restore` in another process
@@ -184,8 +190,7 @@ class System:
         workload = self.project.workload
         if self.restarted or workload.launch is not None:
             return  # recorded at the first restart
-        env = {k: os.environ[k] for k in _COMMAND_VARIABLES if k in os.environ}
-        spec = service_spec(workload, self.project.directory, env)
+        spec = service_spec(workload, self.project.directory, _command_variables())
         self.journal.remember_workload(SERVICE, {}, spec, running=not self.owns_workload)
         self.journal.mark_restarting(SERVICE)
 
