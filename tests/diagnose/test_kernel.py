@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from benchmarks.diagnose.inputs import build
 from hone.diagnose import catalogue, kernel
 from hone.diagnose.fold import Frame
 from hone.diagnose.profile import Profile
@@ -211,3 +212,29 @@ def test_interrupts_while_it_ran_are_not_its_own_doing() -> None:
     assert findings[0].kind == "cpu" and "hot_work" in findings[0].headline
     interrupts = next(f for f in findings if f.kind == "kernel-interrupts")
     assert not interrupts.own and "(softirq 15%)" in interrupts.headline
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("mode", "kind", "call"),
+    [("write", "kernel-files", "write"), ("getppid", "kernel-other", "getppid"),
+     ("pipe", "kernel-files", "read")],
+)  # fmt: skip
+def test_tiny_system_calls_are_charged_to_the_call(hone_cli, tmp_path: Path, mode: str,
+                                                   kind: str, call: str) -> None:  # fmt: skip
+    """A loop of 1-byte writes to /dev/null (or getppid, or 1-byte reads of a pipe) spends
+    half its kernel samples in the syscall entry and exit, whose stacks stop in do_syscall_64:
+    they were 'other kernel work' called `kernel`, and the write's own samples were split
+    between files and other work by the frames each happened to show."""
+    program = build("sys_loop")
+    folder = tmp_path / "rep"
+    done = hone_cli("diagnose", "-F", "499", "-d", "2", "--no-offcpu", "--no-locks", "-o",
+                    str(folder), "--", str(program), mode, "2")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(folder / "diagnosis.hone")
+    found = kernel.split(d.profile)
+    assert found.share > 0.5, found  # the loop lives in system calls
+    charged = found.calls.get(kind.removeprefix("kernel-"), {}).get(call, 0)
+    assert charged >= 0.9 * found.kernel, found.calls
+    finding = next(f for f in d.findings if f.kind == kind)
+    assert f"({call} " in finding.headline, finding.headline

@@ -84,7 +84,8 @@ def _group(frames: tuple[Frame, ...]) -> str:
 
 
 def _call(frames: tuple[Frame, ...]) -> str:
-    """The system call the stack entered, by the kernel frame under the syscall entry."""
+    """The system call the stack entered, by the kernel frame under the syscall entry; UNNAMED
+    names a stack that stops in the entry, the exit or the dispatch of an unnamed call."""
     names = [f.function for f in frames]
     entries = [i for i, name in enumerate(names[:-1]) if name in _ENTRY]
     if entries:
@@ -95,6 +96,8 @@ def _call(frames: tuple[Frame, ...]) -> str:
             if call.startswith(prefix):
                 return call[len(prefix) :]
         return call
+    if names[-1] in _ENTRY or any(n.startswith("entry_SYSCALL") for n in names):
+        return "syscall entry"
     if any("page_fault" in n for n in names):
         return "page fault"
     if any("softirq" in n or n == "net_rx_action" for n in names):
@@ -104,20 +107,67 @@ def _call(frames: tuple[Frame, ...]) -> str:
     return "kernel"
 
 
+#: What `_call` answers for a sample inside a system call whose stack does not name it: the
+#: entry (the stack stops in do_syscall_64), the return to user space, or kernel code reached
+#: from a user frame whose callers the frame pointers lost (a retpoline thunk under `write`).
+UNNAMED = frozenset({"syscall entry", "syscall return", "kernel", "x64_sys_call",
+                     "syscall_trace_enter", "syscall_exit_work"})  # fmt: skip
+#: The groups a system call's samples are charged to together.
+_CALL_GROUPS = ("network", "files", "other")
+
+
+def _unnamed(call: str) -> bool:
+    """Whether a sample's call is not named by its stack (UNNAMED, or an interrupt that came
+    during the entry: its frame is the one under do_syscall_64)."""
+    return call in UNNAMED or call.startswith(_INTERRUPT)
+
+
+def _caller(thread: str, frames: tuple[Frame, ...]) -> tuple:
+    """The user-space stack a sample entered the kernel from (with its thread)."""
+    user = [f for f in frames if not is_kernel(f.module)]
+    return (thread, *user)
+
+
+def _charged(samples: list[tuple[tuple, str, str, int]]) -> list[tuple[str, str, int]]:
+    """Each sample's (group, call), charged to the system call it belongs to. The samples of
+    one call from one user stack go to one group, the one most of them show: a 1-byte write
+    spends its time in the entry and exit (`do_syscall_64` alone on the stack), `fdget_pos`
+    and `vfs_write`, and only the last is a file system frame, so `write` was split between
+    files and other work. A sample that stops in the entry or the exit, or whose stack lost
+    the call, is charged to the call that the same user stack made most."""
+    known: dict[tuple, Counter] = {}
+    votes: dict[tuple, Counter] = {}  # (caller, call) -> the groups its named samples show
+    for caller, group, call, count in samples:
+        if not _unnamed(call):
+            known.setdefault(caller, Counter())[call] += count
+            if group in _CALL_GROUPS:
+                votes.setdefault((caller, call), Counter())[group] += count
+    charged = []
+    for caller, group, call, count in samples:
+        if _unnamed(call) and caller in known:
+            call = known[caller].most_common(1)[0][0]
+        if group in _CALL_GROUPS and (caller, call) in votes:
+            group = votes[(caller, call)].most_common(1)[0][0]
+        charged.append((group, call, count))
+    return charged
+
+
 def split(profile: Profile) -> KernelTime:
     """Count the profile's samples in the kernel by group, system call and leaf function."""
     result = KernelTime(samples=profile.total)
     calls: dict[str, Counter] = {}
     groups: Counter = Counter()
     functions: Counter = Counter()
-    for (_, frames), count in profile.stacks.items():
+    samples = []
+    for (thread, frames), count in profile.stacks.items():
         if not frames or not is_kernel(frames[-1].module):
             continue
         result.kernel += count
-        group = _group(frames)
-        groups[group] += count
-        calls.setdefault(group, Counter())[_call(frames)] += count
+        samples.append((_caller(thread, frames), _group(frames), _call(frames), count))
         functions[frames[-1].function] += count
+    for group, call, count in _charged(samples):
+        groups[group] += count
+        calls.setdefault(group, Counter())[call] += count
     result.groups = dict(groups)
     result.calls = {g: dict(c) for g, c in calls.items()}
     result.functions = dict(functions)

@@ -286,10 +286,10 @@ def _section_knobs(d: Diagnosis) -> str:
             "<p><code>hone diagnose --suggest-project DIR</code> writes these into a "
             "<code>hone tune</code> project.</p>"
         )
-    measured = [(what, m.verdict) for what, m in (("Heap", d.heap), ("Receive path", d.softirq))
-                if m]  # fmt: skip
+    measured = [(what, m.verdict) for what, m in (("Heap", d.heap), ("Receive path", d.softirq),
+                                                  ("Garbage collection", d.gc)) if m]  # fmt: skip
     if measured:
-        out.append("<h3>Evidence for memory and network knobs</h3><ul>")
+        out.append("<h3>Evidence for memory, network and garbage collection</h3><ul>")
         out += [f"<li>{escape(what)}: {escape(text)}</li>" for what, text in measured]
         out.append("</ul>")
     return "".join(out) or "<p>No knobs suggested.</p>"

@@ -18,6 +18,7 @@ from hone.diagnose import catalogue
 from hone.diagnose.catalogue import Suggestion
 from hone.diagnose.fold import Frame
 from hone.diagnose.heap import Heap
+from hone.diagnose.jvmgc import Gc
 from hone.diagnose.locks import Locks
 from hone.diagnose.machine import Machine, terminal_lines
 from hone.diagnose.offcpu import OffCpu
@@ -55,6 +56,7 @@ class Diagnosis:
     language_profile: Profile | None = None  # language-level stacks (Python: py-spy)
     heap: Heap | None = None  # the process's memory and page faults (module heap)
     softirq: Softirq | None = None  # the machine's receive path per CPU (module softirq)
+    gc: Gc | None = None  # a JVM's garbage collection (module jvmgc)
     system: Machine | None = None  # `--system`: CPU split and process table (module machine)
 
     @property
@@ -112,6 +114,7 @@ class Diagnosis:
             "language_profile": _profile_rows(self.language_profile),
             "heap": self.heap.to_dict() if self.heap else None,
             "softirq": self.softirq.to_dict() if self.softirq else None,
+            "gc": self.gc.to_dict() if self.gc else None,
             "system": self.system.to_dict() if self.system else None,
         }
 
@@ -154,6 +157,7 @@ class Diagnosis:
                 language_profile=_profile_of_rows(data.get("language_profile")),
                 heap=Heap.from_dict(data["heap"]) if data.get("heap") else None,
                 softirq=Softirq.from_dict(data["softirq"]) if data.get("softirq") else None,
+                gc=Gc.from_dict(data["gc"]) if data.get("gc") else None,
                 system=Machine.from_dict(data["system"]) if data.get("system") else None,
             )
         except (KeyError, TypeError, ValueError) as error:
@@ -176,6 +180,12 @@ def _profile_of_rows(data: dict | None) -> Profile | None:
         for t, frames, n in data["samples"]
     }
     return Profile(stacks=stacks, event=data["event"], target=data["target"])
+
+
+def _advised(kind: str) -> bool:
+    """Whether the terminal spells out a top finding's advice: time in the kernel or in a JVM's
+    collector, which neither compiler flags nor the program's hot function explain."""
+    return kind.startswith("kernel-") or kind == "gc"
 
 
 def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None) -> str:
@@ -218,6 +228,8 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
         lines.append(f"heap: {d.heap.verdict}")
     if d.softirq and d.softirq.verdict not in shown:
         lines.append(f"receive path: {d.softirq.verdict}")
+    if d.gc and d.gc.verdict not in shown:
+        lines.append(f"gc: {d.gc.verdict}")
     by_evidence: dict[str, list[str]] = {}
     for s in d.suggestions:
         if s.present:
@@ -230,7 +242,7 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
             "no kernel knob makes this code cheaper: --suggest-project DIR writes a "
             "compiler-flags project (-O, -march, LTO, PGO) for a program you build"
         )
-    elif d.own_findings() and d.own_findings()[0].kind.startswith("kernel-"):
+    elif d.own_findings() and _advised(d.own_findings()[0].kind):
         lines += [f"advice: {tip}" for tip in catalogue.advice(d.own_findings()[0].kind)]
     elif d.own_findings() and d.own_findings()[0].kind == "pg-lock":
         lines += [line for line in d.own_findings()[0].details if line.startswith("advice: ")]

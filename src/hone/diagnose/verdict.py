@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from hone.diagnose.descendants import Child
 from hone.diagnose.fold import is_kernel
 from hone.diagnose.heap import Heap
+from hone.diagnose.jvmgc import Gc, is_gc_thread, without_gc
 from hone.diagnose.kernel import KernelTime, split
 from hone.diagnose.locks import Locks
 from hone.diagnose.offcpu import OffCpu
@@ -41,7 +42,7 @@ MIN_PG_SHARE = 0.2
 @dataclass
 class Finding:
     kind: str  # cpu, kernel-{network,files,memory,other}, runqueue, lock, io, idle, memory,
-    # frontend, speculation, heap, softirq, children, pg-lock
+    # frontend, speculation, heap, gc, softirq, children, pg-lock
     score: float  # thread-seconds per second (weighted for locks)
     headline: str
     details: list[str] = field(default_factory=list)
@@ -83,8 +84,10 @@ def _user_frame(stack: str, modules: dict[str, str]) -> str:
 _LIBRARY = re.compile(r"(libc|libpthread|librt|ld-linux[\w-]*)\.so\b")
 
 
-def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float) -> Finding:
-    """The program's own code: named by its hottest function outside the kernel."""
+def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float,
+         samples: str = "on-CPU samples") -> Finding:  # fmt: skip
+    """The program's own code: named by its hottest function outside the kernel; `samples` says
+    what the profile's shares are of."""
     rows = function_table(profile, order="self") if profile.total else []
     rows = [row for row in rows if not is_kernel(row.module)]
     hot = _busiest(threads, "cpu_pct")
@@ -93,7 +96,7 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float) -> Finding:
         module = module_name(top.module)
         of_module = f" of module {module}" if module != "?" else ""
         headline = (
-            f"CPU-bound in function {top.name}{of_module} ({top.self_share:.0%} of on-CPU samples)"
+            f"CPU-bound in function {top.name}{of_module} ({top.self_share:.0%} of {samples})"
         )
     else:
         headline = "CPU-bound (no on-CPU samples to name the function)"
@@ -304,6 +307,18 @@ def _heap(heap: Heap, cpu: float) -> Finding:
     return Finding("heap", HEAP_WEIGHT * cpu, heap.verdict)
 
 
+def _gc(gc: Gc, threads: list[ThreadStat], cpu: float) -> Finding:
+    """A JVM collecting garbage: the collector's CPU time and its threads' wait for a CPU, or
+    the share of the window the application stood still in pauses, whichever is more."""
+    gc_runq = sum(t.runq_pct for t in threads if is_gc_thread(t.label)) / 100
+    score = max(cpu * gc.gc_share + gc_runq, gc.pause_share)
+    details = [f"{name}: {count:.0f} collections, {seconds:.2f} s"
+               for name, (count, seconds) in gc.collections.items() if count]  # fmt: skip
+    if gc.args:
+        details.append(f"JVM options: {gc.args}")
+    return Finding("gc", score, gc.verdict, details)
+
+
 def _softirq(softirq: Softirq) -> Finding:
     """NET_RX piled on one CPU while another idles: its softirq time is what RPS can move."""
     busy = next(c for c in softirq.cpus if c.cpu == softirq.busy_cpu)
@@ -346,17 +361,29 @@ def decide(
     children: list[Child] | None = None,
     native: Profile | None = None,
     pg: PgWaits | None = None,
+    gc: Gc | None = None,
 ) -> list[Finding]:
     """Findings, the top bottleneck first; 'mostly idle' when nothing stands out. A heap and
     the receive path become findings only on their evidence (modules heap and softirq), the
     children when they used the CPU or waited for I/O (module descendants). `native` is perf's
     profile when `profile` is a language's own (py-spy): only perf sees the kernel's frames.
-    `pg` is PostgreSQL's lock waits in the process and its backends (module pgwaits)."""
+    `pg` is PostgreSQL's lock waits in the process and its backends (module pgwaits). `gc` is a
+    JVM's collector (module jvmgc): when it is a finding, the collector's samples and its
+    threads' run-queue wait are its own, not the application's code or demand for CPUs."""
     cpu = sum(t.cpu_pct for t in threads) / 100
-    runq = sum(t.runq_pct for t in threads) / 100
     in_kernel = split(native or profile)
-    cpu_finding = _cpu(profile, threads, cpu * (1 - in_kernel.share))
-    findings = [cpu_finding, _runqueue(threads, runq, cpu, cpus), _io(offcpu, threads, window_s)]
+    code_share = 1 - in_kernel.share
+    collecting = gc is not None and gc.evidence
+    app, samples = threads, "on-CPU samples"
+    if gc and collecting:
+        app = [t for t in threads if not is_gc_thread(t.label) and t.label not in gc.gc_threads]
+        total, profile = profile.total, without_gc(profile)
+        rest = split(profile)
+        code_share = (rest.samples - rest.kernel) / total if total else 0.0
+        samples = "the on-CPU samples outside the collector"
+    runq = sum(t.runq_pct for t in app) / 100
+    cpu_finding = _cpu(profile, app, cpu * code_share, samples)
+    findings = [cpu_finding, _runqueue(app, runq, cpu, cpus), _io(offcpu, threads, window_s)]
     findings += kernel_findings(in_kernel, threads, cpu)
     if locks:
         lock = _lock(locks, window_s)
@@ -371,6 +398,8 @@ def decide(
             findings.append(refined)
     if heap and heap.evidence:
         findings.append(_heap(heap, cpu))
+    if gc and collecting:
+        findings.append(_gc(gc, threads, cpu))
     if softirq and softirq.concentrated:
         findings.append(_softirq(softirq))
     if children:

@@ -21,6 +21,7 @@ from hone.diagnose import (
     catalogue,
     descendants,
     heap,
+    jvmgc,
     locks,
     offcpu,
     pgwaits,
@@ -419,6 +420,7 @@ def _record(
     try:
         _await_start([job for job in jobs.values() if job.output])
         memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
+        collector = jvmgc.Watch(pid)
         titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
         # the window starts here: a held command is released right after the first snapshot,
         # or its stopped time before the release would count as sleep
@@ -451,12 +453,14 @@ def _record(
                 memory.sample()
                 network.sample()
                 kids.sample()
+                collector.sample()
                 if titles:
                     titles.sample()
         stats = sampler.stop()  # the window ends here; the recorders end with it
         memory.sample()
         network.sample()
         kids.sample()
+        collector.sample()
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
     ended = sampler.elapsed < duration and not _alive(pid)
@@ -483,7 +487,7 @@ def _record(
         notes.append(note or f"{language} thread names taken early in the window")
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
                     frequency, memory.result(caps.has("hardware counters")), network.result(),
-                    kids.result())  # fmt: skip
+                    kids.result(), collector if language == "java" else None)  # fmt: skip
 
 
 def _await_start(recorders: list[_Job]) -> None:
@@ -514,6 +518,7 @@ def _analyse(
     memory: heap.Heap | None = None,
     receive: softirq.Softirq | None = None,
     children: list[descendants.Child] | None = None,
+    collector: jvmgc.Watch | None = None,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
     if oncpu.error:
@@ -562,8 +567,9 @@ def _analyse(
     # Name the hot function in the program's own language when its stacks are there.
     named = language_profile if language_profile and language_profile.total else profile
     pg = jobs["pgwaits"].result if "pgwaits" in jobs else None
+    gc = collector.result(profile, window) if collector else None
     findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive,
-                              children, native=profile, pg=pg)  # fmt: skip
+                              children, native=profile, pg=pg, gc=gc)  # fmt: skip
     result = Diagnosis(
         profile=profile,
         target=target,
@@ -581,6 +587,7 @@ def _analyse(
         language_profile=language_profile,
         heap=memory,
         softirq=receive,
+        gc=gc,
     )
     # other work taking the CPUs is no reason for a knob: only the process's own findings count
     result.suggestions = catalogue.knobs_for(
