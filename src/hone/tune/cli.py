@@ -188,6 +188,7 @@ def restore(
                         "ok": item.outcome.ok,
                         "error": item.outcome.error,
                         "changed": item.outcome.changed,
+                        "kept": item.outcome.kept,
                     }
                     for item in outcomes
                 ],
@@ -205,6 +206,8 @@ def restore(
             status = "ok" if outcome.ok else f"[red]failed[/]: {escape(str(outcome.error))}"
             if outcome.changed:
                 status += f" (overwrote a change: {escape(outcome.changed)})"
+            if outcome.kept:
+                status += f" ({escape(outcome.kept)})"
             console.print(
                 f"{escape(where)}{escape(outcome.name)} = {escape(repr(outcome.value))}  {status}",
                 markup=True,
