@@ -307,7 +307,7 @@ def convert(
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
 ) -> None:
     """Turn an A-Tune server/client pair into hone's single-file format."""
-    from hone.outfile import refuse_existing, write_atomic
+    from hone.outfile import refuse_existing, require_folder, write_atomic
     from hone.project import load_project
     from hone.project.convert import to_hone_yaml
 
@@ -317,6 +317,7 @@ def convert(
         raise HoneError("is a file being converted: write the hone YAML elsewhere", file=output)
     if output:  # a converted project is edited afterwards: a second convert must not undo that
         refuse_existing(output, force)
+        require_folder(output)
     text = to_hone_yaml(loaded, output)
     if output:
         write_atomic(output, text.encode())
@@ -331,7 +332,11 @@ def report(
 ) -> None:
     """Write one self-contained HTML report of a study."""
     require_existing(storage)
+    from hone.outfile import require_folder
     from hone.report.study import write_report
+
+    if output is not None:
+        require_folder(output)
 
     path = write_report(study, output, storage)
     typer.echo(str(path))
