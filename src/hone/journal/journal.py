@@ -379,10 +379,12 @@ class Journal:
             try:
                 kept, error = _remove_if_empty(Path(original.absent)), None
             except OSError as exc:
-                kept, error = None, f"cannot remove {original.absent}, absent before hone: {exc}"
+                reason = exc.strerror or str(exc)
+                kept, error = None, f"cannot remove {original.absent}, absent before hone: {reason}"
             if kept or error:
                 outcomes = [
-                    dataclasses.replace(o, kept=kept, error=error) if o.name == original.name
+                    dataclasses.replace(o, kept=kept or o.kept, error=error or o.error)
+                    if o.name == original.name
                     else o
                     for o in outcomes
                 ]  # fmt: skip
