@@ -1,6 +1,7 @@
 """Files a command writes where the user says (`-o`, `--name`): an existing one is replaced only
 when asked (--force), and a write is whole or absent. A model or project named by mistake would
-otherwise be lost, and a crash mid-write would leave half a file where a good one was."""
+otherwise be lost, and a crash mid-write would leave half a file where a good one was. The
+folder it goes into must exist: hone creates folders of its own, never the user's."""
 
 from __future__ import annotations
 
@@ -19,6 +20,15 @@ def refuse_existing(path: Path, force: bool) -> None:
         raise HoneError(os.strerror(errno.EISDIR), file=path)
     if path.exists() and not force:
         raise HoneError("exists: give --force to replace it, or write elsewhere", file=path)
+
+
+def require_folder(path: Path) -> None:
+    """Before any work is done: the folder `path` goes into exists, else one line naming it
+    (exit code 2), as cp or gcc -o say. Creating it would turn a typo in the path into a
+    report written somewhere nobody looks."""
+    folder = path.parent
+    if not folder.is_dir():
+        raise HoneError(f"no folder {folder}", file=path)
 
 
 def write_atomic(path: Path, data: bytes) -> None:

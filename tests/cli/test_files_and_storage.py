@@ -16,7 +16,7 @@ def test_output_into_a_folder_is_one_line(tmp_path: Path, hone_run) -> None:
 def test_output_under_a_missing_folder_is_one_line(tmp_path: Path, hone_run) -> None:
     target = tmp_path / "none" / "x.yaml"
     line = hone_run("convert", str(ATUNE), "-o", str(target)).one_line()
-    assert line == f"hone: {target}: No such file or directory"
+    assert line == f"hone: {target}: no folder {target.parent}"  # the folder that is missing
 
 
 def test_a_database_that_cannot_be_opened_is_one_line(tmp_path: Path, hone_run) -> None:

@@ -209,7 +209,7 @@ def test_listings_keep_one_shape(
     answer: Any = client.post("/api/projects/p/restore", headers=AUTH).json()
     assert [item["host"] for item in answer["restored"]] == [None, "web1"]
     assert {frozenset(item) for item in answer["restored"]} == {
-        frozenset({"name", "value", "error", "changed", "host"})
+        frozenset({"name", "value", "error", "changed", "kept", "host"})
     }
 
 

@@ -162,7 +162,7 @@ def train_command(
     """Train a workload classifier from labelled CSV files (workload.type / workload.appname)."""
     from hone import profiles as profiles_module
     from hone.analyze.dataset import builtin_runs, csv_files, load_runs, require_classes
-    from hone.outfile import refuse_existing
+    from hone.outfile import refuse_existing, require_folder
 
     if "/" in name or not name or name.startswith("."):
         raise HoneError(f"model name {name!r} must not be empty or contain '/'")
@@ -180,6 +180,8 @@ def train_command(
     if any(target.resolve() == f.resolve() for f in files):  # even --force: it is the data
         raise HoneError("is a training file: write the model elsewhere", file=target)
     refuse_existing(target, force)  # before the training, not after it
+    if output is not None:  # hone's models folder is made when saving; the user's must exist
+        require_folder(output)
     runs = [r for p in files for r in load_runs(p, interval)]
     if builtin:
         runs += builtin_runs()

@@ -11,6 +11,7 @@ import typer
 
 from hone.cli.values import finite_float
 from hone.errors import HoneError
+from hone.outfile import require_folder
 from hone.output import finite
 
 
@@ -85,8 +86,8 @@ def collect(
     writer = None
     if output is not None:
         target = sys.stdout if str(output) == "-" else output
-        if isinstance(target, Path) and not target.parent.is_dir():
-            raise HoneError(f"no folder {target.parent}", file=target)
+        if isinstance(target, Path):
+            require_folder(target)
         if isinstance(target, Path) and target.is_file() and target.stat().st_size:
             # a second run into the same file would replace hours of labelled samples
             raise HoneError("exists: write to a new file (or remove this one)", file=target)

@@ -24,7 +24,7 @@ import typer
 from hone.cli.values import finite_float
 from hone.diagnose.machine import describe as _describe
 from hone.errors import HoneError
-from hone.outfile import refuse_existing
+from hone.outfile import refuse_existing, require_folder
 from hone.paths import state_dir
 from hone.shell import command_line
 
@@ -35,12 +35,19 @@ if TYPE_CHECKING:
 def _places(output: Path | None, target: str) -> tuple[Path, Path]:
     """(report.html, diagnosis.hone): `-o x.html` names the report, `-o DIR` the folder."""
     if output and output.suffix == ".html":
-        output.parent.mkdir(parents=True, exist_ok=True)
+        require_folder(output)
         return output, output.with_suffix(".hone")
-    if output is None:
+    if output is not None:  # the user's report folder is made, in a folder that exists
+        require_folder(output)
+    else:
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", target)[:40].strip("-")
         output = state_dir() / "diagnoses" / f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
-    output.mkdir(parents=True, exist_ok=True)
+        output.parent.mkdir(parents=True, exist_ok=True)  # hone's own
+    try:
+        output.mkdir(exist_ok=True)
+    except FileExistsError:  # a file of that name: not a folder to write into
+        raise HoneError("exists and is not a folder: name a folder or a .html path",
+                        file=output) from None  # fmt: skip
     return output / "report.html", output / "diagnosis.hone"
 
 

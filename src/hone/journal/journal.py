@@ -7,9 +7,11 @@ was killed with SIGKILL. Tuning and profiles share this one mechanism."""
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +36,8 @@ class Original:
     name: str
     spec: dict[str, Any]
     value: str
+    #: The path the first write created (a limits drop-in, a folder): absent before hone.
+    absent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,9 @@ class RestoreOutcome:
     #: Set when the setting no longer held what hone had left it at: someone changed it since,
     #: and restore put the original back over that change.
     changed: str | None = None
+    #: Set when a file or folder hone created was left in place: it holds what someone
+    #: else wrote since.
+    kept: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -131,8 +138,11 @@ class Journal:
         value = actuator.get() if actuator.readable else None
         if value is None:
             raise ActuationError("cannot record the original value: the knob has no get", key=name)
-        original = Original(name, actuator.spec(), value)
-        self._append({"op": "original", "name": name, "spec": original.spec, "value": value})
+        original = Original(name, actuator.spec(), value, actuator.created_path())
+        record = {"op": "original", "name": name, "spec": original.spec, "value": value}
+        if original.absent is not None:
+            record["absent"] = original.absent  # restore removes what the first write creates
+        self._append(record)
         known[name] = original
         return value
 
@@ -268,7 +278,7 @@ class Journal:
     def originals(self) -> dict[str, Original]:
         if self._originals is None:
             self._originals = {
-                r["name"]: Original(r["name"], r["spec"], r["value"])
+                r["name"]: Original(r["name"], r["spec"], r["value"], r.get("absent"))
                 for r in self.records()
                 if r["op"] == "original"
             }
@@ -344,6 +354,8 @@ class Journal:
                     outcomes.append(RestoreOutcome(original.name, original.value, None, changed))
                 except HoneError as exc:
                     outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
+        if all(o.ok for o in outcomes):
+            outcomes = self._remove_created(outcomes)
         if after is not None and all(o.ok for o in outcomes):
             outcomes += after()
         if all(o.ok for o in outcomes):
@@ -352,6 +364,30 @@ class Journal:
                 self.archive()
             except OSError:
                 pass  # a full disk: the values are back; the journal stays for another restore
+        return outcomes
+
+    def _remove_created(self, outcomes: list[RestoreOutcome]) -> list[RestoreOutcome]:
+        """Once every original is back, remove each path that was absent before hone's first
+        write created it, newest first, when it is empty again (nothing but hone's own lines
+        were in it, and they are out); one that holds more was written by someone since, and is
+        kept, said on its setting's outcome."""
+        done: set[str] = set()
+        for original in reversed(list(self.originals().values())):
+            if original.absent is None or original.absent in done:
+                continue
+            done.add(original.absent)
+            try:
+                kept, error = _remove_if_empty(Path(original.absent)), None
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                kept, error = None, f"cannot remove {original.absent}, absent before hone: {reason}"
+            if kept or error:
+                outcomes = [
+                    dataclasses.replace(o, kept=kept or o.kept, error=error or o.error)
+                    if o.name == original.name
+                    else o
+                    for o in outcomes
+                ]  # fmt: skip
         return outcomes
 
     def _unreadable_outcomes(self) -> list[RestoreOutcome]:
@@ -421,6 +457,34 @@ def _changed_since(actuator: Actuator, left: str | None) -> str | None:
     return f"it held {now.strip()!r}, not the {left.strip()!r} hone had left: changed since"
 
 
+def _remove_if_empty(path: Path) -> str | None:
+    """Remove a file or folder hone created when it is empty; why it is kept, in words, when
+    it is not (OSError when the removal fails)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        if not _only_folders(path):
+            return f"kept {path}, absent before hone: it holds files hone did not write"
+        for folder, _, _ in os.walk(path, topdown=False):
+            os.rmdir(folder)
+    elif stat.S_ISREG(info.st_mode) and info.st_size == 0:
+        path.unlink()
+    else:
+        return f"kept {path}, absent before hone: it holds text hone did not write"
+    _fsync_dir(path.parent)
+    return None
+
+
+def _only_folders(path: Path) -> bool:
+    """True when a folder holds nothing but empty folders (what `mkdir -p` made on the way)."""
+    return all(
+        child.is_dir() and not child.is_symlink() and _only_folders(child)
+        for child in path.iterdir()
+    )
+
+
 def _well_formed(record: Any) -> bool:
     """A record hone could have written: an op, and for an original its name, spec and value."""
     if not isinstance(record, dict) or record.get("op") not in OPS:
@@ -433,6 +497,7 @@ def _well_formed(record: Any) -> bool:
     return (
         isinstance(record.get("name"), str)
         and isinstance(record.get("value"), str)
+        and isinstance(record.get("absent", ""), str)
         and isinstance(record.get("spec"), dict)
         and isinstance(record["spec"].get("kind"), str)
     )

@@ -72,6 +72,13 @@ class Actuator(ABC):
         before anything changes, for values read from the system as for proposed ones)."""
         return None  # most actuators can write any text
 
+    def created_path(self) -> str | None:
+        """The path the first write would create, when the setting's file (or a folder on the
+        way to it) does not exist yet; None when nothing would be created. The journal records
+        it with the original, and restore removes it again once it is empty: a file that was
+        absent before hone is absent after."""
+        return None
+
     def check_writable(self) -> None:
         """ActuationError when every write is sure to fail (a read-only file system, an
         immutable file): found before a run changes anything, not at its first trial."""

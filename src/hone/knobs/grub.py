@@ -73,6 +73,16 @@ class GrubActuator(Actuator):
             raise ActuationError(f"cannot read {dropin_path()}: {exc.strerror}",
                                  key=self.key) from None  # fmt: skip
 
+    def created_path(self) -> str | None:
+        """The drop-in is hone's own file, removed once it stages no parameter; the first
+        folder missing on the way to it is created by the first write (Debian ships no
+        /etc/default/grub.d), and journaled so that restore removes it again."""
+        missing = None
+        folder = Path(os.path.abspath(dropin_path())).parent
+        while not os.path.lexists(folder):
+            missing, folder = folder, folder.parent
+        return str(missing) if missing else None
+
     def get(self) -> str:
         match = self._pattern().search(self._text())
         return (match.group(1) or "") if match else ""
@@ -89,10 +99,10 @@ class GrubActuator(Actuator):
             text += _LINE.format(param=f"{self.key}={value}")
         path = dropin_path()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             if not text:
                 path.unlink(missing_ok=True)
                 return
+            path.parent.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
             with os.fdopen(fd, "w") as handle:
                 handle.write(text)

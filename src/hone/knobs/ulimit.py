@@ -3,9 +3,11 @@
 
 The value is the last line that matches (as pam_limits reads it); no line reads as the empty
 string, and setting the empty string removes the line, so a limit that hone added goes away on
-restore. Limits apply to sessions that start after the change. The file comes back byte for
-byte, as a config knob's does: its line endings and final newline, its mode, owner and extended
-attributes, and a symlink stays a link (config_file.replace_exact)."""
+restore. A file that did not exist (a drop-in under /etc/security/limits.d) is journaled as
+absent, and restore removes it again once hone's lines are out of it. Limits apply to sessions
+that start after the change. The file comes back byte for byte, as a config knob's does: its
+line endings and final newline, its mode, owner and extended attributes, and a symlink stays a
+link (config_file.replace_exact)."""
 
 from __future__ import annotations
 
@@ -69,6 +71,10 @@ class UlimitActuator(Actuator):
         """A limits file with other hard links would be split by the rename that writes it."""
         refuse_hard_links(self.file, self.describe())
 
+    def created_path(self) -> str | None:
+        target = os.path.realpath(self.file)
+        return None if os.path.lexists(target) else target
+
     def get(self) -> str:
         matches = list(self._pattern().finditer(self._text()))
         return matches[-1].group(1) if matches else ""
@@ -80,6 +86,8 @@ class UlimitActuator(Actuator):
         text = self._text()
         lines = list(self._pattern().finditer(text))
         newline = "\r\n" if "\r\n" in text else "\n"
+        if not value and not lines:
+            return  # no line to take out: a file that is not there is not created empty
         if not value:
             text = _without(text, lines)
         elif lines:

@@ -212,7 +212,9 @@ def _restore(journal: Journal) -> list[str]:
         raise HoneError("could not roll back: " + "; ".join(f"{o.name}: {o.error}" for o in failed))
     _marker().unlink(missing_ok=True)
     return [
-        f"{o.name} = {o.value}" + (f" (overwrote a change: {o.changed})" if o.changed else "")
+        f"{o.name} = {o.value}"
+        + (f" (overwrote a change: {o.changed})" if o.changed else "")
+        + (f" ({o.kept})" if o.kept else "")
         for o in outcomes
     ]
 

@@ -20,7 +20,6 @@ from hone.project.common import (
     expect_mapping,
     number,
     text,
-    word,
     words,
 )
 from hone.project.devices import device_environment
@@ -209,7 +208,7 @@ def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, s
     reference = None
     if info.get("ref") is not None:
         try:
-            reference = domain.parse(word(info["ref"]) or "")
+            reference = domain.parse(text(info, "ref") or "")
         except ValueError as exc:
             raise info.error("ref", f"knob {name!r}: {exc}") from None
         if not domain.contains(reference):  # it would be the baseline every trial is set from

@@ -45,22 +45,13 @@ def check_keys(node: Node, allowed: Iterable[str], required: Iterable[str] = ())
 
 
 def text(node: Node, key: str, default: str | None = None) -> str | None:
+    """A key's value as the text hone gives the system (a command, a path, a config key, a
+    knob's default); None when it is absent or null, one line naming the key for a list or a
+    mapping."""
     value = node.get(key, default)
-    if value is None:
-        return None
     if isinstance(value, dict | list):
         raise node.error(key, "must be text")
-    return str(value)
-
-
-def word(value: Any) -> str | None:
-    """A YAML scalar as the text hone writes for it: a boolean as `true` or `false`, as YAML
-    1.2 spells it (not Python's `True`); None for a null, a list or a mapping."""
-    if value is None or isinstance(value, dict | list):
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return _spelled(value)
 
 
 def words(node: Node, key: str, values: Iterable[Any]) -> list[str]:
@@ -68,11 +59,23 @@ def words(node: Node, key: str, values: Iterable[Any]) -> list[str]:
     mapping or a null would otherwise be written as Python prints it ("['a']", "None")."""
     result = []
     for value in values:
-        found = word(value)
+        found = None if isinstance(value, dict | list) else _spelled(value)
         if found is None:
             raise node.error(key, f"{value!r} is not one value (text or a number)")
         result.append(found)
     return result
+
+
+def _spelled(value: Any) -> str | None:
+    """The one spelling of a YAML scalar as text: a boolean as `true` or `false`, as YAML 1.2
+    writes it (`True` and `TRUE` are the same boolean to YAML; quote them to keep that
+    spelling), never Python's `True`: a config file, a flag, a variable or a shell (where
+    `true` is a command and `True` is not) wants what the user wrote."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def number(

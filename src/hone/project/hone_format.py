@@ -20,7 +20,6 @@ from hone.project.common import (
     expect_mapping,
     number,
     text,
-    word,
     words,
 )
 from hone.project.devices import device_environment
@@ -233,8 +232,11 @@ def _risk(name: str, node: Node, domain: Domain, actuator: Actuator) -> Risk | N
     """The knob's own `risk` (checked against its values), else the catalogue's."""
     if "risk" not in node:
         return catalogued(identities(name, actuator.spec()))
+    raw = node["risk"]
+    if isinstance(raw, Node):  # risky values spelled as the knob's own values are
+        raw = {kind: _risky_words(raw, kind, domain) for kind in raw}
     try:
-        risk = parse_risk(node["risk"])
+        risk = parse_risk(raw)
     except ValueError as exc:
         raise node.error("risk", f"knob {name!r}: {exc}") from None
     declared = [v if isinstance(v, str) else domain.format(v) for v in domain.values() or ()]
@@ -245,6 +247,19 @@ def _risk(name: str, node: Node, domain: Domain, actuator: Actuator) -> Risk | N
                     "risk", f"knob {name!r}: risky value {value!r} is not one of its values"
                 )
     return risk
+
+
+def _risky_words(node: Node, kind: str, domain: Domain) -> Any:
+    """A kind's risky values as the text written for them: a bool knob's `false` is its off
+    word (`0`, `no`), any other YAML boolean `true` or `false`, as among a knob's values."""
+    values = node[kind]
+    if not isinstance(values, list):
+        return values  # `any`, or a shape parse_risk refuses
+    spelled = words(node, kind, values)
+    return [
+        domain.format(value) if isinstance(value, bool) and domain.contains(value) else word
+        for value, word in zip(values, spelled, strict=True)
+    ]
 
 
 def _domain(name: str, node: Node) -> Domain:
@@ -296,7 +311,7 @@ def _value(node: Node, key: str, domain: Domain) -> Any:
     candidate = value if domain.contains(value) else None
     if candidate is None:
         try:
-            candidate = domain.parse(word(value) or "")
+            candidate = domain.parse(text(node, key) or "")
         except ValueError:
             candidate = None
     if candidate is None or not domain.contains(candidate):

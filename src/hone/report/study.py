@@ -34,7 +34,8 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
     attrs = study.attrs
     result = attrs.get("result") or {}
     path = output or state_dir() / "reports" / f"{study.name.replace('#', '-')}.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if output is None:  # hone's own folder; the user's must exist (outfile.require_folder)
+        path.parent.mkdir(parents=True, exist_ok=True)
 
     curve = _progress(attrs, trials)
 

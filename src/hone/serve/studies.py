@@ -216,6 +216,7 @@ def restore_project(project: str, request: Request, db: StudyStore = Store) -> d
                 "value": o.outcome.value,
                 "error": o.outcome.error,
                 "changed": o.outcome.changed,
+                "kept": o.outcome.kept,
                 "host": o.host or None,
             }
             for o in outcomes

@@ -188,6 +188,7 @@ def restore(
                         "ok": item.outcome.ok,
                         "error": item.outcome.error,
                         "changed": item.outcome.changed,
+                        "kept": item.outcome.kept,
                     }
                     for item in outcomes
                 ],
@@ -205,6 +206,8 @@ def restore(
             status = "ok" if outcome.ok else f"[red]failed[/]: {escape(str(outcome.error))}"
             if outcome.changed:
                 status += f" (overwrote a change: {escape(outcome.changed)})"
+            if outcome.kept:
+                status += f" ({escape(outcome.kept)})"
             console.print(
                 f"{escape(where)}{escape(outcome.name)} = {escape(repr(outcome.value))}  {status}",
                 markup=True,
@@ -304,7 +307,7 @@ def convert(
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
 ) -> None:
     """Turn an A-Tune server/client pair into hone's single-file format."""
-    from hone.outfile import refuse_existing, write_atomic
+    from hone.outfile import refuse_existing, require_folder, write_atomic
     from hone.project import load_project
     from hone.project.convert import to_hone_yaml
 
@@ -314,6 +317,7 @@ def convert(
         raise HoneError("is a file being converted: write the hone YAML elsewhere", file=output)
     if output:  # a converted project is edited afterwards: a second convert must not undo that
         refuse_existing(output, force)
+        require_folder(output)
     text = to_hone_yaml(loaded, output)
     if output:
         write_atomic(output, text.encode())
@@ -328,7 +332,11 @@ def report(
 ) -> None:
     """Write one self-contained HTML report of a study."""
     require_existing(storage)
+    from hone.outfile import require_folder
     from hone.report.study import write_report
+
+    if output is not None:
+        require_folder(output)
 
     path = write_report(study, output, storage)
     typer.echo(str(path))

@@ -560,7 +560,10 @@ class Worker(Tuner):
         try:
             super()._finish_trial(trial_id, run, phase)
         except TrialClosed:
-            # cut off from the database longer than the lease: another worker failed it
+            # cut off from the database longer than the lease: another worker failed it, and
+            # the study counts it failed; so does this worker's summary (a failed run already is)
+            if not run.error:
+                self.failures += 1
             run.error = "dropped: the study gave this trial up while the worker was cut off"
             self.reporter.warn(run.error)
         finally:
