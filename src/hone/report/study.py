@@ -8,6 +8,7 @@ import statistics
 from html import escape
 from pathlib import Path
 
+from hone.outfile import write_atomic
 from hone.output import measured, number
 from hone.paths import state_dir
 from hone.report.svg import Series, chart
@@ -98,7 +99,7 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
 <tr><th>#</th><th class=l>phase</th>{head}<th>score</th><th class=l>state</th></tr>
 {"".join(rows)}</table></html>
 """
-    path.write_text(html)
+    write_atomic(path, html.encode())
     return path
 
 
