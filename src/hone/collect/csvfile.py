@@ -165,8 +165,8 @@ def read_table(path: Path, columns: Iterable[str] | None = None) -> Table:
     """Read an A-Tune or hone CSV (optionally gzip); `columns` picks metrics (missing: NaN)."""
     try:
         with _open(path, "r") as handle:
-            reader = _whole_records(csv.reader(handle))
-            header = next(reader, None)
+            reader = csv.reader(handle)
+            header = next(reader, None)  # a file cut before its first line cannot be read
             if not header:
                 raise HoneError("empty CSV file", file=path)
             missing = [label for label in LABELS if label not in header]
@@ -180,7 +180,7 @@ def read_table(path: Path, columns: Iterable[str] | None = None) -> Table:
             type_at, app_at = index[LABELS[0]], index[LABELS[1]]
             rows: list[list[float]] = []
             labels: list[tuple[str, str]] = []
-            for number, record in enumerate(reader, 2):
+            for number, record in enumerate(_whole_records(reader), 2):
                 if len(record) != len(header):
                     if not record:
                         continue
