@@ -187,3 +187,24 @@ def test_a_hardware_counter_model_needs_counters(hone_cli, tmp_path: Path) -> No
     result = hone_cli("analyze", "--model", str(model), "--duration", "2")
     assert result.returncode == 2
     assert "hardware counters" in result.stderr
+
+
+def test_apply_refused_keeps_the_analysis_on_stdout(hone_cli, hone_home: Path, tmp_path: Path):
+    """`--apply --json` when no profile is applied (below --min-confidence, no profile for the
+    class, a failed transaction): the analysis that took its whole duration is still printed,
+    with why nothing was applied; the error is the one line on stderr, exit 2."""
+    for cls in ("quiet", "busy"):
+        result = hone_cli("collect", "-i", "0.2", "-n", "3", "-o", str(tmp_path / f"{cls}.csv"),
+                          "--type", cls, "--app", cls)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    result = hone_cli("train", str(tmp_path), "--name", "plain", "--interval", "0.2")
+    assert result.returncode == 0, result.stderr
+    result = hone_cli("analyze", "--model", "plain", "--duration", "1", "--interval", "0.5",
+                      "--apply", "--min-confidence", "0", "--json")  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith("hone: no profile is mapped to class"), result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    analysis = json.loads(result.stdout)
+    assert analysis["class"] in ("quiet", "busy") and analysis["samples"] == 2
+    assert analysis["applied"] is None and "no profile is mapped" in analysis["not_applied"]
+    assert not (hone_home / "profile.active").exists()
