@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -208,3 +211,46 @@ def test_apply_refused_keeps_the_analysis_on_stdout(hone_cli, hone_home: Path, t
     assert analysis["class"] in ("quiet", "busy") and analysis["samples"] == 2
     assert analysis["applied"] is None and "no profile is mapped" in analysis["not_applied"]
     assert not (hone_home / "profile.active").exists()
+
+
+LISTEN = """
+import json, socket, subprocess
+from hone.analyze import use
+from hone.collect import Collector
+
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+
+with Collector(processes=False, hardware=False) as collector:
+    before = use.counters()
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)  # never accepted: the queue is full after one connection or two
+    clients = []
+    for _ in range(20):
+        client = socket.socket()
+        client.setblocking(False)
+        client.connect_ex(server.getsockname())
+        clients.append(client)
+    snapshot = collector.sample(1.5)
+    after = use.counters()
+network = use.resources([snapshot], before, after)[3]
+drops = after["TcpExt.ListenDrops"] - before["TcpExt.ListenDrops"]
+print(json.dumps({"text": network.saturation_text, "drops": drops}))
+"""
+
+
+def test_listen_queue_drops_are_counted_once() -> None:
+    """A listener that never accepts, 20 connections (in a network namespace of its own, whose
+    counters no other test moves): the kernel counts each refusal as an overflow and again as a
+    drop, and the USE table added the two, doubling the figure and its share of saturation."""
+    ran = subprocess.run(
+        ["unshare", "--net", sys.executable, "-c", LISTEN],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")},
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    found = json.loads(ran.stdout)
+    drops = found["drops"]
+    assert drops > 0 and f"listen drops {drops}," in found["text"], found

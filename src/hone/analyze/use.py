@@ -4,7 +4,7 @@ how busy it is (utilisation), how much work waits for it (saturation) and what f
 Saturation is what names a bottleneck: a resource at 100 % with nothing queued is merely well
 used. The signals are the kernel's own: run queue per core and CPU pressure (PSI); memory
 pressure, swapping and major faults; the disk's queue and I/O pressure; dropped packets,
-TCP retransmits and listen-queue overflows. Errors: OOM kills, interface errors."""
+TCP retransmits and listen-queue drops. Errors: OOM kills, interface errors."""
 
 from __future__ import annotations
 
@@ -16,8 +16,7 @@ from hone.collect import Snapshot
 
 #: Counters read before and after sampling (deltas become error and saturation figures).
 COUNTERS = (
-    "vmstat.oom_kill", "Tcp.RetransSegs", "Tcp.OutSegs", "TcpExt.ListenOverflows",
-    "TcpExt.ListenDrops",
+    "vmstat.oom_kill", "Tcp.RetransSegs", "Tcp.OutSegs", "TcpExt.ListenDrops",
 )  # fmt: skip
 
 
@@ -101,15 +100,17 @@ def resources(
     )
     segments = max(delta["Tcp.OutSegs"], 1)
     retrans = delta["Tcp.RetransSegs"] / segments * 100
-    overflows = delta["TcpExt.ListenOverflows"] + delta["TcpExt.ListenDrops"]
+    # the kernel counts a full accept queue's refusal as an overflow and again as a drop
+    # (tcp_listendrop): the drops, which hold the overflows, are the count
+    listen_drops = delta["TcpExt.ListenDrops"]
     drops = m("NET.ESTAT.util")
     network = Resource(
         "network",
         m("NET.STAT.ifutil"),
         f"{m('NET.STAT.rxkBs') / 1024:.1f} MB/s in, {m('NET.STAT.txkBs') / 1024:.1f} MB/s out"
         + (f", busiest link {m('NET.STAT.ifutil'):.0f}%" if m("NET.STAT.ifutil") else ""),
-        max(retrans / 2, overflows / seconds / 10, drops / 100),
-        f"retransmits {retrans:.2f}%, listen overflows {overflows}, drops {drops:.0f}/s",
+        max(retrans / 2, listen_drops / seconds / 10, drops / 100),
+        f"retransmits {retrans:.2f}%, listen drops {listen_drops}, drops {drops:.0f}/s",
         f"{m('NET.ESTAT.errs') * seconds:.0f} interface errors",
     )
     return [cpu, memory, disk, network]
