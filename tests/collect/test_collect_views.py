@@ -64,6 +64,9 @@ def test_serve_speaks_node_exporter_and_hone(exporter: str) -> None:
     ctxt = first["node_context_switches_total"]
     assert first['node_cpu_seconds_total{cpu="0",mode="idle"}'] > 0
     assert first["node_memory_MemTotal_bytes"] > 100 * 2**20
+    # Active(anon) as node_exporter names it, which dashboards use (was Active_anon__bytes)
+    assert first["node_memory_Active_anon_bytes"] > 0
+    assert not [k for k in first if k.startswith("node_memory_") and "__" in k]
     assert any(k.startswith("node_disk_written_bytes_total{device=") for k in first)
     assert 'node_network_receive_bytes_total{device="lo"}' in first
     assert "node_pressure_cpu_waiting_seconds_total" in first
