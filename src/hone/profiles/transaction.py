@@ -120,7 +120,8 @@ def _plan(profile: Profile) -> list[tuple[Item, Actuator | str]]:
         except HoneError as exc:
             raise HoneError(
                 f"[{item.section}] {item.key}: {exc.message}; nothing was changed",
-                file=profile.path,
+                file=item.path or profile.path,
+                line=item.line,
             ) from None
         plan.append((item, actuator))
     return plan
@@ -190,7 +191,8 @@ def _apply_item(
         raise HoneError(
             f"[{item.section}] {item.key} = {item.value}: {exc.message}; "
             "every change of this profile was rolled back",
-            file=profile.path,
+            file=item.path or profile.path,
+            line=item.line,
         ) from None
     if item.section == "bootloader.grub2":
         return Outcome(item, "staged", "for the next boot (run update-grub, then reboot)")
