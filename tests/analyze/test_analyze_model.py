@@ -7,9 +7,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -111,9 +113,9 @@ def test_train_then_analyze_with_the_model(hone_cli, hone_home: Path, tmp_path: 
     assert all(set(p) == {"name", "pid", "cpu"} for p in analysis["busiest"])
     assert abs(sum(analysis["probabilities"].values()) - 1) < 1e-6
     assert analysis["samples"] == 3
-    assert [r["name"].split()[0] for r in analysis["resources"]] == [
-        "CPU", "memory", "disk", "network",
-    ]  # fmt: skip
+    names = [r["name"].split()[0] for r in analysis["resources"]]
+    assert names[:3] == ["CPU", "memory", "disk"] and names[-1] == "network"
+    assert set(names[2:-1]) == {"disk"}  # {disk}, then any other disk that did I/O
     assert all(r["verdict"] in ("ok", "busy", "saturated") for r in analysis["resources"])
     assert analysis["profile"] == f"hone-{analysis['class']}"
     assert (analysis["model"], analysis["hardware"]) == ("mine", False)
@@ -254,3 +256,39 @@ def test_listen_queue_drops_are_counted_once() -> None:
     found = json.loads(ran.stdout)
     drops = found["drops"]
     assert drops > 0 and f"listen drops {drops}," in found["text"], found
+
+
+@pytest.fixture
+def second_disk() -> Iterator[str]:
+    """A disk of its own beside the machine's first one: a zram device, added and removed."""
+    control = Path("/sys/class/zram-control")
+    number = (control / "hot_add").read_text().strip()
+    device = f"zram{number}"
+    Path(f"/sys/block/{device}/disksize").write_text("64M")
+    try:
+        yield device
+    finally:
+        Path(f"/sys/block/{device}/reset").write_text("1")
+        (control / "hot_remove").write_text(number)
+
+
+def test_a_busy_second_disk_has_its_row(second_disk: str) -> None:
+    """Direct writes to a disk that is not `{disk}` (a database's data disk): the USE table
+    showed only the first disk, idle, and left the busy one out."""
+    from hone.analyze import use
+    from hone.collect import Collector
+
+    writes = f"while :; do dd if=/dev/zero of=/dev/{second_disk} bs=4k count=8000 oflag=direct"
+    writer = subprocess.Popen(["sh", "-c", f"{writes} status=none; done"], start_new_session=True)
+    try:
+        with Collector(processes=False, hardware=False) as collector:
+            snapshots = list(collector.stream(0.5, count=2))
+    finally:
+        os.killpg(writer.pid, signal.SIGKILL)
+        writer.wait()
+    table = use.resources(snapshots, {}, {})
+    names = [r.name for r in table]
+    assert names[2] == f"disk {snapshots[-1].disk}" and f"disk {second_disk}" in names, names
+    row = table[names.index(f"disk {second_disk}")]
+    iops = float(row.utilisation_text.split("busy, ")[1].split()[0])
+    assert iops > 100 and row.utilisation > 0, row
