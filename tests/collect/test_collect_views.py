@@ -97,6 +97,9 @@ def test_live_view_draws_every_section(hone_cli) -> None:
     for title in ("system", "CPUs", "disks", "network", "busiest processes"):
         assert title in result.stdout
     assert re.search(r"\blo\b", result.stdout) and "cpu0" in result.stdout
+    # off a terminal each interval's view follows the last, under its time (was the last only)
+    assert result.stdout.count("busiest processes") == 2
+    assert len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", result.stdout, re.M)) == 2
 
 
 def test_samples_as_json_lines_read_back(hone_cli) -> None:
