@@ -82,6 +82,8 @@ def collect(
         return
     if live and str(output) == "-":
         raise HoneError("--live draws on the terminal: write the CSV to a file, not -")
+    if as_json and str(output) == "-":  # the CSV took stdout and --json was dropped
+        raise HoneError("--json and -o - both write to stdout: give one of them")
     if live and as_json:  # the view was drawn and --json dropped
         raise HoneError("--live draws a view, --json writes samples: give one of them")
     writer = None
