@@ -219,13 +219,20 @@ def test_ulimit_script_systemctl_and_grub_sections(
     assert not dropin.exists()
 
 
-def test_systemctl_start_without_systemd_is_refused_and_undone(folder: Path, live) -> None:
-    (folder / "svc.conf").write_text(
-        "[sysctl]\nvm.swappiness = 23\n[systemctl]\nhone-no-such-service = start\n"
-    )
-    with pytest.raises(HoneError, match=r"systemd is not running.*rolled back"):
-        apply("svc")
-    assert read_live() == live
+def test_what_can_never_be_written_is_refused_before_any_change(folder: Path, live) -> None:
+    """A service to start where no systemd runs, a read-only sysctl, a state that is neither
+    start nor stop: the items before them were set, then undone; the plan now refuses them, as
+    a tuning run refuses such a knob before its baseline."""
+    for name, body, reason in (
+        ("svc", "[systemctl]\nhone-no-such-service = start\n", "systemd is not running"),
+        ("ro", "[sysctl]\nkernel.ostype = Hone\n", "is read-only here"),
+        ("state", "[systemctl]\nhone-no-such-service = restart\n", "is not start or stop"),
+    ):
+        (folder / f"{name}.conf").write_text(f"[sysctl]\nvm.swappiness = 23\n{body}")
+        with pytest.raises(HoneError, match=f"{reason}.*nothing was changed"):
+            apply(name)
+        assert read_live() == live
+        assert Journal.for_profiles().records() == []  # not even a journal was started
 
 
 def test_kill_9_in_the_middle_then_rollback(folder: Path, live, hone_home: Path) -> None:
