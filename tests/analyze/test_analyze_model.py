@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -108,9 +113,9 @@ def test_train_then_analyze_with_the_model(hone_cli, hone_home: Path, tmp_path: 
     assert all(set(p) == {"name", "pid", "cpu"} for p in analysis["busiest"])
     assert abs(sum(analysis["probabilities"].values()) - 1) < 1e-6
     assert analysis["samples"] == 3
-    assert [r["name"].split()[0] for r in analysis["resources"]] == [
-        "CPU", "memory", "disk", "network",
-    ]  # fmt: skip
+    names = [r["name"].split()[0] for r in analysis["resources"]]
+    assert names[:3] == ["CPU", "memory", "disk"] and names[-1] == "network"
+    assert set(names[2:-1]) == {"disk"}  # {disk}, then any other disk that did I/O
     assert all(r["verdict"] in ("ok", "busy", "saturated") for r in analysis["resources"])
     assert analysis["profile"] == f"hone-{analysis['class']}"
     assert (analysis["model"], analysis["hardware"]) == ("mine", False)
@@ -187,3 +192,125 @@ def test_a_hardware_counter_model_needs_counters(hone_cli, tmp_path: Path) -> No
     result = hone_cli("analyze", "--model", str(model), "--duration", "2")
     assert result.returncode == 2
     assert "hardware counters" in result.stderr
+
+
+def test_apply_refused_keeps_the_analysis_on_stdout(hone_cli, hone_home: Path, tmp_path: Path):
+    """`--apply --json` when no profile is applied (below --min-confidence, no profile for the
+    class, a failed transaction): the analysis that took its whole duration is still printed,
+    with why nothing was applied; the error is the one line on stderr, exit 2."""
+    for cls in ("quiet", "busy"):
+        result = hone_cli("collect", "-i", "0.2", "-n", "3", "-o", str(tmp_path / f"{cls}.csv"),
+                          "--type", cls, "--app", cls)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    result = hone_cli("train", str(tmp_path), "--name", "plain", "--interval", "0.2")
+    assert result.returncode == 0, result.stderr
+    result = hone_cli("analyze", "--model", "plain", "--duration", "1", "--interval", "0.5",
+                      "--apply", "--min-confidence", "0", "--json")  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith("hone: no profile is mapped to class"), result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    analysis = json.loads(result.stdout)
+    assert analysis["class"] in ("quiet", "busy") and analysis["samples"] == 2
+    assert analysis["applied"] is None and "no profile is mapped" in analysis["not_applied"]
+    assert not (hone_home / "profile.active").exists()
+
+
+LISTEN = """
+import json, socket, subprocess
+from hone.analyze import use
+from hone.collect import Collector
+
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+
+with Collector(processes=False, hardware=False) as collector:
+    before = use.counters()
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)  # never accepted: the queue is full after one connection or two
+    clients = []
+    for _ in range(20):
+        client = socket.socket()
+        client.setblocking(False)
+        client.connect_ex(server.getsockname())
+        clients.append(client)
+    snapshot = collector.sample(1.5)
+    after = use.counters()
+network = use.resources([snapshot], before, after)[3]
+drops = after["TcpExt.ListenDrops"] - before["TcpExt.ListenDrops"]
+print(json.dumps({"text": network.saturation_text, "drops": drops}))
+"""
+
+
+def test_listen_queue_drops_are_counted_once() -> None:
+    """A listener that never accepts, 20 connections (in a network namespace of its own, whose
+    counters no other test moves): the kernel counts each refusal as an overflow and again as a
+    drop, and the USE table added the two, doubling the figure and its share of saturation."""
+    ran = subprocess.run(
+        ["unshare", "--net", sys.executable, "-c", LISTEN],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")},
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    found = json.loads(ran.stdout)
+    drops = found["drops"]
+    assert drops > 0 and f"listen drops {drops}," in found["text"], found
+
+
+@pytest.fixture
+def second_disk() -> Iterator[str]:
+    """A disk of its own beside the machine's first one: a zram device, added and removed."""
+    control = Path("/sys/class/zram-control")
+    number = (control / "hot_add").read_text().strip()
+    device = f"zram{number}"
+    Path(f"/sys/block/{device}/disksize").write_text("64M")
+    try:
+        yield device
+    finally:
+        Path(f"/sys/block/{device}/reset").write_text("1")
+        (control / "hot_remove").write_text(number)
+
+
+def test_a_busy_second_disk_has_its_row(second_disk: str) -> None:
+    """Direct writes to a disk that is not `{disk}` (a database's data disk): the USE table
+    showed only the first disk, idle, and left the busy one out."""
+    from hone.analyze import use
+    from hone.collect import Collector
+
+    writes = f"while :; do dd if=/dev/zero of=/dev/{second_disk} bs=4k count=8000 oflag=direct"
+    writer = subprocess.Popen(["sh", "-c", f"{writes} status=none; done"], start_new_session=True)
+    try:
+        with Collector(processes=False, hardware=False) as collector:
+            snapshots = list(collector.stream(0.5, count=2))
+    finally:
+        os.killpg(writer.pid, signal.SIGKILL)
+        writer.wait()
+    table = use.resources(snapshots, {}, {})
+    names = [r.name for r in table]
+    assert names[2] == f"disk {snapshots[-1].disk}" and f"disk {second_disk}" in names, names
+    row = table[names.index(f"disk {second_disk}")]
+    iops = float(row.utilisation_text.split("busy, ")[1].split()[0])
+    assert iops > 100 and row.utilisation > 0, row
+
+
+def test_a_full_disk_under_the_cache_does_not_stop_the_analysis(hone_home: Path, tmp_path):
+    """The model is cached under ~/.cache; a machine whose disk is full is one to analyse, and
+    `hone analyze` ended with "No space left on device" before it sampled anything."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(cache)], check=True)
+    try:
+        ran = subprocess.run(
+            [sys.executable, "-m", "hone", "analyze", "-d", "1", "-i", "0.5", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "HONE_HOME": str(hone_home), "XDG_CACHE_HOME": str(cache)},
+        )
+    finally:
+        subprocess.run(["umount", "-l", str(cache)], check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["samples"] == 2
+    assert ran.stderr.startswith("hone: warning: the model is not cached in"), ran.stderr
+    assert "No space left on device" in ran.stderr and len(ran.stderr.splitlines()) == 1

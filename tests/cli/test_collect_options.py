@@ -38,5 +38,12 @@ def test_live_and_json_are_not_given_together(hone_run) -> None:
     assert line == "hone: --live draws a view, --json writes samples: give one of them"
 
 
+def test_json_and_csv_on_stdout_are_not_given_together(hone_run) -> None:
+    """`--json -o -` wrote the CSV to stdout and dropped --json without a word."""
+    ran = hone_run("collect", "--json", "-o", "-", "-n", "1", "-i", "0.1")
+    assert ran.one_line() == "hone: --json and -o - both write to stdout: give one of them"
+    assert ran.stdout == ""
+
+
 def test_serve_refuses_options_it_would_ignore(hone_run) -> None:
     assert "--serve runs alone" in hone_run("collect", "--serve", "--json").one_line()

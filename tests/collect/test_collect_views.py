@@ -64,6 +64,9 @@ def test_serve_speaks_node_exporter_and_hone(exporter: str) -> None:
     ctxt = first["node_context_switches_total"]
     assert first['node_cpu_seconds_total{cpu="0",mode="idle"}'] > 0
     assert first["node_memory_MemTotal_bytes"] > 100 * 2**20
+    # Active(anon) as node_exporter names it, which dashboards use (was Active_anon__bytes)
+    assert first["node_memory_Active_anon_bytes"] > 0
+    assert not [k for k in first if k.startswith("node_memory_") and "__" in k]
     assert any(k.startswith("node_disk_written_bytes_total{device=") for k in first)
     assert 'node_network_receive_bytes_total{device="lo"}' in first
     assert "node_pressure_cpu_waiting_seconds_total" in first
@@ -94,6 +97,9 @@ def test_live_view_draws_every_section(hone_cli) -> None:
     for title in ("system", "CPUs", "disks", "network", "busiest processes"):
         assert title in result.stdout
     assert re.search(r"\blo\b", result.stdout) and "cpu0" in result.stdout
+    # off a terminal each interval's view follows the last, under its time (was the last only)
+    assert result.stdout.count("busiest processes") == 2
+    assert len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", result.stdout, re.M)) == 2
 
 
 def test_samples_as_json_lines_read_back(hone_cli) -> None:

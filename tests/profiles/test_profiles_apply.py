@@ -116,6 +116,24 @@ def test_bad_key_fails_before_any_change(folder: Path, live) -> None:
         apply("limit")
 
 
+def test_an_included_profiles_bad_item_is_named_where_it_is(folder: Path, live) -> None:
+    """The error names the file and line of the item, not the profile that includes it: the
+    user looked in the including file for a key that is not there."""
+    base = folder / "include" / "typo.conf"
+    base.write_text("[sysctl]\nvm.swappiness = 22\n\n# the typo\nvm.swapiness = 1\n")
+    (folder / "outer.conf").write_text("[main]\ninclude = include-typo\n[sysctl]\n"
+                                       "vm.dirty_background_ratio = 7\n")  # fmt: skip
+    with pytest.raises(HoneError) as error:
+        apply("outer")
+    assert (error.value.file, error.value.line) == (str(base), 5)
+    assert str(error.value).startswith(f"{base}:5: [sysctl] vm.swapiness: cannot read")
+    base.write_text("[sysfs]\nkernel/mm/transparent_hugepage/defrag = bogus\n")
+    with pytest.raises(HoneError, match="rolled back") as error:
+        apply("outer")
+    assert (error.value.file, error.value.line) == (str(base), 2)
+    assert read_live() == live
+
+
 def test_a_scheduler_setting_newer_kernels_moved_is_skipped_not_fatal(folder: Path, live) -> None:
     """A-Tune's throughput profiles set kernel.sched_min_granularity_ns, which Linux 5.13 moved
     to debugfs: the rest of the profile applies, and the outcome says why that one did not."""
@@ -201,13 +219,20 @@ def test_ulimit_script_systemctl_and_grub_sections(
     assert not dropin.exists()
 
 
-def test_systemctl_start_without_systemd_is_refused_and_undone(folder: Path, live) -> None:
-    (folder / "svc.conf").write_text(
-        "[sysctl]\nvm.swappiness = 23\n[systemctl]\nhone-no-such-service = start\n"
-    )
-    with pytest.raises(HoneError, match=r"systemd is not running.*rolled back"):
-        apply("svc")
-    assert read_live() == live
+def test_what_can_never_be_written_is_refused_before_any_change(folder: Path, live) -> None:
+    """A service to start where no systemd runs, a read-only sysctl, a state that is neither
+    start nor stop: the items before them were set, then undone; the plan now refuses them, as
+    a tuning run refuses such a knob before its baseline."""
+    for name, body, reason in (
+        ("svc", "[systemctl]\nhone-no-such-service = start\n", "systemd is not running"),
+        ("ro", "[sysctl]\nkernel.ostype = Hone\n", "is read-only here"),
+        ("state", "[systemctl]\nhone-no-such-service = restart\n", "is not start or stop"),
+    ):
+        (folder / f"{name}.conf").write_text(f"[sysctl]\nvm.swappiness = 23\n{body}")
+        with pytest.raises(HoneError, match=f"{reason}.*nothing was changed"):
+            apply(name)
+        assert read_live() == live
+        assert Journal.for_profiles().records() == []  # not even a journal was started
 
 
 def test_kill_9_in_the_middle_then_rollback(folder: Path, live, hone_home: Path) -> None:

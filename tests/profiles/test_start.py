@@ -55,6 +55,19 @@ def test_a_workload_gets_its_profile_as_a_checked_project(hone_cli, tmp_path: Pa
     assert bad.returncode == 2 and "unknown workload 'nosuchapp'" in bad.stderr
 
 
+def test_every_class_analyze_names_is_a_workload_for_new(hone_cli, tmp_path: Path) -> None:
+    """`hone analyze` said `workload: messaging` (profile hone-storage), and `hone new
+    --workload messaging` answered unknown workload."""
+    from hone.analyze.dataset import CLASS_PROFILES, CLASSES
+    from hone.profiles.start import profile_for
+
+    assert {cls: profile_for(cls) for cls in CLASS_PROFILES} == CLASS_PROFILES
+    assert all(profile_for(cls) == f"hone-{cls}" for cls in CLASSES)
+    done = hone_cli("new", str(tmp_path / "kafka"), "--workload", "messaging", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["profile"] == CLASS_PROFILES["messaging"]
+
+
 def test_the_check_it_suggests_runs_as_printed(hone_cli, tmp_path: Path) -> None:
     """The line `hone new` ends with is a command to paste: a folder with a space in its name
     is quoted there, so the shell hands `hone check` one path."""

@@ -83,23 +83,26 @@ def analyze_command(
     result = analysis_module.analyze(duration, interval, model=chosen, name=model or "default")
     if not as_json:
         _print(result)
-    applied = None
+    data = result.to_dict()
     if apply:
         from hone.analyze import apply as apply_profile
         from hone.profiles.cli import apply_data, print_apply
 
-        if result.confidence < min_confidence:
-            raise HoneError(
-                f"{result.cls} at {result.confidence:.0%} is below --min-confidence "
-                f"{min_confidence:.0%}: no profile applied"
-            )
-        applied = apply_profile(result)
+        try:
+            if result.confidence < min_confidence:
+                raise HoneError(
+                    f"{result.cls} at {result.confidence:.0%} is below --min-confidence "
+                    f"{min_confidence:.0%}: no profile applied"
+                )
+            applied = apply_profile(result)
+        except HoneError as exc:
+            if as_json:  # the analysis took its whole duration: a script still gets it
+                print_json({**data, "applied": None, "not_applied": str(exc)})
+            raise
         if not as_json:
             print_apply(applied)
+        data["applied"] = apply_data(applied)
     if as_json:
-        data = result.to_dict()
-        if applied is not None:
-            data["applied"] = apply_data(applied)
         print_json(data)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,5 +163,10 @@ def default_model(hardware: bool = False) -> Model:
         except HoneError:
             pass
     model = fit(builtin_runs(), hardware=hardware)
-    save(model, path)
+    try:
+        save(model, path)
+    except (HoneError, OSError) as exc:  # a full or read-only disk: the cache is only a cache
+        reason = (exc.strerror or str(exc)) if isinstance(exc, OSError) else exc.message
+        print(f"hone: warning: the model is not cached in {path.parent} ({reason}): it is "
+              "trained again next time", file=sys.stderr)  # fmt: skip
     return model

@@ -4,10 +4,11 @@ how busy it is (utilisation), how much work waits for it (saturation) and what f
 Saturation is what names a bottleneck: a resource at 100 % with nothing queued is merely well
 used. The signals are the kernel's own: run queue per core and CPU pressure (PSI); memory
 pressure, swapping and major faults; the disk's queue and I/O pressure; dropped packets,
-TCP retransmits and listen-queue overflows. Errors: OOM kills, interface errors."""
+TCP retransmits and listen-queue drops. Errors: OOM kills, interface errors."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,9 +17,11 @@ from hone.collect import Snapshot
 
 #: Counters read before and after sampling (deltas become error and saturation figures).
 COUNTERS = (
-    "vmstat.oom_kill", "Tcp.RetransSegs", "Tcp.OutSegs", "TcpExt.ListenOverflows",
-    "TcpExt.ListenDrops",
+    "vmstat.oom_kill", "Tcp.RetransSegs", "Tcp.OutSegs", "TcpExt.ListenDrops",
 )  # fmt: skip
+
+#: A metric's mean over the interval, by name.
+Mean = Callable[[str], float]
 
 
 @dataclass
@@ -87,32 +90,55 @@ def resources(
         f"major faults {m('MEM.VMSTAT.pgmajfault'):.0f}/s",
         f"{delta['vmstat.oom_kill']} OOM kills",
     )
-    queue = m("STORAGE.STAT.aqu-sz")
-    disk_name = snapshots[-1].disk if snapshots else ""
-    disk = Resource(
-        f"disk {disk_name}".strip(),
-        m("STORAGE.STAT.util"),
-        f"{m('STORAGE.STAT.util'):.0f}% busy, {m('STORAGE.STAT.rs') + m('STORAGE.STAT.ws'):.0f}"
-        f" IOPS, {m('STORAGE.STAT.rMBs') + m('STORAGE.STAT.wMBs'):.1f} MB/s",
-        max(queue / 4, psi_io / 30),
-        f"queue {queue:.1f}, PSI some {psi_io:.0f}%, await "
-        f"{max(m('STORAGE.STAT.r_await'), m('STORAGE.STAT.w_await')):.1f} ms",
-        "-",
-    )
+    disks = [_disk(m, f"disk {device}".strip(), suffix, psi_io) for device, suffix in
+             _disks(snapshots, m)]  # fmt: skip
     segments = max(delta["Tcp.OutSegs"], 1)
     retrans = delta["Tcp.RetransSegs"] / segments * 100
-    overflows = delta["TcpExt.ListenOverflows"] + delta["TcpExt.ListenDrops"]
+    # the kernel counts a full accept queue's refusal as an overflow and again as a drop
+    # (tcp_listendrop): the drops, which hold the overflows, are the count
+    listen_drops = delta["TcpExt.ListenDrops"]
     drops = m("NET.ESTAT.util")
     network = Resource(
         "network",
         m("NET.STAT.ifutil"),
         f"{m('NET.STAT.rxkBs') / 1024:.1f} MB/s in, {m('NET.STAT.txkBs') / 1024:.1f} MB/s out"
         + (f", busiest link {m('NET.STAT.ifutil'):.0f}%" if m("NET.STAT.ifutil") else ""),
-        max(retrans / 2, overflows / seconds / 10, drops / 100),
-        f"retransmits {retrans:.2f}%, listen overflows {overflows}, drops {drops:.0f}/s",
+        max(retrans / 2, listen_drops / seconds / 10, drops / 100),
+        f"retransmits {retrans:.2f}%, listen drops {listen_drops}, drops {drops:.0f}/s",
         f"{m('NET.ESTAT.errs') * seconds:.0f} interface errors",
     )
-    return [cpu, memory, disk, network]
+    return [cpu, memory, *disks, network]
+
+
+def _disks(snapshots: list[Snapshot], m: Mean) -> list[tuple[str, str]]:
+    """Each disk to show, with the suffix of its metrics: `{disk}` always (A-Tune's columns),
+    then every other disk that did I/O in the interval: a database's data disk is rarely the
+    first one, and its queue must not be missing from the table."""
+    main = snapshots[-1].disk if snapshots else ""
+    shown = [(main, "")]
+    others = sorted({key[len("STORAGE.STAT.util[") : -1] for s in snapshots for key in s.metrics
+                     if key.startswith("STORAGE.STAT.util[")} - {main})  # fmt: skip
+    for device in others:
+        if m(f"STORAGE.STAT.rs[{device}]") + m(f"STORAGE.STAT.ws[{device}]") > 0:
+            shown.append((device, f"[{device}]"))
+    return shown
+
+
+def _disk(m: Mean, name: str, suffix: str, psi_io: float) -> Resource:
+    """One disk's row from its iostat figures (`suffix`: `[vdb]`, or none for `{disk}`)."""
+
+    def d(metric: str) -> float:
+        return m(f"STORAGE.STAT.{metric}{suffix}")
+
+    return Resource(
+        name,
+        d("util"),
+        f"{d('util'):.0f}% busy, {d('rs') + d('ws'):.0f} IOPS, {d('rMBs') + d('wMBs'):.1f} MB/s",
+        max(d("aqu-sz") / 4, psi_io / 30),
+        f"queue {d('aqu-sz'):.1f}, PSI some {psi_io:.0f}%, await "
+        f"{max(d('r_await'), d('w_await')):.1f} ms",
+        "-",
+    )
 
 
 def bottleneck(table: list[Resource]) -> Resource | None:

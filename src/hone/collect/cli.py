@@ -4,13 +4,14 @@ a live view) or a Prometheus endpoint."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 
 import typer
 
 from hone.cli.values import finite_float
-from hone.errors import HoneError
+from hone.errors import HoneError, Stop
 from hone.outfile import require_folder
 from hone.output import finite
 
@@ -72,6 +73,7 @@ def collect(
     if duration is not None and not duration > 0:
         raise HoneError(f"--duration must be a number of seconds above 0, not {duration}")
     _check_devices(disk, network)
+    signal.signal(signal.SIGTERM, _stop)  # `timeout 60 hone collect -o run.csv.gz` ends whole
     if serve:
         if live or output is not None or as_json or count is not None or duration is not None:
             raise HoneError(
@@ -81,6 +83,8 @@ def collect(
         return
     if live and str(output) == "-":
         raise HoneError("--live draws on the terminal: write the CSV to a file, not -")
+    if as_json and str(output) == "-":  # the CSV took stdout and --json was dropped
+        raise HoneError("--json and -o - both write to stdout: give one of them")
     if live and as_json:  # the view was drawn and --json dropped
         raise HoneError("--live draws a view, --json writes samples: give one of them")
     writer = None
@@ -109,6 +113,12 @@ def collect(
         finally:
             if writer is not None:
                 writer.close()
+
+
+def _stop(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, through the `finally` that finishes the CSV file (a .gz
+    file killed outright has no trailer), and exits 143."""
+    raise Stop("stopped by SIGTERM")
 
 
 def _check_devices(disk: str | None, network: str | None) -> None:

@@ -43,6 +43,8 @@ ATUNE_METRICS = (
 CUTIL_THRESHOLD = 30.0
 MEMINFO_KEYS = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "SwapTotal",
                 "SwapFree", "Dirty", "Writeback", "AnonPages", "Shmem")  # fmt: skip
+#: /proc/diskstats fields the kernel prints as 32-bit milliseconds (read, write, busy, queue).
+DISK_WRAPS = frozenset(sources.DISK_FIELDS.index(f) for f in ("rms", "wms", "io_ms", "weighted_ms"))
 DISK_METRICS = ("rs", "ws", "rMBs", "wMBs", "rrqm", "wrqm", "rareq-sz", "wareq-sz", "r_await",
                 "w_await", "util", "aqu-sz")  # fmt: skip
 
@@ -250,7 +252,7 @@ class Collector:
         for name, now in after.items():
             if name not in before:
                 continue
-            d = dict(zip(sources.NET_FIELDS, _delta(now, before[name]), strict=True))
+            d = dict(zip(sources.NET_FIELDS, _grown(now, before[name]), strict=True))
             values = {
                 "rxkBs": d["rx_bytes"] / 1024 / dt,
                 "txkBs": d["tx_bytes"] / 1024 / dt,
@@ -320,6 +322,20 @@ def _delta(after: tuple[int, ...], before: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(a - b for a, b in zip(after, before, strict=True))
 
 
+def _grown(
+    after: tuple[int, ...], before: tuple[int, ...], wraps: frozenset[int] = frozenset()
+) -> tuple[int, ...]:
+    """How much each counter of a device grew. One that went back was reset, the device
+    removed and made again under its name (a container's veth, a re-attached disk): it grew
+    by its new value, as sysstat counts it. The fields at `wraps` are 32 bits in the kernel's
+    file and wrap: /proc/diskstats' milliseconds, whose queue time (aqu-sz) passes 2^32 in a
+    day and a half of a queue of 32."""
+    return tuple(
+        a - b if a >= b else (a - b) % 2**32 if i in wraps else a
+        for i, (a, b) in enumerate(zip(after, before, strict=True))
+    )
+
+
 def _cpu_shares(before: tuple[int, ...], after: tuple[int, ...]) -> dict[str, float]:
     """mpstat's percentages: guest time is inside user time in /proc/stat, so it is taken out."""
     d = dict(zip(sources.CPU_FIELDS, _delta(after, before), strict=False))
@@ -366,7 +382,7 @@ def _cpu(before: sources.Stat, after: sources.Stat) -> dict[str, float]:
 
 def _disk(before: tuple[int, ...], after: tuple[int, ...], dt: float) -> dict[str, float]:
     """iostat -x's columns for one device."""
-    d = dict(zip(sources.DISK_FIELDS, _delta(after, before), strict=True))
+    d = dict(zip(sources.DISK_FIELDS, _grown(after, before, DISK_WRAPS), strict=True))
     d["inflight"] = after[sources.DISK_FIELDS.index("inflight")]
 
     def per(top: float, bottom: float, scale: float = 1.0) -> float:

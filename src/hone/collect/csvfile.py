@@ -6,11 +6,13 @@ labels last, where A-Tune's trainer looks for them."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
 import math
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -34,8 +36,32 @@ def _format(value: float | None) -> str:
     return f"{value:.6g}"
 
 
+class _Sink:
+    """A file written through os.write, every byte or an OSError: a buffered file would keep a
+    row that did not fit and fail again at close, and gzip ignores a short write's count."""
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.written = 0
+
+    def write(self, data: bytes) -> int:
+        view = memoryview(data)
+        while view:
+            done = os.write(self.fd, view)
+            view, self.written = view[done:], self.written + done
+        return len(data)
+
+    def flush(self) -> None:
+        """Nothing is held back (gzip calls it)."""
+
+
 class CsvWriter:
-    """Appends snapshots as rows; the header comes from the first snapshot."""
+    """Appends snapshots as rows; the header comes from the first snapshot.
+
+    A file always ends with a whole row, so that `hone train` reads every row collected: each
+    row goes out at once (a .gz one with a sync flush), and a row that does not fit (a full
+    disk) is cut off again before the error is raised. A .gz file cut short by a kill has no
+    gzip trailer; `read_table` reads its rows up to the cut."""
 
     def __init__(
         self,
@@ -45,25 +71,77 @@ class CsvWriter:
         appname: str = "default",
         extended: bool = False,
     ) -> None:
-        self._own = isinstance(target, Path)
-        self._file: IO[str] = _open(target, "w") if isinstance(target, Path) else target
-        self._csv = csv.writer(self._file, lineterminator="\n")
+        self.path = target if isinstance(target, Path) else None
+        self._stream = None if isinstance(target, Path) else target
+        self._sink = _Sink(target) if isinstance(target, Path) else None
+        self._gzip: gzip.GzipFile | None = None
+        self._kept = 0  # bytes of the file that end with a whole row
+        self.rows = 0
+        if self._sink is not None and target.suffix == ".gz":  # type: ignore[union-attr]
+            try:  # the header is written now
+                self._gzip = gzip.GzipFile(filename="", mode="wb", fileobj=self._sink)  # type: ignore[arg-type]
+            except OSError as exc:
+                self._cut(exc)
         self.labels = (workload_type, appname)
         self.extended = extended
         self.columns: list[str] | None = None
 
     def write(self, snapshot: Snapshot) -> None:
+        lines = io.StringIO()
+        out = csv.writer(lines, lineterminator="\n")
         if self.columns is None:
             extra = sorted(set(snapshot.metrics) - set(ATUNE_METRICS)) if self.extended else []
-            self.columns = [*ATUNE_METRICS, *extra]
-            self._csv.writerow([*self.columns, *LABELS])
-        row = [_format(snapshot.metrics.get(name)) for name in self.columns]
-        self._csv.writerow([*row, *self.labels])
-        self._file.flush()
+            columns = [*ATUNE_METRICS, *extra]
+            out.writerow([*columns, *LABELS])
+        else:
+            columns = self.columns
+        out.writerow([*(_format(snapshot.metrics.get(name)) for name in columns), *self.labels])
+        self._put(lines.getvalue())
+        self.columns = columns
+        self.rows += 1
+
+    def _put(self, text: str) -> None:
+        if self._stream is not None:
+            self._stream.write(text)
+            self._stream.flush()
+            return
+        assert self._sink is not None
+        try:
+            if self._gzip is not None:
+                self._gzip.write(text.encode())
+                self._gzip.flush()  # a sync flush: everything so far can be decompressed
+            else:
+                self._sink.write(text.encode())
+        except OSError as exc:
+            self._cut(exc)
+        self._kept = self._sink.written
+
+    def _cut(self, exc: OSError) -> None:
+        """Put the file back to its last whole row, close it and say how far it got."""
+        assert self._sink is not None
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._sink.fd, self._kept)
+        os.close(self._sink.fd)
+        self._sink = self._gzip = None  # a trailer would not match what the file now holds
+        raise HoneError(
+            f"{exc.strerror or exc}: stopped; the file keeps the {self.rows} samples written",
+            file=self.path,
+        ) from None
 
     def close(self) -> None:
-        if self._own:
-            self._file.close()
+        """Finish the file (a .gz one with its trailer); a stream is left open."""
+        if self._sink is None:
+            return
+        try:
+            if self._gzip is not None:
+                self._gzip.close()
+        except OSError as exc:  # no room for the trailer: the rows stay readable
+            self._gzip = None
+            self._cut(exc)
+        finally:
+            if self._sink is not None:
+                os.close(self._sink.fd)
+                self._sink = None
 
     def __enter__(self) -> CsvWriter:
         return self
@@ -88,7 +166,7 @@ def read_table(path: Path, columns: Iterable[str] | None = None) -> Table:
     try:
         with _open(path, "r") as handle:
             reader = csv.reader(handle)
-            header = next(reader, None)
+            header = next(reader, None)  # a file cut before its first line cannot be read
             if not header:
                 raise HoneError("empty CSV file", file=path)
             missing = [label for label in LABELS if label not in header]
@@ -102,7 +180,7 @@ def read_table(path: Path, columns: Iterable[str] | None = None) -> Table:
             type_at, app_at = index[LABELS[0]], index[LABELS[1]]
             rows: list[list[float]] = []
             labels: list[tuple[str, str]] = []
-            for number, record in enumerate(reader, 2):
+            for number, record in enumerate(_whole_records(reader), 2):
                 if len(record) != len(header):
                     if not record:
                         continue
@@ -127,6 +205,15 @@ def read_table(path: Path, columns: Iterable[str] | None = None) -> Table:
 
 
 NAN = float("nan")
+
+
+def _whole_records(reader: Iterator[list[str]]) -> Iterator[list[str]]:
+    """The records of a file; a .gz one cut short (its writer killed, no gzip trailer) ends at
+    the cut, without the line the cut went through: the rows before it were measured whole."""
+    try:
+        yield from reader
+    except EOFError:
+        return
 
 
 def _number(text: str) -> float:

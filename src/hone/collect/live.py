@@ -4,6 +4,7 @@ at once, from the same snapshot the CSV gets."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from rich.console import Group
@@ -74,8 +75,16 @@ def render(snapshot: Snapshot) -> Group:
 
 
 def show(snapshots: Iterable[Snapshot]) -> None:
-    """Redraw the view for every snapshot until the stream ends or Ctrl-C."""
-    # off a terminal (`| less`, a file) every column whole, not cut to 80 columns' `iow…`
-    with Live(auto_refresh=False, screen=False, console=output_console()) as live:
+    """Redraw the view for every snapshot until the stream ends or Ctrl-C. Off a terminal
+    (`| tee log`, a file) there is nothing to redraw: each view follows the last under its
+    time, as `top -b` writes them (Rich's Live printed only the last view there)."""
+    # off a terminal every column whole, not cut to 80 columns' `iow…`
+    console = output_console()
+    if not console.is_terminal:
+        for snapshot in snapshots:
+            console.print(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time)))
+            console.print(render(snapshot), "")
+        return
+    with Live(auto_refresh=False, screen=False, console=console) as live:
         for snapshot in snapshots:
             live.update(render(snapshot), refresh=True)

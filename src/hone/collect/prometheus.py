@@ -81,7 +81,8 @@ def node_metrics(text: _Text) -> None:
     for name, value in (("1", load.ldavg1), ("5", load.ldavg5), ("15", load.ldavg15)):
         text.add(f"node_load{name}", "gauge", f"{name}m load average.", value)
     for key, value in sorted(sources.read_meminfo().items()):
-        name = re.sub(r"[^a-zA-Z0-9_]", "_", key)
+        # node_exporter's names: Active(anon) is node_memory_Active_anon_bytes
+        name = re.sub(r"[^a-zA-Z0-9_]", "_", re.sub(r"\((.*)\)", r"_\1", key))
         in_bytes = value if key.startswith("HugePages_") else value * 1024  # counts, not kB
         text.add(f"node_memory_{name}_bytes", "gauge", f"Memory information field {key}.",
                  in_bytes)  # fmt: skip

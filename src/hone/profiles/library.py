@@ -29,6 +29,9 @@ class Item:
     key: str
     value: str
     source: str  # the profile it came from
+    #: the file and line that set it (an included profile's, for an item that came from it)
+    path: Path | None = None
+    line: int | None = None
 
 
 @dataclass
@@ -87,6 +90,7 @@ class ProfileLibrary:
             raise HoneError(f"profile {name!r} includes itself: {' -> '.join((*_seen, name))}")
         path = paths[name]
         parser = _parse(path)
+        lines = _key_lines(path)
         profile = Profile(name, path)
         if parser.has_option("main", "include"):
             profile.includes = [
@@ -127,7 +131,8 @@ class ProfileLibrary:
                         key, value = key.replace(token, actual), value.replace(token, actual)
                         profile.placeholders[placeholder] = (actual, how)
                 items.pop((section, key), None)
-                items[section, key] = Item(section, key, value, name)
+                where = lines.get((section, raw_key))
+                items[section, key] = Item(section, key, value, name, path, where)
         profile.items = list(items.values())
         return profile
 
@@ -170,6 +175,20 @@ def _parse(path: Path) -> configparser.ConfigParser:
             f"unknown section {header} (known: {', '.join(SECTIONS)})", file=path, line=line
         )
     return parser
+
+
+def _key_lines(path: Path) -> dict[tuple[str, str], int]:
+    """The line that sets each (section, key) of a file already parsed (the last one, as a
+    repeated key's last value wins): an error about an item names its line."""
+    found: dict[tuple[str, str], int] = {}
+    section = ""
+    for number, text in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
+        stripped = text.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped[1:-1].strip()
+        elif stripped and not stripped.startswith("#"):
+            found[section, stripped.partition("=")[0].strip()] = number
+    return found
 
 
 def _continued(text: str, value: str) -> int | None:

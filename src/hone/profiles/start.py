@@ -65,10 +65,16 @@ class Drafted:
 
 
 def profile_for(workload: str) -> str:
-    """The profile of a workload class or a known application (`memcached` -> hone-in-...)."""
+    """The profile of a workload class or a known application (`memcached` -> hone-in-...).
+    Every class `hone analyze` names is one: messaging and big-data have no profile of their
+    own and take the one analyze maps them to."""
+    from hone.analyze.dataset import CLASS_PROFILES
+
     cls = APPS.get(workload.lower(), workload.lower())
+    if cls in CLASS_PROFILES:
+        return CLASS_PROFILES[cls]
     if cls not in CLASSES:
-        known = ", ".join(sorted([*APPS, *CLASSES]))
+        known = ", ".join(sorted([*APPS, *CLASSES, *CLASS_PROFILES]))
         raise HoneError(f"unknown workload {workload!r} (known: {known})")
     return f"hone-{cls}"
 

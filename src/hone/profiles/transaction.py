@@ -1,9 +1,10 @@
 """Applying a profile as a transaction, through the same actuators and journal as tuning.
 
-Every item is checked first (its actuator built, its current value read), so a bad key or a
-missing path fails before anything changes. Then the previously applied profile is rolled back;
-every original value is journaled (fsync) before its first change; every set is read back; a
-failure rolls back what was done, newest first. A crash in the middle leaves the journal, and
+Every item is checked first (its actuator built, its current value read, whether it can be
+written), so a bad key, a missing path or a read-only setting fails before anything changes.
+Then the previously applied profile is rolled back; every original value is journaled (fsync)
+before its first change; every set is read back; a failure rolls back what was done, newest
+first. A crash in the middle leaves the journal, and
 `rollback` completes it. Items already at their value are left alone."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hone.journal.settings import settings_locked
 from hone.knobs import Actuator, actuator_from_spec
 from hone.knobs.grub import cmdline_value, grub_present
 from hone.knobs.script import find_script
+from hone.knobs.systemctl import SystemctlActuator
 from hone.paths import state_dir
 from hone.profiles.library import Item, Profile
 
@@ -108,7 +110,9 @@ def active_profile() -> str | None:
 
 
 def _plan(profile: Profile) -> list[tuple[Item, Actuator | str]]:
-    """Every item with its actuator, each read once: bad keys fail here, before any change."""
+    """Every item with its actuator, each read once and checked as a tuning run checks its
+    knobs: a bad key, a read-only setting or a value that can never be written fails here,
+    before any change, not after the items before it were set and had to be undone."""
     plan = []
     for item in profile.items:
         try:
@@ -117,10 +121,15 @@ def _plan(profile: Profile) -> list[tuple[Item, Actuator | str]]:
                 if not item.value:
                     raise HoneError("no value")
                 actuator.get()
+                actuator.check_writable()
+                actuator.check_value(item.value)
+                if isinstance(actuator, SystemctlActuator):
+                    actuator.check_startable(item.value)
         except HoneError as exc:
             raise HoneError(
                 f"[{item.section}] {item.key}: {exc.message}; nothing was changed",
-                file=profile.path,
+                file=item.path or profile.path,
+                line=item.line,
             ) from None
         plan.append((item, actuator))
     return plan
@@ -190,7 +199,8 @@ def _apply_item(
         raise HoneError(
             f"[{item.section}] {item.key} = {item.value}: {exc.message}; "
             "every change of this profile was rolled back",
-            file=profile.path,
+            file=item.path or profile.path,
+            line=item.line,
         ) from None
     if item.section == "bootloader.grub2":
         return Outcome(item, "staged", "for the next boot (run update-grub, then reboot)")
