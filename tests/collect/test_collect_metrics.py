@@ -199,3 +199,14 @@ def test_run_queue_leaves_out_the_reader_as_vmstat_does() -> None:
                 cpu = resources([snapshot], {}, {})[0]
                 per_core = 1 / snapshot.metrics["CPU.STAT.cores"]
                 assert f"run queue {per_core:.1f}/core" in cpu.saturation_text
+
+
+def test_a_fully_busy_interval_is_100_per_cent_exactly() -> None:
+    """Six shares each rounded, then summed, read 100.00000000000001 for a CPU busy throughout
+    (1 user, 3 system, 5 irq and 2 softirq ticks): a utilisation above 100 broke the range checks
+    of whoever read the samples back."""
+    from hone.collect.collector import _cpu_shares
+
+    ticks = dict.fromkeys(sources.CPU_FIELDS, 0) | {"user": 1, "system": 3, "irq": 5, "softirq": 2}
+    after = tuple(ticks[name] for name in sources.CPU_FIELDS)
+    assert _cpu_shares((0,) * len(after), after)["util"] == 100.0

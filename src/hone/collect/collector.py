@@ -361,7 +361,9 @@ def _cpu_shares(before: tuple[int, ...], after: tuple[int, ...]) -> dict[str, fl
         "guest": d["guest"] * pct,
         "idle": d["idle"] * pct,
     }
-    shares["util"] = sum(shares[k] for k in ("usr", "nice", "sys", "irq", "soft", "steal"))
+    # from the ticks, not the rounded shares: a busy interval is 100 exactly, not 100.00000000000001
+    busy = max(usr, 0) + max(nice, 0) + d["system"] + d["irq"] + d["softirq"] + d["steal"]
+    shares["util"] = 100.0 * busy / total
     return shares
 
 
