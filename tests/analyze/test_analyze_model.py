@@ -4,12 +4,14 @@ train` makes a model that `hone analyze --model` uses; bad input gets one line."
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -268,7 +270,17 @@ def second_disk() -> Iterator[str]:
     try:
         yield device
     finally:
-        Path(f"/sys/block/{device}/reset").write_text("1")
+        # a killed writer's last direct write, or udev's probe after it, can hold the device
+        # a moment longer: the reset says "busy" until they let go
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                Path(f"/sys/block/{device}/reset").write_text("1")
+                break
+            except OSError as error:
+                if error.errno != errno.EBUSY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         (control / "hot_remove").write_text(number)
 
 
