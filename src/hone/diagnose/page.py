@@ -70,6 +70,9 @@ def _section_verdict(d: Diagnosis) -> str:
         out.append("<p>Also:</p><ul>")
         out += [f"<li>{escape(f.headline)}</li>" for f in d.findings[1:]]
         out.append("</ul>")
+    if d.syscalls:
+        out.append(f"<p>System calls (counted over {d.syscalls.seconds:.1f} s): "
+                   f"{escape(d.syscalls.verdict)}</p>")  # fmt: skip
     return "".join(out)
 
 

@@ -25,6 +25,7 @@ from hone.diagnose.offcpu import OffCpu
 from hone.diagnose.probe import Capabilities
 from hone.diagnose.profile import Profile
 from hone.diagnose.softirq import Softirq
+from hone.diagnose.syscalls import Syscalls
 from hone.diagnose.tables import function_table, module_name, summary
 from hone.diagnose.threads import ThreadStat
 from hone.diagnose.topdown import Topdown
@@ -58,6 +59,7 @@ class Diagnosis:
     softirq: Softirq | None = None  # the machine's receive path per CPU (module softirq)
     gc: Gc | None = None  # a JVM's garbage collection (module jvmgc)
     system: Machine | None = None  # `--system`: CPU split and process table (module machine)
+    syscalls: Syscalls | None = None  # the process's system calls per second (module syscalls)
 
     @property
     def kinds(self) -> list[str]:
@@ -116,6 +118,7 @@ class Diagnosis:
             "softirq": self.softirq.to_dict() if self.softirq else None,
             "gc": self.gc.to_dict() if self.gc else None,
             "system": self.system.to_dict() if self.system else None,
+            "syscalls": self.syscalls.to_dict() if self.syscalls else None,
         }
 
     def save(self, path: str | Path) -> Path:
@@ -159,6 +162,7 @@ class Diagnosis:
                 softirq=Softirq.from_dict(data["softirq"]) if data.get("softirq") else None,
                 gc=Gc.from_dict(data["gc"]) if data.get("gc") else None,
                 system=Machine.from_dict(data["system"]) if data.get("system") else None,
+                syscalls=Syscalls.from_dict(data["syscalls"]) if data.get("syscalls") else None,
             )
         except (KeyError, TypeError, ValueError) as error:
             raise HoneError(f"damaged diagnosis section: {error}", file=path) from None
@@ -195,6 +199,8 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
     if d.findings:
         lines.append(f"verdict: {d.findings[0].headline}")
         lines += [f"  also: {f.headline}" for f in d.findings[1:4]]
+    if d.syscalls:
+        lines.append(f"system calls: {d.syscalls.verdict}")
     if d.system:
         lines += terminal_lines(d.system)
     if d.threads:
