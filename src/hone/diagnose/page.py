@@ -10,7 +10,7 @@ import time
 
 from hone.diagnose import catalogue
 from hone.diagnose.flamegraph import modules_of, render
-from hone.diagnose.report import Diagnosis
+from hone.diagnose.report import TRACING_SAID, Diagnosis
 from hone.diagnose.tables import function_table, module_name, module_table, summary
 from hone.diagnose.threads import ThreadStat
 
@@ -87,6 +87,8 @@ def _section_capabilities(d: Diagnosis) -> str:
         f"model {cpu.cpu_model}), {d.cpus} CPUs.</p>"
     )
     notes = "".join(f"<li>{escape(n)}</li>" for n in d.notes)
+    if d.tracing_share:
+        head += f"<p>Tracing overhead: {escape(TRACING_SAID.format(share=d.tracing_share))}.</p>"
     return (
         head
         + table(["available", "what", "used for", "evidence"], rows)
