@@ -238,3 +238,29 @@ def test_tiny_system_calls_are_charged_to_the_call(hone_cli, tmp_path: Path, mod
     assert charged >= 0.9 * found.kernel, found.calls
     finding = next(f for f in d.findings if f.kind == kind)
     assert f"({call} " in finding.headline, finding.headline
+
+
+@pytest.mark.slow
+def test_the_tracings_own_cost_is_left_out_of_the_findings(hone_cli, tmp_path: Path) -> None:
+    """With the futex tracepoints (the lock recorder) and raw_syscalls:sys_enter (the call
+    counter) enabled, every call of a 1-byte write loop takes the kernel's tracing slow path:
+    syscall_trace_enter, perf_syscall_enter and the like held 13-40 % of its samples, and were
+    the write's time in its finding and among its hottest kernel functions."""
+    program = build("sys_loop")
+    folder = tmp_path / "rep"
+    done = hone_cli("diagnose", "-F", "499", "-d", "2", "--no-offcpu", "-o", str(folder),
+                    "--", str(program), "write", "4")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(folder / "diagnosis.hone")
+    kept, cut = kernel.without_tracing(d.profile)
+    assert cut / d.profile.total > 0.05, kernel.split(d.profile).functions
+    assert f"tracing overhead: {cut / d.profile.total:.0%} of samples" in done.stdout
+    assert all(not kernel.traced(frames) for _, frames in kept.stacks)
+    files = next(f for f in d.findings if f.kind == "kernel-files")
+    share = kernel.split(kept).group_share("files")
+    assert f"file system calls: {share:.0%} of on-CPU samples" in files.headline
+    hot = [line.split()[0] for line in files.details if "([kernel])" in line]
+    assert hot and not any(n.startswith(("perf_", "syscall_trace_enter")) for n in hot), hot
+    body = json.loads(hone_cli("diagnose", "--from", str(folder), "--json").stdout)
+    assert body["tracing_overhead"] == pytest.approx(cut / d.profile.total, abs=1e-4)
+    assert "Tracing overhead: " in (folder / "report.html").read_text()

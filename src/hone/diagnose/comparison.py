@@ -46,6 +46,8 @@ def _runtime_rows(a: Diagnosis, b: Diagnosis) -> list[tuple[str, str, str]]:
             rows.append((f"off-CPU {kind} ms/s", _offcpu_rate(a, kind), _offcpu_rate(b, kind)))
     if a.locks and b.locks:
         rows.append(("contended lock wait ms/s", _lock_rate(a), _lock_rate(b)))
+    if a.syscalls and b.syscalls:
+        rows.append(("system calls/s", f"{a.syscalls.rate:,.0f}", f"{b.syscalls.rate:,.0f}"))
     return rows
 
 

@@ -152,6 +152,40 @@ def _charged(samples: list[tuple[tuple, str, str, int]]) -> list[tuple[str, str,
     return charged
 
 
+#: The kernel's syscall slow path: taken by every call of every process while a syscall
+#: tracepoint is enabled (hone's lock recorder enables the futex ones, its call counter
+#: raw_syscalls:sys_enter), whatever the call.
+SLOW_PATH = ("syscall_trace_enter", "syscall_exit_work")
+#: The code that runs a tracepoint for perf: the probes perf attaches (`perf_trace_sched_switch`,
+#: `perf_syscall_enter`) and what they call.
+_TRACING = ("perf_", "__perf", "trace_", "__trace", "ftrace_", "__bpf_trace")
+
+
+def traced(frames: tuple[Frame, ...]) -> bool:
+    """Whether a sample is the tracing's own cost: in a tracepoint probe of perf's, or in the
+    syscall slow path itself (its leaf, or its callee tracing code; seccomp or audit work under
+    it is the process's)."""
+    names = [f.function for f in frames if is_kernel(f.module)]
+    if any(n.startswith(("perf_trace_", "perf_syscall_")) for n in names):
+        return True
+    slow = [i for i, n in enumerate(names) if n in SLOW_PATH]
+    if not slow:
+        return False
+    after = names[slow[-1] + 1 :]
+    return not after or after[0].startswith(_TRACING)
+
+
+def without_tracing(profile: Profile) -> tuple[Profile, int]:
+    """The profile without the tracing's own samples, and how many those were: the cost of
+    the measurement is not the process's time."""
+    kept = {key: n for key, n in profile.stacks.items() if not traced(key[1])}
+    cut = profile.total - sum(kept.values())
+    if not cut:
+        return profile, 0
+    return Profile(stacks=kept, event=profile.event, frequency_hz=profile.frequency_hz,
+                   duration_s=profile.duration_s, target=profile.target), cut  # fmt: skip
+
+
 def split(profile: Profile) -> KernelTime:
     """Count the profile's samples in the kernel by group, system call and leaf function."""
     result = KernelTime(samples=profile.total)

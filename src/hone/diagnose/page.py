@@ -10,7 +10,7 @@ import time
 
 from hone.diagnose import catalogue
 from hone.diagnose.flamegraph import modules_of, render
-from hone.diagnose.report import Diagnosis
+from hone.diagnose.report import TRACING_SAID, Diagnosis
 from hone.diagnose.tables import function_table, module_name, module_table, summary
 from hone.diagnose.threads import ThreadStat
 
@@ -70,6 +70,9 @@ def _section_verdict(d: Diagnosis) -> str:
         out.append("<p>Also:</p><ul>")
         out += [f"<li>{escape(f.headline)}</li>" for f in d.findings[1:]]
         out.append("</ul>")
+    if d.syscalls:
+        out.append(f"<p>System calls (counted over {d.syscalls.seconds:.1f} s): "
+                   f"{escape(d.syscalls.verdict)}</p>")  # fmt: skip
     return "".join(out)
 
 
@@ -84,6 +87,8 @@ def _section_capabilities(d: Diagnosis) -> str:
         f"model {cpu.cpu_model}), {d.cpus} CPUs.</p>"
     )
     notes = "".join(f"<li>{escape(n)}</li>" for n in d.notes)
+    if d.tracing_share:
+        head += f"<p>Tracing overhead: {escape(TRACING_SAID.format(share=d.tracing_share))}.</p>"
     return (
         head
         + table(["available", "what", "used for", "evidence"], rows)

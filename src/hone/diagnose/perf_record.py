@@ -37,8 +37,8 @@ def command_of(perf: int) -> int | None:
 
 
 def enabled_outputs() -> set[str]:
-    """The output files of this process's `perf record` children (started from any of its
-    threads) that have enabled their events."""
+    """The output files of this process's `perf record` and `perf stat -o` children (started
+    from any of its threads) that have enabled their events."""
     outputs = set()
     for task in Path("/proc/self/task").iterdir():
         try:
@@ -51,7 +51,7 @@ def enabled_outputs() -> set[str]:
             except OSError:
                 continue
             words = argv.split("\0")
-            if words[1:2] == ["record"] and "-o" in words and command_of(int(kid)):
+            if words[1:2] in (["record"], ["stat"]) and "-o" in words and command_of(int(kid)):
                 outputs.add(words[words.index("-o") + 1])
     return outputs
 

@@ -23,6 +23,7 @@ TRACEPOINTS = {
     "lock:contention_begin": "kernel lock contention (perf lock)",
     "syscalls:sys_enter_futex": "user-space lock waits (futex)",
     "syscalls:sys_exit_futex": "user-space lock waits (futex)",
+    "raw_syscalls:sys_enter": "the system-call rate (counted, not recorded)",
 }
 
 

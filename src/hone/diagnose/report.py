@@ -19,12 +19,14 @@ from hone.diagnose.catalogue import Suggestion
 from hone.diagnose.fold import Frame
 from hone.diagnose.heap import Heap
 from hone.diagnose.jvmgc import Gc
+from hone.diagnose.kernel import without_tracing
 from hone.diagnose.locks import Locks
 from hone.diagnose.machine import Machine, terminal_lines
 from hone.diagnose.offcpu import OffCpu
 from hone.diagnose.probe import Capabilities
 from hone.diagnose.profile import Profile
 from hone.diagnose.softirq import Softirq
+from hone.diagnose.syscalls import Syscalls
 from hone.diagnose.tables import function_table, module_name, summary
 from hone.diagnose.threads import ThreadStat
 from hone.diagnose.topdown import Topdown
@@ -58,6 +60,7 @@ class Diagnosis:
     softirq: Softirq | None = None  # the machine's receive path per CPU (module softirq)
     gc: Gc | None = None  # a JVM's garbage collection (module jvmgc)
     system: Machine | None = None  # `--system`: CPU split and process table (module machine)
+    syscalls: Syscalls | None = None  # the process's system calls per second (module syscalls)
 
     @property
     def kinds(self) -> list[str]:
@@ -93,6 +96,15 @@ class Diagnosis:
             return {"network": self.softirq.device, "busy_cpu": str(self.softirq.busy_cpu)}
         return {}
 
+    @property
+    def tracing_share(self) -> float:
+        """The share of the on-CPU samples in the kernel's tracing (module kernel): the cost of
+        hone's own recorders, left out of the findings. Not for --system: the tracing there
+        is other programs', part of what the machine is busy with."""
+        if self.system or not self.profile.total:
+            return 0.0
+        return without_tracing(self.profile)[1] / self.profile.total
+
     def runtime(self) -> dict:
         return {
             "version": DIAGNOSIS_VERSION,
@@ -116,6 +128,8 @@ class Diagnosis:
             "softirq": self.softirq.to_dict() if self.softirq else None,
             "gc": self.gc.to_dict() if self.gc else None,
             "system": self.system.to_dict() if self.system else None,
+            "syscalls": self.syscalls.to_dict() if self.syscalls else None,
+            "tracing_overhead": round(self.tracing_share, 4),
         }
 
     def save(self, path: str | Path) -> Path:
@@ -159,6 +173,7 @@ class Diagnosis:
                 softirq=Softirq.from_dict(data["softirq"]) if data.get("softirq") else None,
                 gc=Gc.from_dict(data["gc"]) if data.get("gc") else None,
                 system=Machine.from_dict(data["system"]) if data.get("system") else None,
+                syscalls=Syscalls.from_dict(data["syscalls"]) if data.get("syscalls") else None,
             )
         except (KeyError, TypeError, ValueError) as error:
             raise HoneError(f"damaged diagnosis section: {error}", file=path) from None
@@ -182,6 +197,11 @@ def _profile_of_rows(data: dict | None) -> Profile | None:
     return Profile(stacks=stacks, event=data["event"], target=data["target"])
 
 
+#: What the tracing overhead is, after its share.
+TRACING_SAID = ("{share:.0%} of samples (the kernel's syscall slow path and tracepoint probes "
+                "that hone's recorders enable; left out of the findings)")  # fmt: skip
+
+
 def _advised(kind: str) -> bool:
     """Whether the terminal spells out a top finding's advice: time in the kernel or in a JVM's
     collector, which neither compiler flags nor the program's hot function explain."""
@@ -195,6 +215,8 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
     if d.findings:
         lines.append(f"verdict: {d.findings[0].headline}")
         lines += [f"  also: {f.headline}" for f in d.findings[1:4]]
+    if d.syscalls:
+        lines.append(f"system calls: {d.syscalls.verdict}")
     if d.system:
         lines += terminal_lines(d.system)
     if d.threads:
@@ -206,8 +228,8 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
                 f"  {t.tid:>7} {t.label:<{width}} {t.cpu_pct:5.1f} {t.runq_pct:5.1f} "
                 f"{t.io_pct:5.1f} {t.sleep_pct:5.1f}"
             )
-    if d.profile.total:
-        lines.append(f"on-CPU: {summary(d.profile)}")
+    if d.profile.total:  # the tracing's own samples are not what the process does
+        lines.append(f"on-CPU: {summary(without_tracing(d.profile)[0])}")
     if d.system and d.profile.total:
         hot = function_table(d.profile, "self")[:5]
         lines.append("hottest functions (self % of the machine's samples): " + ", ".join(
@@ -249,6 +271,8 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
     used = [i.name for i in d.capabilities.items if i.used]
     if used:
         lines.append(f"used: {', '.join(used)}")
+    if d.tracing_share:
+        lines.append(f"tracing overhead: {TRACING_SAID.format(share=d.tracing_share)}")
     missing = [i.name for i in d.capabilities.items if not i.available]
     if missing:
         lines.append(f"not available here: {', '.join(missing)}")

@@ -20,7 +20,7 @@ from hone.diagnose.descendants import Child
 from hone.diagnose.fold import is_kernel
 from hone.diagnose.heap import Heap
 from hone.diagnose.jvmgc import Gc, is_gc_thread, without_gc
-from hone.diagnose.kernel import KernelTime, split
+from hone.diagnose.kernel import KernelTime, split, without_tracing
 from hone.diagnose.locks import Locks
 from hone.diagnose.offcpu import OffCpu
 from hone.diagnose.pgwaits import PgWaits, advice, describe, groups
@@ -369,8 +369,14 @@ def decide(
     profile when `profile` is a language's own (py-spy): only perf sees the kernel's frames.
     `pg` is PostgreSQL's lock waits in the process and its backends (module pgwaits). `gc` is a
     JVM's collector (module jvmgc): when it is a finding, the collector's samples and its
-    threads' run-queue wait are its own, not the application's code or demand for CPUs."""
-    cpu = sum(t.cpu_pct for t in threads) / 100
+    threads' run-queue wait are its own, not the application's code or demand for CPUs.
+    Samples of the kernel's tracing (hone's own recorders: module kernel) are left out of every
+    share, and their part of the CPU time out of the scores; the demand for CPUs keeps it."""
+    whole = native or profile
+    perf, cut = without_tracing(whole)
+    native, profile = (perf, profile) if native else (None, perf)
+    demand = sum(t.cpu_pct for t in threads) / 100
+    cpu = demand * (1 - cut / whole.total) if whole.total else demand
     in_kernel = split(native or profile)
     code_share = 1 - in_kernel.share
     collecting = gc is not None and gc.evidence
@@ -383,7 +389,7 @@ def decide(
         samples = "the on-CPU samples outside the collector"
     runq = sum(t.runq_pct for t in app) / 100
     cpu_finding = _cpu(profile, app, cpu * code_share, samples)
-    findings = [cpu_finding, _runqueue(app, runq, cpu, cpus), _io(offcpu, threads, window_s)]
+    findings = [cpu_finding, _runqueue(app, runq, demand, cpus), _io(offcpu, threads, window_s)]
     findings += kernel_findings(in_kernel, threads, cpu)
     if locks:
         lock = _lock(locks, window_s)
@@ -407,6 +413,6 @@ def decide(
     findings = sorted((f for f in findings if f.score >= MIN_SCORE), key=lambda f: -f.score)
     findings = _kernel_before_code(findings, in_kernel)
     waits = ("lock", "pg-lock")
-    if not findings or (cpu < 0.1 and findings[0].kind not in waits and findings[0].score < 0.1):
+    if not findings or (demand < 0.1 and findings[0].kind not in waits and findings[0].score < 0.1):
         findings.insert(0, _idle(offcpu, threads, window_s))
     return findings

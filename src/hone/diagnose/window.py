@@ -26,6 +26,7 @@ from hone.diagnose import (
     offcpu,
     pgwaits,
     softirq,
+    syscalls,
     threads,
     topdown,
     verdict,
@@ -71,12 +72,17 @@ class _Processes:
         self.lock = threading.Lock()
         self.stopped = False
 
-    def run(self, argv: list[str], **_: object) -> subprocess.CompletedProcess:
-        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def start(self, argv: list[str], **popen: object) -> subprocess.Popen:
+        """A recorder started where `stop` reaches it."""
+        process = subprocess.Popen(argv, **popen)  # type: ignore[call-overload]
         with self.lock:
             self.running.append(process)
             if self.stopped:
                 process.send_signal(signal.SIGINT)
+        return process
+
+    def run(self, argv: list[str], **_: object) -> subprocess.CompletedProcess:
+        process = self.start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         out, err = process.communicate()
         return subprocess.CompletedProcess(argv, process.returncode, out, err)
 
@@ -304,6 +310,11 @@ def _plan(
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
     jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, bound, caps, procs.run))
+    if caps.has(f"tracepoint {syscalls.EVENT}"):
+        counts = work / "syscalls.csv"
+        argv = syscalls.count_argv(pid, counts, bound)
+        jobs["syscalls"] = _Job("syscalls", lambda: syscalls.count(argv, counts, procs.start),
+                                counts)  # fmt: skip
     jobs.update(_language_jobs(pid, language, work / "py-spy.txt", bound, frequency, procs,
                                perf_map, notes))  # fmt: skip
     return jobs, symbolizer, perf_map
@@ -420,7 +431,7 @@ def _record(
     try:
         _await_start([job for job in jobs.values() if job.output])
         memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
-        collector = jvmgc.Watch(pid)
+        collector, calls = jvmgc.Watch(pid), syscalls.Watch(pid)
         titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
         # the window starts here: a held command is released right after the first snapshot,
         # or its stopped time before the release would count as sleep
@@ -454,6 +465,7 @@ def _record(
                 network.sample()
                 kids.sample()
                 collector.sample()
+                calls.sample()
                 if titles:
                     titles.sample()
         stats = sampler.stop()  # the window ends here; the recorders end with it
@@ -461,6 +473,7 @@ def _record(
         network.sample()
         kids.sample()
         collector.sample()
+        calls.sample()
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
     ended = sampler.elapsed < duration and not _alive(pid)
@@ -485,9 +498,16 @@ def _record(
         jobs["pgwaits"].result.waiting = titles.waiting
     if note or early_names:
         notes.append(note or f"{language} thread names taken early in the window")
+    counted = jobs["syscalls"].result if "syscalls" in jobs else None
+    made = (
+        syscalls.measure(counted, calls, sampler.elapsed, held=release is not None)
+        if isinstance(counted, syscalls.Count)
+        else None
+    )
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
                     frequency, memory.result(caps.has("hardware counters")), network.result(),
-                    kids.result(), collector if language == "java" else None)  # fmt: skip
+                    kids.result(), collector if language == "java" else None,
+                    made)  # fmt: skip
 
 
 def _await_start(recorders: list[_Job]) -> None:
@@ -502,6 +522,10 @@ def _await_start(recorders: list[_Job]) -> None:
         if all(str(job.output) in enabled or not job.is_alive() for job in recorders):
             return
         time.sleep(0.05)
+
+
+#: The findings in the kernel's time that system calls lead to.
+SYSCALL_KINDS = ("kernel-network", "kernel-files", "kernel-other")
 
 
 def _analyse(
@@ -519,6 +543,7 @@ def _analyse(
     receive: softirq.Softirq | None = None,
     children: list[descendants.Child] | None = None,
     collector: jvmgc.Watch | None = None,
+    calls: syscalls.Syscalls | None = None,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
     if oncpu.error:
@@ -544,6 +569,8 @@ def _analyse(
     if "locks" in jobs and not jobs["locks"].error:
         used += ["tracepoint syscalls:sys_enter_futex", "tracepoint syscalls:sys_exit_futex",
                  "tracepoint lock:contention_begin"]  # fmt: skip
+    if calls:
+        used.append(f"tracepoint {syscalls.EVENT}")
     used += {"java": ["jstack", "jcmd"], "python": ["py-spy"]}.get(language, [])
     off = jobs["offcpu"].result if "offcpu" in jobs else None
     found = jobs["locks"].result if "locks" in jobs else None
@@ -570,6 +597,10 @@ def _analyse(
     gc = collector.result(profile, window) if collector else None
     findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive,
                               children, native=profile, pg=pg, gc=gc)  # fmt: skip
+    if calls:  # beside the time in system calls, how many there were
+        for finding in findings:
+            if finding.kind in SYSCALL_KINDS:
+                finding.details.insert(0, f"system calls: {calls.verdict}")
     result = Diagnosis(
         profile=profile,
         target=target,
@@ -588,6 +619,7 @@ def _analyse(
         heap=memory,
         softirq=receive,
         gc=gc,
+        syscalls=calls,
     )
     # other work taking the CPUs is no reason for a knob: only the process's own findings count
     result.suggestions = catalogue.knobs_for(

@@ -1,0 +1,48 @@
+"""The system-call rate beside the kernel's time: counted by perf stat (raw_syscalls:sys_enter),
+split into writes, reads and other calls by /proc/PID/io, checked against the calls a real
+program says it made."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.diagnose.inputs import build
+from hone.diagnose.report import Diagnosis
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("mode", "kind"), [("write", "writes"), ("getppid", "other calls")])
+def test_the_rate_of_tiny_calls_is_counted(hone_cli, tmp_path: Path, mode: str, kind: str) -> None:
+    """sys_loop prints how many calls its loop made; hone holds it until the window starts
+    and the window ends with it, so the count is those calls (and a few of its start and
+    exit)."""
+    program = build("sys_loop")
+    folder = tmp_path / "rep"
+    done = hone_cli("diagnose", "-F", "99", "-d", "20", "--no-offcpu", "--no-locks", "--json",
+                    "-o", str(folder), "--", str(program), mode, "1.5")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = next(line for line in done.stderr.splitlines() if line.endswith(" calls"))
+    made = int(said.split()[0])
+    body = json.loads(done.stdout)
+    calls = body["syscalls"]
+    assert made * 0.97 <= calls["calls"] <= made * 1.03 + 100, (made, calls)
+    assert calls["seconds"] == pytest.approx(body["window_s"], abs=0.01)
+    assert calls["per_second"] == pytest.approx(calls["calls"] / calls["seconds"], rel=0.01)
+    if kind == "writes":
+        assert calls["writes"] >= 0.95 * calls["calls"], calls
+    else:
+        assert calls["writes"] + calls["reads"] <= 0.01 * calls["calls"], calls
+    assert f", mostly {kind} (" in calls["verdict"], calls["verdict"]
+    assert "tracepoint raw_syscalls:sys_enter" in [
+        c["name"] for c in body["capabilities"]["items"] if c["used"]
+    ]
+    # beside the finding in the kernel's time, on the terminal and in the report
+    part = next(f for f in body["findings"] if f["kind"] in ("kernel-files", "kernel-other"))
+    assert part["details"][0] == f"system calls: {calls['verdict']}"
+    text = hone_cli("diagnose", "--from", str(folder)).stdout
+    assert f"system calls: {calls['verdict']}" in text
+    assert calls["verdict"] in (folder / "report.html").read_text()
+    assert Diagnosis.load(folder / "diagnosis.hone").syscalls.calls == calls["calls"]
