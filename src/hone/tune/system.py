@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from hone import shell
+from hone import children, shell
 from hone.cluster.metrics import HostMetrics
 from hone.cluster.project import cluster_of, remote_benchmark
 from hone.cluster.restore import SERVICE, SERVICE_OUTCOME, restore_project
@@ -72,7 +72,11 @@ class System:
     # -- before the first change -----------------------------------------------------------
 
     def prepare(self) -> None:
-        """Variables every command sees: a free port, a private work directory, the project."""
+        """Variables every command sees: a free port, a private work directory, the project.
+        First, what a killed run left running: a server it launched would go on holding its
+        port with a trial's flags, and answer in place of the one this run starts."""
+        for command in children.stop_orphans():
+            self.reporter.warn(f"stopped, left by a killed run: {command}")
         self.workdir.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("HONE_PORT", str(_free_port()))
         os.environ["HONE_WORKDIR"] = str(self.workdir)
@@ -236,6 +240,10 @@ class System:
                 timeout=bench.timeout,
                 cwd=self.project.directory,
             )
+        died = self.workload.exited()
+        if died:
+            self.restarted = False  # the next reading starts it again, whatever its values
+            raise BenchmarkError(f"{died} (before the benchmark ended)")
         if result.timed_out:
             raise BenchmarkError(f"benchmark timed out after {bench.timeout:g}s")
         if result.returncode != 0:

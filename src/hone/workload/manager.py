@@ -89,15 +89,24 @@ class WorkloadManager:
         elif self.workload.stop:
             self._command(self.workload.stop, "stop")
 
+    def exited(self) -> str | None:
+        """Why a launched server is no longer running, or None while it is. A reading taken
+        after it exited measured something else: a server left on its port (by a killed run,
+        or the system's own) answers the ready probe and the benchmark alike."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        tail = self._log_tail()
+        code = self.process.returncode
+        return f"workload exited with code {code}" + (f": {tail}" if tail else "")
+
     def wait_ready(self) -> None:
         ready = self.workload.ready
         deadline = time.monotonic() + self.workload.ready_timeout
         last = None
         while True:
-            if self.process is not None and self.process.poll() is not None:
-                raise BenchmarkError(
-                    f"workload exited with code {self.process.returncode}: {self._log_tail()}"
-                )
+            died = self.exited()
+            if died:
+                raise BenchmarkError(died)
             if not ready:
                 return
             last = shell.run(ready, env=self.env, timeout=10, cwd=self.cwd)
