@@ -733,6 +733,8 @@ class Tuner:
         Returns whether every knob is back."""
         back = self.system.put_back()
         try:
+            # the trial cut short is failed with the reason, not left `running` in the record
+            self.store.fail_running(study, CUT_OFF)
             self.store.update(study, state=INTERRUPTED, error=str(exc)[:500])
         except Exception as record_error:
             self.reporter.warn(f"the study's end could not be recorded: {record_error}")
