@@ -221,6 +221,7 @@ class Tuner:
             if run.error:
                 self._finish_trial(trial_id, run)
                 self.reporter.trial(0, 0, run)
+                self.system.recover(baseline)
             else:
                 pending.append((trial_id, run))
         return pending
@@ -281,6 +282,7 @@ class Tuner:
         again_id, again = self._run(study, space, baseline, "baseline")
         if again.error:
             self._finish_trial(again_id, again)
+            self.system.recover(baseline)
         else:
             kept.append((again_id, again))
 

@@ -199,7 +199,12 @@ class System:
         self.journal.mark_restarting(SERVICE)
 
     def recover(self, baseline: Config) -> None:
-        """Put the knobs back after a failed trial; if even that fails, stop the study."""
+        """Put the knobs back after a failed trial, and the workload if the failure took it
+        down (a server that crashed under the benchmark): the baseline's knobs may be set
+        already, and every reading after would run against nothing. If even that fails,
+        stop the study."""
+        if self.restarted and not self.workload.serving():
+            self.restarted = False
         try:
             self.apply(baseline)
         except HoneError as exc:

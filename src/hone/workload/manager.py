@@ -99,6 +99,15 @@ class WorkloadManager:
         code = self.process.returncode
         return f"workload exited with code {code}" + (f": {tail}" if tail else "")
 
+    def serving(self) -> bool:
+        """Whether the workload still runs and answers: its ready command succeeds (a launched
+        process must also be alive). One without a ready command cannot tell: False."""
+        if self.process is not None and self.process.poll() is not None:
+            return False
+        if not self.workload.ready:
+            return self.process is not None
+        return shell.run(self.workload.ready, env=self.env, timeout=10, cwd=self.cwd).ok
+
     def wait_ready(self) -> None:
         ready = self.workload.ready
         deadline = time.monotonic() + self.workload.ready_timeout
