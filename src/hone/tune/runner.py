@@ -298,6 +298,13 @@ class Tuner:
         cv = self._spread(scores)
         most = max(self.options.max_repeats, self.confirm_rounds)
         target = self.options.min_detectable
+        if target is not None and len(scores) < 2:
+            raise HoneError(
+                f"stopped before any change: {len(scores)} of {self.baseline_repeats} baseline "
+                f"runs succeeded, so the benchmark's noise is unknown and no number of rounds "
+                f"is known to confirm {target:g} %; see why the others failed (hone show "
+                f"{self.project.name})"
+            )
         if target is not None:
             rounds = rounds_for(cv, target, self.confirm_rounds, most)
             if rounds is None:
