@@ -369,7 +369,8 @@ class Tuner:
         self.system.stage = "end"
         outcome, reason = self._decide(choice)
         if outcome == "applied" and best is not None:
-            self.system.apply(best)
+            # a workload hone owns is stopped next: its knobs are set, it is not restarted
+            self.system.apply(best, serve=not self.system.owns_workload)
             self.journal.end("applied")
         else:
             self.system.restore()

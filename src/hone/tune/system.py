@@ -138,8 +138,10 @@ class System:
 
     # -- changing and measuring ------------------------------------------------------------
 
-    def apply(self, config: Mapping[str, Value]) -> None:
-        """Set the knobs whose value differs from what is known to be set; restart if needed."""
+    def apply(self, config: Mapping[str, Value], *, serve: bool = True) -> None:
+        """Set the knobs whose value differs from what is known to be set; restart if needed.
+        `serve` False: the workload here is not (re)started for them (at a study's end, when
+        hone stops the workload it owns right after: a restart and warm-up would be lost)."""
         self.journal.require_on_disk()
         restart = False
         remote: dict[str, Value] = {}
@@ -172,7 +174,9 @@ class System:
             self.applied.update(dict.fromkeys(remote))  # unknown until verified
             restarted_hosts = self.cluster.apply(texts, originals=originals)
             self.applied.update(remote)
-        if self.workload.managed and (restart or not self.restarted):
+        if not serve and restart:
+            self.restarted = False  # what runs, if anything, is not what the knobs now say
+        if serve and self.workload.managed and (restart or not self.restarted):
             self.start_tried = True
             self._journal_service()
             self.workload.restart()
