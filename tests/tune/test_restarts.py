@@ -14,6 +14,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
+from hone.errors import BenchmarkError
 from hone.project import load_project
 from hone.project.model import Workload
 from hone.tune.console import Reporter
@@ -130,6 +133,17 @@ def test_a_stop_waits_for_every_process_the_workload_started(tmp_path: Path) -> 
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signal.SIGKILL)
+
+
+def test_a_stop_command_past_its_time_says_which_limit_ran_out(tmp_path: Path) -> None:
+    """A stop command silent until killed at the limit: the reason names the seconds and the
+    setting that bounds it, not an empty tail after a colon."""
+    workload = Workload(start="true", stop="sleep 5", ready_timeout=0.5)
+    with pytest.raises(BenchmarkError) as failed:
+        WorkloadManager(workload, tmp_path, tmp_path).stop()
+    assert str(failed.value) == (
+        "workload stop failed (timed out after 0.5s, the workload's ready_timeout)"
+    )
 
 
 def test_a_workload_that_never_became_ready_is_stopped(

@@ -131,10 +131,17 @@ class WorkloadManager:
             time.sleep(0.1)
 
     def _command(self, command: str, what: str) -> None:
-        result = shell.run(command, env=self.env, timeout=self.workload.ready_timeout, cwd=self.cwd)
+        """A start or stop command, given `ready_timeout` seconds like the wait for ready."""
+        limit = self.workload.ready_timeout
+        result = shell.run(command, env=self.env, timeout=limit, cwd=self.cwd)
         if not result.ok:
-            why = "timed out" if result.timed_out else f"exit {result.returncode}"
-            raise BenchmarkError(f"workload {what} failed ({why}): {result.tail()}")
+            why = (
+                f"timed out after {limit:g}s, the workload's ready_timeout"
+                if result.timed_out
+                else f"exit {result.returncode}"
+            )
+            tail = result.tail()
+            raise BenchmarkError(f"workload {what} failed ({why})" + (f": {tail}" if tail else ""))
 
     def _log_tail(self) -> str:
         try:
