@@ -28,7 +28,7 @@ from hone.project.model import Project
 from hone.space import Config, Value
 from hone.tune.console import Reporter
 from hone.tune.metrics import extract
-from hone.workload.manager import WorkloadManager, service_spec
+from hone.workload.manager import WorkloadManager, service, service_spec
 
 #: What every command of a run sees besides the machine's environment (docs/project-format.md).
 _COMMAND_VARIABLES = ("HONE_PORT", "HONE_WORKDIR", "HONE_PROJECT_DIR")
@@ -77,6 +77,7 @@ class System:
         port with a trial's flags, and answer in place of the one this run starts."""
         for command in children.stop_orphans():
             self.reporter.warn(f"stopped, left by a killed run: {command}")
+        self._stop_left_service()
         self.workdir.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("HONE_PORT", str(_free_port()))
         os.environ["HONE_WORKDIR"] = str(self.workdir)
@@ -100,6 +101,23 @@ class System:
                 f"a previous run (pid {unfinished.get('pid')}) did not finish; the original "
                 f"values it recorded are kept. `hone restore {self.project.name}` puts them back."
             )
+
+    def _stop_left_service(self) -> None:
+        """A service a killed run started for itself (not `keep_running`) goes on with that
+        run's port and values; this run starts its own on a port of its own, and would leave
+        that one running for good. Stopped here, with the killed run's commands and
+        variables, as `restore` would (a service kept running is restarted by this run)."""
+        record = self.journal.workloads().get(SERVICE)
+        if not self.journal.unfinished() or not record or record["running"]:
+            return
+        if not record.get("restarted"):
+            return
+        try:
+            service(record["spec"]).stop()
+        except HoneError as exc:
+            self.reporter.warn(f"could not stop the workload a killed run left: {exc}")
+        else:
+            self.reporter.warn("stopped the workload a killed run had started")
 
     def read_baseline(self) -> Config:
         """The configuration before tuning: journaled originals, else what the system shows."""
