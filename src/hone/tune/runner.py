@@ -7,6 +7,7 @@ benchmark runs, the way back) is system.py's; this decides what to measure and w
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
@@ -704,6 +705,7 @@ class Tuner:
             study = self.store.find(self.project.name)
             if study.state == FINISHED:
                 raise HoneError(f"study {study.name} already finished; nothing to resume")
+            self._check_same_project(study)
             # the study's own engine and budget (`--budget 30` when it began), unless this
             # command gives others: the project file's would change the search midway
             self.engine = self.options.engine or study.attrs.get("engine") or self.engine
@@ -726,6 +728,29 @@ class Tuner:
         )
         self.reporter.start(self.project, study.name, self.engine, self.budget)
         return study
+
+    def _check_same_project(self, study: StudyRecord) -> None:
+        """A resumed study replays its trials into this project's search space and scores
+        them by its metrics: a knob added, removed or given another range or values, or a
+        metric changed since, makes its record unreadable here. One line, before any change."""
+
+        def scored(metrics: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+            return [(m["name"], m["direction"], m["weight"]) for m in metrics]  # not units
+
+        now = json.loads(json.dumps(project_attrs(self.project)))
+        changed = []
+        if study.attrs.get("space") not in (None, now["space"]):
+            changed.append("knobs")
+        if scored(study.attrs.get("metrics") or now["metrics"]) != scored(now["metrics"]):
+            changed.append("metrics")
+        if changed:
+            was = ", ".join(study.attrs.get("space", {}))
+            raise HoneError(
+                f"cannot resume study {study.name}: its {' and '.join(changed)} differ from "
+                f"the project's now (its knobs: {was}); put the project back as it was, or "
+                "start a new study without --resume",
+                file=self.project.sources[0] if self.project.sources else None,
+            )
 
     def _stop(self, study: StudyRecord, exc: BaseException) -> NoReturn:
         """End the run on `exc`: knobs back (a second Ctrl-C or SIGTERM cannot cut that short),
