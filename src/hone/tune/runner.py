@@ -288,8 +288,12 @@ class Tuner:
             kept.append((again_id, again))
 
     def _note_disturbed(self, run: Measurement) -> None:
+        """Said before the line of the reading taken again: named, so that it is not read as
+        being about the line above it (the previous trial's)."""
         self.disturbed += 1
-        self.reporter.note(f"disturbed reading ({run.disturbed}): measured again")
+        self.reporter.note(
+            f"disturbed reading of {_params(run.config)} ({run.disturbed}): measured again"
+        )
 
     def _check_quality(self, study: StudyRecord, runs: list[Measurement]) -> None:
         """Before the search: how noisy the benchmark is, which gain the planned rounds can
