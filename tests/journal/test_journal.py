@@ -67,8 +67,11 @@ def test_a_workload_record_survives_until_its_restart_succeeds(tmp_path: Path) -
     conf = knob(tmp_path, "threads", "4")
     journal.remember("threads", conf)
     journal.remember_workload("web", {"name": "h1"}, {"start": "s"}, True)
-    journal.remember_workload("web", {"name": "h1"}, {"start": "other"}, False)  # first wins
+    journal.remember_workload("web", {"name": "h1"}, {"start": "other"}, False)
+    # the state before the first change is the first record's; the way to reach it the
+    # latest run's (a resumed run's own HONE_PORT), so a restore after it stops that one
     assert journal.workloads()["web"]["running"] and "restarted" not in journal.workloads()["web"]
+    assert journal.workloads()["web"]["spec"] == {"start": "other"}
     journal.mark_restarting("web")
     journal.mark_restarting("web")  # once
     assert [r["op"] for r in journal.records()].count("restarting") == 1

@@ -7,6 +7,9 @@ import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import pytest
+
+from hone.errors import HoneError
 from hone.project import load_project
 from hone.storage import StudyStore
 from hone.tune.console import Reporter
@@ -55,3 +58,58 @@ def test_two_metrics_report_the_spread_of_their_combined_gain(tmp_path: Path) ->
     store = StudyStore()
     stored = store.find("noise-two-metrics").attrs["baseline_cv"]
     assert stored == reporter.cv
+
+
+def one_good_baseline_run(folder: Path, name: str) -> Path:
+    """A project whose second and third baseline readings fail (the benchmark exits 1)."""
+    (folder / "level.txt").write_text("1\n")
+    (folder / "hone.yaml").write_text(
+        textwrap.dedent(
+            f"""\
+            name: {name}
+            knobs:
+              level: {{type: int, range: [1, 3], shell: {{get: cat level.txt,
+                      set: 'echo "$value" > level.txt'}}}}
+            benchmark:
+              command: 'n=$(($(cat n.txt 2>/dev/null || echo 0) + 1)); echo $n > n.txt;
+                        [ $n = 2 ] || [ $n = 3 ] && exit 1; echo "a $((100 + n))"'
+            metrics:
+              a: {{pattern: 'a (\\d+)', direction: maximize}}
+            tuning: {{engine: random, budget: 1, baseline: 3, apply: never, seed: 0,
+                     confirm: {{candidates: 1, rounds: 2}}}}
+            """
+        )
+    )
+    return folder / "hone.yaml"
+
+
+class Notes(Reporter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.notes: list[str] = []
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+
+
+def test_one_baseline_run_is_said_to_leave_the_noise_unknown(tmp_path: Path) -> None:
+    reporter = Notes()
+    project = load_project(one_good_baseline_run(tmp_path, "noise-one-run"))
+    Tuner(project, reporter, TuneOptions(why=False)).run()
+    # one reading has no spread: its CV of 0 is not a benchmark without noise
+    quality = next(n for n in reporter.notes if n.startswith("measurement:"))
+    assert quality == (
+        "measurement: noise unknown (1 baseline run): no gain is known to be confirmable "
+        "before the confirmation's own rounds"
+    )
+
+
+def test_min_detectable_stops_when_the_noise_is_unknown(tmp_path: Path) -> None:
+    project = load_project(one_good_baseline_run(tmp_path, "noise-one-run-target"))
+    with pytest.raises(HoneError) as stopped:
+        Tuner(project, Reporter(), TuneOptions(why=False, min_detectable=3.0)).run()
+    assert str(stopped.value).startswith(
+        "stopped before any change: 1 of 3 baseline runs succeeded, so the benchmark's noise "
+        "is unknown"
+    )
+    assert (tmp_path / "level.txt").read_text() == "1\n"

@@ -13,11 +13,17 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from killed_before_record import run_and_die_at_the_record
 from swappiness_project import SWAPPINESS, write_project
 
+from hone.errors import HoneError
 from hone.journal import Journal
+from hone.project import load_project
 from hone.storage import StudyStore
+from hone.tune.console import Reporter
+from hone.tune.records import TuneOptions
+from hone.tune.runner import Tuner
 
 
 def make_project(tmp_path: Path, swappiness: int) -> Path:
@@ -261,3 +267,32 @@ def test_a_set_command_whose_hone_dies_before_recording_it_never_runs(
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert marker.read_text() == "7\n" and "returncode=0" in done.stdout, done.stdout
+
+
+def test_resume_of_a_study_whose_project_changed_is_one_line(tmp_path: Path) -> None:
+    """A knob added since the study began: its trials cannot be replayed into the new space
+    (a KeyError traceback, after the baseline was applied). Refused before any change."""
+    (tmp_path / "level.txt").write_text("5\n")
+    (tmp_path / "other.txt").write_text("3\n")
+    shell = {"get": "cat level.txt", "set": 'echo "$value" > level.txt'}
+    project = {
+        "name": "changed-knobs",
+        "knobs": {"level": {"type": "int", "range": [1, 9], "shell": shell}},
+        "benchmark": {"command": "test -e ok && echo score: $(cat level.txt)", "timeout": 10},
+        "metrics": {"score": {"pattern": r"score: (\d+)", "direction": "maximize"}},
+        "tuning": {"engine": "random", "budget": 2, "baseline": 1},
+    }
+    path = tmp_path / "hone.yaml"
+    path.write_text(yaml.safe_dump(project))
+    with pytest.raises(HoneError, match="every baseline run failed"):  # left unfinished
+        Tuner(load_project(path), Reporter(), TuneOptions(why=False)).run()
+    (tmp_path / "ok").touch()
+    other = {"get": "cat other.txt", "set": 'echo "$value" > other.txt'}
+    project["knobs"]["other"] = {"type": "int", "range": [1, 9], "shell": other}
+    path.write_text(yaml.safe_dump(project))
+    with pytest.raises(HoneError) as refused:
+        Tuner(load_project(path), Reporter(), TuneOptions(why=False, resume=True)).run()
+    assert refused.value.message.startswith(
+        "cannot resume study changed-knobs#1: its knobs differ from the project's now"
+    )
+    assert StudyStore().find("changed-knobs").state == "interrupted"

@@ -79,7 +79,10 @@ def test_a_cpu_hog_mid_study_is_seen_and_measured_again(
 ) -> None:
     monkeypatch.setenv("HOG_AT", "5")  # trials 1-3 are the baseline, 4 on the search
     path = write_project(tmp_path, HOG_BENCH, budget=3, confirm="{candidates: 1, rounds: 2}")
-    result = Tuner(load_project(path), Reporter(), TuneOptions(apply="never", why=False)).run()
+    notes: list[str] = []
+    reporter = Reporter()
+    reporter.note = notes.append  # type: ignore[method-assign]
+    result = Tuner(load_project(path), reporter, TuneOptions(apply="never", why=False)).run()
     trials = StudyStore().trials(StudyStore().find("placebo"))
     assert all({"load1", "steal_pct", "others_cpu"} <= set(t.machine or {}) for t in trials)
     hogged = trials[4]  # the fifth reading (ITERATION 5)
@@ -90,6 +93,9 @@ def test_a_cpu_hog_mid_study_is_seen_and_measured_again(
     else:  # the reading before was disturbed too (a busy neighbour): this was its one re-reading
         assert trials[3].phase == "disturbed" and trials[3].config == hogged.config
     assert result.disturbed >= 1
+    # the note names the reading taken again: it is printed after the previous trial's line
+    named = ", ".join(f"{k}={v}" for k, v in hogged.config.items())
+    assert any(n.startswith(f"disturbed reading of {named} (other processes") for n in notes)
 
 
 def test_the_looks_of_a_sequential_confirmation_spend_at_most_a_95_percent_error() -> None:

@@ -54,9 +54,14 @@ def test_bad_metric_output_is_a_failed_trial(command: str, words: str) -> None:
         extract(atune(command), "whatever")
 
 
-def test_missing_pattern_fails() -> None:
-    with pytest.raises(BenchmarkError, match="not found"):
-        extract(Metric("tps", "maximize", pattern=r"TPS: (\d+)"), "nothing here")
+def test_missing_pattern_fails_naming_the_pattern_as_written_and_the_output() -> None:
+    with pytest.raises(BenchmarkError) as failed:
+        extract(Metric("tps", "maximize", pattern=r"TPS: (\d+)"), "starting\nnothing here\n\n")
+    assert str(failed.value) == (
+        r"metric tps: pattern 'TPS: (\d+)' not found; the output's last line: nothing here"
+    )
+    with pytest.raises(BenchmarkError, match=r"the output was empty$"):
+        extract(Metric("tps", "maximize", pattern=r"TPS: (\d+)"), " \n")
 
 
 def test_single_metric_score_is_signed_value() -> None:

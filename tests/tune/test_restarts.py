@@ -14,7 +14,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
+from hone.errors import BenchmarkError
+from hone.project import load_project
 from hone.project.model import Workload
+from hone.tune.console import Reporter
+from hone.tune.records import TuneOptions
+from hone.tune.runner import Tuner
 from hone.workload.launch import LaunchSpec
 from hone.workload.manager import WorkloadManager
 
@@ -128,6 +135,17 @@ def test_a_stop_waits_for_every_process_the_workload_started(tmp_path: Path) -> 
             os.kill(child, signal.SIGKILL)
 
 
+def test_a_stop_command_past_its_time_says_which_limit_ran_out(tmp_path: Path) -> None:
+    """A stop command silent until killed at the limit: the reason names the seconds and the
+    setting that bounds it, not an empty tail after a colon."""
+    workload = Workload(start="true", stop="sleep 5", ready_timeout=0.5)
+    with pytest.raises(BenchmarkError) as failed:
+        WorkloadManager(workload, tmp_path, tmp_path).stop()
+    assert str(failed.value) == (
+        "workload stop failed (timed out after 0.5s, the workload's ready_timeout)"
+    )
+
+
 def test_a_workload_that_never_became_ready_is_stopped(
     tmp_path: Path, hone_cli, hone_home: Path
 ) -> None:
@@ -170,3 +188,43 @@ def _gone(pid: int, seconds: float = 5.0) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def test_a_winner_applied_at_the_end_does_not_restart_the_server_hone_stops(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "level.txt").write_text("1\n")
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: end-restart
+        workload:
+          process:
+            command: [sh, -c, 'echo "$THREADS" >> starts.log; exec sleep 600']
+        knobs:
+          threads: {type: int, range: [1, 4], default: 1, env: THREADS}
+          level:
+            type: int
+            range: [1, 9]
+            shell: {get: cat level.txt, set: 'echo "$value" > level.txt'}
+        benchmark:
+          command: echo "score $(cat level.txt)"
+          warmup: true
+        metrics: {score: {pattern: 'score ([0-9]+)', direction: maximize}}
+        tuning:
+          engine: random
+          budget: 2
+          baseline: 1
+          apply: always
+          confirm: {candidates: 2, rounds: 2}
+          # the winner (level 9) is confirmed first in each round, the other candidate last
+          start: [{threads: 2, level: 9}, {threads: 3, level: 5}]
+        """)
+    )
+    project = load_project(tmp_path / "hone.yaml")
+    result = Tuner(project, Reporter(), TuneOptions(why=False, max_repeats=2)).run()
+    assert result.outcome == "applied" and result.best == {"threads": 2, "level": 9}
+    assert (tmp_path / "level.txt").read_text() == "9\n"  # the winner's knobs are set
+    # ... and the server, stopped right after, was not started again for them (with its
+    # warm-up run): the last start is the other candidate's
+    assert "end" not in result.restarts
+    assert (tmp_path / "starts.log").read_text().splitlines()[-1] == "3"

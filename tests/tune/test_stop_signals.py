@@ -15,6 +15,7 @@ import yaml
 
 from hone.journal import Journal
 from hone.storage import StudyStore
+from hone.tune.records import CUT_OFF
 
 SET = 'sleep 0.5; echo "$value" > level.txt'
 
@@ -103,8 +104,10 @@ def test_sigterm_in_a_trial_stops_the_run_and_puts_every_knob_back(
     assert code == 143, stderr
     assert stderr.strip().splitlines()[-1] == "hone: stopped by SIGTERM; every knob put back"
     assert (tmp_path / "level.txt").read_text().strip() == "5"
-    # the run stopped in its first search trial: no trial came after the signal
-    assert len([t for t in trials if t.phase == "search"]) == 1
+    # the run stopped in its first search trial: no trial came after the signal, and that
+    # one is recorded as cut off, not left running
+    search = [t for t in trials if t.phase == "search"]
+    assert [(t.state, t.error) for t in search] == [("fail", CUT_OFF)]
     assert not Journal.for_project("stop-test").has_changes()
 
 

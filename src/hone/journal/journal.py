@@ -181,8 +181,11 @@ class Journal:
     ) -> None:
         """A host's workload of a group (or this machine's service, `cluster.restore.SERVICE`),
         as found before the first change (running or not), so `restore` can leave it as it
-        was; the first record of a group wins."""
-        if group not in self.workloads():
+        was: the first record's state wins. How to reach it is the latest run's (`spec`): a
+        run resumed after a kill starts it on a port of its own (HONE_PORT), and a restore
+        after that run is killed must stop that one."""
+        known = self.workloads().get(group)
+        if known is None or known["spec"] != spec:
             record = {"op": "workload", "group": group, "host": host, "spec": spec}
             self._append({**record, "running": running})
 
@@ -198,7 +201,10 @@ class Journal:
         found: dict[str, dict[str, Any]] = {}
         for record in self.records():
             if record["op"] == "workload":
-                found.setdefault(record["group"], dict(record))
+                if record["group"] in found:  # a later run's way to it, the first one's state
+                    found[record["group"]]["spec"] = record["spec"]
+                else:
+                    found[record["group"]] = dict(record)
             elif record["op"] == "restarting" and record.get("group") in found:
                 found[record["group"]]["restarted"] = True
         return found

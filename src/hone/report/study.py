@@ -13,6 +13,7 @@ from hone.output import measured, number
 from hone.paths import state_dir
 from hone.report.svg import Series, chart
 from hone.storage import StudyStore, TrialRecord
+from hone.tune.confirm import noise_text
 from hone.tune.risk import gain_text, risk_lines
 from hone.tune.views import viewed_insight
 
@@ -65,7 +66,8 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
     units = {m["name"]: m.get("unit", "") for m in attrs.get("metrics", [])}
     baseline = measured(attrs.get("baseline_metrics") or {}, units)
     if baseline and "baseline_cv" in attrs:
-        baseline += f" (noise CV {attrs['baseline_cv']:.1f} %)"
+        runs = (attrs.get("quality") or {}).get("runs", 2)
+        baseline += f" ({noise_text(attrs['baseline_cv'], runs)})"
     summary = [
         ("state", study.state),
         ("engine", attrs.get("engine", "")),

@@ -85,8 +85,19 @@ def _reach(rounds: int, gain: float | None, short: bool = False) -> str:
     return f"{rounds} {what} {'from' if short else 'confirm gains from'} {gain:.1f} %"
 
 
+def noise_text(cv: float, runs: int) -> str:
+    """`noise CV 4.8 %`; one baseline run has no spread to show: its CV of 0 is no noise
+    measured, not a noiseless benchmark."""
+    return f"noise CV {cv:.1f} %" if runs > 1 else f"noise unknown ({runs} baseline run)"
+
+
 def quality_text(quality: dict[str, Any]) -> str:
     """The measurement-quality line of a run and of `hone show`."""
+    if quality["runs"] < 2:
+        return (
+            f"measurement: {noise_text(quality['cv'], quality['runs'])}: no gain is known to be "
+            "confirmable before the confirmation's own rounds"
+        )
     text = (
         f"measurement: noise CV {quality['cv']:.1f} % over {quality['runs']} baseline runs; "
         f"{_reach(quality['rounds'], quality['detectable'])}"

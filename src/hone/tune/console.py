@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from hone.output import measured, output_console, same_rounds
+from hone.tune.confirm import noise_text
 from hone.tune.risk import risk_lines
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ class RichReporter(Reporter):
         super().baseline(metrics, cv, runs, gain)
         self.console.print(
             f"baseline ({runs} run{'' if runs == 1 else 's'}): "
-            f"{measured(metrics, self.units)}  noise CV {cv:.1f} %"
+            f"{measured(metrics, self.units)}  {noise_text(cv, runs)}"
         )
 
     def trial(self, done: int, total: int, run: Measurement) -> None:

@@ -33,6 +33,11 @@ def parse_number(text: str, what: str) -> float:
     return value
 
 
+def _ending(output: str) -> str:
+    last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
+    return f"the output's last line: {last[:120]}" if last else "the output was empty"
+
+
 def extract(
     metric: Metric, output: str, *, cwd: str | Path | None = None, timeout: float = 60.0
 ) -> float:
@@ -40,7 +45,11 @@ def extract(
     if metric.pattern is not None:
         matches = list(re.finditer(metric.pattern, output, re.MULTILINE))
         if not matches:
-            raise BenchmarkError(f"metric {metric.name}: pattern {metric.pattern!r} not found")
+            # the pattern as the project spells it (a repr doubles every backslash), and where
+            # the output ended: memcaslap's missing result line, a usage message, an error
+            raise BenchmarkError(
+                f"metric {metric.name}: pattern '{metric.pattern}' not found; {_ending(output)}"
+            )
         return parse_number(matches[-1].group(1), f"metric {metric.name}")
     assert metric.command is not None
     with tempfile.NamedTemporaryFile("w", prefix="hone-out-", suffix=".txt") as handle:

@@ -7,6 +7,7 @@ benchmark runs, the way back) is system.py's; this decides what to measure and w
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
@@ -221,6 +222,7 @@ class Tuner:
             if run.error:
                 self._finish_trial(trial_id, run)
                 self.reporter.trial(0, 0, run)
+                self.system.recover(baseline)
             else:
                 pending.append((trial_id, run))
         return pending
@@ -281,12 +283,17 @@ class Tuner:
         again_id, again = self._run(study, space, baseline, "baseline")
         if again.error:
             self._finish_trial(again_id, again)
+            self.system.recover(baseline)
         else:
             kept.append((again_id, again))
 
     def _note_disturbed(self, run: Measurement) -> None:
+        """Said before the line of the reading taken again: named, so that it is not read as
+        being about the line above it (the previous trial's)."""
         self.disturbed += 1
-        self.reporter.note(f"disturbed reading ({run.disturbed}): measured again")
+        self.reporter.note(
+            f"disturbed reading of {_params(run.config)} ({run.disturbed}): measured again"
+        )
 
     def _check_quality(self, study: StudyRecord, runs: list[Measurement]) -> None:
         """Before the search: how noisy the benchmark is, which gain the planned rounds can
@@ -296,6 +303,13 @@ class Tuner:
         cv = self._spread(scores)
         most = max(self.options.max_repeats, self.confirm_rounds)
         target = self.options.min_detectable
+        if target is not None and len(scores) < 2:
+            raise HoneError(
+                f"stopped before any change: {len(scores)} of {self.baseline_repeats} baseline "
+                f"runs succeeded, so the benchmark's noise is unknown and no number of rounds "
+                f"is known to confirm {target:g} %; see why the others failed (hone show "
+                f"{self.project.name})"
+            )
         if target is not None:
             rounds = rounds_for(cv, target, self.confirm_rounds, most)
             if rounds is None:
@@ -360,7 +374,8 @@ class Tuner:
         self.system.stage = "end"
         outcome, reason = self._decide(choice)
         if outcome == "applied" and best is not None:
-            self.system.apply(best)
+            # a workload hone owns is stopped next: its knobs are set, it is not restarted
+            self.system.apply(best, serve=not self.system.owns_workload)
             self.journal.end("applied")
         else:
             self.system.restore()
@@ -694,6 +709,7 @@ class Tuner:
             study = self.store.find(self.project.name)
             if study.state == FINISHED:
                 raise HoneError(f"study {study.name} already finished; nothing to resume")
+            self._check_same_project(study)
             # the study's own engine and budget (`--budget 30` when it began), unless this
             # command gives others: the project file's would change the search midway
             self.engine = self.options.engine or study.attrs.get("engine") or self.engine
@@ -717,6 +733,29 @@ class Tuner:
         self.reporter.start(self.project, study.name, self.engine, self.budget)
         return study
 
+    def _check_same_project(self, study: StudyRecord) -> None:
+        """A resumed study replays its trials into this project's search space and scores
+        them by its metrics: a knob added, removed or given another range or values, or a
+        metric changed since, makes its record unreadable here. One line, before any change."""
+
+        def scored(metrics: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+            return [(m["name"], m["direction"], m["weight"]) for m in metrics]  # not units
+
+        now = json.loads(json.dumps(project_attrs(self.project)))
+        changed = []
+        if study.attrs.get("space") not in (None, now["space"]):
+            changed.append("knobs")
+        if scored(study.attrs.get("metrics") or now["metrics"]) != scored(now["metrics"]):
+            changed.append("metrics")
+        if changed:
+            was = ", ".join(study.attrs.get("space", {}))
+            raise HoneError(
+                f"cannot resume study {study.name}: its {' and '.join(changed)} differ from "
+                f"the project's now (its knobs: {was}); put the project back as it was, or "
+                "start a new study without --resume",
+                file=self.project.sources[0] if self.project.sources else None,
+            )
+
     def _stop(self, study: StudyRecord, exc: BaseException) -> NoReturn:
         """End the run on `exc`: knobs back (a second Ctrl-C or SIGTERM cannot cut that short),
         then the error that says whether they are."""
@@ -733,6 +772,8 @@ class Tuner:
         Returns whether every knob is back."""
         back = self.system.put_back()
         try:
+            # the trial cut short is failed with the reason, not left `running` in the record
+            self.store.fail_running(study, CUT_OFF)
             self.store.update(study, state=INTERRUPTED, error=str(exc)[:500])
         except Exception as record_error:
             self.reporter.warn(f"the study's end could not be recorded: {record_error}")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from hone import shell
+from hone import children, shell
 from hone.cluster.metrics import HostMetrics
 from hone.cluster.project import cluster_of, remote_benchmark
 from hone.cluster.restore import SERVICE, SERVICE_OUTCOME, restore_project
@@ -28,7 +28,7 @@ from hone.project.model import Project
 from hone.space import Config, Value
 from hone.tune.console import Reporter
 from hone.tune.metrics import extract
-from hone.workload.manager import WorkloadManager, service_spec
+from hone.workload.manager import WorkloadManager, service, service_spec
 
 #: What every command of a run sees besides the machine's environment (docs/project-format.md).
 _COMMAND_VARIABLES = ("HONE_PORT", "HONE_WORKDIR", "HONE_PROJECT_DIR")
@@ -72,7 +72,12 @@ class System:
     # -- before the first change -----------------------------------------------------------
 
     def prepare(self) -> None:
-        """Variables every command sees: a free port, a private work directory, the project."""
+        """Variables every command sees: a free port, a private work directory, the project.
+        First, what a killed run left running: a server it launched would go on holding its
+        port with a trial's flags, and answer in place of the one this run starts."""
+        for command in children.stop_orphans():
+            self.reporter.warn(f"stopped, left by a killed run: {command}")
+        self._stop_left_service()
         self.workdir.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("HONE_PORT", str(_free_port()))
         os.environ["HONE_WORKDIR"] = str(self.workdir)
@@ -96,6 +101,23 @@ class System:
                 f"a previous run (pid {unfinished.get('pid')}) did not finish; the original "
                 f"values it recorded are kept. `hone restore {self.project.name}` puts them back."
             )
+
+    def _stop_left_service(self) -> None:
+        """A service a killed run started for itself (not `keep_running`) goes on with that
+        run's port and values; this run starts its own on a port of its own, and would leave
+        that one running for good. Stopped here, with the killed run's commands and
+        variables, as `restore` would (a service kept running is restarted by this run)."""
+        record = self.journal.workloads().get(SERVICE)
+        if not self.journal.unfinished() or not record or record["running"]:
+            return
+        if not record.get("restarted"):
+            return
+        try:
+            service(record["spec"]).stop()
+        except HoneError as exc:
+            self.reporter.warn(f"could not stop the workload a killed run left: {exc}")
+        else:
+            self.reporter.warn("stopped the workload a killed run had started")
 
     def read_baseline(self) -> Config:
         """The configuration before tuning: journaled originals, else what the system shows."""
@@ -134,8 +156,10 @@ class System:
 
     # -- changing and measuring ------------------------------------------------------------
 
-    def apply(self, config: Mapping[str, Value]) -> None:
-        """Set the knobs whose value differs from what is known to be set; restart if needed."""
+    def apply(self, config: Mapping[str, Value], *, serve: bool = True) -> None:
+        """Set the knobs whose value differs from what is known to be set; restart if needed.
+        `serve` False: the workload here is not (re)started for them (at a study's end, when
+        hone stops the workload it owns right after: a restart and warm-up would be lost)."""
         self.journal.require_on_disk()
         restart = False
         remote: dict[str, Value] = {}
@@ -168,7 +192,9 @@ class System:
             self.applied.update(dict.fromkeys(remote))  # unknown until verified
             restarted_hosts = self.cluster.apply(texts, originals=originals)
             self.applied.update(remote)
-        if self.workload.managed and (restart or not self.restarted):
+        if not serve and restart:
+            self.restarted = False  # what runs, if anything, is not what the knobs now say
+        if serve and self.workload.managed and (restart or not self.restarted):
             self.start_tried = True
             self._journal_service()
             self.workload.restart()
@@ -195,7 +221,12 @@ class System:
         self.journal.mark_restarting(SERVICE)
 
     def recover(self, baseline: Config) -> None:
-        """Put the knobs back after a failed trial; if even that fails, stop the study."""
+        """Put the knobs back after a failed trial, and the workload if the failure took it
+        down (a server that crashed under the benchmark): the baseline's knobs may be set
+        already, and every reading after would run against nothing. If even that fails,
+        stop the study."""
+        if self.restarted and not self.workload.serving():
+            self.restarted = False
         try:
             self.apply(baseline)
         except HoneError as exc:
@@ -236,6 +267,10 @@ class System:
                 timeout=bench.timeout,
                 cwd=self.project.directory,
             )
+        died = self.workload.exited()
+        if died:
+            self.restarted = False  # the next reading starts it again, whatever its values
+            raise BenchmarkError(f"{died} (before the benchmark ended)")
         if result.timed_out:
             raise BenchmarkError(f"benchmark timed out after {bench.timeout:g}s")
         if result.returncode != 0:

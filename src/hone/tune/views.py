@@ -17,7 +17,7 @@ from hone.space import SearchSpace
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING, StudyRecord, TrialRecord
 from hone.storage.summary import process_alive, running_workers, summaries, workers_of
-from hone.tune.confirm import quality_text
+from hone.tune.confirm import noise_text, quality_text
 from hone.tune.risk import gain_text, risk_lines
 
 EFFECT_KNOBS = 3  # knobs whose effect curve is shown, most important first
@@ -89,7 +89,8 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
     baseline = attrs.get("baseline_metrics")
     if baseline:
         values = measured(baseline, units)
-        console.print(f"baseline: {values} (noise CV {attrs.get('baseline_cv', 0):.1f} %)")
+        runs = (attrs.get("quality") or {}).get("runs", 2)
+        console.print(f"baseline: {values} ({noise_text(attrs.get('baseline_cv', 0), runs)})")
     if attrs.get("quality"):
         console.print(quality_text(attrs["quality"]), markup=False)
     if attrs.get("selection"):

@@ -394,7 +394,10 @@ class Worker(Tuner):
         take the study's confirm lock, which the database releases if its holder dies (a
         waiting worker then takes over). Then the winner goes on this machine, or the knobs
         go back."""
-        self.system.apply(baseline)  # this machine at its originals while the winner is decided
+        # this machine at its originals while the winner is decided (a workload hone owns,
+        # stopped at the end, is not restarted for them)
+        serve = not self.system.owns_workload
+        self.system.apply(baseline, serve=serve)
         decision = self._db(self._decision, study)
         while decision is None:
             decision = self._db(self._elect, study, space, baseline)
@@ -405,7 +408,7 @@ class Worker(Tuner):
             decision = self._db(self._decision, study)
         best = decision.get("best")
         if decision.get("outcome") == "applied" and best:
-            self.system.apply(best)
+            self.system.apply(best, serve=serve)
             self.journal.end("applied")
             self.reporter.note(f"the study's winner applied on this machine: {decision['reason']}")
         else:

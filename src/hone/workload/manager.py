@@ -89,15 +89,33 @@ class WorkloadManager:
         elif self.workload.stop:
             self._command(self.workload.stop, "stop")
 
+    def exited(self) -> str | None:
+        """Why a launched server is no longer running, or None while it is. A reading taken
+        after it exited measured something else: a server left on its port (by a killed run,
+        or the system's own) answers the ready probe and the benchmark alike."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        tail = self._log_tail()
+        code = self.process.returncode
+        return f"workload exited with code {code}" + (f": {tail}" if tail else "")
+
+    def serving(self) -> bool:
+        """Whether the workload still runs and answers: its ready command succeeds (a launched
+        process must also be alive). One without a ready command cannot tell: False."""
+        if self.process is not None and self.process.poll() is not None:
+            return False
+        if not self.workload.ready:
+            return self.process is not None
+        return shell.run(self.workload.ready, env=self.env, timeout=10, cwd=self.cwd).ok
+
     def wait_ready(self) -> None:
         ready = self.workload.ready
         deadline = time.monotonic() + self.workload.ready_timeout
         last = None
         while True:
-            if self.process is not None and self.process.poll() is not None:
-                raise BenchmarkError(
-                    f"workload exited with code {self.process.returncode}: {self._log_tail()}"
-                )
+            died = self.exited()
+            if died:
+                raise BenchmarkError(died)
             if not ready:
                 return
             last = shell.run(ready, env=self.env, timeout=10, cwd=self.cwd)
@@ -113,10 +131,17 @@ class WorkloadManager:
             time.sleep(0.1)
 
     def _command(self, command: str, what: str) -> None:
-        result = shell.run(command, env=self.env, timeout=self.workload.ready_timeout, cwd=self.cwd)
+        """A start or stop command, given `ready_timeout` seconds like the wait for ready."""
+        limit = self.workload.ready_timeout
+        result = shell.run(command, env=self.env, timeout=limit, cwd=self.cwd)
         if not result.ok:
-            why = "timed out" if result.timed_out else f"exit {result.returncode}"
-            raise BenchmarkError(f"workload {what} failed ({why}): {result.tail()}")
+            why = (
+                f"timed out after {limit:g}s, the workload's ready_timeout"
+                if result.timed_out
+                else f"exit {result.returncode}"
+            )
+            tail = result.tail()
+            raise BenchmarkError(f"workload {what} failed ({why})" + (f": {tail}" if tail else ""))
 
     def _log_tail(self) -> str:
         try:
