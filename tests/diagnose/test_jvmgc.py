@@ -4,6 +4,7 @@ that allocates little is not. The counters come from the JVM's own perf-data fil
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from hone.diagnose import jvmgc
+from hone.diagnose.report import Diagnosis
 
 PROGRAMS = Path(__file__).parent / "programs"
 
@@ -73,3 +75,50 @@ def test_the_heap_maximum_is_read_from_the_jvm(start, classes: Path, collector: 
     found = jvmgc.reading(jvmgc.read_perfdata(path))
     assert abs(found.max - (96 << 20)) < 1024, found
     assert found.collectors and "-Xmx96m" in found.args
+
+
+@pytest.mark.slow
+def test_compare_sets_the_collectors_figures_side_by_side(hone_cli, start, classes: Path,
+                                                          tmp_path: Path) -> None:  # fmt: skip
+    """--compare of a JVM near its heap limit against a busy one that allocates little: the
+    collector's share, its collections, its pauses and the heap's fill, before and after, in
+    the terminal's lines, the JSON's runtime rows and the report's table alike."""
+    runs = {
+        "churn": ["java", "-Xmx64m", "-cp", str(classes), "HeapChurn", "60", "50"],
+        "busy": ["java", "-Xmx96m", "-cp", str(classes), "BusyWorker", "60"],
+    }
+    for name, argv in runs.items():
+        program = start(argv, 1.5)
+        done = hone_cli("diagnose", "--pid", str(program.pid), "-d", "2", "--no-locks",
+                        "--no-offcpu", "-o", str(tmp_path / name))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        program.kill()  # not beside the next one
+        program.wait()
+    churn, busy = (Diagnosis.load(tmp_path / name / "diagnosis.hone").gc for name in runs)
+    assert churn and churn.counters and busy and busy.counters
+    argv = ["diagnose", "--compare", str(tmp_path / "churn"), str(tmp_path / "busy")]
+    text = hone_cli(*argv, "-o", str(tmp_path / "cmp.html"))
+    assert text.returncode == 0, text.stderr
+    rows = dict(line.split(": ", 1) for line in text.stdout.splitlines() if ": " in line)
+    share = rows["GC % of on-CPU samples"].split(" -> ")
+    assert share == [f"{100 * churn.gc_share:.1f}", f"{100 * busy.gc_share:.1f}"]
+    assert float(share[0]) >= 100 * jvmgc.GC_SHARE > float(share[1])
+    made = rows["GC collections"].split(" -> ")
+    assert int(made[0].split()[0].rstrip(",")) == churn.counts()[0] > 10
+    assert made[0].endswith("/s") and made[1].startswith(f"{busy.counts()[0]}")
+    assert rows["GC pauses % of the window"] == (
+        f"{100 * churn.pause_share:.1f} -> {100 * busy.pause_share:.1f}"
+    )
+    heap = rows["heap used / max"].split(" -> ")
+    assert heap[0].endswith(f" / 64 MB ({churn.heap_used / churn.heap_max:.0%})")
+    assert " / 96 MB (" in heap[1]
+    assert float(heap[0].split()[0]) > float(heap[1].split()[0])
+    as_json = json.loads(hone_cli(*argv, "--json", "-o", str(tmp_path / "j.html")).stdout)
+    runtime = {r["name"]: f"{r['before']} -> {r['after']}" for r in as_json["runtime"]}
+    names = ("GC % of on-CPU samples", "GC collections", "GC pauses % of the window",
+             "heap used / max")  # fmt: skip
+    assert {n: runtime[n] for n in names} == {n: rows[n] for n in names}
+    page = (tmp_path / "cmp.html").read_text()
+    for name in names:
+        before, after = (html.escape(cell) for cell in rows[name].split(" -> "))
+        assert f"<td>{html.escape(name)}</td><td>{before}</td><td>{after}</td>" in page

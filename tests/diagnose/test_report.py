@@ -8,6 +8,7 @@ from pathlib import Path
 from hone.diagnose import catalogue
 from hone.diagnose.comparison import compare_html, compare_text
 from hone.diagnose.fold import Frame
+from hone.diagnose.jvmgc import Gc
 from hone.diagnose.locks import Locks, LockWait
 from hone.diagnose.offcpu import LatencySummary, OffCpu
 from hone.diagnose.page import to_html
@@ -101,5 +102,23 @@ def test_compare() -> None:
     before, after = make(80), make(30)
     text = compare_text(before, after)
     assert "hash_block -50 points (80 % -> 30 %)" in text
+    assert "GC " not in text and "heap used" not in text  # neither is a JVM
     page = compare_html(before, after)
     assert "Differential flame graph" in page and "<svg" in page
+
+
+def test_compare_with_one_jvm_sets_its_collector_beside_nothing() -> None:
+    """A JVM diagnosed before, another runtime after: its GC figures against `-`; a JVM whose
+    perf-data counters were not readable has the share of samples alone."""
+    before, after = make(80), make(30)
+    before.gc = Gc(gc_share=0.9, counters=True, collections={"G1 young": [400, 2.0],
+                   "G1 full": [57, 1.3]}, pause_share=0.81, heap_used=62 << 20,
+                   heap_max=64 << 20)  # fmt: skip
+    text = compare_text(before, after)
+    assert "GC % of on-CPU samples: 90.0 -> -" in text
+    assert "GC collections: 457 (57 full), 91.4/s -> -" in text  # in make()'s 5 s window
+    assert "GC pauses % of the window: 81.0 -> -" in text
+    assert "heap used / max: 62 MB / 64 MB (97%) -> -" in text
+    after.gc = Gc(gc_share=0.05)
+    assert "GC collections: 457 (57 full), 91.4/s -> -" in compare_text(before, after)
+    assert "GC % of on-CPU samples: 90.0 -> 5.0" in compare_text(before, after)

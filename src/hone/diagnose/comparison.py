@@ -7,6 +7,7 @@ from typing import Any
 
 from hone.diagnose.diff import diff, diff_summary, format_diff, moves
 from hone.diagnose.flamegraph import diff_flamegraph_svg
+from hone.diagnose.jvmgc import Gc, megabytes
 from hone.diagnose.page import document, escape, table
 from hone.diagnose.report import Diagnosis
 from hone.diagnose.verdict import covered
@@ -48,7 +49,27 @@ def _runtime_rows(a: Diagnosis, b: Diagnosis) -> list[tuple[str, str, str]]:
         rows.append(("contended lock wait ms/s", _lock_rate(a), _lock_rate(b)))
     if a.syscalls and b.syscalls:
         rows.append(("system calls/s", f"{a.syscalls.rate:,.0f}", f"{b.syscalls.rate:,.0f}"))
+    if a.gc or b.gc:  # one side alone too: a JVM's GC gone after a move to another runtime
+        names = ("GC % of on-CPU samples", "GC collections", "GC pauses % of the window",
+                 "heap used / max")  # fmt: skip
+        rows += zip(names, _gc_cells(a.gc, a.window_s), _gc_cells(b.gc, b.window_s), strict=True)
     return rows
+
+
+def _gc_cells(gc: Gc | None, window: float) -> tuple[str, str, str, str]:
+    """A JVM's collector in the rows' words (module jvmgc): `-` where the diagnosis has no JVM,
+    and for the counters' figures when its perf-data counters were not readable. Collections
+    are counted over the window, so their rate is beside them for windows of other lengths."""
+    if gc is None:
+        return ("-", "-", "-", "-")
+    share = f"{100 * gc.gc_share:.1f}"
+    if not gc.counters:
+        return (share, "-", "-", "-")
+    count, full, _ = gc.counts()
+    made = f"{count}{f' ({full} full)' if full else ''}, {count / max(window, 1e-9):.1f}/s"
+    heap = (f"{megabytes(gc.heap_used)} / {megabytes(gc.heap_max)} "
+            f"({gc.heap_used / gc.heap_max:.0%})") if gc.heap_max else "-"  # fmt: skip
+    return (share, made, f"{100 * gc.pause_share:.1f}", heap)
 
 
 def _offcpu_rate(d: Diagnosis, kind: str) -> str:

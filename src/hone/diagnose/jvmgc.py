@@ -186,6 +186,12 @@ class Gc:
     def from_dict(cls, data: dict) -> Gc:
         return cls(**data)
 
+    def counts(self) -> tuple[int, int, float]:
+        """The window's collections, the full ones among them, and their seconds."""
+        count = sum(int(c) for c, _ in self.collections.values())
+        full = sum(int(c) for name, (c, _) in self.collections.items() if "full" in name.lower())
+        return count, full, sum(s for _, s in self.collections.values())
+
     @property
     def near_limit(self) -> bool:
         return bool(self.heap_max) and self.heap_used >= NEAR_LIMIT * self.heap_max
@@ -237,7 +243,7 @@ def measure(profile: Profile, first: Reading | None, last: Reading | None, windo
     return gc
 
 
-def _mb(size: int) -> str:
+def megabytes(size: int) -> str:
     return f"{size / (1 << 20):,.0f} MB"
 
 
@@ -249,15 +255,13 @@ def _words(gc: Gc) -> str:
     said = f"{gc.gc_share:.0%} of its on-CPU samples in the collector"
     said += f" ({top})" if top else ""
     if gc.counters:
-        count = sum(int(c) for c, _ in gc.collections.values())
-        full = sum(int(c) for name, (c, _) in gc.collections.items() if "full" in name.lower())
-        seconds = sum(s for _, s in gc.collections.values())
+        count, full, seconds = gc.counts()
         fulls = f" ({full} full)" if full else ""
         said += (f"; {count} collections{fulls} took {seconds:.2f} s, paused "
                  f"{gc.pause_share:.0%} of the window")  # fmt: skip
         if gc.heap_max:
             policy = f", {gc.policy}" if gc.policy else ""
-            said += (f"; heap {_mb(gc.heap_used)} used of {_mb(gc.heap_max)} max "
+            said += (f"; heap {megabytes(gc.heap_used)} used of {megabytes(gc.heap_max)} max "
                      f"({gc.heap_used / gc.heap_max:.0%}{policy})")  # fmt: skip
     else:
         said += "; the JVM's GC counters were not readable (hsperfdata: -XX:-UsePerfData?)"

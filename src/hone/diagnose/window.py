@@ -433,6 +433,9 @@ def _record(
         memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
         collector, calls = jvmgc.Watch(pid), syscalls.Watch(pid)
         titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
+        # a --pid that ended while the recorders started has no window: perf may have failed
+        # to attach, or recorded nothing of it (on a loaded machine the start takes seconds)
+        began = _alive(pid)
         # the window starts here: a held command is released right after the first snapshot,
         # or its stopped time before the release would count as sleep
         sampler = threads.ThreadSampler(pid).start()
@@ -484,6 +487,9 @@ def _record(
     for job in [*jobs.values(), late]:
         if job.is_alive():
             job.join()
+    if not began:  # collect says that it ended before perf could attach, with perf's words
+        said = jobs["oncpu"].error
+        raise said if isinstance(said, HoneError) else HoneError("its recorders were starting")
     if ended and sampler.elapsed < MIN_WINDOW:
         raise TooShort(f"pid {pid}", sampler.elapsed)
     if ended and not release:  # a command ends when it is done; a --pid was asked for the window
