@@ -148,7 +148,8 @@ def main() -> None:
     try:
         tasks = _tasks(args, promisetune)
     except TaskError as exc:  # a task file given by path, with a mistake in it: one line
-        sys.exit(str(exc))
+        print(exc, file=sys.stderr)
+        sys.exit(2)  # bad input, as argparse exits for a bad option
     report = write_promisetune_report if promisetune else write_report
     if args.from_runs:
         saved = pickle.loads(args.from_runs.read_bytes())
