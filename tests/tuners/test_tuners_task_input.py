@@ -1,0 +1,93 @@
+"""Task files a new user brings, written by hand or by other tools: each mistake is refused as
+one line naming the file, the line and the key, and nothing is read silently wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.tuners.suite import path_tasks
+from benchmarks.tuners.tabular_io import TaskError
+from benchmarks.tuners.tasks import TabularTask
+
+YAML = """\
+knobs:
+  a: {type: int, values: [1, 2, 3]}
+  m: {type: categorical, values: [x, "y z"]}
+objective: {metric: ops, direction: maximize}
+default: {a: 1, m: x}
+"""
+ROWS = ["a,m,ops", "1,x,1", "1,y z,2", "2,x,3", "2,y z,4", "3,x,5", "3,y z,6"]
+
+
+def write(tmp_path: Path, rows: list[str] = ROWS, spec: str = YAML) -> Path:
+    (tmp_path / "t.yaml").write_text(spec)
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    return tmp_path / "t.yaml"
+
+
+def refused(path: Path) -> str:
+    with pytest.raises(TaskError) as error:
+        TabularTask(path)
+    return str(error.value)
+
+
+def test_a_row_with_a_cell_missing_is_refused_not_read_as_a_failure(tmp_path: Path) -> None:
+    """`2,x` (a cut row) was read as a failed measurement of a=2, m=x: a cliff that is not."""
+    rows = [*ROWS[:3], "2,x", *ROWS[4:]]
+    assert refused(write(tmp_path, rows)) == f"{tmp_path / 't.csv'}:4: 2 cells, the header has 3"
+
+
+def test_a_row_with_a_cell_too_many_is_refused(tmp_path: Path) -> None:
+    """An unquoted comma in a cell shifts the row; its extra cell was dropped silently."""
+    rows = [*ROWS[:3], "2,x,3,9", *ROWS[4:]]
+    assert refused(write(tmp_path, rows)) == f"{tmp_path / 't.csv'}:4: 4 cells, the header has 3"
+
+
+def test_two_columns_of_one_name_are_refused(tmp_path: Path) -> None:
+    """The second `ops` column silently won over the first."""
+    rows = ["a,m,ops,ops"] + [f"{row},7" for row in ROWS[1:]]
+    expected = f"{tmp_path / 't.csv'}:1: ops: two columns of that name"
+    assert refused(write(tmp_path, rows)) == expected
+
+
+def test_a_table_that_is_not_utf8_is_one_line_naming_the_line(tmp_path: Path) -> None:
+    """A Latin-1 byte in a cell was a UnicodeDecodeError traceback."""
+    path = write(tmp_path)
+    table = tmp_path / "t.csv"
+    table.write_bytes(table.read_bytes().replace(b"y z", b"y\xe9z", 1))
+    assert refused(path) == f"{table}:3: not UTF-8 text (byte 0xe9)"
+    path.write_bytes(YAML.encode().replace(b"[x,", b"[\xe9,"))
+    assert refused(path) == f"{path}:3: not UTF-8 text (byte 0xe9)"
+
+
+def test_a_header_written_with_spaces_after_the_commas_is_read(tmp_path: Path) -> None:
+    """`a, m, ops`: the cells were read stripped, the column names were not found."""
+    rows = ["a, m, ops"] + [row.replace(",", ", ") for row in ROWS[1:]]
+    task = TabularTask(write(tmp_path, rows))
+    assert task.truth({"a": 3, "m": "y z"}) == 6.0 and task.optimum() == 6.0
+
+
+def test_a_default_naming_no_knob_is_refused(tmp_path: Path) -> None:
+    """A misspelt knob in the default was ignored: the user's default was not the one run."""
+    spec = YAML.replace("m: x}", "m: x, b: 2}")
+    expected = f"{tmp_path / 't.yaml'}: default.b: not one of the knobs"
+    assert refused(write(tmp_path, spec=spec)) == expected
+
+
+def test_an_unquoted_null_among_categorical_values_says_to_quote_it(tmp_path: Path) -> None:
+    """YAML reads `null` as nothing, which became the value 'None' that no CSV row holds."""
+    spec = YAML.replace('[x, "y z"]', '[x, "y z", null]')
+    rows = [*ROWS, "1,null,0", "2,null,0", "3,null,0"]
+    expected = f'{tmp_path / "t.yaml"}: knobs.m: values: null must be quoted ("null")'
+    assert refused(write(tmp_path, rows, spec)) == expected
+    task = TabularTask(write(tmp_path, rows, spec.replace("null]", '"null"]')))
+    assert task.truth({"a": 2, "m": "null"}) == 0.0
+
+
+def test_a_task_named_yml_is_a_task_not_a_pool_table(tmp_path: Path) -> None:
+    """NAME.yml was read as a pool table: "no objective column" for a YAML file."""
+    path = write(tmp_path).rename(tmp_path / "t.yml")
+    (task,) = path_tasks([path])
+    assert isinstance(task, TabularTask) and task.optimum() == 6.0
