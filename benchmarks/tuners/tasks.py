@@ -122,8 +122,8 @@ class TabularTask(Task):
                     raise ValueError(f"{name}: {text!r} is not True or False")
                 config[name] = text.lower() == "true"
                 continue
-            try:
-                parsed = domain.parse(text)
+            try:  # a categorical value may begin or end in spaces, which parse() drops
+                parsed = str(value) if domain.contains(str(value)) else domain.parse(text)
             except ValueError:
                 parsed = None
             if parsed is None or not domain.contains(parsed):

@@ -91,3 +91,12 @@ def test_a_task_named_yml_is_a_task_not_a_pool_table(tmp_path: Path) -> None:
     path = write(tmp_path).rename(tmp_path / "t.yml")
     (task,) = path_tasks([path])
     assert isinstance(task, TabularTask) and task.optimum() == 6.0
+
+
+def test_a_categorical_value_with_spaces_around_it_is_read(tmp_path: Path) -> None:
+    """`" 1 300"` (a value the format allows) was stripped before it was looked up: refused."""
+    spec = YAML.replace('"y z"]', '" y z "]').replace("m: x}", 'm: " y z "}')
+    rows = [row.replace("y z", " y z ") for row in ROWS]
+    task = TabularTask(write(tmp_path, rows, spec))
+    assert task.space.defaults == {"a": 1, "m": " y z "}
+    assert task.truth({"a": 3, "m": " y z "}) == 6.0 and task.truth({"a": 3, "m": "x"}) == 5.0
