@@ -7,7 +7,8 @@ its baseline), then one evaluation at a time up to the budget. After each evalua
 configuration the tuner would deploy is scored by its noise-free truth: hone's optimisers by
 `recommend()`, Optuna, random, hone's A-Tune-style engines and scikit-optimize by their best
 single reading (Optuna's `best_trial`, skopt's best observed, as A-Tune deploys), SMAC3 by its
-intensifier's incumbent. A deployed configuration in a failure region scores as the worst.
+intensifier's incumbent. A deployed configuration in a failure region scores as the worst;
+a tuner with no successful reading yet deploys nothing, and the default is scored.
 - *evals to x %*: median over seeds of the first evaluation from which the deployed
   configuration's truth STAYS within x % of the optimum up to the budget (`-`: the median seed
   is not within x % at the end). That is what a user pays: stop at any later evaluation and the

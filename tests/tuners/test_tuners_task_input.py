@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.tuners.harness import run
 from benchmarks.tuners.suite import path_tasks
 from benchmarks.tuners.tabular_io import TaskError
 from benchmarks.tuners.tasks import TabularTask
@@ -100,3 +101,19 @@ def test_a_categorical_value_with_spaces_around_it_is_read(tmp_path: Path) -> No
     task = TabularTask(write(tmp_path, rows, spec))
     assert task.space.defaults == {"a": 1, "m": " y z "}
     assert task.truth({"a": 3, "m": " y z "}) == 6.0 and task.truth({"a": 3, "m": "x"}) == 5.0
+
+
+def test_a_tuner_with_no_success_yet_is_scored_at_the_default(tmp_path: Path) -> None:
+    """The default fails in one of its two rows (its truth is 50, the optimum); the other
+    configuration always fails. At seed 5 the three baseline readings and the first trials
+    fail, so no tuner has anything to recommend: the system is still at its default (as
+    `hone tune` leaves it), which was scored as a failure region (regret 1, gap infinite)."""
+    (tmp_path / "d.yaml").write_text(
+        "knobs:\n  a: {type: int, values: [1, 2]}\n"
+        "objective: {metric: ops, direction: maximize}\ndefault: {a: 1}\n"
+    )
+    (tmp_path / "d.csv").write_text("a,ops\n1,\n1,50\n2,\n")
+    task = TabularTask(tmp_path / "d.yaml")
+    for tuner in ("random", "auto"):
+        result = run(task, tuner, seed=5, budget=3)
+        assert result.regrets == [0.0] * 3 and result.gaps == [0.0] * 3, tuner
