@@ -147,6 +147,10 @@ def main() -> None:
     args.seeds = args.seeds or (3 if promisetune else 1)
     try:
         tasks = _tasks(args, promisetune)
+        names = [t.name for t in tasks]
+        twice = next((n for n in names if names.count(n) > 1), None)
+        if twice:  # runs are kept by task name: two tasks of one name would be mixed up
+            raise TaskError(f"--task: two tasks are named {twice}; rename one of the files")
     except TaskError as exc:  # a task file given by path, with a mistake in it: one line
         print(exc, file=sys.stderr)
         sys.exit(2)  # bad input, as argparse exits for a bad option

@@ -3,10 +3,12 @@ one line naming the file, the line and the key, and nothing is read silently wro
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
+from benchmarks.tuners import __main__ as harness_main
 from benchmarks.tuners.harness import run
 from benchmarks.tuners.suite import path_tasks
 from benchmarks.tuners.tabular_io import TaskError
@@ -117,3 +119,20 @@ def test_a_tuner_with_no_success_yet_is_scored_at_the_default(tmp_path: Path) ->
     for tuner in ("random", "auto"):
         result = run(task, tuner, seed=5, budget=3)
         assert result.regrets == [0.0] * 3 and result.gaps == [0.0] * 3, tuner
+
+
+def test_two_tasks_of_one_name_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """a/t.yaml and b/t.yaml: their runs were pooled under the name t, and the report showed
+    the same mixed rows under both tasks."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    tasks = [str(write(first)), str(write(second, [*ROWS, "3,y z,7"]))]
+    argv = ["x", "--task", tasks[0], "--task", tasks[1], "--output", str(tmp_path / "r.md")]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as done:
+        harness_main.main()
+    assert done.value.code == 2 and not (tmp_path / "r.md").exists()
+    assert capsys.readouterr().err == "--task: two tasks are named t; rename one of the files\n"
