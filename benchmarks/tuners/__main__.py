@@ -106,6 +106,18 @@ def _cap_memory(jobs: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 
+def _positive(text: str) -> int:
+    """A count of seeds, evaluations or jobs, at least 1: a 0 would fall back to the default
+    and a negative count fail deep in a run, after the tasks are loaded."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: must be at least 1")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -127,10 +139,12 @@ def main() -> None:
         "--task", action="append", type=Path, help="a tabular task YAML or a pool table CSV"
     )
     parser.add_argument("--tuners", default=",".join(DEFAULT_TUNERS), help=", ".join(TUNERS))
-    parser.add_argument("--seeds", type=int, default=None, help="for every tuner alike")
-    parser.add_argument("--budget", type=int, default=None)
+    parser.add_argument("--seeds", type=_positive, default=None, help="for every tuner alike")
+    parser.add_argument("--budget", type=_positive, default=None)
     parser.add_argument("--output", type=Path, default=None)
-    parser.add_argument("--jobs", type=int, default=2, help="tuner runs in parallel processes")
+    parser.add_argument(
+        "--jobs", type=_positive, default=2, help="tuner runs in parallel processes"
+    )
     parser.add_argument("--save-runs", type=Path, help="keep the raw runs here (a pickle)")
     parser.add_argument("--from-runs", type=Path, help="rewrite the report from saved runs")
     parser.add_argument(

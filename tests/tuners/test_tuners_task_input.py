@@ -136,3 +136,17 @@ def test_two_tasks_of_one_name_are_refused(
         harness_main.main()
     assert done.value.code == 2 and not (tmp_path / "r.md").exists()
     assert capsys.readouterr().err == "--task: two tasks are named t; rename one of the files\n"
+
+
+@pytest.mark.parametrize("option", ["--budget", "--seeds", "--jobs"])
+def test_a_count_below_one_is_refused_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, option: str
+) -> None:
+    """`--budget -1` ended in an IndexError, `--seeds -1` in a KeyError, `--jobs 0` in a
+    ZeroDivisionError, each after loading the tasks; `--budget 0` ran a budget of 100."""
+    argv = ["x", "--task", str(write(tmp_path)), "--tuners", "random", option, "-1"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--output", str(tmp_path / "r.md")])
+    with pytest.raises(SystemExit) as done:
+        harness_main.main()
+    assert done.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: argument {option}: -1: must be at least 1\n")
