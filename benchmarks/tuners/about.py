@@ -46,7 +46,8 @@ a tuner with no successful reading yet deploys nothing, and the default is score
   run's wall time, the CPU time per tuner and the mean load average, since other work shares the
   2 cores. Each job process may use its share of the memory (0.8 x RAM / jobs): a run that needs
   more fails alone, is named on stderr and in the report's header, and is scored as a crashed
-  tuner (the default configuration throughout). scikit-optimize's GP, set up as A-Tune sets it
+  tuner (the default configuration throughout), as is a run whose tuner raises (SMAC3's forest
+  fails on readings in the millions). scikit-optimize's GP, set up as A-Tune sets it
   (every numeric knob a category), needs that rule: on PromiseTune's redis and x264 tables,
   whose knobs take up to 2,234 values, its processes grew past 16 and 24 GB until the system
   killed them. Measured here with that rule, the whole default suite took 28 minutes of wall

@@ -30,6 +30,10 @@ def write(tmp_path: Path, rows: list[str] = ROWS, spec: str = YAML) -> Path:
     return tmp_path / "t.yaml"
 
 
+def _rows(report: Path, tuner: str) -> list[str]:
+    return [line for line in report.read_text().splitlines() if line.startswith(f"| {tuner} |")]
+
+
 def refused(path: Path) -> str:
     with pytest.raises(TaskError) as error:
         TabularTask(path)
@@ -150,3 +154,26 @@ def test_a_count_below_one_is_refused_before_any_run(
         harness_main.main()
     assert done.value.code == 2
     assert capsys.readouterr().err.endswith(f"error: argument {option}: -1: must be at least 1\n")
+
+
+def test_a_tuner_that_raises_fails_its_run_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Readings in the millions (ops/s of a fast server): SMAC3's log-scaled forest takes the
+    log of 0 and scikit-learn raises, which ended the whole benchmark in a traceback. That
+    run is now scored as a crashed tuner and named; the others are reported."""
+    rows = ["a,m,ops"] + [
+        f"{a},{m},{(1e6 * a + 1e5 * i) * (1 + 0.005 * rep)}"
+        for a in (1, 2, 3)
+        for i, m in enumerate(("x", "y z"))
+        for rep in (0, 1)
+    ]
+    report = tmp_path / "r.md"
+    argv = ["x", "--task", str(write(tmp_path, rows)), "--tuners", "random,smac-hpo"]
+    monkeypatch.setattr(
+        sys, "argv", [*argv, "--seeds", "1", "--budget", "4", "--output", str(report)]
+    )
+    harness_main.main()
+    said = capsys.readouterr().err
+    assert "smac-hpo on t, seed 0: ValueError: Input y contains infinity" in said
+    assert "Runs that did not finish" in report.read_text() and _rows(report, "random")
