@@ -96,6 +96,10 @@ def _job(item: tuple[int, str, int, int, bool]) -> tuple[RunResult, float]:
         limit = resource.getrlimit(resource.RLIMIT_AS)[0] / 2**30
         error = f"out of memory (at most {limit:.1f} GB per job)"
         result = crashed(_TASKS[index], tuner, seed, budget, error)
+    except Exception as exc:  # a peer's library failing on one task (SMAC3's forest on
+        # readings in the millions): that run alone, named, not the whole benchmark
+        error = f"{type(exc).__name__}: {str(exc).splitlines()[0].rstrip('.') if str(exc) else ''}"
+        result = crashed(_TASKS[index], tuner, seed, budget, error)
     return result, time.process_time() - started
 
 
@@ -104,6 +108,18 @@ def _cap_memory(jobs: int) -> None:
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     limit = int(total * 0.8 / jobs)
     resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+
+def _positive(text: str) -> int:
+    """A count of seeds, evaluations or jobs, at least 1: a 0 would fall back to the default
+    and a negative count fail deep in a run, after the tasks are loaded."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: must be at least 1")
+    return value
 
 
 def main() -> None:
@@ -127,10 +143,12 @@ def main() -> None:
         "--task", action="append", type=Path, help="a tabular task YAML or a pool table CSV"
     )
     parser.add_argument("--tuners", default=",".join(DEFAULT_TUNERS), help=", ".join(TUNERS))
-    parser.add_argument("--seeds", type=int, default=None, help="for every tuner alike")
-    parser.add_argument("--budget", type=int, default=None)
+    parser.add_argument("--seeds", type=_positive, default=None, help="for every tuner alike")
+    parser.add_argument("--budget", type=_positive, default=None)
     parser.add_argument("--output", type=Path, default=None)
-    parser.add_argument("--jobs", type=int, default=2, help="tuner runs in parallel processes")
+    parser.add_argument(
+        "--jobs", type=_positive, default=2, help="tuner runs in parallel processes"
+    )
     parser.add_argument("--save-runs", type=Path, help="keep the raw runs here (a pickle)")
     parser.add_argument("--from-runs", type=Path, help="rewrite the report from saved runs")
     parser.add_argument(
@@ -147,8 +165,13 @@ def main() -> None:
     args.seeds = args.seeds or (3 if promisetune else 1)
     try:
         tasks = _tasks(args, promisetune)
+        names = [t.name for t in tasks]
+        twice = next((n for n in names if names.count(n) > 1), None)
+        if twice:  # runs are kept by task name: two tasks of one name would be mixed up
+            raise TaskError(f"--task: two tasks are named {twice}; rename one of the files")
     except TaskError as exc:  # a task file given by path, with a mistake in it: one line
-        sys.exit(str(exc))
+        print(exc, file=sys.stderr)
+        sys.exit(2)  # bad input, as argparse exits for a bad option
     report = write_promisetune_report if promisetune else write_report
     if args.from_runs:
         saved = pickle.loads(args.from_runs.read_bytes())

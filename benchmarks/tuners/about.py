@@ -7,7 +7,8 @@ its baseline), then one evaluation at a time up to the budget. After each evalua
 configuration the tuner would deploy is scored by its noise-free truth: hone's optimisers by
 `recommend()`, Optuna, random, hone's A-Tune-style engines and scikit-optimize by their best
 single reading (Optuna's `best_trial`, skopt's best observed, as A-Tune deploys), SMAC3 by its
-intensifier's incumbent. A deployed configuration in a failure region scores as the worst.
+intensifier's incumbent. A deployed configuration in a failure region scores as the worst;
+a tuner with no successful reading yet deploys nothing, and the default is scored.
 - *evals to x %*: median over seeds of the first evaluation from which the deployed
   configuration's truth STAYS within x % of the optimum up to the budget (`-`: the median seed
   is not within x % at the end). That is what a user pays: stop at any later evaluation and the
@@ -45,7 +46,8 @@ intensifier's incumbent. A deployed configuration in a failure region scores as 
   run's wall time, the CPU time per tuner and the mean load average, since other work shares the
   2 cores. Each job process may use its share of the memory (0.8 x RAM / jobs): a run that needs
   more fails alone, is named on stderr and in the report's header, and is scored as a crashed
-  tuner (the default configuration throughout). scikit-optimize's GP, set up as A-Tune sets it
+  tuner (the default configuration throughout), as is a run whose tuner raises (SMAC3's forest
+  fails on readings in the millions). scikit-optimize's GP, set up as A-Tune sets it
   (every numeric knob a category), needs that rule: on PromiseTune's redis and x264 tables,
   whose knobs take up to 2,234 values, its processes grew past 16 and 24 GB until the system
   killed them. Measured here with that rule, the whole default suite took 28 minutes of wall

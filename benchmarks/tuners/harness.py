@@ -145,8 +145,9 @@ def run(
         if value is not None:
             best = min(best, _gap(task, task.truth(config)))
         measured.append(best)
+        # nothing has succeeded yet: the system stays at its default, as `hone tune` keeps it
         deployed = optimizer.recommend()
-        truth = task.truth(deployed) if deployed is not None else None
+        truth = task.truth(deployed if deployed is not None else default)
         gaps.append(_gap(task, truth))
         regrets.append(regret(truth))
     return RunResult(task.name, tuner, seed, gaps, regrets, asks, measured)

@@ -79,7 +79,7 @@ def path_tasks(paths: list[Path], noise_levels=NOISE_LEVELS) -> list[Task]:
     index = pool_index()
     tasks: list[Task] = []
     for path in paths:
-        if path.suffix == ".yaml":
+        if path.suffix in (".yaml", ".yml"):
             tasks.append(TabularTask(path))
             continue
         # one of the suite's tables keeps its system and direction (pools/pools.yaml)

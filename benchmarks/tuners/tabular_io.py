@@ -6,6 +6,7 @@ line and the key, never a traceback halfway through a benchmark."""
 from __future__ import annotations
 
 import csv
+import io
 import math
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,7 @@ def load_spec(path: Path) -> dict[str, Any]:
     """The task's YAML, checked: knobs with a known type and values, an objective, and a
     default that is a point of the grid."""
     try:
-        spec = yaml.load(path.read_text(encoding="utf-8-sig"), Loader=CoreSafeLoader)
-    except OSError as exc:
-        raise TaskError(f"{path}: cannot read: {exc.strerror}") from None
+        spec = yaml.load(read_text(path), Loader=CoreSafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}" if mark else str(path)
@@ -50,6 +49,9 @@ def load_spec(path: Path) -> dict[str, Any]:
     for name in spec["knobs"]:
         if name not in spec["default"]:
             raise TaskError(f"{path}: default.{name}: missing")
+    for name in spec["default"]:
+        if name not in spec["knobs"]:  # a misspelt knob would set nothing, silently
+            raise TaskError(f"{path}: default.{name}: not one of the knobs")
     return spec
 
 
@@ -60,22 +62,41 @@ def read_rows(
     `typed` turns a row's cells into a configuration, raising ValueError for a cell that is
     not one of its knob's values."""
     rows = []
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    header = [name.strip() for name in next(reader, [])]  # `a, b, ops` as written by hand
+    missing = [c for c in [*knobs, metric] if c not in header]
+    if missing:
+        raise TaskError(f"{path}:1: {missing[0]}: no such column")
+    twice = next((c for c in header if header.count(c) > 1), None)
+    if twice is not None:  # which of the two holds the readings is anyone's guess
+        raise TaskError(f"{path}:1: {twice}: two columns of that name")
+    for cells in reader:
+        line = reader.line_num
+        if not cells:
+            continue
+        if len(cells) != len(header):  # a cut or shifted row: its cells would be misread
+            raise TaskError(f"{path}:{line}: {len(cells)} cells, the header has {len(header)}")
+        row = dict(zip(header, cells, strict=True))
+        try:
+            config = typed(row)
+        except (ValueError, KeyError) as exc:
+            raise TaskError(f"{path}:{line}: {exc.args[0]}") from None
+        rows.append((config, reading(row[metric], f"{path}:{line}: {metric}")))
+    return rows
+
+
+def read_text(path: Path) -> str:
+    """A task file's text (a UTF-8 byte order mark dropped); a file that cannot be read or is
+    not UTF-8 is one line naming it (and the line of the first bad byte)."""
     try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in [*knobs, metric] if c not in (reader.fieldnames or [])]
-            if missing:
-                raise TaskError(f"{path}:1: {missing[0]}: no such column")
-            for row in reader:
-                line = reader.line_num
-                try:
-                    config = typed(row)
-                except (ValueError, KeyError) as exc:
-                    raise TaskError(f"{path}:{line}: {exc.args[0]}") from None
-                rows.append((config, reading(row[metric] or "", f"{path}:{line}: {metric}")))
+        data = path.read_bytes()
     except OSError as exc:
         raise TaskError(f"{path}: cannot read: {exc.strerror}") from None
-    return rows
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise TaskError(f"{path}:{line}: not UTF-8 text (byte {data[exc.start]:#04x})") from None
 
 
 def reading(cell: str, where: str, missing: tuple[str, ...] = ("",)) -> float | None:

@@ -70,6 +70,8 @@ class TabularTask(Task):
             if knob["type"] == "bool":
                 domains[name] = Boolean("True", "False")
             elif knob["type"] == "categorical":
+                if None in values:  # YAML's null: its text in the CSV is anyone's guess
+                    raise TaskError(f'{path}: knobs.{name}: values: null must be quoted ("null")')
                 domains[name] = Categorical(tuple(str(v) for v in values))
             else:
                 numbers = [_number(v, knob["type"]) for v in values]
@@ -112,14 +114,16 @@ class TabularTask(Task):
         config: Config = {}
         for name, domain in domains.items():
             value = raw[name]
+            if value is None:  # the default's YAML null, as the values refuse it
+                raise ValueError(f'{name}: null must be quoted ("null")')
             text = str(value).strip()
             if isinstance(domain, Boolean):
                 if text.lower() not in ("true", "false"):
                     raise ValueError(f"{name}: {text!r} is not True or False")
                 config[name] = text.lower() == "true"
                 continue
-            try:
-                parsed = domain.parse(text)
+            try:  # a categorical value may begin or end in spaces, which parse() drops
+                parsed = str(value) if domain.contains(str(value)) else domain.parse(text)
             except ValueError:
                 parsed = None
             if parsed is None or not domain.contains(parsed):

@@ -62,7 +62,8 @@ def test_rows_with_an_unknown_cell_are_left_out_and_a_bad_one_is_one_line(
 ) -> None:
     """moot writes an unknown value as `?`: such a row is no configuration a tuner can run.
     A reading that is not a number, a short row, a file that is not there or not gzip: one
-    line naming the file (and line and column), never a traceback."""
+    line naming the file (and line and column), never a traceback; so is a table with one
+    configuration (nothing to tune)."""
     text = MOOT + "1,?,fast,4,900,1\n1,2,safe,8,?,1\n1,2,safe,4,,1\n"
     task = PoolTask(write(tmp_path, text))
     assert task.optimum() == 210.0 and len(task.space.candidates) == 5
@@ -71,6 +72,9 @@ def test_rows_with_an_unknown_cell_are_left_out_and_a_bad_one_is_one_line(
         "n.csv": (MOOT + "1,2,fast,4,fast,1\n", "n.csv:8: ops+: 'fast' is not a number"),
         "s.csv": (MOOT + "1,2,fast\n", "s.csv:8: 3 cells where the header has 6"),
         "o.csv": ("a,b\n1,2\n", "o.csv:1: no objective column"),
+        # one configuration, alone or repeated: was a ValueError traceback from zip()
+        "one.csv": ("a,b,$<t\n1,x,5\n", "one.csv: no knob column takes two values"),
+        "c.csv": ("a,b,$<t\n1,x,5\n1,x,6\n", "c.csv: no knob column takes two values"),
         "z.csv.gz": (None, "z.csv.gz: not a whole gzip file"),
         "missing.csv": (None, "missing.csv: cannot read: No such file or directory"),
     }

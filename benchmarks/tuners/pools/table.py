@@ -106,6 +106,8 @@ def read_table(source: Path | IO[bytes], name: str | None = None) -> Table:
         if len(set(typed)) > 1:
             knobs[header[i]] = domain
             columns.append(typed)
+    if not knobs:  # one configuration (or one repeated): nothing a tuner could choose
+        raise TaskError(f"{where}: no knob column takes two values: nothing to tune")
     sums: dict[tuple, list[float]] = {}
     for key, value in zip(zip(*columns, strict=True), values, strict=True):
         sums.setdefault(key, []).append(value)

@@ -1,0 +1,179 @@
+"""Task files a new user brings, written by hand or by other tools: each mistake is refused as
+one line naming the file, the line and the key, and nothing is read silently wrong."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.tuners import __main__ as harness_main
+from benchmarks.tuners.harness import run
+from benchmarks.tuners.suite import path_tasks
+from benchmarks.tuners.tabular_io import TaskError
+from benchmarks.tuners.tasks import TabularTask
+
+YAML = """\
+knobs:
+  a: {type: int, values: [1, 2, 3]}
+  m: {type: categorical, values: [x, "y z"]}
+objective: {metric: ops, direction: maximize}
+default: {a: 1, m: x}
+"""
+ROWS = ["a,m,ops", "1,x,1", "1,y z,2", "2,x,3", "2,y z,4", "3,x,5", "3,y z,6"]
+
+
+def write(tmp_path: Path, rows: list[str] = ROWS, spec: str = YAML) -> Path:
+    (tmp_path / "t.yaml").write_text(spec)
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    return tmp_path / "t.yaml"
+
+
+def _rows(report: Path, tuner: str) -> list[str]:
+    return [line for line in report.read_text().splitlines() if line.startswith(f"| {tuner} |")]
+
+
+def refused(path: Path) -> str:
+    with pytest.raises(TaskError) as error:
+        TabularTask(path)
+    return str(error.value)
+
+
+def test_a_row_with_a_cell_missing_is_refused_not_read_as_a_failure(tmp_path: Path) -> None:
+    """`2,x` (a cut row) was read as a failed measurement of a=2, m=x: a cliff that is not."""
+    rows = [*ROWS[:3], "2,x", *ROWS[4:]]
+    assert refused(write(tmp_path, rows)) == f"{tmp_path / 't.csv'}:4: 2 cells, the header has 3"
+
+
+def test_a_row_with_a_cell_too_many_is_refused(tmp_path: Path) -> None:
+    """An unquoted comma in a cell shifts the row; its extra cell was dropped silently."""
+    rows = [*ROWS[:3], "2,x,3,9", *ROWS[4:]]
+    assert refused(write(tmp_path, rows)) == f"{tmp_path / 't.csv'}:4: 4 cells, the header has 3"
+
+
+def test_two_columns_of_one_name_are_refused(tmp_path: Path) -> None:
+    """The second `ops` column silently won over the first."""
+    rows = ["a,m,ops,ops"] + [f"{row},7" for row in ROWS[1:]]
+    expected = f"{tmp_path / 't.csv'}:1: ops: two columns of that name"
+    assert refused(write(tmp_path, rows)) == expected
+
+
+def test_a_table_that_is_not_utf8_is_one_line_naming_the_line(tmp_path: Path) -> None:
+    """A Latin-1 byte in a cell was a UnicodeDecodeError traceback."""
+    path = write(tmp_path)
+    table = tmp_path / "t.csv"
+    table.write_bytes(table.read_bytes().replace(b"y z", b"y\xe9z", 1))
+    assert refused(path) == f"{table}:3: not UTF-8 text (byte 0xe9)"
+    path.write_bytes(YAML.encode().replace(b"[x,", b"[\xe9,"))
+    assert refused(path) == f"{path}:3: not UTF-8 text (byte 0xe9)"
+
+
+def test_a_header_written_with_spaces_after_the_commas_is_read(tmp_path: Path) -> None:
+    """`a, m, ops`: the cells were read stripped, the column names were not found."""
+    rows = ["a, m, ops"] + [row.replace(",", ", ") for row in ROWS[1:]]
+    task = TabularTask(write(tmp_path, rows))
+    assert task.truth({"a": 3, "m": "y z"}) == 6.0 and task.optimum() == 6.0
+
+
+def test_a_default_naming_no_knob_is_refused(tmp_path: Path) -> None:
+    """A misspelt knob in the default was ignored: the user's default was not the one run."""
+    spec = YAML.replace("m: x}", "m: x, b: 2}")
+    expected = f"{tmp_path / 't.yaml'}: default.b: not one of the knobs"
+    assert refused(write(tmp_path, spec=spec)) == expected
+
+
+def test_an_unquoted_null_among_categorical_values_says_to_quote_it(tmp_path: Path) -> None:
+    """YAML reads `null` as nothing, which became the value 'None' that no CSV row holds."""
+    spec = YAML.replace('[x, "y z"]', '[x, "y z", null]')
+    rows = [*ROWS, "1,null,0", "2,null,0", "3,null,0"]
+    expected = f'{tmp_path / "t.yaml"}: knobs.m: values: null must be quoted ("null")'
+    assert refused(write(tmp_path, rows, spec)) == expected
+    task = TabularTask(write(tmp_path, rows, spec.replace("null]", '"null"]')))
+    assert task.truth({"a": 2, "m": "null"}) == 0.0
+
+
+def test_a_task_named_yml_is_a_task_not_a_pool_table(tmp_path: Path) -> None:
+    """NAME.yml was read as a pool table: "no objective column" for a YAML file."""
+    path = write(tmp_path).rename(tmp_path / "t.yml")
+    (task,) = path_tasks([path])
+    assert isinstance(task, TabularTask) and task.optimum() == 6.0
+
+
+def test_a_categorical_value_with_spaces_around_it_is_read(tmp_path: Path) -> None:
+    """`" 1 300"` (a value the format allows) was stripped before it was looked up: refused."""
+    spec = YAML.replace('"y z"]', '" y z "]').replace("m: x}", 'm: " y z "}')
+    rows = [row.replace("y z", " y z ") for row in ROWS]
+    task = TabularTask(write(tmp_path, rows, spec))
+    assert task.space.defaults == {"a": 1, "m": " y z "}
+    assert task.truth({"a": 3, "m": " y z "}) == 6.0 and task.truth({"a": 3, "m": "x"}) == 5.0
+
+
+def test_a_tuner_with_no_success_yet_is_scored_at_the_default(tmp_path: Path) -> None:
+    """The default fails in one of its two rows (its truth is 50, the optimum); the other
+    configuration always fails. At seed 5 the three baseline readings and the first trials
+    fail, so no tuner has anything to recommend: the system is still at its default (as
+    `hone tune` leaves it), which was scored as a failure region (regret 1, gap infinite)."""
+    (tmp_path / "d.yaml").write_text(
+        "knobs:\n  a: {type: int, values: [1, 2]}\n"
+        "objective: {metric: ops, direction: maximize}\ndefault: {a: 1}\n"
+    )
+    (tmp_path / "d.csv").write_text("a,ops\n1,\n1,50\n2,\n")
+    task = TabularTask(tmp_path / "d.yaml")
+    for tuner in ("random", "auto"):
+        result = run(task, tuner, seed=5, budget=3)
+        assert result.regrets == [0.0] * 3 and result.gaps == [0.0] * 3, tuner
+
+
+def test_two_tasks_of_one_name_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """a/t.yaml and b/t.yaml: their runs were pooled under the name t, and the report showed
+    the same mixed rows under both tasks."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    tasks = [str(write(first)), str(write(second, [*ROWS, "3,y z,7"]))]
+    argv = ["x", "--task", tasks[0], "--task", tasks[1], "--output", str(tmp_path / "r.md")]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as done:
+        harness_main.main()
+    assert done.value.code == 2 and not (tmp_path / "r.md").exists()
+    assert capsys.readouterr().err == "--task: two tasks are named t; rename one of the files\n"
+
+
+@pytest.mark.parametrize("option", ["--budget", "--seeds", "--jobs"])
+def test_a_count_below_one_is_refused_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, option: str
+) -> None:
+    """`--budget -1` ended in an IndexError, `--seeds -1` in a KeyError, `--jobs 0` in a
+    ZeroDivisionError, each after loading the tasks; `--budget 0` ran a budget of 100."""
+    argv = ["x", "--task", str(write(tmp_path)), "--tuners", "random", option, "-1"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--output", str(tmp_path / "r.md")])
+    with pytest.raises(SystemExit) as done:
+        harness_main.main()
+    assert done.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: argument {option}: -1: must be at least 1\n")
+
+
+def test_a_tuner_that_raises_fails_its_run_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Readings in the millions (ops/s of a fast server): SMAC3's log-scaled forest takes the
+    log of 0 and scikit-learn raises, which ended the whole benchmark in a traceback. That
+    run is now scored as a crashed tuner and named; the others are reported."""
+    rows = ["a,m,ops"] + [
+        f"{a},{m},{(1e6 * a + 1e5 * i) * (1 + 0.005 * rep)}"
+        for a in (1, 2, 3)
+        for i, m in enumerate(("x", "y z"))
+        for rep in (0, 1)
+    ]
+    report = tmp_path / "r.md"
+    argv = ["x", "--task", str(write(tmp_path, rows)), "--tuners", "random,smac-hpo"]
+    monkeypatch.setattr(
+        sys, "argv", [*argv, "--seeds", "1", "--budget", "4", "--output", str(report)]
+    )
+    harness_main.main()
+    said = capsys.readouterr().err
+    assert "smac-hpo on t, seed 0: ValueError: Input y contains infinity" in said
+    assert "Runs that did not finish" in report.read_text() and _rows(report, "random")
