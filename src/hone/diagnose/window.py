@@ -32,6 +32,7 @@ from hone.diagnose import (
     verdict,
 )
 from hone.diagnose.fold import Frame
+from hone.diagnose.hold import start_held
 from hone.diagnose.machine import describe as _describe
 from hone.diagnose.perf_record import enabled_outputs, reached
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
@@ -640,17 +641,16 @@ def run_command(
     """Start the command, diagnose it until it exits (or for `duration`), then stop it. What the
     machine allows is probed before the command starts: probing takes half a second (more on a
     busy machine), which a short command would otherwise spend unrecorded. For the same reason
-    the command is stopped (SIGSTOP) as soon as it has been executed and continued (SIGCONT) when
-    every recorder has started and the window begins: perf takes 0.5-1.7 s to start, and a
-    command that ran meanwhile had spent most of a short run's CPU time before the window, so
-    its thread counters showed only the tail and the time after its exit as sleep. With
+    the command is held at its first instruction after exec (module hold) and continued
+    (SIGCONT) when every recorder has started and the window begins: perf takes 0.5-1.7 s to
+    start, and a command that ran meanwhile had spent most of a short run's CPU time before the
+    window, so its thread counters showed only the tail and the time after its exit as sleep. With
     `to_stderr` (--json) what the command prints goes to stderr: stdout holds the JSON alone."""
     options.setdefault("caps", probe())
     try:
-        proc = subprocess.Popen(command, start_new_session=True, stdout=2 if to_stderr else None)
+        proc = start_held(command, stdout=2 if to_stderr else None)
     except OSError as error:
         raise HoneError(f"cannot run {command[0]}: {error.strerror}") from None
-    os.killpg(proc.pid, signal.SIGSTOP)  # Popen returns once the command is executed
 
     def release() -> None:
         with contextlib.suppress(ProcessLookupError):
