@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,25 @@ def hone_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     home = tmp_path_factory.mktemp("hone-home")
     monkeypatch.setenv("HONE_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[..., Path]]:
+    """`small_disk("8k")`: a folder on a real file system of that size (a tmpfs), which hone's
+    own writes fill: what a full disk does to a command, without filling the machine's."""
+    mounted: list[Path] = []
+
+    def mount(size: str, name: str = "small") -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        options = ["-t", "tmpfs", "-o", f"size={size}"]
+        subprocess.run(["mount", *options, "tmpfs", str(folder)], check=True)
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 @pytest.fixture

@@ -306,22 +306,17 @@ def test_a_busy_second_disk_has_its_row(second_disk: str) -> None:
     assert iops > 100 and row.utilisation > 0, row
 
 
-def test_a_full_disk_under_the_cache_does_not_stop_the_analysis(hone_home: Path, tmp_path):
+def test_a_full_disk_under_the_cache_does_not_stop_the_analysis(hone_home: Path, small_disk):
     """The model is cached under ~/.cache; a machine whose disk is full is one to analyse, and
     `hone analyze` ended with "No space left on device" before it sampled anything."""
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(cache)], check=True)
-    try:
-        ran = subprocess.run(
-            [sys.executable, "-m", "hone", "analyze", "-d", "1", "-i", "0.5", "--json"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "HONE_HOME": str(hone_home), "XDG_CACHE_HOME": str(cache)},
-        )
-    finally:
-        subprocess.run(["umount", "-l", str(cache)], check=False)
+    cache = small_disk("4k", "cache")
+    ran = subprocess.run(
+        [sys.executable, "-m", "hone", "analyze", "-d", "1", "-i", "0.5", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HONE_HOME": str(hone_home), "XDG_CACHE_HOME": str(cache)},
+    )
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["samples"] == 2
     assert ran.stderr.startswith("hone: warning: the model is not cached in"), ran.stderr

@@ -7,21 +7,14 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 
 @pytest.fixture
-def small_home(tmp_path: Path) -> Iterator[Path]:
-    home = tmp_path / "home"
-    home.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(home)], check=True)
-    try:
-        yield home
-    finally:
-        subprocess.run(["umount", "-l", str(home)], check=False)
+def small_home(small_disk) -> Path:
+    return small_disk("4m", "home")
 
 
 def test_a_full_disk_mid_run_leaves_every_knob_back(tmp_path: Path, small_home: Path) -> None:

@@ -186,21 +186,16 @@ def test_a_wide_study_stays_within_an_800_px_window(tmp_path: Path, hone_cli) ->
     assert wrap == "nowrap"  # a phase such as 'confirm r1' on one line
 
 
-def test_a_full_disk_keeps_the_old_report_whole(figures: Figures, tmp_path: Path) -> None:
+def test_a_full_disk_keeps_the_old_report_whole(figures: Figures, small_disk) -> None:
     """The page is written beside its path and renamed over it: a disk that fills up mid-write
     leaves the report that was there, not half a page, and says so in one line."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(disk)], check=True)
-    try:
-        old = disk / "r.html"
-        old.write_text("<p>the report of yesterday</p>\n")
-        written = figures.cli("report", "report-figures", "-o", str(old))
-        assert written.returncode == 2, written.stderr
-        assert "Traceback" not in written.stderr
-        assert len(written.stderr.strip().splitlines()) == 1, written.stderr
-        assert str(old) in written.stderr
-        assert old.read_text() == "<p>the report of yesterday</p>\n"
-        assert [p.name for p in disk.iterdir()] == ["r.html"]
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+    disk = small_disk("4k")
+    old = disk / "r.html"
+    old.write_text("<p>the report of yesterday</p>\n")
+    written = figures.cli("report", "report-figures", "-o", str(old))
+    assert written.returncode == 2, written.stderr
+    assert "Traceback" not in written.stderr
+    assert len(written.stderr.strip().splitlines()) == 1, written.stderr
+    assert str(old) in written.stderr
+    assert old.read_text() == "<p>the report of yesterday</p>\n"
+    assert [p.name for p in disk.iterdir()] == ["r.html"]
