@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+from reporters import Notes
 
 from hone.errors import HoneError
 from hone.project import load_project
@@ -81,15 +82,6 @@ def one_good_baseline_run(folder: Path, name: str) -> Path:
         )
     )
     return folder / "hone.yaml"
-
-
-class Notes(Reporter):
-    def __init__(self) -> None:
-        super().__init__()
-        self.notes: list[str] = []
-
-    def note(self, message: str) -> None:
-        self.notes.append(message)
 
 
 def test_one_baseline_run_is_said_to_leave_the_noise_unknown(tmp_path: Path) -> None:

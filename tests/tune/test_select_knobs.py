@@ -9,24 +9,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from reporters import Notes
 from rich.console import Console
 
 from hone.errors import Stop
 from hone.project import load_project
 from hone.storage import StudyStore
-from hone.tune.console import Reporter
 from hone.tune.records import TuneOptions
 from hone.tune.runner import Tuner
 from hone.tune.views import show_study
-
-
-class Notes(Reporter):
-    def __init__(self) -> None:
-        super().__init__()
-        self.notes: list[str] = []
-
-    def note(self, message: str) -> None:
-        self.notes.append(message)
 
 
 def abc_project(folder: Path, name: str, budget: int, select_at: int) -> Path:
