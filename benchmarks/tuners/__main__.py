@@ -27,6 +27,7 @@ import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from urllib.parse import quote
 
 # Parallel jobs on a small shared machine: one BLAS thread per process, for every tuner alike
 # (threads of tiny matrix products only contend; set before NumPy loads).
@@ -368,7 +369,7 @@ def write_report(
         if not isinstance(task, PoolTask):  # the pool tasks' curves would only fill the page
             # beside the report, in a folder of its name (docs/tuners.md: docs/tuners/)
             plot(task.name, tuners, results, budget, output.parent / output.stem)
-            link = f"{output.stem}/{task.name.replace('%', 'pct')}.png"
+            link = quote(f"{output.stem}/{task.name.replace('%', 'pct')}.png")  # spaces too
             lines += [f"![{task.name}]({link})", ""]
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text("\n".join(lines) + "\n")

@@ -325,3 +325,18 @@ def test_a_job_process_killed_ends_the_benchmark_naming_its_runs(
     with pytest.raises(SystemExit) as ended:
         harness_main.main()
     assert "a job process died" in str(ended.value) and "random seed 0" in str(ended.value)
+
+
+def test_a_task_named_with_spaces_has_a_working_plot_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Markdown link ends at its first space: `![my task](r/my task.png)` showed no plot."""
+    task = write_task(tmp_path)
+    for suffix in (".yaml", ".csv"):
+        task.with_suffix(suffix).rename(tmp_path / f"my task{suffix}")
+    report = tmp_path / "r.md"
+    argv = ["x", "--task", str(tmp_path / "my task.yaml"), "--tuners", "random", "--seeds", "1"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--budget", "4", "--output", str(report)])
+    harness_main.main()
+    assert "![my task](r/my%20task.png)" in report.read_text()
+    assert (tmp_path / "r" / "my task.png").is_file()
