@@ -37,6 +37,8 @@ def load_spec(path: Path) -> dict[str, Any]:
         if not isinstance(spec.get(section), dict) or not spec[section]:
             raise TaskError(f"{path}: {section}: missing or empty")
     for name, knob in spec["knobs"].items():
+        if not isinstance(name, str):  # 1 or true, read as a number or a boolean
+            raise TaskError(f"{path}: knobs.{name}: a knob's name is its column's text: quote it")
         if not isinstance(knob, dict) or knob.get("type") not in KNOB_TYPES:
             raise TaskError(f"{path}: knobs.{name}: type must be one of {', '.join(KNOB_TYPES)}")
         if not isinstance(knob.get("values"), list) or not knob["values"]:

@@ -177,3 +177,11 @@ def test_a_tuner_that_raises_fails_its_run_alone(
     said = capsys.readouterr().err
     assert "smac-hpo on t, seed 0: ValueError: Input y contains infinity" in said
     assert "Runs that did not finish" in report.read_text() and _rows(report, "random")
+
+
+def test_a_knob_named_by_a_number_is_asked_to_be_quoted(tmp_path: Path) -> None:
+    """`1:` in YAML is the number 1, never the CSV's column "1": it was "no such column"."""
+    spec = YAML.replace("  a: {type: int", "  1: {type: int").replace("{a: 1,", "{1: 1,")
+    rows = ["1,m,ops", *ROWS[1:]]
+    expected = f"{tmp_path / 't.yaml'}: knobs.1: a knob's name is its column's text: quote it"
+    assert refused(write(tmp_path, rows, spec)) == expected
