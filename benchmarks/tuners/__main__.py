@@ -12,7 +12,8 @@
 
 Writes docs/tuners.md (tables) and docs/tuners/*.png (median regret curves of the 15 tasks
 that are not pool tables; a report elsewhere keeps its curves in a folder of its own name
-beside it); the PromiseTune protocol writes docs/tuners-promisetune.md."""
+beside it); the PromiseTune protocol writes docs/tuners-promisetune.md. With --task and no
+--output the report is tuners-NAME.md in the current folder (NAME: the first task's)."""
 
 from __future__ import annotations
 
@@ -162,6 +163,10 @@ def main() -> None:
     args = parser.parse_args()
     promisetune = args.protocol == "promisetune"
     name = "tuners-promisetune.md" if promisetune else "tuners.md"
+    if not args.output and args.task:
+        # tasks of the user's own are not the project's figures: their report is written
+        # where the command runs, never over docs/tuners.md
+        args.output = Path(f"tuners-{args.task[0].name.split('.')[0]}.md")
     args.output = args.output or ROOT / "docs" / name
     args.seeds = args.seeds or (3 if promisetune else 1)
     try:

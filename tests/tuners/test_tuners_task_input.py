@@ -185,3 +185,21 @@ def test_a_knob_named_by_a_number_is_asked_to_be_quoted(tmp_path: Path) -> None:
     rows = ["1,m,ops", *ROWS[1:]]
     expected = f"{tmp_path / 't.yaml'}: knobs.1: a knob's name is its column's text: quote it"
     assert refused(write(tmp_path, rows, spec)) == expected
+
+
+def test_a_task_of_ones_own_is_reported_where_the_command_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """`--task path/to/t.yaml` without --output wrote over the project's docs/tuners.md and its
+    curves, the page of the project's own figures."""
+    ours = Path(harness_main.__file__).resolve().parents[2] / "docs" / "tuners.md"
+    before = ours.read_bytes()
+    (tmp_path / "data").mkdir()
+    task = write(tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    argv = ["x", "--task", str(task), "--tuners", "random", "--seeds", "1", "--budget", "3"]
+    monkeypatch.setattr(sys, "argv", argv)
+    harness_main.main()
+    assert capsys.readouterr().out.endswith("wrote tuners-t.md\n")
+    assert _rows(tmp_path / "tuners-t.md", "random") and (tmp_path / "tuners-t" / "t.png").exists()
+    assert ours.read_bytes() == before
