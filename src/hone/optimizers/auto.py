@@ -74,6 +74,7 @@ MAX_REPEATS = 2  # measurements after which the incumbent is not confirmed again
 REMEASURE = 4.0  # re-measure the incumbent when its spread exceeds this many expected gains
 CHALLENGERS = 16  # measured configurations considered for measuring again
 AGAIN = 4.0  # measure a configuration again when that is worth this many new ones
+SURE = 0.6  # candidates less likely than this to run are not proposed (unless all are)
 SAMPLE_TRIES = 16  # random draws to get past configurations pending in a batch
 _BLAS = ThreadpoolController()
 
@@ -147,7 +148,7 @@ class Auto(Optimizer):
             while self.design and self.space.key(self.design[0]) in self.pending:
                 self.design.pop(0)
             if self.design:
-                return self.design.pop(0)
+                return self._unmeasured(self.design.pop(0))
         if len(done) < 3:
             return self._sample()
         self._fit(done)
@@ -159,6 +160,10 @@ class Auto(Optimizer):
         tried = set(row_keys(self.encoder.units([o.config for o in self.history])))
         pool = self._candidates(measured, incumbent, tried)
         success = self.success(self.history)
+        # Where every candidate is more likely to fail than not (a grid that mostly fails),
+        # only the likeliest go: with none at all, the configurations measured already were
+        # measured again and again while the rest of the grid went unseen.
+        sure = min(SURE, float(success(pool).max())) if len(pool) else SURE
 
         def score(units: np.ndarray, margin: float = 0.0 if self.exact else EXPLORE):
             # Where failure is more likely than not, do not go at all; elsewhere weigh by it.
@@ -169,7 +174,7 @@ class Auto(Optimizer):
             mean, std = self._latent(units)
             odds = success(units)
             target = incumbent_mean - margin * self.model.std_y
-            return expected_improvement(mean, std, target) * np.where(odds < 0.6, 0.0, odds**2)
+            return expected_improvement(mean, std, target) * np.where(odds < sure, 0.0, odds**2)
 
         if not len(pool):  # every configuration measured: measure the most promising again
             return self._challenger(known, pool, score) or dict(incumbent)
@@ -187,6 +192,17 @@ class Auto(Optimizer):
         if self.pool:  # a free candidate ranked first runs as the pool row nearest to it
             return self._member(pool[order[0]], tried) or dict(incumbent)
         return first_feasible(self.encoder, pool, order) or dict(incumbent)
+
+    def _unmeasured(self, config: Config) -> Config:
+        """A design point, or a random configuration in its place where it was measured
+        already: on a grid of a few values per knob the hypercube's points fall on one another
+        and on the default, and a small grid that mostly fails had its first design point
+        measured three times in a row."""
+        for _ in range(SAMPLE_TRIES):
+            if not self.measured[self.space.key(config)]:
+                break
+            config = self._sample()
+        return config
 
     def _sample(self) -> Config:
         """A random configuration (a row of the pool, if the space has one), not one pending
@@ -208,6 +224,10 @@ class Auto(Optimizer):
         ones, and a once-measured near-optimum with an unlucky reading is worth more (on the
         memcached table the last 20 evaluations went to configurations that fail). Only the
         most promising few are looked at, which keeps this cheap after 1000 trials."""
+        if len(known.configs) < 2 and len(fresh):
+            # one configuration that runs, nothing to choose it from: another reading of it
+            # tells nothing (its readings are all the model has for noise), a new one might
+            return None
         hopeful = np.array(list(self._not_pending(known, np.argsort(known.mean - known.std))))
         if not len(hopeful):
             return None
