@@ -122,12 +122,14 @@ def run(
     rng = np.random.default_rng(10_000 + seed)  # the same measurement noise for every tuner
     optimizer = TUNERS[tuner](task.space, seed, budget)
     default = task.space.defaults
+    best = float("inf")  # the best gap measured: the default's once one of its readings ran
     for _ in range(3 if baseline else 0):
         value = task.measure(default, rng)
         optimizer.tell(default, _minimised(task, value))
+        if value is not None:
+            best = _gap(task, task.truth(default))
     regret = _regret(task)
     gaps, regrets, asks, measured = [], [], [], []
-    best = _gap(task, task.truth(default)) if baseline else float("inf")
     inflight: list[tuple[Config, float]] = []  # proposed, not yet measured, with ask time
     proposed = 0
     for _ in range(budget):
