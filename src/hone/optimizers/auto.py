@@ -163,22 +163,27 @@ class Auto(Optimizer):
         # Where every candidate is more likely to fail than not (a grid that mostly fails),
         # only the likeliest go: with none at all, the configurations measured already were
         # measured again and again while the rest of the grid went unseen.
-        sure = min(SURE, float(success(pool).max())) if len(pool) else SURE
+        pool_odds = success(pool)
+        sure = min(SURE, float(pool_odds.max())) if len(pool) else SURE
 
-        def score(units: np.ndarray, margin: float = 0.0 if self.exact else EXPLORE):
+        def score(
+            units: np.ndarray,
+            margin: float = 0.0 if self.exact else EXPLORE,
+            odds: np.ndarray | None = None,
+        ) -> np.ndarray:
             # Where failure is more likely than not, do not go at all; elsewhere weigh by it.
             # Only gains beyond the margin count: with noisy, flat predictions near the
             # incumbent, plain expected improvement prefers near-copies of it that promise a
             # sliver, and a study of 16 knobs spent its evaluations on them. Where readings
             # never vary the sliver is real, and the last per cent is found in such moves.
             mean, std = self._latent(units)
-            odds = success(units)
+            odds = success(units) if odds is None else odds
             target = incumbent_mean - margin * self.model.std_y
             return expected_improvement(mean, std, target) * np.where(odds < sure, 0.0, odds**2)
 
         if not len(pool):  # every configuration measured: measure the most promising again
             return self._challenger(known, pool, score) or dict(incumbent)
-        gain = score(pool)
+        gain = score(pool, odds=pool_odds)
         pool, gain = self._climb(pool, gain, score, tried)
         order = np.argsort(-gain)
         expected = float(score(pool[order[:1]], 0.0)[0])  # the whole expected gain
