@@ -10,7 +10,8 @@ sources answer it:
   process's share of a CPU (samples over rate x window), how much of it ran in the kernel, its
   busiest threads and its hottest function. Sampling counts processes that came and went within
   the window too, which two readings of /proc would miss; at 99 Hz a process at 10 % of a CPU
-  for 10 s has about 100 samples (+-10 %).
+  for 10 s has about 100 samples (+-10 %), unless its work recurs every 10.1 ms, in step with
+  the ticks: it is then sampled in bursts, or not at all (docs/diagnose.md has the measurements).
 """
 
 from __future__ import annotations
