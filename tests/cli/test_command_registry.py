@@ -45,3 +45,9 @@ def test_help_still_lists_every_command(hone_cli) -> None:
     for commands in CAPABILITIES.values():
         for command in commands:
             assert f"  {command} " in helped.stdout, command
+
+
+def test_help_names_the_global_server_option(hone_cli) -> None:
+    """`hone --server URL studies` works (README, docs/serve.md), so `hone --help` says so."""
+    helped = hone_cli("--help")
+    assert "hone --server URL COMMAND" in helped.stdout, helped.stdout

@@ -26,7 +26,7 @@ from hone.tune.records import TuneOptions
 from hone.tune.runner import Tuner
 
 
-def make_project(tmp_path: Path, swappiness: int) -> Path:
+def make_project(tmp_path: Path, swappiness: int, apply: str = "never") -> Path:
     """level starts at 5; vm.swappiness is tried at its value and one other."""
     values = sorted({swappiness, 1 if swappiness != 1 else 2})
     (tmp_path / "level.txt").write_text("5\n")
@@ -39,7 +39,7 @@ def make_project(tmp_path: Path, swappiness: int) -> Path:
         print(f"score: {1000 - (level - 7) ** 2 + swappiness / 100}")
     """)
     )
-    tuning = {"engine": "random", "budget": 8, "baseline": 1, "apply": "never", "seed": 3,
+    tuning = {"engine": "random", "budget": 8, "baseline": 1, "apply": apply, "seed": 3,
               "confirm": {"candidates": 1, "rounds": 2}}  # fmt: skip
     return write_project(tmp_path, "crash-test", values, timeout=20, tuning=tuning)
 
@@ -146,6 +146,20 @@ def test_resume_after_kill_9_keeps_every_finished_trial(
     assert any(t.error == "interrupted (hone was stopped)" for t in search)
     assert [s.name for s in store.studies()] == ["crash-test#1"]
     # apply: never, so the run itself put everything back at the end
+    assert_back(tmp_path, swappiness)
+
+
+def test_resume_keeps_the_apply_policy_the_study_began_with(
+    tmp_path: Path, hone_home: Path, hone_cli, swappiness: int
+) -> None:
+    """A study begun with `--apply never` and resumed without `--apply` (the web UI's Resume
+    gives none) leaves the machine as it was, though the project file says `apply: always`."""
+    project = make_project(tmp_path, swappiness, apply="always")
+    start_and_kill(project, hone_home, 2, "--apply", "never")
+
+    result = hone_cli("tune", str(project), "--resume", "--no-why")
+    assert result.returncode == 0, result.stderr
+    assert "--apply never: every knob put back" in result.stdout + result.stderr
     assert_back(tmp_path, swappiness)
 
 

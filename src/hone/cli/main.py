@@ -19,6 +19,8 @@ from hone.output import help_settings, tolerant_streams
 app = typer.Typer(
     name="hone",
     help="A performance engineer for Linux servers: tune, analyze, diagnose, serve.",
+    # handled before Click parses (`_remote_form`), so Click would not list it by itself
+    epilog="hone --server URL COMMAND: run a `hone remote` command against a remote hone serve.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

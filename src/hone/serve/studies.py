@@ -126,7 +126,7 @@ def start_study(body: StartRequest, request: Request, db: StudyStore = Store) ->
 def resume_study(name: str, request: Request, db: StudyStore = Store) -> dict[str, Any]:
     """Resume the named study. A run resumes its project's newest study, so an older one is
     refused rather than another study resumed in its place. It goes on with the study's own
-    engine and budget, as every resumed run does (Tuner._open_study)."""
+    engine, budget and apply policy, as every resumed run does (Tuner._open_study)."""
     study = find_study(db, name)
     if study.state == "finished":
         raise HTTPException(409, f"study {study.name} already finished")

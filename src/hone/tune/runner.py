@@ -710,13 +710,20 @@ class Tuner:
             if study.state == FINISHED:
                 raise HoneError(f"study {study.name} already finished; nothing to resume")
             self._check_same_project(study)
-            # the study's own engine and budget (`--budget 30` when it began), unless this
-            # command gives others: the project file's would change the search midway
+            # the study's own engine, budget and apply policy (`--budget 30`, `--apply never`
+            # when it began), unless this command gives others: the project file's would
+            # change the search midway, or apply a winner the study was told to leave alone
             self.engine = self.options.engine or study.attrs.get("engine") or self.engine
             self.budget = self.options.budget or study.attrs.get("budget") or self.budget
+            self.apply_policy = self.options.apply or study.attrs.get("apply") or self.apply_policy
             lost = self.store.fail_running(study, CUT_OFF)
             self.store.update(
-                study, state=RUNNING, pid=os.getpid(), engine=self.engine, budget=self.budget
+                study,
+                state=RUNNING,
+                pid=os.getpid(),
+                engine=self.engine,
+                budget=self.budget,
+                apply=self.apply_policy,
             )
             if lost:
                 self.reporter.note(f"{lost} interrupted trial(s) recorded as failed")
@@ -726,6 +733,7 @@ class Tuner:
             {
                 "engine": self.engine,
                 "budget": self.budget,
+                "apply": self.apply_policy,
                 "pid": os.getpid(),
                 **project_attrs(self.project),
             },
