@@ -188,6 +188,39 @@ def test_auto_finds_what_runs_in_a_grid_that_mostly_fails() -> None:
     assert found >= 5, found
 
 
+def test_auto_does_not_read_its_incumbent_again_and_again_while_new_configurations_remain() -> None:
+    """A 4 x 6 grid that half fails (a table generated for the purpose, 2 % noise): in seeds 0
+    and 5 the incumbent was read 16 times of 30, 10 configurations never measured, because its
+    acquisition (its chance to beat itself) never reaches zero. Now it is read at most five
+    times while new configurations remain."""
+    truth = {  # k0 -> the values at k1 = m0 ... m5; None: fails
+        "m0": [86, 80, None, None, None, 91],
+        "m1": [None, None, 127, None, 122, None],
+        "m2": [91, 70, 82, None, None, None],
+        "m3": [None, 91, 101, 101, 116, None],
+    }
+    for seed in (0, 5):
+        s = SearchSpace(
+            {"k0": Categorical(tuple(truth)), "k1": Categorical(tuple(f"m{i}" for i in range(6)))},
+            defaults={"k0": "m0", "k1": "m0"},
+        )
+        optimizer = make_optimizer("auto", s, seed=seed, budget=30)
+        rng = np.random.default_rng(seed)
+
+        def reading(config: dict, rng: np.random.Generator = rng) -> float | None:
+            value = truth[config["k0"]][int(config["k1"][1])]
+            return None if value is None else -value * (1 + 0.02 * rng.normal())
+
+        for _ in range(3):
+            optimizer.tell(s.default(), reading(s.default()))
+        asked = set()
+        for _ in range(30):
+            config = optimizer.ask()
+            asked.add((config["k0"], config["k1"]))
+            optimizer.tell(config, reading(config))
+        assert len(asked) >= 18, (seed, len(asked))
+
+
 def memcached_study(seed: int, budget: int):
     """auto on the memcached table (48 configurations, a quarter failing), the default
     measured three times as `hone tune` does."""
@@ -207,7 +240,8 @@ def memcached_study(seed: int, budget: int):
 def test_auto_measures_near_optima_again_once_a_grid_runs_out() -> None:
     """Late in a 40-evaluation study the unmeasured configurations are the poor and the
     failing; auto measures promising ones again instead (48 of 90 late evaluations went to poor
-    or failing configurations before it did, 17 after)."""
+    or failing configurations before it did; 31 now that an incumbent read five times gives way
+    to new configurations while they remain)."""
     poor = 0
     for seed in range(6):
         task, optimizer, measure = memcached_study(seed, 40)
@@ -216,7 +250,7 @@ def test_auto_measures_near_optima_again_once_a_grid_runs_out() -> None:
             measure(config)
             truth = task.truth(config)
             poor += step >= 25 and (truth is None or truth < 0.9 * task.optimum())
-    assert poor <= 30, poor
+    assert poor <= 34, poor
 
 
 def test_auto_batches_stay_diverse_when_it_measures_again() -> None:
