@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from hone.diagnose.cputime import TICK, Snapshot, Times, parse_stat
 from hone.diagnose.fold import Frame
 from hone.diagnose.machine import KERNEL, SAMPLES, Machine, Process, ThreadShare, terminal_lines
 from hone.diagnose.machine import processes as process_table
+from hone.diagnose.perf_record import command_of
 from hone.diagnose.probe import probe
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis
@@ -152,6 +156,46 @@ def test_a_program_in_step_with_the_ticks_is_sized_by_the_kernels_count(
         row = table[loop.pid]
         assert row.source == KERNEL and row.threads[0].source == KERNEL
         assert ran / 1.5 < row.cpu_pct < ran * 1.5, (window, row, ran)
+
+
+#: Half a second of CPU time or so, in user code, then the program ends.
+BRIEF = """
+for _ in range(12_000_000):
+    pass
+"""
+
+
+def _window_opened(seconds: float) -> bool:
+    """Whether perf's `sleep` (the window, module record) ran within `seconds`: the child of a
+    perf that this test's process started, once it is `sleep` (perf has then enabled its
+    events; before, perf is reading every process's mappings)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for child in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+            if any(command_of(int(perf)) for perf in child.read_text().split()):
+                return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.slow
+def test_a_program_that_ends_inside_the_window_is_sized_by_its_samples(tmp_path: Path) -> None:
+    """Started once the window is open, it has ended when the window closes: it cannot be read
+    at the end, so its share is its samples', marked so, and the CPU time it took."""
+    with ThreadPoolExecutor(1) as pool:
+        run = pool.submit(system.collect, 3.0, keep=tmp_path / "rep")
+        assert _window_opened(60), "perf's sleep did not start"
+        brief = subprocess.Popen(["setsid", sys.executable, "-c", BRIEF])
+        _, status, usage = os.wait4(brief.pid, 0)  # its CPU time, exact
+        brief.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        d = run.result()
+    assert brief.returncode == 0
+    took = 100 * (usage.ru_utime + usage.ru_stime) / d.window_s  # % of a CPU over the window
+    assert d.system is not None
+    row = next(p for p in d.system.processes if p.pid == brief.pid)
+    # not read at the window's end (it had ended), so sized by its samples
+    assert row.source == SAMPLES and row.samples and row.threads[0].source == SAMPLES
+    assert took / 1.5 < row.cpu_pct < took * 1.5, (row, took)
 
 
 def _stacks(*rows: tuple[int, int, int]) -> dict:
