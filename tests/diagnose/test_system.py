@@ -1,30 +1,37 @@
 """`hone diagnose --system`: two real CPU-bound programs of different weights, found among the
 machine's processes by pid, busier first, the same facts in the terminal, --json and the report;
-and the verdict's rules on a table built by hand."""
+a program in step with perf's ticks sized by the kernel's count; and the verdict's rules and the
+table's sizes on readings built by hand."""
 
 from __future__ import annotations
 
+import copy
 import json
+import os
 import re
+import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from benchmarks.diagnose.inputs import build
 from hone.diagnose import system
+from hone.diagnose.cputime import TICK, Snapshot, Times, parse_stat
 from hone.diagnose.fold import Frame
-from hone.diagnose.machine import Machine, Process, ThreadShare
+from hone.diagnose.machine import KERNEL, SAMPLES, Machine, Process, ThreadShare, terminal_lines
+from hone.diagnose.machine import processes as process_table
+from hone.diagnose.perf_record import command_of
+from hone.diagnose.probe import probe
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis
 from hone.diagnose.system import decide
 
-#: 5 % of one CPU: 0.5 ms busy in light_work, then asleep 9.5 ms on average. The sleep is drawn
-#: at random so that the loop does not keep step with perf's 99 Hz ticks (10.10 ms apart): with a
-#: fixed 9.5 ms it ran every 10.08-10.12 ms (timer slack and wake-up latency added) and its busy
-#: half-millisecond drifted across the ticks slowly, so its samples came in bursts: 4 to 41 in
-#: 4 s where 19 were due, and none at all now and then, though the kernel counted 4.7 % of a CPU.
+#: 5 % of one CPU: 0.5 ms busy in light_work, then asleep 9.5 ms on average, drawn at random so
+#: that perf samples it too (its hottest function, its user/kernel split); a loop in step with
+#: perf's ticks is IN_STEP's test.
 LIGHT = """
 import random
 import time
@@ -35,6 +42,23 @@ end = time.monotonic() + float(__import__("sys").argv[1])
 while time.monotonic() < end:
     light_work(time.perf_counter() + 0.0005)
     time.sleep(random.uniform(0.0045, 0.0145))
+"""
+
+#: A loop held to 99 Hz, in step with perf's ticks (cpu-clock at 99 Hz, 10.10 ms apart): 0.5 ms
+#: busy at each of its deadlines 1/99 s apart. Sized by its samples it got 0, 0, 1, 2, 0 and 0
+#: samples in six 4 s windows while the kernel counted 3.2-3.4 % of a CPU for it.
+IN_STEP = """
+import sys
+import time
+def tick_work(until):
+    while time.perf_counter() < until:
+        pass
+deadline = time.monotonic()
+end = deadline + float(sys.argv[1])
+while deadline < end:
+    tick_work(time.perf_counter() + 0.0005)
+    deadline += 1 / 99
+    time.sleep(max(0.0, deadline - time.monotonic()))
 """
 
 
@@ -72,9 +96,10 @@ def test_the_busier_program_comes_first_with_its_pid(hone_cli, start, tmp_path: 
     table = {p.pid: p for p in d.system.processes}
     assert ran > 2, f"the light program ran {ran:.1f}% of a CPU by the kernel's count, not 5"
     assert light.pid in table, f"the light program ran {ran:.1f}% of a CPU and has no samples"
-    # hone's share is sampled, about 19 samples (+-23 %): under a quarter of them has a
-    # chance of 4 in 100,000, over four times as many of far less
-    assert ran / 4 < table[light.pid].cpu_pct < ran * 4
+    # the table's size is the kernel's count too, over the sampled window (perf's start-up
+    # and end are outside it, inside `ran`'s)
+    assert table[light.pid].source == KERNEL
+    assert ran / 1.5 < table[light.pid].cpu_pct < ran * 1.5
     assert table[heavy.pid].cpu_pct > table[light.pid].cpu_pct
     order = [p.pid for p in d.system.processes]
     assert order.index(heavy.pid) < order.index(light.pid)  # busier first
@@ -111,6 +136,135 @@ def test_the_busier_program_comes_first_with_its_pid(hone_cli, start, tmp_path: 
     again = hone_cli("diagnose", "--compare", str(folder), str(folder))
     assert again.returncode == 0, again.stderr
     assert "CPUs busy: " in again.stdout and "processes whose CPU % moved most:" in again.stdout
+
+
+@pytest.mark.slow
+def test_a_program_in_step_with_the_ticks_is_sized_by_the_kernels_count(
+    start, tmp_path: Path
+) -> None:
+    """perf samples the loop in bursts or not at all; the table has it, in every window, at the
+    share of a CPU the kernel counted for it."""
+    loop = start(["setsid", sys.executable, "-c", IN_STEP, "60"], 0.5)
+    caps = probe()
+    for window in range(5):
+        ran, since = _on_cpu_s(loop.pid), time.monotonic()
+        d = system.collect(2.0, caps=copy.deepcopy(caps), keep=tmp_path / str(window))
+        ran = 100 * (_on_cpu_s(loop.pid) - ran) / (time.monotonic() - since)  # % of a CPU
+        assert d.system is not None
+        table = {p.pid: p for p in d.system.processes}
+        assert loop.pid in table, f"window {window}: {ran:.1f}% of a CPU, not in the table"
+        row = table[loop.pid]
+        assert row.source == KERNEL and row.threads[0].source == KERNEL
+        assert ran / 1.5 < row.cpu_pct < ran * 1.5, (window, row, ran)
+
+
+#: Half a second of CPU time or so, in user code, then the program ends.
+BRIEF = """
+for _ in range(12_000_000):
+    pass
+"""
+
+
+def _window_opened(seconds: float) -> bool:
+    """Whether perf's `sleep` (the window, module record) ran within `seconds`: the child of a
+    perf that this test's process started, once it is `sleep` (perf has then enabled its
+    events; before, perf is reading every process's mappings)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for child in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+            if any(command_of(int(perf)) for perf in child.read_text().split()):
+                return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.slow
+def test_a_program_that_ends_inside_the_window_is_sized_by_its_samples(tmp_path: Path) -> None:
+    """Started once the window is open, it has ended when the window closes: it cannot be read
+    at the end, so its share is its samples', marked so, and the CPU time it took."""
+    with ThreadPoolExecutor(1) as pool:
+        run = pool.submit(system.collect, 3.0, keep=tmp_path / "rep")
+        assert _window_opened(60), "perf's sleep did not start"
+        brief = subprocess.Popen(["setsid", sys.executable, "-c", BRIEF])
+        _, status, usage = os.wait4(brief.pid, 0)  # its CPU time, exact
+        brief.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        d = run.result()
+    assert brief.returncode == 0
+    took = 100 * (usage.ru_utime + usage.ru_stime) / d.window_s  # % of a CPU over the window
+    assert d.system is not None
+    row = next(p for p in d.system.processes if p.pid == brief.pid)
+    # not read at the window's end (it had ended), so sized by its samples
+    assert row.source == SAMPLES and row.samples and row.threads[0].source == SAMPLES
+    assert took / 1.5 < row.cpu_pct < took * 1.5, (row, took)
+
+
+def _stacks(*rows: tuple[int, int, int]) -> dict:
+    """perf's samples as `processes` takes them: (pid, tid, samples) on CPU in `work (app)`."""
+    return {(f"app-{pid}/{tid}", (Frame("main", "/opt/app"), Frame("work", "/opt/app"))): n
+            for pid, tid, n in rows}  # fmt: skip
+
+
+def _times(start: int, ticks: int, comm: str = "app") -> Times:
+    return Times(comm, start, ticks, 0)
+
+
+def test_the_table_is_sized_by_the_kernels_count_and_by_samples_where_it_is_missing() -> None:
+    """Readings of both ends in clock ticks, built by hand (pids above the kernel's limit,
+    4194304: none is on the machine)."""
+    counted, unsampled, ended, born, reused, asleep, missed = range(5_000_001, 5_000_008)
+    half = TICK // 2  # 25 % of a CPU over the 2 s window
+    before = Snapshot(100.0, 10_000)
+    after = Snapshot(102.0, 10_000 + 2 * TICK)
+    for pid, then, now in [(counted, 5, 5 + half), (unsampled, 5, 5 + TICK // 5),
+                           (asleep, 5, 5), (ended, 5, None), (born, None, half),
+                           (reused, 5, None)]:  # fmt: skip
+        if then is not None:
+            before.processes[pid] = _times(1, then)
+            before.threads[pid] = {pid: _times(1, then)}
+        if now is not None:
+            after.processes[pid] = _times(1 if then is not None else 10_050, now)
+            after.threads[pid] = {pid: after.processes[pid]}
+    after.processes[reused] = _times(10_100, TICK // 10)  # started inside, on a reused pid
+    after.threads[reused] = {reused: after.processes[reused]}
+    after.processes[missed] = _times(1, 7 * TICK)  # running before the window: its base unknown
+    after.threads[missed] = {missed: after.processes[missed]}
+    # 99 Hz for 2 s: a sample is 0.505 % of a CPU; the counted one's samples are far too few
+    stacks = _stacks((counted, counted, 3), (ended, ended, 20), (ended, 5_000_100, 10))
+    table = {p.pid: p for p in process_table(stacks, 99, 2.0, before, after)}
+    assert set(table) == {counted, unsampled, ended, born, reused}
+    assert table[counted].cpu_pct == 25.0 and table[counted].source == KERNEL
+    assert table[counted].samples == 3 and table[counted].hottest == "work (app)"
+    assert table[unsampled].cpu_pct == 10.0 and table[unsampled].samples == 0
+    assert table[born].cpu_pct == 25.0  # from 0 at its start
+    assert table[reused].cpu_pct == 5.0  # another process on the pid: from 0 too
+    assert table[ended].source == SAMPLES and table[ended].cpu_pct == pytest.approx(15.2, abs=0.1)
+    assert [t.source for t in table[ended].threads] == [SAMPLES, SAMPLES]
+    assert [p.pid for p in process_table(stacks, 99, 2.0, before, after)] == [
+        counted, born, ended, unsampled, reused
+    ]  # fmt: skip
+    lines = terminal_lines(Machine(2, {"idle": 50.0}, None, list(table.values())))
+    assert re.search(rf"^ +{ended} app +15\.2\*  +15\.2 +0\.0  app/{ended} 10\*", "\n".join(lines),
+                     re.M)  # fmt: skip
+    assert re.search(rf"^ +{counted} app +25\.0  +25\.0 ", "\n".join(lines), re.M)
+    assert lines[-1].startswith("  * sized by on-CPU samples, not by the kernel's count")
+
+
+def test_a_table_saved_without_sources_loads_as_sized_by_samples() -> None:
+    """Diagnoses saved before the kernel's count sized the table have no `source`: their
+    figures were the samples'."""
+    row = {"pid": 7, "comm": "app", "command": "app", "cpu_pct": 5.0, "kernel_pct": 1.0,
+           "samples": 10, "hottest": "work (app)",
+           "threads": [{"tid": 7, "comm": "app", "cpu_pct": 5.0}]}  # fmt: skip
+    m = Machine.from_dict({"cpus": 2, "split": {"idle": 90.0}, "pressure": None,
+                           "processes": [row]})  # fmt: skip
+    assert m.processes[0].source == SAMPLES and m.processes[0].threads[0].source == SAMPLES
+    again = Machine.from_dict(m.to_dict())
+    assert again == m
+
+
+def test_stat_names_with_parentheses_and_spaces() -> None:
+    line = "42 (a (b) c) S 1 42 42 0 -1 4194560 1 0 0 0 17 3 0 0 20 0 1 0 555 1 1 1"
+    assert parse_stat(line) == Times("a (b) c", 555, 17, 3)
 
 
 def _machine(*processes: tuple[int, str, float, float], idle: float = 10.0) -> Machine:

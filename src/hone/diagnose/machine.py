@@ -1,17 +1,19 @@
 """The whole machine over a window (`hone diagnose --system`): who takes the CPUs.
 
-Before anyone knows which pid to look at, the question is what the machine is busy with. Two
+Before anyone knows which pid to look at, the question is what the machine is busy with. Three
 sources answer it:
 
 - `/proc/stat` read at the window's start and end: every CPU's time split into user, nice,
   system, irq, softirq, iowait, steal and idle, exact (the kernel's own accounting), and
   `/proc/pressure/cpu` (PSI): the share of the window in which runnable work waited for a CPU;
-- the system-wide on-CPU samples (`perf record -a -g`), grouped by process and thread: each
-  process's share of a CPU (samples over rate x window), how much of it ran in the kernel, its
-  busiest threads and its hottest function. Sampling counts processes that came and went within
-  the window too, which two readings of /proc would miss; at 99 Hz a process at 10 % of a CPU
-  for 10 s has about 100 samples (+-10 %), unless its work recurs every 10.1 ms, in step with
-  the ticks: it is then sampled in bursts, or not at all (docs/diagnose.md has the measurements).
+- every process's and thread's CPU time, /proc/PID/stat read at the window's start and end
+  (module cputime): the size of each process in the table, exact, for every process busy in
+  the window whether perf sampled it or not. A process that ended inside the window cannot be
+  read at its end: its size is its samples', and the table says so (`source`);
+- the system-wide on-CPU samples (`perf record -a -g`), grouped by process and thread: how much
+  of each process's time ran in the kernel, and its hottest function. Samples alone size a
+  process badly when its work recurs every 10.1 ms, in step with perf's 99 Hz ticks: it is
+  sampled in bursts, or not at all (docs/diagnose.md has the measurements).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from hone.diagnose.cputime import TICK, Snapshot
 from hone.diagnose.fold import Frame, Stack, is_kernel
 from hone.shell import command_line
 
@@ -28,11 +31,17 @@ CPU_FIELDS = ("user", "nice", "system", "irq", "softirq", "iowait", "steal", "id
 _STAT_ORDER = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
+#: What sized a process or thread: the kernel's count of its CPU time, or its on-CPU samples
+#: (one that ended inside the window; every row of a file saved without `source`).
+KERNEL, SAMPLES = "kernel", "samples"
+
+
 @dataclass
 class ThreadShare:
     tid: int
     comm: str
     cpu_pct: float  # percent of one CPU over the window
+    source: str = SAMPLES
 
 
 @dataclass
@@ -48,6 +57,7 @@ class Process:
     samples: int
     hottest: str = ""  # its function with the most self samples, `name (module)`
     threads: list[ThreadShare] = field(default_factory=list)  # busiest first, at most 5
+    source: str = SAMPLES  # what cpu_pct is: KERNEL's count or its SAMPLES
 
     @property
     def user_pct(self) -> float:
@@ -127,53 +137,106 @@ def root_of(root: str) -> tuple[str, int, int]:
     return comm, int(pid) if pid.isdigit() else -1, int(tid) if tid.isdigit() else -1
 
 
-def processes(
-    stacks: dict[tuple[str, Stack], int], rate_hz: float, window_s: float
-) -> list[Process]:
-    """The process table of system-wide samples keyed by `comm-PID/TID` roots, busiest first.
-    pid 0 (the idle task) is left out: idle time is /proc/stat's."""
-    per_sample = 100 / (rate_hz * window_s) if rate_hz and window_s else 0.0
-    samples: Counter = Counter()
-    kernel: Counter = Counter()
-    threads: dict[int, Counter] = {}
-    names: dict[int, dict[int, str]] = {}
-    leaves: dict[int, Counter] = {}
+@dataclass
+class _Sampled:
+    """One process's on-CPU samples: all, in the kernel, per thread, by leaf function."""
+
+    samples: int = 0
+    kernel: int = 0
+    threads: Counter = field(default_factory=Counter)
+    names: dict[int, str] = field(default_factory=dict)
+    leaves: Counter = field(default_factory=Counter)
+
+    def hottest(self) -> str:
+        """The function with the most self samples outside the kernel, `name (module)`."""
+        if not self.leaves:
+            return ""
+        leaf = self.leaves.most_common(1)[0][0]
+        return f"{leaf.function} ({Path(leaf.module).name})" if leaf.module else leaf.function
+
+
+def _sampled(stacks: dict[tuple[str, Stack], int]) -> dict[int, _Sampled]:
+    """The samples keyed by `comm-PID/TID` roots, per pid; pid 0 (the idle task) left out."""
+    out: dict[int, _Sampled] = {}
     for (root, frames), count in stacks.items():
         comm, pid, tid = root_of(root)
         if pid <= 0:
             continue
-        samples[pid] += count
-        threads.setdefault(pid, Counter())[tid] += count
-        names.setdefault(pid, {})[tid] = comm
+        s = out.setdefault(pid, _Sampled())
+        s.samples += count
+        s.threads[tid] += count
+        s.names[tid] = comm
         leaf = frames[-1] if frames else Frame(comm, "")
         if is_kernel(leaf.module):
-            kernel[pid] += count
+            s.kernel += count
         else:
-            leaves.setdefault(pid, Counter())[leaf] += count
+            s.leaves[leaf] += count
+    return out
+
+
+def processes(
+    stacks: dict[tuple[str, Stack], int],
+    rate_hz: float,
+    window_s: float,
+    before: Snapshot,
+    after: Snapshot,
+) -> list[Process]:
+    """The process table, busiest first: every process that ran in the window, sized by the
+    kernel's count of its CPU time between the two readings (or, one that ended inside the
+    window, by its samples), its user/kernel split and hottest function from its samples."""
+    per_sample = 100 / (rate_hz * window_s) if rate_hz and window_s else 0.0
+    per_tick = 100 / (TICK * max(after.at - before.at, 1e-9))
+    sampled = _sampled(stacks)
     table = []
-    for pid, n in samples.items():
-        comm = names[pid].get(pid) or next(iter(names[pid].values()))
-        hottest = leaves[pid].most_common(1)[0][0] if pid in leaves else None
-        module = Path(hottest.module).name if hottest and hottest.module else ""
-        busiest = [
-            ThreadShare(tid, names[pid][tid], round(k * per_sample, 1))
-            for tid, k in threads[pid].most_common(5)
-        ]
+    for pid in sorted(set(sampled) | set(after.processes)):
+        s = sampled.get(pid, _Sampled())
+        ran = after.since(before, pid)
+        if ran is None and not s.samples:
+            continue  # ended inside the window, unsampled; or running and missed at the start
+        if ran is not None and not sum(ran) and not s.samples:
+            continue  # asleep through the window
+        if ran is None:
+            cpu, source = s.samples * per_sample, SAMPLES
+        else:
+            cpu, source = sum(ran) * per_tick, KERNEL
+        if s.samples:
+            kernel = cpu * s.kernel / s.samples
+        else:  # never sampled: the kernel's own user/system split of its time
+            kernel = cpu * ran[1] / sum(ran) if ran and sum(ran) else 0.0
+        known = after.processes.get(pid)
+        comm = known.comm if known else s.names.get(pid) or next(iter(s.names.values()))
         table.append(
             Process(
                 pid=pid,
                 comm=comm,
                 command=_command(pid) or comm,
-                cpu_pct=round(n * per_sample, 1),
-                kernel_pct=round(kernel[pid] * per_sample, 1),
-                samples=n,
-                hottest=f"{hottest.function} ({module})"
-                if module
-                else getattr(hottest, "function", ""),
-                threads=busiest,
+                cpu_pct=round(cpu, 1),
+                kernel_pct=round(kernel, 1),
+                samples=s.samples,
+                hottest=s.hottest(),
+                threads=_threads(pid, s, before, after, per_sample, per_tick),
+                source=source,
             )
         )
-    return sorted(table, key=lambda p: (-p.samples, p.pid))
+    return sorted(table, key=lambda p: (-p.cpu_pct, -p.samples, p.pid))
+
+
+def _threads(
+    pid: int, s: _Sampled, before: Snapshot, after: Snapshot, per_sample: float, per_tick: float
+) -> list[ThreadShare]:
+    """A process's five busiest threads, each sized as processes are: the kernel's count, or
+    the samples of a thread that ended inside the window."""
+    shares = []
+    for tid in set(s.threads) | set(after.threads.get(pid, {})):
+        ran = after.since(before, pid, tid)
+        if ran is not None and (sum(ran) or s.threads[tid]):
+            comm = after.threads[pid][tid].comm
+            shares.append(ThreadShare(tid, comm, round(sum(ran) * per_tick, 1), KERNEL))
+        elif ran is None and s.threads[tid]:
+            shares.append(
+                ThreadShare(tid, s.names[tid], round(s.threads[tid] * per_sample, 1), SAMPLES)
+            )
+    return sorted(shares, key=lambda t: (-t.cpu_pct, t.tid))[:5]
 
 
 def _command(pid: int) -> str:
@@ -215,11 +278,21 @@ def terminal_lines(m: Machine, rows: int = 10) -> list[str]:
     shown = m.processes[:rows]
     width = max(len(p.command) for p in shown)  # whole commands, in a column
     lines.append("processes (% of one CPU: on CPU / user / kernel; busiest threads):")
+    sampled = False
     for p in shown:
         threads = [t for t in p.threads[:3] if t.cpu_pct >= 1] or p.threads[:1]
-        busiest = ", ".join(f"{t.comm}/{t.tid} {t.cpu_pct:.0f}" for t in threads)
+        busiest = ", ".join(f"{t.comm}/{t.tid} {t.cpu_pct:.0f}{_mark(t.source)}" for t in threads)
+        sampled = sampled or SAMPLES in (p.source, *(t.source for t in threads))
         lines.append(
-            f"  {p.pid:>7} {p.command:<{width}} {p.cpu_pct:6.1f} {p.user_pct:6.1f} "
-            f"{p.kernel_pct:6.1f}  {busiest}"
+            f"  {p.pid:>7} {p.command:<{width}} {p.cpu_pct:6.1f}{_mark(p.source) or ' '}"
+            f"{p.user_pct:6.1f} {p.kernel_pct:6.1f}  {busiest}"
         )
+    if sampled:  # the mark is explained where it is shown
+        lines.append(f"  {_mark(SAMPLES)} sized by on-CPU samples, not by the kernel's count "
+                     "(ended inside the window, or a diagnosis saved without counts)")  # fmt: skip
     return lines
+
+
+def _mark(source: str) -> str:
+    """What marks a figure from samples in the terminal: one character, whole lines kept."""
+    return "*" if source == SAMPLES else ""

@@ -10,6 +10,7 @@ import time
 
 from hone.diagnose import catalogue
 from hone.diagnose.flamegraph import modules_of, render
+from hone.diagnose.machine import SAMPLES
 from hone.diagnose.report import TRACING_SAID, Diagnosis
 from hone.diagnose.tables import function_table, module_name, module_table, summary
 from hone.diagnose.threads import ThreadStat
@@ -133,20 +134,23 @@ def _section_processes(d: Diagnosis) -> str:
         if m.pressure is not None
         else ""
     )
-    head = ["pid", "command", "CPU %", "user %", "kernel %", "samples", "hottest function",
-            "busiest threads (tid: % of a CPU)", "drill in"]  # fmt: skip
+    head = ["pid", "command", "CPU %", "user %", "kernel %", "samples", "sized by",
+            "hottest function", "busiest threads (tid: % of a CPU)", "drill in"]  # fmt: skip
     rows = [
         [p.pid, p.command, f"{p.cpu_pct:.1f}", f"{p.user_pct:.1f}", f"{p.kernel_pct:.1f}",
-         p.samples, p.hottest, ", ".join(f"{t.comm} {t.tid}: {t.cpu_pct:.1f}" for t in p.threads),
-         p.drill_in]
+         p.samples, p.source, p.hottest,
+         ", ".join(f"{t.comm} {t.tid}: {t.cpu_pct:.1f}{' (samples)' if t.source == SAMPLES else ''}"
+                   for t in p.threads), p.drill_in]
         for p in m.processes[:40]
     ]  # fmt: skip
     return (
         f"<p>Time of all {m.cpus} CPUs over the window (/proc/stat), in percent:</p>"
         + f"<table><tr><th>state</th><th>%</th><th></th></tr>{split}</table>"
         + pressure
-        + "<p>Processes by on-CPU samples (percent of one CPU; user and kernel by where each "
-        "sample's innermost frame was):</p>" + table(head, rows, {0, 2, 3, 4, 5})
+        + "<p>Processes by CPU time in percent of one CPU, sized by the kernel's count "
+        "(/proc/PID/stat at the window's ends), or by on-CPU samples for a process that ended "
+        "inside the window; user and kernel split as its samples' innermost frames:</p>"
+        + table(head, rows, {0, 2, 3, 4, 5})
     )
 
 

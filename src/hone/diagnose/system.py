@@ -1,13 +1,15 @@
 """`hone diagnose --system`: what the whole machine is busy with, before anyone knows a pid.
 
 One recorder, `perf record -a -g` on every CPU for the window, between two readings of
-/proc/stat and PSI (module machine). The samples become the same on-CPU Profile a process
-diagnosis has (flame graph, tables, kernel split, `.hone` file, `--compare`), with each stack's
-root `comm-PID` so that processes of one name stay apart; grouped by pid they become the process
-table. The verdict names the busiest process and the command that diagnoses it; the kernel's
-share of the machine's CPU time becomes findings of its own, as for one process. Off-CPU and
-lock recorders are per process and are not run: a system-wide sched_switch recording is a
-hundred times the data, and the process named is the place to look at them."""
+/proc/stat, PSI and every process's CPU time (modules machine, cputime). The samples become the
+same on-CPU Profile a process diagnosis has (flame graph, tables, kernel split, `.hone` file,
+`--compare`), with each stack's root `comm-PID` so that processes of one name stay apart; the
+process table is sized by the kernel's count of each process's CPU time, with the samples'
+hottest function and user/kernel split. The verdict names the busiest process and the command
+that diagnoses it; the kernel's share of the machine's CPU time becomes findings of its own, as
+for one process. Off-CPU and lock recorders are per process and are not run: a system-wide
+sched_switch recording is a hundred times the data, and the process named is the place to look
+at them."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from hone.diagnose import catalogue
+from hone.diagnose.cputime import Snapshot
 from hone.diagnose.fold import Stack, parse_perf_script
 from hone.diagnose.kernel import split
 from hone.diagnose.machine import Counters, Machine, pressure, processes, root_of
@@ -48,16 +51,16 @@ def collect(
     if not caps.has("perf"):
         raise HoneError(caps.get("perf").detail if caps.get("perf") else "perf is missing")
     folder = keep or Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
-    marks: list[Counters] = []
+    marks: list[tuple[Counters, Snapshot]] = []
     recording = record(
         system=True,
         duration_s=duration,
         frequency_hz=frequency,
         event=event_of(caps),
         output_dir=folder,
-        mark=lambda: marks.append(Counters.read()),
+        mark=lambda: marks.append((Counters.read(), Snapshot.read())),
     )
-    before, after = marks[0], marks[-1]
+    (before, tasks_before), (after, tasks_after) = marks[0], marks[-1]
     notes = []
     if recording.frequency_hz < frequency:
         notes.append(
@@ -72,7 +75,7 @@ def collect(
         cpus=cpus,
         split=cpu_split(before, after),
         pressure=pressure(before, after),
-        processes=processes(by_thread, recording.frequency_hz, duration),
+        processes=processes(by_thread, recording.frequency_hz, duration, tasks_before, tasks_after),
     )
     profile = Profile(
         stacks=_per_process(by_thread),
@@ -124,7 +127,7 @@ def _busiest(m: Machine) -> Finding:
     kernel = f", {top.kernel_pct / top.cpu_pct:.0%} of it in the kernel" if top.cpu_pct else ""
     headline = (
         f"Busiest process: {top.command} (pid {top.pid}) at {top.cpu_pct:.0f}% of a CPU, "
-        f"{top.cpu_pct / busy:.0%} of the machine's sampled CPU time{kernel}{hottest}; "
+        f"{top.cpu_pct / busy:.0%} of all processes' CPU time{kernel}{hottest}; "
         f"drill in: {top.drill_in}"
     )
     details = [

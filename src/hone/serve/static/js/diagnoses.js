@@ -148,10 +148,11 @@ function systemCards(m) {
     { key: "user", label: "user %", value: (p) => p.cpu_pct - p.kernel_pct, text: (p) => num(p.cpu_pct - p.kernel_pct, 3), numeric: true },
     { key: "kernel", label: "kernel %", value: (p) => p.kernel_pct, text: (p) => num(p.kernel_pct, 3), numeric: true },
     { key: "samples", label: "samples", value: (p) => p.samples, numeric: true },
+    { key: "source", label: "sized by", value: (p) => p.source || "samples" },
     { key: "hottest", label: "hottest function", value: (p) => p.hottest, wrap: true },
     { key: "threads", label: "busiest threads (% of one CPU)", value: (p) => threadList(p.threads) },
     { key: "drill", label: "drill in", value: (p) => p.drill_in, cls: () => "command" },
-  ], { caption: "Processes by on-CPU samples, in % of one CPU; user and kernel by where each sample's innermost frame was" }).setRows(m.processes);
+  ], { caption: "Processes by CPU time in % of one CPU: the kernel's count (/proc/PID/stat at the window's ends), or the on-CPU samples of a process that ended inside the window; user and kernel split as its samples' innermost frames" }).setRows(m.processes);
   return [
     h("div", { class: "grid two" }, splitCard, busiest),
     h("section", { class: "card" }, h("h2", {}, "Processes"), box),
@@ -159,7 +160,7 @@ function systemCards(m) {
 }
 
 function threadList(threads) {
-  return threads.map((t) => `${t.comm}/${t.tid} ${num(t.cpu_pct, 3)}`).join(", ");
+  return threads.map((t) => `${t.comm}/${t.tid} ${num(t.cpu_pct, 3)}${t.source === "kernel" ? "" : " (samples)"}`).join(", ");
 }
 
 function knobList(suggestions) {
