@@ -308,10 +308,10 @@ def convert(
 ) -> None:
     """Turn an A-Tune server/client pair into hone's single-file format."""
     from hone.outfile import refuse_existing, require_folder, write_atomic
-    from hone.project import load_project
     from hone.project.convert import to_hone_yaml
+    from hone.project.load import load_atune_folder
 
-    loaded = load_project(project, server=server, client=client)
+    loaded = load_atune_folder(project, server=server, client=client)
     if output and any(output.resolve() == source.resolve() for source in loaded.sources):
         # writing over the A-Tune file being converted would lose it
         raise HoneError("is a file being converted: write the hone YAML elsewhere", file=output)
