@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+from hone.project import load_project
 
 ROOT = Path(__file__).resolve().parents[2]
 ATUNE = ROOT / "examples" / "atune" / "compress"
@@ -28,8 +35,6 @@ def test_a_database_that_cannot_be_opened_is_one_line(tmp_path: Path, hone_run) 
 
 
 def test_convert_refuses_to_write_over_the_file_it_converts(tmp_path: Path, hone_run) -> None:
-    import shutil
-
     folder = tmp_path / "compress"
     shutil.copytree(ATUNE, folder)
     server = next(folder.glob("*server*.yaml"))
@@ -37,6 +42,34 @@ def test_convert_refuses_to_write_over_the_file_it_converts(tmp_path: Path, hone
     line = hone_run("convert", str(folder), "-o", str(server)).one_line()
     assert line == f"hone: {server}: is a file being converted: write the hone YAML elsewhere"
     assert server.read_bytes() == original
+
+
+def test_convert_redirected_into_the_atune_folder_converts_the_pair(
+    tmp_path: Path, hone_home: Path
+) -> None:
+    """`hone convert . > hone.yaml` in an A-Tune folder: the shell creates hone.yaml, empty,
+    before hone runs; the A-Tune pair is what was asked for, and the file gets it (again, the
+    same, when run a second time over a full hone.yaml)."""
+    folder = tmp_path / "compress"
+    shutil.copytree(ATUNE, folder)
+    pair = load_project(folder)
+    command = f"{shlex.quote(sys.executable)} -m hone convert . > hone.yaml"
+    outputs = []
+    for _ in range(2):
+        ran = subprocess.run(
+            command,
+            shell=True,
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "HONE_HOME": str(hone_home)},
+        )
+        assert (ran.returncode, ran.stderr) == (0, ""), ran.stderr
+        outputs.append((folder / "hone.yaml").read_text())
+    assert outputs[0] == outputs[1]
+    converted = load_project(folder)  # the folder's hone.yaml now
+    assert converted.sources == [folder / "hone.yaml"]
+    assert converted.name == pair.name and converted.space() == pair.space()
 
 
 def test_a_missing_sqlite_file_is_not_created_by_a_reading_command(

@@ -170,8 +170,10 @@ def searching(event: dict[str, Any]) -> bool:
 
 def test_stop_resume_and_restore_a_running_study(server: Any, hone_cli: Any) -> None:
     folder = server.projects["slow"]
-    # a budget of its own (the project's is 200), which the resumed run keeps
-    status, run = server.request("POST", "/api/studies", {"project": "slow", "budget": 150})
+    # a budget, baseline runs and seed of its own (the project's: 200, 3, 1), which the
+    # resumed run keeps
+    start = {"project": "slow", "budget": 150, "baseline": 1, "seed": 4}
+    status, run = server.request("POST", "/api/studies", start)
     assert status == 202, run
     name = wait_for_study(server, "slow")
     read_events(
@@ -199,6 +201,12 @@ def test_stop_resume_and_restore_a_running_study(server: Any, hone_cli: Any) -> 
         ),
     )
     assert {e["total"] for k, e in events if k == "progress" and searching(e)} == {150}
+    baseline = [e for k, e in events if k == "progress" and e["event"] == "phase"]
+    assert baseline[0]["phase"] == "baseline" and baseline[0]["total"] == 1, baseline
+    store = store_of(server)
+    study = store.find(name)
+    assert sum(t.phase == "baseline" and t.state == "complete" for t in store.trials(study)) == 1
+    assert server.get(f"/api/studies/{q(name)}")["attrs"]["tuning"]["seed"] == 4
     assert server.get(f"/api/studies/{q(name)}")["state"] == "running"
     status, body = server.request("POST", "/api/projects/slow/restore")
     assert status == 409  # not while a run of the project is going

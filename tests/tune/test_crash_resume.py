@@ -26,7 +26,7 @@ from hone.tune.records import TuneOptions
 from hone.tune.runner import Tuner
 
 
-def make_project(tmp_path: Path, swappiness: int, apply: str = "never") -> Path:
+def make_project(tmp_path: Path, swappiness: int, apply: str = "never", baseline: int = 1) -> Path:
     """level starts at 5; vm.swappiness is tried at its value and one other."""
     values = sorted({swappiness, 1 if swappiness != 1 else 2})
     (tmp_path / "level.txt").write_text("5\n")
@@ -39,7 +39,7 @@ def make_project(tmp_path: Path, swappiness: int, apply: str = "never") -> Path:
         print(f"score: {1000 - (level - 7) ** 2 + swappiness / 100}")
     """)
     )
-    tuning = {"engine": "random", "budget": 8, "baseline": 1, "apply": apply, "seed": 3,
+    tuning = {"engine": "random", "budget": 8, "baseline": baseline, "apply": apply, "seed": 3,
               "confirm": {"candidates": 1, "rounds": 2}}  # fmt: skip
     return write_project(tmp_path, "crash-test", values, timeout=20, tuning=tuning)
 
@@ -160,6 +160,32 @@ def test_resume_keeps_the_apply_policy_the_study_began_with(
     result = hone_cli("tune", str(project), "--resume", "--no-why")
     assert result.returncode == 0, result.stderr
     assert "--apply never: every knob put back" in result.stdout + result.stderr
+    assert_back(tmp_path, swappiness)
+
+
+def test_resume_keeps_the_settings_the_study_began_with(
+    tmp_path: Path, hone_home: Path, hone_cli, swappiness: int
+) -> None:
+    """A study begun with `--baseline 1 --seed 5 --max-repeats 4` and resumed without them (the
+    web UI's Resume gives none) takes no more baseline readings, though the project file says
+    3, and keeps its seed, its most rounds and the confirmation rounds its project file gave
+    when it began (2), though the file now says 4."""
+    project = make_project(tmp_path, swappiness, baseline=3)
+    start_and_kill(project, hone_home, 2, "--baseline", "1", "--seed", "5", "--max-repeats", "4")
+    spec = yaml.safe_load(project.read_text())
+    spec["tuning"]["confirm"]["rounds"] = 4
+    spec["tuning"]["seed"] = 9
+    project.write_text(yaml.safe_dump(spec, sort_keys=False))
+
+    result = hone_cli("tune", str(project), "--resume", "--no-why")
+    assert result.returncode == 0, result.stderr
+    store = StudyStore()
+    study = store.find("crash-test")
+    trials = store.trials(study)
+    assert sum(t.phase == "baseline" and t.state == "complete" for t in trials) == 1
+    quality = study.attrs["quality"]  # written again by the resumed run
+    assert (quality["runs"], quality["rounds"], quality["max_rounds"]) == (1, 2, 4), quality
+    assert study.attrs["tuning"]["seed"] == 5 and study.attrs["options"]["max_repeats"] == 4
     assert_back(tmp_path, swappiness)
 
 

@@ -38,6 +38,29 @@ def load_project(
     return atune.load_pair(server_file, client_file)
 
 
+def load_atune_folder(
+    path: str | Path | None,
+    *,
+    server: str | Path | None = None,
+    client: str | Path | None = None,
+) -> Project:
+    """What `hone convert` converts: a folder's A-Tune pair, whatever hone.yaml is beside it
+    (`hone convert . > hone.yaml` has the shell create that one, empty, before hone runs);
+    a folder without A-Tune files, a file or --server/--client as load_project reads them."""
+    folder = Path(path) if path is not None and not (server or client) else None
+    if folder and folder.is_dir() and any(map(_is_atune_file, folder.glob("*.y*ml"))):
+        return atune.load_pair(*find_atune_pair(folder))
+    return load_project(path, server=server, client=client)
+
+
+def _is_atune_file(path: Path) -> bool:
+    try:
+        data = load_yaml(path)
+    except HoneError:
+        return False
+    return atune.is_server(data) or atune.is_client(data)
+
+
 def require_trusted(path: str | Path) -> None:
     """Refuse a project that another local user could change: hone runs its commands as root,
     so a file or folder writable by others (or owned by someone else) would let that user run

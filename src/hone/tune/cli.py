@@ -43,12 +43,16 @@ def tune(
     storage: str = typer.Option(None, help="SQLAlchemy URL of the study database"),
     atune_output: bool = typer.Option(False, "--atune-output", help="print A-Tune's lines"),
     allow_risk: bool = typer.Option(
-        False, "--allow-risk", help="may apply a winner with risky values (fsync=off, ...)"
+        None,
+        "--allow-risk/--no-allow-risk",
+        help="may apply a winner with risky values (fsync=off, ...); default: no",
     ),
     min_detectable: str = typer.Option(
         None, help="smallest gain the confirmation must see, e.g. 3%: rounds raised or stop"
     ),
-    max_repeats: int = typer.Option(10, help="most confirmation rounds (close calls, 3%)"),
+    max_repeats: int = typer.Option(
+        None, help="most confirmation rounds (close calls, 3%); default 10"
+    ),
     why: bool = typer.Option(
         None, "--why/--no-why", help="profile baseline and winner (default: when perf works)"
     ),
@@ -59,7 +63,7 @@ def tune(
     from hone.tune.records import TuneOptions
     from hone.tune.runner import Tuner
 
-    if max_repeats < 2:
+    if max_repeats is not None and max_repeats < 2:
         raise HoneError(f"--max-repeats must be at least 2, not {max_repeats}")
     if apply not in (None, "auto", "always", "never"):
         raise HoneError(f"--apply must be auto, always or never, not {apply!r}")
@@ -308,10 +312,10 @@ def convert(
 ) -> None:
     """Turn an A-Tune server/client pair into hone's single-file format."""
     from hone.outfile import refuse_existing, require_folder, write_atomic
-    from hone.project import load_project
     from hone.project.convert import to_hone_yaml
+    from hone.project.load import load_atune_folder
 
-    loaded = load_project(project, server=server, client=client)
+    loaded = load_atune_folder(project, server=server, client=client)
     if output and any(output.resolve() == source.resolve() for source in loaded.sources):
         # writing over the A-Tune file being converted would lose it
         raise HoneError("is a file being converted: write the hone YAML elsewhere", file=output)

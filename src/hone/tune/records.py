@@ -16,8 +16,15 @@ from hone.tune.stats import Gain
 CUT_OFF = "interrupted (hone was stopped)"
 
 
+#: The most confirmation rounds when neither the command nor the study gives them.
+MAX_REPEATS = 10
+
+
 @dataclass
 class TuneOptions:
+    """What the command gives; None: not given, so the study's own setting when it is
+    resumed (Tuner._keep_settings), else the project file's or the default."""
+
     engine: str | None = None
     budget: int | None = None
     baseline_repeats: int | None = None
@@ -26,13 +33,29 @@ class TuneOptions:
     seed: int | None = None
     storage: str | None = None
     #: Apply a winner that moves a knob onto a risky value (else: the best safe one).
-    allow_risk: bool = False
+    allow_risk: bool | None = None
     #: The gain (%) the confirmation must be able to see; rounds are raised for it.
     min_detectable: float | None = None
-    #: The most confirmation rounds: for --min-detectable and for close calls.
-    max_repeats: int = 10
+    #: The most confirmation rounds: for --min-detectable and for close calls (MAX_REPEATS).
+    max_repeats: int | None = None
     #: Profile the baseline and the winner (why.py): None = when perf can record here.
     why: bool | None = None
+
+
+#: The options a study records (attrs["options"]) and a resumed run keeps unless given.
+KEPT_OPTIONS = ("allow_risk", "min_detectable", "max_repeats", "why")
+#: The project file's `tuning:` settings a study records (attrs["tuning"]) and a resumed run
+#: keeps (baseline runs and seed: unless the resuming command gives them); engine, budget and
+#: apply policy are recorded as attrs of their own.
+KEPT_TUNING = (
+    "baseline_repeats",
+    "seed",
+    "random_starts",
+    "split_count",
+    "confirm_candidates",
+    "confirm_rounds",
+    "objective",
+)
 
 
 @dataclass

@@ -14,7 +14,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -35,6 +35,9 @@ from hone.tune.machine import Quiet, Watch, descendants, disturbance
 from hone.tune.objective import Objective
 from hone.tune.records import (
     CUT_OFF,
+    KEPT_OPTIONS,
+    KEPT_TUNING,
+    MAX_REPEATS,
     Measurement,
     Pending,
     TuneOptions,
@@ -58,17 +61,11 @@ class Tuner:
         self.project = project
         self.reporter = reporter
         self.options = options
-        tuning = project.tuning
-        self.engine = options.engine or tuning.engine
-        self.budget = options.budget or tuning.budget
-        self.baseline_repeats = options.baseline_repeats or tuning.baseline_repeats
-        self.confirm_rounds = tuning.confirm_rounds
-        if options.min_detectable is not None and self.baseline_repeats < 3:
-            raise HoneError("--min-detectable needs at least 3 baseline runs to know the noise")
-        self.apply_policy = options.apply or tuning.apply
+        #: The `tuning:` settings the run goes by: the project file's, or a resumed study's.
+        self.tuning = project.tuning
+        self._settle()
         self.store = StudyStore(options.storage)
         self.journal = Journal.for_project(project.name)
-        self.objective = Objective(project.metrics, tuning.objective)
         self.system = System(project, self.journal, reporter)
         self.warmups = 0
         self.started = time.monotonic()
@@ -82,18 +79,64 @@ class Tuner:
         #: Why the winner is not profiled (None: it is), decided before any change.
         self.why_off: str | None = None
 
+    def _settle(self) -> None:
+        """The run's settings: the command's options over the `tuning:` settings."""
+        options, tuning = self.options, self.tuning
+        self.engine = options.engine or tuning.engine
+        self.budget = options.budget or tuning.budget
+        self.baseline_repeats = options.baseline_repeats or tuning.baseline_repeats
+        self.search_seed = options.seed if options.seed is not None else tuning.seed
+        self.confirm_rounds = tuning.confirm_rounds
+        self.max_repeats = options.max_repeats or MAX_REPEATS
+        self.apply_policy = options.apply or tuning.apply
+        self.objective = Objective(self.project.metrics, tuning.objective)
+
+    def _settings(self) -> dict[str, Any]:
+        """What a study records of how it runs, which _keep_settings reads back."""
+        tuning = {key: getattr(self.tuning, key) for key in KEPT_TUNING}
+        tuning.update(baseline_repeats=self.baseline_repeats, seed=self.search_seed)
+        return {
+            "engine": self.engine,
+            "budget": self.budget,
+            "apply": self.apply_policy,
+            "tuning": tuning,
+            "options": {key: getattr(self.options, key) for key in KEPT_OPTIONS},
+        }
+
+    def _keep_settings(self, study: StudyRecord) -> None:
+        """A resumed study goes on with the settings it began with (`--baseline 1`, `--apply
+        never`, `--min-detectable 3%`, the project file's confirmation and seed then), unless
+        the resuming command gives others: the project file's or the defaults would change the
+        search or the decision midway (the web UI's Resume gives none). A setting the study
+        did not record is the project file's."""
+        attrs = study.attrs
+        recorded = attrs.get("tuning") or {}
+        kept = {key: recorded[key] for key in KEPT_TUNING if key in recorded}
+        kept.update({key: attrs[key] for key in ("engine", "budget", "apply") if attrs.get(key)})
+        self.tuning = replace(self.project.tuning, **kept)
+        options = attrs.get("options") or {}
+        given = {key: getattr(self.options, key) for key in KEPT_OPTIONS}
+        self.options = replace(
+            self.options,
+            **{key: options[key] for key in KEPT_OPTIONS if key in options and given[key] is None},
+        )
+        self._settle()
+
     # -- the whole run ---------------------------------------------------------------------
 
     def run(self) -> TuneResult:
         actuators = [knob.actuator for knob in self.project.knobs if knob.group is None]
         actuators += self.system.cluster.actuators() if self.system.cluster else []
         with self.journal.locked(), settings_locked(actuators), stop_on_sigterm():
+            resumed = self._resumed_study() if self.options.resume else None
+            if self.options.min_detectable is not None and self.baseline_repeats < 3:
+                raise HoneError("--min-detectable needs at least 3 baseline runs to know the noise")
             self._check_why()
             self.system.prepare()
             if self.system.cluster:
                 self.system.cluster.prepare()  # every host's originals journaled, nothing changed
             baseline = self.system.read_baseline()
-            study = self._open_study()
+            study = self._open_study(resumed)
             space = self.project.space(
                 {n: v for n, v in baseline.items() if self.project.knob(n).domain.contains(v)}
             )
@@ -112,10 +155,10 @@ class Tuner:
         optimizer = make_optimizer(
             self.engine,
             space,
-            seed=self.options.seed if self.options.seed is not None else self.project.tuning.seed,
+            seed=self.search_seed,
             budget=self.budget,
-            random_starts=self.project.tuning.random_starts,
-            split_count=self.project.tuning.split_count,
+            random_starts=self.tuning.random_starts,
+            split_count=self.tuning.split_count,
         )
         history = self.store.trials(study) if self.options.resume else []
         baseline_runs = self._baseline(study, space, baseline, history)
@@ -127,10 +170,10 @@ class Tuner:
                 optimizer.tell(run.config, -run.score if run.score is not None else None)
         done = self._replay(history, optimizer)
         # a profile's values (tuning.start) first; the other knobs keep the baseline's values
-        optimizer = start_first(optimizer, [{**baseline, **p} for p in self.project.tuning.start])
+        optimizer = start_first(optimizer, [{**baseline, **p} for p in self.tuning.start])
         self.reporter.phase("search", self.budget)
         self.system.stage = "search"
-        selector = self.project.tuning.feature_filter
+        selector = self.tuning.feature_filter
         while done < self.budget:
             if not isinstance(optimizer, select.Narrowed) and select.due(
                 selector, self.budget, done, space
@@ -151,7 +194,7 @@ class Tuner:
         study keeps the selection it made."""
         selection = study.attrs.get(select.KEY)
         if not selection:
-            count = self.project.tuning.feature_filter.count  # type: ignore[union-attr]
+            count = self.tuning.feature_filter.count  # type: ignore[union-attr]
             selection = select.choose(space, optimizer, count)
             self._db(self.store.update, study, **{select.KEY: selection})
         self.reporter.note(select.kept_note(selection))
@@ -160,7 +203,7 @@ class Tuner:
             optimizer,
             space,
             selection,
-            seed=self.project.tuning.seed,
+            seed=self.search_seed,
             budget=self.budget,
         )
 
@@ -301,7 +344,7 @@ class Tuner:
         scores = [r.score for r in runs if r.score is not None]
         self.baseline_scores = scores
         cv = self._spread(scores)
-        most = max(self.options.max_repeats, self.confirm_rounds)
+        most = max(self.max_repeats, self.confirm_rounds)
         target = self.options.min_detectable
         if target is not None and len(scores) < 2:
             raise HoneError(
@@ -412,7 +455,7 @@ class Tuner:
         """Interleaved rounds (baseline, candidates, baseline, ...) with a look at the planned
         rounds and a few others (confirm.Plan): stop once the choice is decisive or nothing is
         ahead; when the leader is close, go on with it alone up to the most rounds."""
-        plan = Plan(self.confirm_rounds, max(self.options.max_repeats, self.confirm_rounds))
+        plan = Plan(self.confirm_rounds, max(self.max_repeats, self.confirm_rounds))
         relative = self.objective.single is not None and not self.gains_stored
         scores: dict[int, list[float | None]] = defaultdict(list)
         gains: dict[int, Gain] = {}
@@ -442,7 +485,7 @@ class Tuner:
             for index in active:
                 gains[index] = paired_gain(scores[index], scores[0], relative, level, spread)
             confirmed = [(candidates[i - 1], gains[i]) for i in active]
-            choice = choose(self.project, baseline, confirmed, self.options.allow_risk)
+            choice = choose(self.project, baseline, confirmed, bool(self.options.allow_risk))
             if earlier is not None:  # extended: the one(s) set aside keep their earlier look
                 choice = carry(choice, earlier)
             worse = all(g.mean + g.half_width < 0 for i, g in gains.items() if i in active)
@@ -499,7 +542,7 @@ class Tuner:
             if key not in keys and key in configs:
                 keys.add(key)
                 chosen.append(configs[key])
-            if len(chosen) >= self.project.tuning.confirm_candidates:
+            if len(chosen) >= self.tuning.confirm_candidates:
                 break
         if all(risky_changes(self.project, c, baseline) for c in chosen):
             # a risky winner is applied only with --allow-risk: confirm the best safe one too
@@ -704,39 +747,26 @@ class Tuner:
 
     # -- the study's record and its end ----------------------------------------------------
 
-    def _open_study(self) -> StudyRecord:
-        if self.options.resume:
-            study = self.store.find(self.project.name)
-            if study.state == FINISHED:
-                raise HoneError(f"study {study.name} already finished; nothing to resume")
-            self._check_same_project(study)
-            # the study's own engine, budget and apply policy (`--budget 30`, `--apply never`
-            # when it began), unless this command gives others: the project file's would
-            # change the search midway, or apply a winner the study was told to leave alone
-            self.engine = self.options.engine or study.attrs.get("engine") or self.engine
-            self.budget = self.options.budget or study.attrs.get("budget") or self.budget
-            self.apply_policy = self.options.apply or study.attrs.get("apply") or self.apply_policy
-            lost = self.store.fail_running(study, CUT_OFF)
-            self.store.update(
-                study,
-                state=RUNNING,
-                pid=os.getpid(),
-                engine=self.engine,
-                budget=self.budget,
-                apply=self.apply_policy,
-            )
+    def _resumed_study(self) -> StudyRecord:
+        """The project's study to resume, with its own settings taken: checked before any
+        change, so that its --why or --min-detectable stops the run as at its start."""
+        study = self.store.find(self.project.name)
+        if study.state == FINISHED:
+            raise HoneError(f"study {study.name} already finished; nothing to resume")
+        self._check_same_project(study)
+        self._keep_settings(study)
+        return study
+
+    def _open_study(self, resumed: StudyRecord | None) -> StudyRecord:
+        if resumed is not None:
+            lost = self.store.fail_running(resumed, CUT_OFF)
+            self.store.update(resumed, state=RUNNING, pid=os.getpid(), **self._settings())
             if lost:
                 self.reporter.note(f"{lost} interrupted trial(s) recorded as failed")
-            return study
+            return resumed
         study = self.store.create(
             self.project.name,
-            {
-                "engine": self.engine,
-                "budget": self.budget,
-                "apply": self.apply_policy,
-                "pid": os.getpid(),
-                **project_attrs(self.project),
-            },
+            {**self._settings(), "pid": os.getpid(), **project_attrs(self.project)},
         )
         self.reporter.start(self.project, study.name, self.engine, self.budget)
         return study
