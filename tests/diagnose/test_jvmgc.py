@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,23 +21,54 @@ from hone.diagnose.report import Diagnosis
 PROGRAMS = Path(__file__).parent / "programs"
 
 
-@pytest.fixture
-def classes(tmp_path: Path) -> Path:
-    """HeapChurn and BusyWorker compiled into a folder of their own."""
+@pytest.fixture(scope="module")
+def classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """HeapChurn and BusyWorker compiled into a folder of their own, once for the module."""
     assert shutil.which("javac"), "JDK 17 comes from deps/apt-diagnose.txt"
-    out = tmp_path / "classes"
-    out.mkdir()
+    out = tmp_path_factory.mktemp("classes")
     sources = [str(PROGRAMS / name) for name in ("HeapChurn.java", "BusyWorker.java")]
     subprocess.run(["javac", "-d", str(out), *sources], check=True)
     return out
 
 
+#: The two JVMs diagnosed (heap, program, --duration): near its heap limit (a 50 MB live set in
+#: a 64 MB heap, replaced at random: the collector never stops) and busy but allocating little.
+RUNS = {
+    "churn": ("-Xmx64m", ["HeapChurn", "60", "50"], "3"),
+    "busy": ("-Xmx96m", ["BusyWorker", "60"], "2"),
+}
+
+
+@pytest.fixture(scope="module")
+def diagnosed(
+    classes: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[subprocess.CompletedProcess, Diagnosis, Path]]:
+    """`hone diagnose --pid` of each of RUNS, one after the other (not beside each other), made
+    once for the module: the verdict tests and --compare read the same two diagnoses."""
+    root = tmp_path_factory.mktemp("jvmgc")
+    env = {**os.environ, "HONE_HOME": str(root / "home"), "COLUMNS": "200"}
+    done = {}
+    for name, (heap, argv, seconds) in RUNS.items():
+        program = subprocess.Popen(["java", heap, "-cp", str(classes), *argv])
+        try:
+            time.sleep(1.5)  # the JVM starts and compiles
+            folder = root / name
+            run = subprocess.run(
+                [sys.executable, "-m", "hone", "diagnose", "--pid", str(program.pid), "-o",
+                 str(folder), "--duration", seconds],
+                capture_output=True, text=True, env=env, timeout=300,
+            )  # fmt: skip
+        finally:
+            program.kill()
+            program.wait()
+        assert run.returncode == 0, run.stderr
+        done[name] = run, Diagnosis.load(folder / "diagnosis.hone"), folder
+    return done
+
+
 @pytest.mark.slow
-def test_a_jvm_near_its_heap_limit_is_diagnosed_as_gc(diagnose_running, hone_cli,
-                                                      classes: Path) -> None:  # fmt: skip
-    # a 50 MB live set in a 64 MB heap, replaced at random: the collector never stops
-    argv = ["java", "-Xmx64m", "-cp", str(classes), "HeapChurn", "60", "50"]
-    done, d, folder = diagnose_running(argv, 1.5, "--duration", "3")
+def test_a_jvm_near_its_heap_limit_is_diagnosed_as_gc(diagnosed, hone_cli) -> None:
+    done, d, folder = diagnosed["churn"]
     assert d.gc is not None and d.gc.evidence and d.gc.counters
     assert d.findings[0].kind == "gc", [f.headline for f in d.findings]
     assert d.gc.gc_share >= jvmgc.GC_SHARE
@@ -55,10 +89,8 @@ def test_a_jvm_near_its_heap_limit_is_diagnosed_as_gc(diagnose_running, hone_cli
 
 
 @pytest.mark.slow
-def test_a_busy_jvm_that_allocates_little_is_no_gc_finding(diagnose_running,
-                                                           classes: Path) -> None:  # fmt: skip
-    argv = ["java", "-cp", str(classes), "BusyWorker", "60"]
-    done, d, _ = diagnose_running(argv, 1.5, "--duration", "2")
+def test_a_busy_jvm_that_allocates_little_is_no_gc_finding(diagnosed) -> None:
+    done, d, _ = diagnosed["busy"]
     assert "gc" not in d.kinds
     assert d.gc is not None and d.gc.counters and not d.gc.evidence
     assert d.gc.gc_share < jvmgc.GC_SHARE and d.gc.pause_share < jvmgc.PAUSE_SHARE
@@ -78,25 +110,17 @@ def test_the_heap_maximum_is_read_from_the_jvm(start, classes: Path, collector: 
 
 
 @pytest.mark.slow
-def test_compare_sets_the_collectors_figures_side_by_side(hone_cli, start, classes: Path,
+def test_compare_sets_the_collectors_figures_side_by_side(hone_cli, diagnosed,
                                                           tmp_path: Path) -> None:  # fmt: skip
     """--compare of a JVM near its heap limit against a busy one that allocates little: the
     collector's share, its collections, its pauses and the heap's fill, before and after, in
     the terminal's lines, the JSON's runtime rows and the report's table alike."""
-    runs = {
-        "churn": ["java", "-Xmx64m", "-cp", str(classes), "HeapChurn", "60", "50"],
-        "busy": ["java", "-Xmx96m", "-cp", str(classes), "BusyWorker", "60"],
-    }
-    for name, argv in runs.items():
-        program = start(argv, 1.5)
-        done = hone_cli("diagnose", "--pid", str(program.pid), "-d", "2", "--no-locks",
-                        "--no-offcpu", "-o", str(tmp_path / name))  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        program.kill()  # not beside the next one
-        program.wait()
-    churn, busy = (Diagnosis.load(tmp_path / name / "diagnosis.hone").gc for name in runs)
+    (_, churn_run, churn_folder), (_, busy_run, busy_folder) = (
+        diagnosed["churn"], diagnosed["busy"]
+    )  # fmt: skip
+    churn, busy = churn_run.gc, busy_run.gc
     assert churn and churn.counters and busy and busy.counters
-    argv = ["diagnose", "--compare", str(tmp_path / "churn"), str(tmp_path / "busy")]
+    argv = ["diagnose", "--compare", str(churn_folder), str(busy_folder)]
     text = hone_cli(*argv, "-o", str(tmp_path / "cmp.html"))
     assert text.returncode == 0, text.stderr
     rows = dict(line.split(": ", 1) for line in text.stdout.splitlines() if ": " in line)

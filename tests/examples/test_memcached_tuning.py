@@ -1,7 +1,7 @@
 """A short real tuning of memcached with a kernel knob and restart knobs (flags of the process
 hone launches), applied, then `hone restore`: every value back, no server left running.
 
-The example's workload, knobs, constraint and metric as they are; its benchmark runs 2 s instead
+The example's workload, knobs, constraint and metric as they are; its benchmark runs 1 s instead
 of 4 and one candidate is confirmed in one round (the example: two in three), without the
 profiling of the winner (tests/tune/test_why.py checks that on a launched server)."""
 
@@ -36,7 +36,7 @@ def shortened_example(folder: Path) -> Path:
     project = yaml.safe_load((EXAMPLE / "hone.yaml").read_text())
     command = project["benchmark"]["command"]
     assert " -t 4s" in command, command  # the example's run length, shortened here
-    project["benchmark"]["command"] = command.replace(" -t 4s", " -t 2s")
+    project["benchmark"]["command"] = command.replace(" -t 4s", " -t 1s")
     project["tuning"]["confirm"] = {"candidates": 1, "rounds": 1}
     (folder / "hone.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
     return folder

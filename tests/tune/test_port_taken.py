@@ -52,7 +52,14 @@ def make_project(folder: Path, port: int) -> Path:
         "knobs": {"threads": {"type": "int", "range": [1, 4], "default": 2, "flag": "-t"}},
         "benchmark": {"command": f"sleep 0.5; memcstat --servers=127.0.0.1:{port}", "timeout": 10},
         "metrics": {"pid": {"pattern": r"pid: (\d+)", "direction": "maximize"}},
-        "tuning": {"engine": "random", "budget": 1, "baseline": 2},
+        # one candidate, one round: the score is a pid, noise to the confirmation, which
+        # would go on to its most rounds (a restart each), and nothing asserts on it
+        "tuning": {
+            "engine": "random",
+            "budget": 1,
+            "baseline": 2,
+            "confirm": {"candidates": 1, "rounds": 1},
+        },
     }
     path = folder / "hone.yaml"
     path.write_text(yaml.safe_dump(project))
@@ -116,7 +123,8 @@ def test_a_run_after_a_kill_9_stops_the_server_the_killed_run_left(
         warnings: list[str] = []
         reporter = Reporter()
         reporter.warn = warnings.append  # type: ignore[method-assign]
-        result = Tuner(load_project(str(project_file)), reporter, TuneOptions(why=False)).run()
+        options = TuneOptions(why=False, max_repeats=2)  # a close call: two rounds at most
+        result = Tuner(load_project(str(project_file)), reporter, options).run()
         assert warnings[0].startswith("stopped, left by a killed run: memcached")
         # every reading measured the run's own server, none the one left behind
         assert result.baseline_metrics["pid"] != left

@@ -68,7 +68,15 @@ def make_project(folder: Path) -> Path:
         },
         "benchmark": {"command": f"sleep 0.5; {STATS} | grep -q pid && echo score: 1"},
         "metrics": {"score": {"pattern": r"score: (\d+)", "direction": "maximize"}},
-        "tuning": {"engine": "random", "budget": 1, "baseline": 1, "apply": "never"},
+        # one candidate, one round (each reading restarts the service): the test is about
+        # what the run does at its start and its end
+        "tuning": {
+            "engine": "random",
+            "budget": 1,
+            "baseline": 1,
+            "apply": "never",
+            "confirm": {"candidates": 1, "rounds": 1},
+        },
     }
     path = folder / "hone.yaml"
     path.write_text(yaml.safe_dump(project))
@@ -102,7 +110,8 @@ def test_a_run_after_a_kill_9_stops_the_service_the_killed_run_started(
         reporter = Reporter()
         reporter.warn = warnings.append  # type: ignore[method-assign]
         monkeypatch.setenv("HONE_PORT", str(second))
-        Tuner(load_project(project_file), reporter, TuneOptions(why=False)).run()
+        options = TuneOptions(why=False, max_repeats=2)  # a close call: two rounds at most
+        Tuner(load_project(project_file), reporter, options).run()
         assert "stopped the workload a killed run had started" in warnings
         assert not alive(left)
         assert pid_on(second) is None  # and this run stopped its own
