@@ -4,6 +4,7 @@ CSV layout against A-Tune's own files; perf streaming with the software events t
 from __future__ import annotations
 
 import gzip
+import hashlib
 import itertools
 import os
 import socket
@@ -44,7 +45,7 @@ def test_cpu_burner_shows_in_cpu_and_process_metrics() -> None:
     # one core of two is busy: a good share of the machine, even when it is shared and loaded
     assert m["CPU.STAT.util"] > 30
     assert m["CPU.STAT.cutil"] > 50
-    assert m["SYS.LDAVG.runq-sz"] >= 1 and m["SYS.LDAVG.plist-sz"] > 10
+    assert m["SYS.LDAVG.runq-sz"] >= 1 and m["SYS.LDAVG.plist-sz"] > 10  # the burner
     mine = [p for p in snapshot.processes if p.pid == burner.pid]
     assert mine and mine[0].cpu > 50
     assert mine[0].busiest_threads and mine[0].busiest_threads[0].cpu > 50
@@ -192,13 +193,56 @@ def test_run_queue_leaves_out_the_reader_as_vmstat_does() -> None:
         first, second = collector._read(), collector._read()
         for running, queued in ((1, 0), (2, 1), (5, 4)):
             stat = dataclasses.replace(second.stat, running=running)
-            after = dataclasses.replace(second, at=first.at + 1, stat=stat)
+            after = dataclasses.replace(second, at=first.at + 1, stat=stat, own_running=1)
             snapshot = collector._snapshot(first, after)
             assert snapshot.metrics["MEM.VMSTAT.procs.r"] == queued
             if running == 2:  # the reader and one busy thread: one runnable task, no queue
                 cpu = resources([snapshot], {}, {})[0]
                 per_core = 1 / snapshot.metrics["CPU.STAT.cores"]
                 assert f"run queue {per_core:.1f}/core" in cpu.saturation_text
+
+
+def _hash_until(stop: threading.Event) -> None:
+    """Busy work in this process that lets go of the GIL while it hashes: a thread of the
+    collector's own process that is runnable while the collector reads."""
+    data = b"x" * 20_000_000
+    while not stop.is_set():
+        hashlib.sha256(data).digest()
+
+
+def test_hones_own_threads_are_not_the_machines_run_queue_or_busiest() -> None:
+    """/proc/loadavg's runnable count holds the reader and every other thread of hone's on a
+    CPU: an idle machine read `runq 1` on every line of `hone collect`, and hone was among its
+    busiest processes. sar's runq-sz leaves out its reader; hone leaves out all of its own
+    threads that were runnable as it read, and its own process from the table."""
+    import dataclasses
+
+    stop = threading.Event()
+    workers = [threading.Thread(target=_hash_until, args=(stop,)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    try:
+        # the kernel's states: the reader and the two hashing threads, runnable
+        counts = [sources.own_running() for _ in range(20)]
+        with Collector(hardware=False, top=50) as collector:
+            collector.sample(0.2)
+            snapshot = collector.sample(1.0)
+            first, second = collector._read(), collector._read()
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join()
+    assert min(counts) >= 1 and max(counts) >= 3, counts
+    assert os.getpid() not in {p.pid for p in snapshot.processes}  # busy, yet hone's own
+    assert snapshot.processes  # the machine's other processes are there
+    # at the moment of reading, whatever of the runnable count was hone's is left out
+    for runnable, own, queued in ((3, 3, 0), (5, 3, 2), (1, 1, 0), (2, 3, 0)):
+        load = dataclasses.replace(second.load, runnable=runnable)
+        stat = dataclasses.replace(second.stat, running=runnable)
+        after = dataclasses.replace(second, at=first.at + 1, load=load, stat=stat,
+                                    own_running=own)  # fmt: skip
+        m = collector._snapshot(first, after).metrics
+        assert m["SYS.LDAVG.runq-sz"] == queued and m["MEM.VMSTAT.procs.r"] == queued
 
 
 def test_a_fully_busy_interval_is_100_per_cent_exactly() -> None:

@@ -3,8 +3,12 @@ job processes, a server's workers) is not "mostly idle"; the verdict names the b
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,3 +46,61 @@ def test_a_command_whose_child_does_the_work(hone_cli, tmp_path: Path) -> None:
     assert "hot_split (pid " in top.headline and "--pid" in top.headline
     assert top.score > 0.2  # the child kept most of a CPU busy
     assert "Mostly idle" not in done.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def memcached_d(tmp_path: Path) -> Iterator[tuple[list[str], Path]]:
+    """`memcached -d` on a free port with its pid file: the daemon is stopped after the test."""
+    pidfile = tmp_path / "memcached.pid"
+    argv = ["memcached", "-d", "-u", "root", "-l", "127.0.0.1", "-p", str(_free_port()),
+            "-P", str(pidfile)]  # fmt: skip
+    yield argv, pidfile
+    if pidfile.exists():
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_a_command_that_only_starts_a_daemon_names_it(
+    hone_cli, memcached_d: tuple[list[str], Path]
+) -> None:
+    """`memcached -d` forks its server into a session of its own and ends at once: one line
+    names the daemon it left and the command to diagnose it, not "ended too soon" alone."""
+    argv, pidfile = memcached_d
+    done = hone_cli("diagnose", "-d", "3", "--", *argv)
+    daemon = int(pidfile.read_text())
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        "hone: memcached ended (exit code 0) at once and left a daemon running, pid "
+        f"{daemon} (memcached -d -u): diagnose it with hone diagnose --pid {daemon}\n"
+    )
+
+
+@pytest.mark.slow
+def test_a_daemon_the_command_started_counts_as_its_child(
+    hone_cli, memcached_d: tuple[list[str], Path], tmp_path: Path
+) -> None:
+    """A script starts `memcached -d` and loads it: the server, out of the script's tree and
+    session, does the work; it is in the children finding, marked as a daemon, and a note says
+    hone left it running."""
+    argv, pidfile = memcached_d
+    load = f"memcaslap -s 127.0.0.1:{argv[argv.index('-p') + 1]} -t 2s -T 1 -c 8 >/dev/null"
+    script = f"{' '.join(argv)} && sleep 0.3 && {load}"
+    done = hone_cli("diagnose", "-d", "4", "-o", str(tmp_path / "rep"), "--", "sh", "-c", script)
+    assert done.returncode == 0, done.stderr
+    daemon = int(pidfile.read_text())
+    d = Diagnosis.load(tmp_path / "rep" / "diagnosis.hone")
+    children = next(f for f in d.findings if f.kind == "children")
+    row = next(line for line in children.details if f"(pid {daemon}, " in line)
+    assert row.startswith(f"memcached (pid {daemon}, a daemon the command left): on CPU ")
+    assert float(row.split("on CPU ")[1].split("%")[0]) > 5, children.details
+    assert any(line.startswith("memcaslap (pid ") for line in children.details)
+    assert f"the command left a daemon running, pid {daemon} (memcached -d -u)" in "\n".join(
+        d.notes
+    )
+    assert os.path.exists(f"/proc/{daemon}")  # still serving: hone does not stop it

@@ -6,11 +6,14 @@ table's sizes on readings built by hand."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,8 +23,17 @@ import pytest
 from benchmarks.diagnose.inputs import build
 from hone.diagnose import system
 from hone.diagnose.cputime import TICK, Snapshot, Times, parse_stat
+from hone.diagnose.document import document
 from hone.diagnose.fold import Frame
-from hone.diagnose.machine import KERNEL, SAMPLES, Machine, Process, ThreadShare, terminal_lines
+from hone.diagnose.machine import (
+    KERNEL,
+    SAMPLES,
+    Machine,
+    Process,
+    ThreadShare,
+    root_of,
+    terminal_lines,
+)
 from hone.diagnose.machine import processes as process_table
 from hone.diagnose.perf_record import command_of
 from hone.diagnose.probe import probe
@@ -139,23 +151,33 @@ def test_the_busier_program_comes_first_with_its_pid(hone_cli, start, tmp_path: 
 
 
 @pytest.mark.slow
-def test_a_program_in_step_with_the_ticks_is_sized_by_the_kernels_count(
-    start, tmp_path: Path
-) -> None:
+def test_a_program_in_step_with_the_ticks_is_sized_by_the_kernels_count(tmp_path: Path) -> None:
     """perf samples the loop in bursts or not at all; the table has it, in every window, at the
     share of a CPU the kernel counted for it."""
-    loop = start(["setsid", sys.executable, "-c", IN_STEP, "60"], 0.5)
-    caps = probe()
-    for window in range(5):
-        ran, since = _on_cpu_s(loop.pid), time.monotonic()
-        d = system.collect(2.0, caps=copy.deepcopy(caps), keep=tmp_path / str(window))
-        ran = 100 * (_on_cpu_s(loop.pid) - ran) / (time.monotonic() - since)  # % of a CPU
-        assert d.system is not None
-        table = {p.pid: p for p in d.system.processes}
-        assert loop.pid in table, f"window {window}: {ran:.1f}% of a CPU, not in the table"
-        row = table[loop.pid]
-        assert row.source == KERNEL and row.threads[0].source == KERNEL
-        assert ran / 1.5 < row.cpu_pct < ran * 1.5, (window, row, ran)
+    loop = _detached([sys.executable, "-c", IN_STEP, "60"], 0.5)
+    try:
+        caps = probe()
+        for window in range(5):
+            ran, since = _on_cpu_s(loop), time.monotonic()
+            d = system.collect(2.0, caps=copy.deepcopy(caps), keep=tmp_path / str(window))
+            ran = 100 * (_on_cpu_s(loop) - ran) / (time.monotonic() - since)  # % of a CPU
+            assert d.system is not None
+            table = {p.pid: p for p in d.system.processes}
+            assert loop in table, f"window {window}: {ran:.1f}% of a CPU, not in the table"
+            row = table[loop]
+            assert row.source == KERNEL and row.threads[0].source == KERNEL
+            assert ran / 1.5 < row.cpu_pct < ran * 1.5, (window, row, ran)
+    finally:
+        os.kill(loop, signal.SIGKILL)
+
+
+def _detached(argv: list[str], settle: float) -> int:
+    """Start a program that is not a child of this process, and give it `settle` seconds: what
+    the process that runs `system.collect` started is hone's own, left out of the table."""
+    shell = ["sh", "-c", 'setsid "$@" </dev/null >/dev/null 2>&1 & echo $!', "sh", *argv]
+    pid = int(subprocess.run(shell, capture_output=True, text=True, check=True).stdout)
+    time.sleep(settle)
+    return pid
 
 
 #: Half a second of CPU time or so, in user code, then the program ends.
@@ -165,30 +187,40 @@ for _ in range(12_000_000):
 """
 
 
-def _window_opened(seconds: float) -> bool:
-    """Whether perf's `sleep` (the window, module record) ran within `seconds`: the child of a
-    perf that this test's process started, once it is `sleep` (perf has then enabled its
-    events; before, perf is reading every process's mappings)."""
+def _window_opened(seconds: float, hone: int | None = None) -> int | None:
+    """The pid of the perf whose `sleep` (the window, module record) ran within `seconds`: the
+    child of a perf that `hone` (this test's process by default) started, once it is `sleep`
+    (perf has then enabled its events; before, perf is reading every process's mappings)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        for child in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
-            if any(command_of(int(perf)) for perf in child.read_text().split()):
-                return True
+        for child in Path(f"/proc/{hone or os.getpid()}/task").glob("*/children"):
+            for perf in child.read_text().split():
+                if command_of(int(perf)):
+                    return int(perf)
         time.sleep(0.01)
-    return False
+    return None
 
 
 @pytest.mark.slow
-def test_a_program_that_ends_inside_the_window_is_sized_by_its_samples(tmp_path: Path) -> None:
+def test_a_program_that_ends_inside_the_window_is_sized_by_its_samples(
+    hone_home: Path, tmp_path: Path
+) -> None:
     """Started once the window is open, it has ended when the window closes: it cannot be read
-    at the end, so its share is its samples', marked so, and the CPU time it took."""
-    with ThreadPoolExecutor(1) as pool:
-        run = pool.submit(system.collect, 3.0, keep=tmp_path / "rep")
-        assert _window_opened(60), "perf's sleep did not start"
+    at the end, so its share is its samples', marked so, and the CPU time it took. hone runs
+    in a process of its own: what its process starts is hone's, not the machine's."""
+    folder = tmp_path / "rep"
+    argv = [sys.executable, "-m", "hone", "diagnose", "--system", "-d", "3", "-o", str(folder)]
+    hone = subprocess.Popen(argv, env={**os.environ, "HONE_HOME": str(hone_home)})
+    try:
+        assert _window_opened(60, hone.pid), "perf's sleep did not start"
         brief = subprocess.Popen(["setsid", sys.executable, "-c", BRIEF])
         _, status, usage = os.wait4(brief.pid, 0)  # its CPU time, exact
         brief.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-        d = run.result()
+        assert hone.wait(120) == 0
+    finally:
+        hone.kill()
+        hone.wait()
+    d = Diagnosis.load(folder / "diagnosis.hone")
     assert brief.returncode == 0
     took = 100 * (usage.ru_utime + usage.ru_stime) / d.window_s  # % of a CPU over the window
     assert d.system is not None
@@ -196,6 +228,52 @@ def test_a_program_that_ends_inside_the_window_is_sized_by_its_samples(tmp_path:
     # not read at the window's end (it had ended), so sized by its samples
     assert row.source == SAMPLES and row.samples and row.threads[0].source == SAMPLES
     assert took / 1.5 < row.cpu_pct < took * 1.5, (row, took)
+
+
+def _hash_until(stop: threading.Event) -> None:
+    """Busy work for this process: sha256 lets go of the GIL while it hashes, so the thread
+    runs beside the one that watches perf's `sleep`."""
+    data = b"x" * 20_000_000
+    while not stop.is_set():
+        hashlib.sha256(data).digest()
+
+
+@pytest.mark.slow
+def test_hones_own_processes_are_its_cost_not_the_machines(tmp_path: Path) -> None:
+    """hone's process (this test's, kept busy), the perf it runs and any helper are left out of
+    the table, the verdict, the flame graph and the CPU split, and shown on a line of their own:
+    on a quiet machine hone's own perf was the busiest process."""
+    stop = threading.Event()
+    worker = threading.Thread(target=_hash_until, args=(stop,))
+    worker.start()
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            run = pool.submit(system.collect, 2.0, keep=tmp_path / "rep")
+            perf = _window_opened(60)
+            sleep = command_of(perf) if perf else None  # perf's child, the window
+            d = run.result()
+    finally:
+        stop.set()
+        worker.join()
+    m = d.system
+    assert m is not None and perf
+    own = {p.pid: p for p in m.hone}
+    assert os.getpid() in own and own[os.getpid()].cpu_pct > 20, m.hone
+    # the recorder hone ran, a child of its process, is hone's (when it ran a clock tick)
+    assert set(own) <= {os.getpid(), perf, sleep}, m.hone
+    assert not {os.getpid(), perf} & {p.pid for p in m.processes}
+    assert not [root for root, _ in d.profile.stacks if root_of(f"{root}/0")[1] in own]
+    assert not any(f"(pid {pid})" in f.headline for f in d.findings for pid in own)
+    # hone's time is counted idle: the split is the machine's without it
+    assert m.split["idle"] + m.split["iowait"] >= m.hone_pct / m.cpus - 0.5, (m.split, m.hone_pct)
+    assert sum(m.split.values()) == pytest.approx(100, abs=0.5)
+    last = terminal_lines(m)[-1]
+    assert last.startswith(f"hone itself, left out of the figures above: {m.hone_pct:.1f}% of a ")
+    assert f"(pid {os.getpid()}) {own[os.getpid()].cpu_pct:.1f}" in last
+    shown = json.loads(json.dumps(document(d)))["system"]
+    assert shown["hone_cpu_pct"] == m.hone_pct > 20
+    assert os.getpid() in {p["pid"] for p in shown["hone"]}
+    assert Machine.from_dict(m.to_dict()) == m
 
 
 def _stacks(*rows: tuple[int, int, int]) -> dict:
@@ -264,7 +342,7 @@ def test_a_table_saved_without_sources_loads_as_sized_by_samples() -> None:
 
 def test_stat_names_with_parentheses_and_spaces() -> None:
     line = "42 (a (b) c) S 1 42 42 0 -1 4194560 1 0 0 0 17 3 0 0 20 0 1 0 555 1 1 1"
-    assert parse_stat(line) == Times("a (b) c", 555, 17, 3)
+    assert parse_stat(line) == Times("a (b) c", 555, 17, 3, parent=1)
 
 
 def _machine(*processes: tuple[int, str, float, float], idle: float = 10.0) -> Machine:

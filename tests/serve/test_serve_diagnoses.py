@@ -347,6 +347,11 @@ def test_system_diagnosis_page_shows_cpu_split_busiest_and_process_table(
             cell = split.locator("tr", has=page.locator(f"th:text-is('{state}')")).locator("td.num")
             expect(cell).to_have_text(re.compile(r"^\d+(\.\d)? %$"))
         expect(page.locator("#cpu-time")).to_contain_text(f"of {machine['cpus']} CPUs busy")
+        # hone's own cost (its process and perf, when they ran a clock tick), on its own line
+        cost = page.locator("#hone-cost")
+        expect(cost).to_have_count(1 if machine["hone"] else 0)
+        for own in machine["hone"]:
+            expect(cost).to_contain_text(f"{own['comm']} pid {own['pid']} ")
 
         expect(page.locator("#busiest dd").first).to_have_text(top["command"])
         expect(page.locator("#busiest code.drill-in")).to_have_text(top["drill_in"])

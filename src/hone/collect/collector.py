@@ -13,6 +13,7 @@ included, unless one interface is named, because clients on the same host talk o
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -90,6 +91,8 @@ class Snapshot:
 class _Reading:
     at: float
     stat: sources.Stat
+    load: sources.LoadAvg
+    own_running: int  # hone's own runnable threads, counted in stat.running and load.runnable
     disks: dict[str, tuple[int, ...]]
     nets: dict[str, tuple[int, ...]]
     vmstat: dict[str, int]
@@ -157,6 +160,8 @@ class Collector:
         return _Reading(
             at=time.monotonic(),
             stat=sources.read_stat(),
+            load=sources.read_loadavg(),
+            own_running=sources.own_running(),
             disks=sources.read_diskstats(self._disks),
             nets=sources.read_netdev(),
             vmstat=sources.read_vmstat(),
@@ -213,7 +218,7 @@ class Collector:
         metrics.update(self._storage(before.disks, after.disks, dt))
         metrics.update(self._network(before.nets, after.nets, dt))
         metrics.update(_memory(before, after, dt))
-        metrics.update(_system(before.stat, after.stat, dt))
+        metrics.update(_system(before.stat, after, dt))
         metrics.update(_pressure(before.pressure, after.pressure, dt))
         if before.perf is not None and after.perf is not None:
             delta = {k: after.perf[k] - before.perf.get(k, 0.0) for k in after.perf}
@@ -282,13 +287,14 @@ class Collector:
         return metrics
 
     def _processes(self, before: _Reading, after: _Reading, dt: float) -> list[ProcessCPU]:
+        """The busiest processes but hone's own: on a quiet machine the collector was one."""
         if before.tasks is None or after.tasks is None:
             return []
         scale = 100.0 / sources.CLOCK_TICKS / dt
         busy = []
         for pid, task in after.tasks.items():
             old = before.tasks.get(pid)
-            if old is not None and old.name == task.name:
+            if old is not None and old.name == task.name and pid != os.getpid():
                 busy.append(ProcessCPU(pid, task.name, (task.ticks - old.ticks) * scale,
                                        task.threads, task.state))  # fmt: skip
         busy.sort(key=lambda p: p.cpu, reverse=True)
@@ -418,9 +424,10 @@ def _memory(before: _Reading, after: _Reading, dt: float) -> dict[str, float]:
     si, so = rate("pswpin", sources.PAGE_KIB), rate("pswpout", sources.PAGE_KIB)
     metrics.update(
         {
-            # procs_running counts the reader itself, always running as it reads; vmstat (and so
-            # A-Tune's column) leaves it out, else one busy thread on two CPUs reads as a queue
-            "MEM.VMSTAT.procs.r": float(max(after.stat.running - 1, 0)),
+            # procs_running counts the reader itself, always running as it reads, and any other
+            # thread of hone's on a CPU: left out, as vmstat leaves itself out, else one busy
+            # thread on two CPUs reads as a queue and an idle machine as one busy task
+            "MEM.VMSTAT.procs.r": float(max(after.stat.running - after.own_running, 0)),
             "MEM.VMSTAT.procs.b": float(after.stat.blocked),
             "MEM.VMSTAT.memory.swpd": float(
                 meminfo.get("SwapTotal", 0) - meminfo.get("SwapFree", 0)
@@ -443,13 +450,14 @@ def _memory(before: _Reading, after: _Reading, dt: float) -> dict[str, float]:
     return metrics
 
 
-def _system(before: sources.Stat, after: sources.Stat, dt: float) -> dict[str, float]:
-    load = sources.read_loadavg()
+def _system(before: sources.Stat, now: _Reading, dt: float) -> dict[str, float]:
+    after, load = now.stat, now.load
     allocated, maximum = sources.read_file_nr()
     return {
         "SYS.TASKS.procs": (after.forks - before.forks) / dt,
         "SYS.TASKS.cswchs": (after.ctxt - before.ctxt) / dt,
-        "SYS.LDAVG.runq-sz": float(load.runnable),
+        # runnable tasks but hone's own (sar's runq-sz leaves out sadc, the reader, likewise)
+        "SYS.LDAVG.runq-sz": float(max(load.runnable - now.own_running, 0)),
         "SYS.LDAVG.plist-sz": float(load.tasks),
         "SYS.LDAVG.ldavg-1": load.ldavg1,
         "SYS.LDAVG.ldavg-5": load.ldavg5,

@@ -145,6 +145,13 @@ def read_loadavg() -> LoadAvg:
     return LoadAvg(float(parts[0]), float(parts[1]), float(parts[2]), int(runnable), int(tasks))
 
 
+def own_running() -> int:
+    """How many of this process's own threads are runnable (state R) now: the one reading
+    counts itself, and any other of hone's threads that is on a CPU or waiting for one. Read
+    just after /proc/stat and /proc/loadavg, it is what their runnable counts hold of hone."""
+    return sum(task.state == "R" for task in read_threads(os.getpid()).values())
+
+
 def read_file_nr() -> tuple[int, int]:
     """Allocated file handles and the maximum (fs.file-max)."""
     allocated, _, maximum = _read(PROC / "sys" / "fs" / "file-nr").split()

@@ -24,12 +24,13 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 @dataclass(frozen=True)
 class Times:
-    """One task's CPU time so far, in clock ticks, and when it started."""
+    """One task's CPU time so far, in clock ticks, when it started and its parent."""
 
     comm: str
     start: int  # clock ticks after boot: a pid reused inside the window has a later one
     user: int
     system: int
+    parent: int = 0  # its parent process's pid (a thread's: its process's parent)
 
 
 @dataclass
@@ -63,6 +64,19 @@ class Snapshot:
             now.threads[pid] = {tid: t for tid, t in threads.items() if t is not None}
         return now
 
+    def family(self, pid: int) -> set[int]:
+        """`pid` and every process whose parent chain leads to it in this reading."""
+        children: dict[int, list[int]] = {}
+        for child, times in self.processes.items():
+            children.setdefault(times.parent, []).append(child)
+        found, todo = {pid}, list(children.get(pid, []))
+        while todo:
+            child = todo.pop()
+            if child not in found:
+                found.add(child)
+                todo += children.get(child, [])
+        return found
+
     def since(self, before: Snapshot, pid: int, tid: int | None = None) -> tuple[int, int] | None:
         """(user, system) ticks a process (or one of its threads) ran between `before` and this
         reading; from 0 for one that started inside the window; None where this reading has
@@ -83,7 +97,7 @@ def parse_stat(text: str) -> Times:
     hold spaces and parentheses of its own."""
     rest = text[text.rindex(")") + 2 :].split()
     comm = text[text.index("(") + 1 : text.rindex(")")]
-    return Times(comm, int(rest[19]), int(rest[11]), int(rest[12]))
+    return Times(comm, int(rest[19]), int(rest[11]), int(rest[12]), int(rest[1]))
 
 
 def _read(path: str) -> Times | None:

@@ -6,7 +6,15 @@ own, PostgreSQL serves each connection from a backend the postmaster forks. Diag
 such a parent only waits, and "mostly idle" would be the wrong verdict. So the window also
 samples the process's descendants (every process whose parent chain leads to it, from /proc's
 ppid fields): their CPU time (utime + stime) and how often each was seen in uninterruptible
-sleep (D, mostly I/O). A child born and gone between two samples is not seen."""
+sleep (D, mostly I/O). A child born and gone between two samples is not seen.
+
+A command that starts a daemon (`memcached -d`: fork, the parent exits, the child calls
+setsid) leaves its tree at once: the daemon's parent becomes init, its session its own, and no
+parent chain leads to it. So a command hone runs carries a mark in its environment (MARK, a
+value of its own per run), which every process it forks inherits; a process that carries the
+mark and is outside the tree is one the command left, found by reading the environment of each
+new process once (/proc/PID/environ, root's to read). A daemon that clears its environment, or
+a service a command asks systemd to start, carries no mark and is not found."""
 
 from __future__ import annotations
 
@@ -27,6 +35,7 @@ class Child:
     comm: str
     cpu_pct: float
     io_pct: float
+    daemon: bool = False  # it left the command's tree (module docstring)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -71,16 +80,52 @@ def descendants(pid: int, table: dict[int, tuple[int, str, str, int]]) -> list[i
     return found
 
 
+#: The environment variable that marks a command hone runs and every process it forks.
+MARK = "HONE_DIAGNOSE"
+
+
+def carries(pid: int, mark: str) -> bool:
+    """Whether the process's environment (as it was at its exec) holds MARK=`mark`."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:  # gone, or not ours to read
+        return False
+    return f"{MARK}={mark}".encode() in environ.split(b"\0")
+
+
+def marked(mark: str, session: int) -> list[int]:
+    """Every live process that carries the mark outside the command's `session`, but hone's
+    own: the daemons the command left, by pid."""
+    return [
+        pid
+        for pid, (_, _, state, _) in sorted(processes().items())
+        if pid != os.getpid() and state != "Z" and _session(pid) != session and carries(pid, mark)
+    ]
+
+
+def _session(pid: int) -> int | None:
+    """The process's session id (field 6 of /proc/PID/stat), None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2 :].split()[3])
+
+
 class Watch:
     """The descendants over the window. A descendant already there at the first sample counts
-    from its CPU time then; one born later from zero."""
+    from its CPU time then; one born later from zero. With `mark` (a command hone runs), the
+    processes the command left (daemons) count as descendants too."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, mark: str | None = None) -> None:
         self.pid = pid
+        self.mark = mark
         self.started = time.monotonic()
         self.at = self.started
         self.seen: dict[int, _Seen] = {}
         self.rounds = 0
+        self.checked: set[int] = set()  # processes whose environment was read (or needs not be)
+        self.daemons: set[int] = set()
         self._sample(first=True)
 
     def sample(self) -> None:
@@ -90,11 +135,25 @@ class Watch:
         self.at = time.monotonic()
         self.rounds += 1
         table = processes()
-        for child in descendants(self.pid, table):
+        tree = descendants(self.pid, table)
+        for child in tree + self._left(table, set(tree), first):
             _, comm, state, ticks = table[child]
             seen = self.seen.setdefault(child, _Seen(comm, ticks if first else 0, ticks))
             seen.comm, seen.ticks = comm, ticks
             seen.in_d += state == "D"
+
+    def _left(self, table: dict, tree: set[int], first: bool) -> list[int]:
+        """The live processes the command left, reading the environment of new ones only: the
+        processes there at the first sample were there before the command was let run."""
+        if self.mark is None:
+            return []
+        if first:
+            self.checked = set(table)
+        for pid in table.keys() - self.checked - tree - {self.pid, os.getpid()}:
+            self.checked.add(pid)
+            if carries(pid, self.mark):
+                self.daemons.add(pid)
+        return [pid for pid in self.daemons if pid in table and pid not in tree]
 
     def result(self) -> list[Child]:
         """Each descendant that used the CPU or waited in D, busiest first."""
@@ -104,5 +163,6 @@ class Watch:
             cpu = 100 * (seen.ticks - seen.ticks0) / TICK / window
             io = 100 * seen.in_d / self.rounds
             if cpu >= 1 or io >= 1:
-                found.append(Child(pid, seen.comm, round(cpu, 1), round(io, 1)))
+                daemon = pid in self.daemons
+                found.append(Child(pid, seen.comm, round(cpu, 1), round(io, 1), daemon))
         return sorted(found, key=lambda c: -(c.cpu_pct + c.io_pct))

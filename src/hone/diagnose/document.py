@@ -39,6 +39,7 @@ def document(d: Diagnosis, rows: int = 50) -> dict[str, Any]:
         # what the saved file leaves to be computed: how many CPUs were busy, each process's
         # command to drill in, so a page or a script need not rebuild either
         body["system"]["busy_cpus"] = round(d.system.busy_cpus, 2)
+        body["system"]["hone_cpu_pct"] = d.system.hone_pct  # hone's own cost, left out
         for row, process in zip(body["system"]["processes"], d.system.processes, strict=True):
             row["drill_in"] = process.drill_in
     return body

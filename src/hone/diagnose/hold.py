@@ -20,9 +20,11 @@ _PTRACE_TRACEME = 0
 _PTRACE_DETACH = 17
 
 
-def start_held(command: list[str], stdout: int | None = None) -> subprocess.Popen[bytes]:
-    """Popen `command` in a session of its own, stopped before it runs (see the module).
-    Raises OSError when it cannot be executed."""
+def start_held(
+    command: list[str], stdout: int | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Popen `command` in a session of its own (with `env`, else hone's environment), stopped
+    before it runs (see the module). Raises OSError when it cannot be executed."""
     ptrace = ctypes.CDLL(None, use_errno=True).ptrace  # looked up before the fork, not in it
     ptrace.restype = ctypes.c_long
     ptrace.argtypes = (ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p)
@@ -30,7 +32,9 @@ def start_held(command: list[str], stdout: int | None = None) -> subprocess.Pope
     def trace_me() -> None:
         ptrace(_PTRACE_TRACEME, 0, None, None)  # refused: the command runs untraced
 
-    proc = subprocess.Popen(command, start_new_session=True, stdout=stdout, preexec_fn=trace_me)
+    proc = subprocess.Popen(
+        command, start_new_session=True, stdout=stdout, env=env, preexec_fn=trace_me
+    )
     if _tracer(proc.pid) != os.getpid():  # Popen returns after the exec, so TRACEME took or not
         os.killpg(proc.pid, signal.SIGSTOP)
         return proc

@@ -77,6 +77,14 @@ class Machine:
     split: dict[str, float]
     pressure: float | None  # share of the window some runnable task waited for a CPU (PSI)
     processes: list[Process]
+    #: hone's own process tree (its Python process, the perf it runs, any helper): left out of
+    #: `processes`, `split` and the verdict, and shown on a line of its own as hone's cost
+    hone: list[Process] = field(default_factory=list)
+
+    @property
+    def hone_pct(self) -> float:
+        """hone's own cost over the window, in percent of one CPU."""
+        return round(sum(p.cpu_pct for p in self.hone), 1)
 
     @property
     def busy_cpus(self) -> float:
@@ -89,11 +97,16 @@ class Machine:
 
     @classmethod
     def from_dict(cls, data: dict) -> Machine:
-        processes = [
-            Process(**{**p, "threads": [ThreadShare(**t) for t in p["threads"]]})
-            for p in data["processes"]
-        ]
-        return cls(int(data["cpus"]), dict(data["split"]), data["pressure"], processes)
+        """A saved machine; one saved without `hone` had hone's processes in its table."""
+
+        def rows(key: str) -> list[Process]:
+            return [
+                Process(**{**p, "threads": [ThreadShare(**t) for t in p["threads"]]})
+                for p in data.get(key) or []
+            ]
+
+        cpus, split = int(data["cpus"]), dict(data["split"])
+        return cls(cpus, split, data["pressure"], rows("processes"), rows("hone"))
 
 
 @dataclass
@@ -128,6 +141,19 @@ def pressure(before: Counters, after: Counters) -> float | None:
         return None
     window_us = (after.at - before.at) * 1e6
     return round(min(1.0, (after.pressure_us - before.pressure_us) / window_us), 3)
+
+
+def without(split: dict[str, float], own: list[Process], cpus: int) -> dict[str, float]:
+    """The CPU split as it would have been without hone (`own`, its processes): their time in
+    user code out of user, in the kernel out of system, and into idle. Approximate in one
+    way: the CPUs hone ran on might have run another waiting task instead (CPU pressure)."""
+    out = dict(split)
+    user = min(sum(p.user_pct for p in own) / cpus, out.get("user", 0.0))
+    kernel = min(sum(p.kernel_pct for p in own) / cpus, out.get("system", 0.0))
+    out["user"] = round(out.get("user", 0.0) - user, 1)
+    out["system"] = round(out.get("system", 0.0) - kernel, 1)
+    out["idle"] = round(out.get("idle", 0.0) + user + kernel, 1)
+    return out
 
 
 def root_of(root: str) -> tuple[str, int, int]:
@@ -274,7 +300,7 @@ def terminal_lines(m: Machine, rows: int = 10) -> list[str]:
     if m.pressure is not None:
         lines.append(f"CPU pressure: runnable work waited for a CPU {m.pressure:.0%} of the window")
     if not m.processes:
-        return [*lines, "processes: no on-CPU samples"]
+        return [*lines, "processes: no on-CPU samples", *hone_line(m)]
     shown = m.processes[:rows]
     width = max(len(p.command) for p in shown)  # whole commands, in a column
     lines.append("processes (% of one CPU: on CPU / user / kernel; busiest threads):")
@@ -290,7 +316,15 @@ def terminal_lines(m: Machine, rows: int = 10) -> list[str]:
     if sampled:  # the mark is explained where it is shown
         lines.append(f"  {_mark(SAMPLES)} sized by on-CPU samples, not by the kernel's count "
                      "(ended inside the window, or a diagnosis saved without counts)")  # fmt: skip
-    return lines
+    return [*lines, *hone_line(m)]
+
+
+def hone_line(m: Machine) -> list[str]:
+    """hone's own cost, on a line of its own: visible, and not taken for the workload."""
+    if not m.hone:
+        return []
+    parts = ", ".join(f"{p.comm} (pid {p.pid}) {p.cpu_pct:.1f}" for p in m.hone)
+    return [f"hone itself, left out of the figures above: {m.hone_pct:.1f}% of a CPU ({parts})"]
 
 
 def _mark(source: str) -> str:

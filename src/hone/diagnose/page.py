@@ -10,7 +10,7 @@ import time
 
 from hone.diagnose import catalogue
 from hone.diagnose.flamegraph import modules_of, render
-from hone.diagnose.machine import SAMPLES
+from hone.diagnose.machine import SAMPLES, hone_line
 from hone.diagnose.report import TRACING_SAID, Diagnosis
 from hone.diagnose.tables import function_table, module_name, module_table, summary
 from hone.diagnose.threads import ThreadStat
@@ -151,6 +151,7 @@ def _section_processes(d: Diagnosis) -> str:
         "(/proc/PID/stat at the window's ends), or by on-CPU samples for a process that ended "
         "inside the window; user and kernel split as its samples' innermost frames:</p>"
         + table(head, rows, {0, 2, 3, 4, 5})
+        + "".join(f"<p>{escape(line)}.</p>" for line in hone_line(m))
     )
 
 

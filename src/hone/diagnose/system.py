@@ -7,21 +7,23 @@ same on-CPU Profile a process diagnosis has (flame graph, tables, kernel split, 
 process table is sized by the kernel's count of each process's CPU time, with the samples'
 hottest function and user/kernel split. The verdict names the busiest process and the command
 that diagnoses it; the kernel's share of the machine's CPU time becomes findings of its own, as
-for one process. Off-CPU and lock recorders are per process and are not run: a system-wide
-sched_switch recording is a hundred times the data, and the process named is the place to look
-at them."""
+for one process. hone's own process tree (its process, its perf) is left out of the table, the
+profile and the CPU split, and reported as hone's cost (`Machine.hone`). Off-CPU and lock
+recorders are per process and are not run: a system-wide sched_switch recording is a hundred
+times the data, and the process named is the place to look at them."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 
 from hone.diagnose import catalogue
 from hone.diagnose.cputime import Snapshot
 from hone.diagnose.fold import Stack, parse_perf_script
 from hone.diagnose.kernel import split
-from hone.diagnose.machine import Counters, Machine, pressure, processes, root_of
+from hone.diagnose.machine import Counters, Machine, pressure, processes, root_of, without
 from hone.diagnose.machine import split as cpu_split
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check
 from hone.diagnose.profile import Profile
@@ -71,14 +73,18 @@ def collect(
         recording.script, count="samples", event=recording.event, include_tid=True
     )
     cpus = os.cpu_count() or 1
+    own = tasks_before.family(os.getpid()) | tasks_after.family(os.getpid())
+    table = processes(by_thread, recording.frequency_hz, duration, tasks_before, tasks_after)
+    hone = [p for p in table if p.pid in own]
     machine = Machine(
         cpus=cpus,
-        split=cpu_split(before, after),
+        split=without(cpu_split(before, after), hone, cpus),
         pressure=pressure(before, after),
-        processes=processes(by_thread, recording.frequency_hz, duration, tasks_before, tasks_after),
+        processes=[p for p in table if p.pid not in own],
+        hone=hone,
     )
     profile = Profile(
-        stacks=_per_process(by_thread),
+        stacks=_per_process(by_thread, own),
         event=recording.event,
         frequency_hz=recording.frequency_hz,
         duration_s=duration,
@@ -106,14 +112,18 @@ def collect(
     return result
 
 
-def _per_process(stacks: dict[tuple[str, Stack], int]) -> dict[tuple[str, Stack], int]:
+def _per_process(
+    stacks: dict[tuple[str, Stack], int], own: Collection[int] = ()
+) -> dict[tuple[str, Stack], int]:
     """`comm-PID/TID` roots -> `comm-PID`: a flame graph per process, its threads merged by
     stack (thread names stay apart when they differ, as a JVM's do). The idle task (pid 0) is
     left out, as from the process table: a machine half idle had `pv_native_safe_halt` as its
-    hottest function and 'CPU time in other kernel work: 49%' as a finding."""
+    hottest function and 'CPU time in other kernel work: 49%' as a finding. hone's own
+    processes (`own`) are left out too: on a quiet machine perf's own work was the hottest."""
     merged: dict[tuple[str, Stack], int] = {}
     for (root, frames), count in stacks.items():
-        if root_of(root)[1] == 0:
+        pid = root_of(root)[1]
+        if pid == 0 or pid in own:
             continue
         key = (root.rpartition("/")[0] or root, frames)
         merged[key] = merged.get(key, 0) + count

@@ -342,7 +342,8 @@ def _children(children: list[Child], waits_recorded: bool = False) -> Finding:
         f"window{more}; diagnose it with --pid {top.pid} while it runs"
     )
     details = [
-        f"{c.comm} (pid {c.pid}): on CPU {c.cpu_pct:.1f}%, I/O wait {c.io_pct:.1f}%"
+        f"{c.comm} (pid {c.pid}{', a daemon the command left' if c.daemon else ''}): "
+        f"on CPU {c.cpu_pct:.1f}%, I/O wait {c.io_pct:.1f}%"
         for c in children[:5]
     ]
     return Finding("children", busy, headline, details)

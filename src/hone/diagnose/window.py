@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -362,10 +363,12 @@ def collect(
     keep: Path | None = None,
     caps: Capabilities | None = None,
     release: Callable[[], None] | None = None,
+    mark: str | None = None,
 ) -> Diagnosis:
     """Record everything about `pid` for `duration` seconds (less if it exits) and analyse it.
     `release` is called when the recorders have started and the window begins (run_command
-    holds its command stopped until then)."""
+    holds its command stopped until then); `mark` is the one in its environment, which finds
+    the daemons it leaves (module descendants)."""
     if not Path(f"/proc/{pid}").exists():
         raise HoneError(f"no process with pid {pid}")
     if not _alive(pid):
@@ -381,7 +384,7 @@ def collect(
     work = Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
     try:
         return _record(pid, duration, language, target, caps, work, keep or work, frequency,
-                       want_offcpu, want_locks, release)  # fmt: skip
+                       want_offcpu, want_locks, release, mark)  # fmt: skip
     except TooShort:
         raise
     except HoneError as error:
@@ -421,6 +424,7 @@ def _record(
     want_offcpu: bool,
     want_locks: bool,
     release: Callable[[], None] | None = None,
+    mark: str | None = None,
 ) -> Diagnosis:
     """One window: start the recorders, sample the threads, stop everything, analyse."""
     notes: list[str] = []
@@ -431,7 +435,7 @@ def _record(
         job.start()
     try:
         _await_start([job for job in jobs.values() if job.output])
-        memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid)
+        memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid, mark)
         collector, calls = jvmgc.Watch(pid), syscalls.Watch(pid)
         titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
         # a --pid that ended while the recorders started has no window: perf may have failed
@@ -647,8 +651,10 @@ def run_command(
     window, so its thread counters showed only the tail and the time after its exit as sleep. With
     `to_stderr` (--json) what the command prints goes to stderr: stdout holds the JSON alone."""
     options.setdefault("caps", probe())
+    mark = uuid.uuid4().hex  # in its environment: finds the daemons it leaves
+    env = {**os.environ, descendants.MARK: mark}
     try:
-        proc = start_held(command, stdout=2 if to_stderr else None)
+        proc = start_held(command, stdout=2 if to_stderr else None, env=env)
     except OSError as error:
         raise HoneError(f"cannot run {command[0]}: {error.strerror}") from None
 
@@ -658,9 +664,17 @@ def run_command(
 
     try:
         try:
-            result = collect(proc.pid, duration or 24 * 3600, release=release, **options)  # type: ignore[arg-type]
+            result = collect(proc.pid, duration or 24 * 3600, release=release, mark=mark,
+                             **options)  # type: ignore[arg-type]  # fmt: skip
         except TooShort as error:
-            raise HoneError(f"{command[0]} ended (exit code {proc.wait()}) {error.when}") from None
+            code = proc.wait()
+            left = descendants.marked(mark, proc.pid)
+            if left:  # `memcached -d`: it forked its server and ended at once
+                raise HoneError(
+                    f"{command[0]} ended (exit code {code}) at once and left a daemon running, "
+                    f"{_daemons(mark, proc.pid)}: diagnose it with hone diagnose --pid {left[0]}"
+                ) from None
+            raise HoneError(f"{command[0]} ended (exit code {code}) {error.when}") from None
         except HoneError:
             if proc.poll() is None:
                 raise
@@ -670,7 +684,6 @@ def run_command(
             ) from None
         result.target = command_line(command)
         result.command = list(command)
-        return result
     finally:
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -681,3 +694,16 @@ def run_command(
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+    left = _daemons(mark, proc.pid)
+    if left:
+        result.notes.append(
+            f"the command left a daemon running, {left}, in a session of its own: hone does "
+            "not stop it; its CPU in the window is counted with the command's children"
+        )
+    return result
+
+
+def _daemons(mark: str, session: int) -> str:
+    """The processes a command left running outside its session (module descendants), each
+    `pid N (command)`: stopping the command's process group does not reach them."""
+    return ", ".join(_describe(pid) for pid in descendants.marked(mark, session))

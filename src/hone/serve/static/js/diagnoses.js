@@ -122,6 +122,9 @@ function systemCards(m) {
       h("td", {}, h("meter", { min: 0, max: 100, value: v, "aria-hidden": "true" })))));
   const splitCard = h("section", { class: "card", id: "cpu-time" }, h("h2", {}, "CPU time"), split,
     h("p", {}, `${num(m.busy_cpus, 3)} of ${m.cpus} CPUs busy`),
+    (m.hone || []).length === 0 ? null : h("p", { id: "hone-cost" },
+      `hone itself, left out of these figures: ${pct(m.hone_cpu_pct)} of one CPU (` +
+      m.hone.map((p) => `${p.comm} pid ${p.pid} ${num(p.cpu_pct, 3)}`).join(", ") + ")"),
     m.pressure === null ? null : h("p", {}, `CPU pressure (PSI): runnable work waited for a CPU ${pct(100 * m.pressure)} of the window`));
 
   const top = m.processes[0];
