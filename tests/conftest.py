@@ -8,7 +8,9 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import forked_hone
 import pytest
+from forked_hone import run_hone
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -20,6 +22,11 @@ def pytest_configure() -> None:
     every benchmark run of every `python3 ...` project. A user's python3 has no shim."""
     folder = str(Path(sys.executable).parent)
     os.environ["PATH"] = os.pathsep.join([folder, os.environ.get("PATH", "")])
+    forked_hone.SESSION_ENV.update(os.environ)  # the helper starts in it
+
+
+def pytest_unconfigure() -> None:
+    forked_hone.close()
 
 
 @pytest.fixture(autouse=True)
@@ -55,13 +62,7 @@ def hone_cli(hone_home: Path):
     def run(
         *args: str, cwd: Path | None = None, timeout: float = 300
     ) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "hone", *args],
-            capture_output=True,
-            text=True,
-            cwd=cwd or ROOT,
-            timeout=timeout,
-            env={**os.environ, "HONE_HOME": str(hone_home), "COLUMNS": "200"},
-        )
+        env = {**os.environ, "HONE_HOME": str(hone_home), "COLUMNS": "200"}
+        return run_hone(*args, env=env, cwd=cwd or ROOT, timeout=timeout)
 
     return run

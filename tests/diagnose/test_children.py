@@ -22,12 +22,14 @@ def test_descendants_follow_the_whole_tree() -> None:
     outer = subprocess.Popen(["sh", "-c", "sh -c 'sleep 30; true'; true"])
     try:
         deadline = time.monotonic() + 5
-        found: list[int] = []
-        while time.monotonic() < deadline and len(found) < 2:
+        names: list[str] = []
+        # the inner shell's child is named sh from its fork until it execs sleep
+        while time.monotonic() < deadline and names != ["sh", "sleep"]:
             table = descendants.processes()
             found = descendants.descendants(outer.pid, table)
+            names = sorted(table[p][1] for p in found)
             time.sleep(0.05)
-        assert sorted(table[p][1] for p in found) == ["sh", "sleep"]
+        assert names == ["sh", "sleep"]
         assert outer.pid not in found
     finally:
         subprocess.run(["pkill", "-P", str(outer.pid)], check=False)

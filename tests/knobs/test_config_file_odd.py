@@ -8,13 +8,13 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from forked_hone import run_hone
 
 from hone.errors import ActuationError
 from hone.journal import Journal
@@ -86,12 +86,8 @@ def _tune(folder: Path) -> subprocess.CompletedProcess[str]:
         "tuning": {"budget": 2, "baseline": 1},
     }
     (folder / "hone.yaml").write_text(yaml.safe_dump(project))
-    return subprocess.run(
-        [sys.executable, "-m", "hone", "tune", str(folder), "--no-why"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HONE_HOME": str(folder / "home")},
-    )
+    env = {**os.environ, "HONE_HOME": str(folder / "home")}
+    return run_hone("tune", str(folder), "--no-why", env=env, cwd=Path.cwd())
 
 
 def test_a_key_set_twice_stops_tune_before_anything_changes(tmp_path: Path) -> None:

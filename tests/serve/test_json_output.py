@@ -5,23 +5,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from conftest import ROOT
+from forked_hone import run_hone
 
 
 def hone_json(home: Path, *args: str, env: dict[str, str] | None = None) -> Any:
-    result = subprocess.run(
-        [sys.executable, "-m", "hone", *args, "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+    result = run_hone(
+        *args, "--json", env={**os.environ, "HONE_HOME": str(home), **(env or {})}, cwd=ROOT,
         timeout=120,
-        env={**os.environ, "HONE_HOME": str(home), **(env or {})},
-    )
+    )  # fmt: skip
     assert result.returncode in (0, 1), result.stderr  # profile check exits 1 on a difference
     return json.loads(result.stdout)
 

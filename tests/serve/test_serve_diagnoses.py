@@ -8,7 +8,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, Server, shared_chromium
+from forked_hone import run_hone
 from playwright.sync_api import Browser, Page, expect
 
 from benchmarks.diagnose.inputs import build
@@ -49,13 +49,11 @@ def browser(
 
 
 def diagnose(home: Path, *command: str) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "hone", "diagnose", "--no-locks", "--", *command],
-        env={**os.environ, "HONE_HOME": str(home)},
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    done = run_hone(
+        "diagnose", "--no-locks", "--", *command, env={**os.environ, "HONE_HOME": str(home)},
+        cwd=Path.cwd(), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -210,25 +208,21 @@ def lock_and_system(
     The server, the two diagnoses' names and the spinner's pid."""
     home = tmp_path_factory.mktemp("lock-home")
     program = build("lock_long_names", tmp_path_factory.mktemp("lock-bin"))
-    subprocess.run(
-        [sys.executable, "-m", "hone", "diagnose", "--", str(program), "3"],
-        env={**os.environ, "HONE_HOME": str(home)},
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    done = run_hone(
+        "diagnose", "--", str(program), "3", env={**os.environ, "HONE_HOME": str(home)},
+        cwd=Path.cwd(), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
     (lock,) = [p.name for p in (home / "diagnoses").iterdir()]
     program = build("spinners", tmp_path_factory.mktemp("system-bin"))
     spinner = subprocess.Popen(["setsid", str(program), "1", "30"])
     try:
         time.sleep(0.2)  # its thread started
-        subprocess.run(
-            [sys.executable, "-m", "hone", "diagnose", "--system", "--duration", "2"],
-            env={**os.environ, "HONE_HOME": str(home)},
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        done = run_hone(
+            "diagnose", "--system", "--duration", "2", env={**os.environ, "HONE_HOME": str(home)},
+            cwd=Path.cwd(), timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
     finally:
         spinner.kill()
         spinner.wait()

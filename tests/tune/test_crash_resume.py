@@ -128,7 +128,7 @@ def test_resume_after_kill_9_keeps_every_finished_trial(
 ) -> None:
     """It goes on with the study's own engine and budget, not the project file's (random, 8)."""
     project = make_project(tmp_path, swappiness)
-    start_and_kill(project, hone_home, 3, "--engine", "lhs", "--budget", "9")
+    start_and_kill(project, hone_home, 3, "--engine", "lhs", "--budget", "6")
     store = StudyStore()
     before = {t.number: t.config for t in finished_search(store)}
     assert len(before) >= 3
@@ -137,12 +137,12 @@ def test_resume_after_kill_9_keeps_every_finished_trial(
     assert result.returncode == 0, result.stderr
     assert "did not finish" in result.stdout
     assert "interrupted trial(s) recorded as failed" in result.stdout
-    assert "finished trials replayed (engine lhs, budget 9)" in result.stdout
+    assert "finished trials replayed (engine lhs, budget 6)" in result.stdout
     trials = store.trials(store.find("crash-test"))
     search = [t for t in trials if t.phase == "search"]
     kept = {t.number: t.config for t in search if t.number in before}
     assert kept == before  # nothing lost
-    assert sum(t.state == "complete" for t in search) == 9  # the killed trial is not counted
+    assert sum(t.state == "complete" for t in search) == 6  # the killed trial is not counted
     assert any(t.error == "interrupted (hone was stopped)" for t in search)
     assert [s.name for s in store.studies()] == ["crash-test#1"]
     # apply: never, so the run itself put everything back at the end

@@ -7,13 +7,13 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from forked_hone import run_hone
 
 from hone.output import number
 from hone.report.svg import ticks
@@ -54,13 +54,8 @@ def figures(tmp_path_factory: pytest.TempPathFactory) -> Figures:
     (project / "workers").write_text("1")
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "hone", *args],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "HONE_HOME": str(home), "COLUMNS": "200"},
-        )
+        env = {**os.environ, "HONE_HOME": str(home), "COLUMNS": "200"}
+        return run_hone(*args, env=env, cwd=Path.cwd(), timeout=300)
 
     tuned = cli("tune", str(project), "--no-why")
     assert tuned.returncode == 0, tuned.stderr
