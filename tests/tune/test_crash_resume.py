@@ -189,6 +189,40 @@ def test_resume_keeps_the_settings_the_study_began_with(
     assert_back(tmp_path, swappiness)
 
 
+def test_resume_keeps_the_start_points_and_selection_the_study_began_with(
+    tmp_path: Path, hone_home: Path, hone_cli, swappiness: int
+) -> None:
+    """A study begun with `start: [{level: 2}]` and `select: {count: 1, trials: 5}`, resumed
+    after the project file's `start:` became two other points and its `select:` was removed,
+    measured the new start points first and never selected its knobs."""
+    project = make_project(tmp_path, swappiness)
+    spec = yaml.safe_load(project.read_text())
+    spec["tuning"].update(start=[{"level": 2}], select={"count": 1, "trials": 5})
+    project.write_text(yaml.safe_dump(spec, sort_keys=False))
+    start_and_kill(project, hone_home, 2)
+    store = StudyStore()
+    before = {t.number for t in store.trials(store.find("crash-test"))}
+    assert min(finished_search(store), key=lambda t: t.number).config["level"] == 2
+    spec["tuning"]["start"] = [{"level": 3}, {"level": 4}]
+    del spec["tuning"]["select"]
+    project.write_text(yaml.safe_dump(spec, sort_keys=False))
+
+    result = hone_cli("tune", str(project), "--resume", "--no-why")
+    assert result.returncode == 0, result.stderr
+    study = store.find("crash-test")
+    assert study.attrs["tuning"]["start"] == [{"level": 2}]
+    assert study.attrs["tuning"]["feature_filter"]["count"] == 1
+    later = sorted(
+        (t for t in store.trials(study) if t.phase == "search" and t.number not in before),
+        key=lambda t: t.number,
+    )
+    firsts = [(t.config["level"], t.config["swappiness"]) for t in later[:2]]
+    assert firsts != [(3, swappiness), (4, swappiness)], firsts
+    assert study.attrs["selection"]["knobs"], study.attrs.get("selection")
+    assert "kept the 1 knobs that matter most" in result.stdout, result.stdout
+    assert_back(tmp_path, swappiness)
+
+
 def test_restore_while_tune_runs_is_refused_and_keeps_the_originals(
     tmp_path: Path, hone_home: Path, hone_cli, swappiness: int
 ) -> None:

@@ -89,3 +89,36 @@ def test_a_worker_started_again_does_not_repeat_its_predecessors_proposals(
     later = [t.config for t in measured(trials) if t.number not in before]
     assert earlier and later and not [c for c in later if c in earlier], (earlier, later)
     assert store.find("shared").state == "finished"
+
+
+def test_a_joining_worker_takes_the_studys_settings(postgres_url: str, tmp_path: Path) -> None:
+    """`a` creates the study (seed 1, one baseline run, one candidate confirmed, start point
+    level 3) and is stopped; `b` joins from a project file edited since (two candidates, start
+    point level 8) with `--seed 9 --baseline 2`, and finishes the study alone. It took its own
+    command's and file's: two baseline readings, level 8 measured first, three candidates
+    confirmed."""
+    a = machine(tmp_path, "a", start="[{level: 3}]", confirm="{candidates: 1, rounds: 1}")
+    b = machine(tmp_path, "b", start="[{level: 8}]", confirm="{candidates: 3, rounds: 1}")
+    for folder in (a, b):
+        text = (folder / "hone.yaml").read_text()
+        (folder / "hone.yaml").write_text(text.replace("range: [1, 9]", "range: [1, 999]"))
+    first = start(a, postgres_url, "a", 5, 4)
+    store = StudyStore(postgres_url)
+    measured = lambda ts: [t for t in ts if t.phase == "search" and t.state == "complete"]  # noqa: E731
+    wait_for(store, 60, measured, "the first worker never finished a search trial")
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=60)
+    out = finish(start(b, postgres_url, "b", 5, 4, "--seed", "9", "--baseline", "2"))
+    assert "--seed 9 not used: shared#1 keeps the seed 1 it was created with" in out, out
+    assert "--baseline 2 not used: shared#1 keeps the baseline count 1 it was created with" in out
+    study = store.find("shared")
+    assert study.state == "finished" and study.attrs["result"]["confirmed_by"] == "b"
+    assert study.attrs["tuning"]["start"] == [{"level": 3}]
+    trials = read_trials(store, study)
+    assert [t.phase for t in trials if t.worker == "b"].count("baseline") == 1
+    b_search = sorted(
+        (t for t in trials if t.worker == "b" and t.phase == "search"), key=lambda t: t.number
+    )
+    assert b_search and b_search[0].config["level"] != 8, [t.config for t in b_search]
+    confirmed = {t.config["level"] for t in trials if t.phase == "confirm"} - {0}
+    assert len(confirmed) == 1, confirmed

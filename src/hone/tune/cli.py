@@ -111,9 +111,9 @@ def worker(
     engine: str = typer.Option(None, help="optimiser, when this worker creates the study"),
     budget: int = typer.Option(None, help="search trials of the study, when creating it", **BUDGET),
     baseline: int = typer.Option(
-        None, help="baseline runs on this machine (default 3)", **BASELINE
+        None, help="baseline runs on every machine (default 3), when creating it", **BASELINE
     ),
-    seed: int = typer.Option(None, help="random seed of the optimiser", **SEED),
+    seed: int = typer.Option(None, help="random seed of the study, when creating it", **SEED),
     lease: float = typer.Option(
         60.0, help="seconds without a heartbeat before a trial is lost", parser=finite_float
     ),

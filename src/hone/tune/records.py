@@ -3,10 +3,10 @@ result, and what the study database keeps of them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hone.project.model import Project
+from hone.project.model import FeatureFilter, Project, Tuning
 from hone.space import Config
 from hone.space.serialize import domain_to_dict
 from hone.tune.risk import gain_dict
@@ -45,8 +45,9 @@ class TuneOptions:
 #: The options a study records (attrs["options"]) and a resumed run keeps unless given.
 KEPT_OPTIONS = ("allow_risk", "min_detectable", "max_repeats", "why")
 #: The project file's `tuning:` settings a study records (attrs["tuning"]) and a resumed run
-#: keeps (baseline runs and seed: unless the resuming command gives them); engine, budget and
-#: apply policy are recorded as attrs of their own.
+#: or a joining worker keeps (baseline runs and seed: unless the resuming command gives them);
+#: engine, budget and apply policy are recorded as attrs of their own. With them, every
+#: `tuning:` key: each changes the search or the decision.
 KEPT_TUNING = (
     "baseline_repeats",
     "seed",
@@ -55,6 +56,8 @@ KEPT_TUNING = (
     "confirm_candidates",
     "confirm_rounds",
     "objective",
+    "start",
+    "feature_filter",
 )
 
 
@@ -104,6 +107,24 @@ class TuneResult:
     #: The baseline's mean in the confirmation rounds: what best_metrics and the gain are
     #: measured against (the baseline phase ran earlier, under another load of the machine).
     confirm_baseline_metrics: dict[str, float] = field(default_factory=dict)
+
+
+def tuning_attrs(tuning: Tuning) -> dict[str, Any]:
+    """The `tuning:` settings a study records, as JSON."""
+    recorded = {key: getattr(tuning, key) for key in KEPT_TUNING}
+    selector = tuning.feature_filter
+    recorded["feature_filter"] = None if selector is None else asdict(selector)
+    return recorded
+
+
+def recorded_tuning(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The `tuning:` settings a study recorded, as Tuning takes them; one recorded before a
+    key was kept lacks it (the project file's then)."""
+    recorded = attrs.get("tuning") or {}
+    kept = {key: recorded[key] for key in KEPT_TUNING if key in recorded}
+    if isinstance(kept.get("feature_filter"), dict):
+        kept["feature_filter"] = FeatureFilter(**kept["feature_filter"])
+    return kept
 
 
 def project_attrs(project: Project) -> dict[str, Any]:

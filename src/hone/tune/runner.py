@@ -36,14 +36,15 @@ from hone.tune.objective import Objective
 from hone.tune.records import (
     CUT_OFF,
     KEPT_OPTIONS,
-    KEPT_TUNING,
     MAX_REPEATS,
     Measurement,
     Pending,
     TuneOptions,
     TuneResult,
     project_attrs,
+    recorded_tuning,
     result_attrs,
+    tuning_attrs,
 )
 from hone.tune.risk import Choice, carry, choose, risky_changes
 from hone.tune.stats import Gain, paired_gain, score_noise
@@ -93,7 +94,7 @@ class Tuner:
 
     def _settings(self) -> dict[str, Any]:
         """What a study records of how it runs, which _keep_settings reads back."""
-        tuning = {key: getattr(self.tuning, key) for key in KEPT_TUNING}
+        tuning = tuning_attrs(self.tuning)
         tuning.update(baseline_repeats=self.baseline_repeats, seed=self.search_seed)
         return {
             "engine": self.engine,
@@ -110,8 +111,7 @@ class Tuner:
         search or the decision midway (the web UI's Resume gives none). A setting the study
         did not record is the project file's."""
         attrs = study.attrs
-        recorded = attrs.get("tuning") or {}
-        kept = {key: recorded[key] for key in KEPT_TUNING if key in recorded}
+        kept = recorded_tuning(attrs)
         kept.update({key: attrs[key] for key in ("engine", "budget", "apply") if attrs.get(key)})
         self.tuning = replace(self.project.tuning, **kept)
         options = attrs.get("options") or {}

@@ -24,7 +24,7 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -77,6 +77,15 @@ LEASE_RANGE = "--lease must be between 1 and 86400 seconds, not {lease:g}"
 WAIT = "wait"  # the budget is spent but trials run elsewhere: one of them may yet be lost
 POLL = 0.5  # seconds between looks at the study while waiting for those trials
 T = TypeVar("T")
+#: The options of a worker's command that the study it joins decides: the option's flag and
+#: its name in a warning when the command gave another value.
+JOIN_OPTIONS = {
+    "engine": ("engine", "engine"),
+    "budget": ("budget", "budget"),
+    "apply": ("apply", "apply"),
+    "seed": ("seed", "seed"),
+    "baseline_repeats": ("baseline", "baseline count"),
+}
 
 
 @dataclass
@@ -176,7 +185,7 @@ class Worker(Tuner):
             return self._result(study)
 
     def _work(self, study: StudyRecord, space: SearchSpace, baseline: Config) -> None:
-        seed = self.options.seed if self.options.seed is not None else self.project.tuning.seed
+        seed = self.search_seed  # the study's
         # each worker its own random stream: the same seed would give the same designs; and
         # each start of a worker its own: one started again under its name would propose what
         # its predecessor measured (an optimiser's first points come from the stream alone)
@@ -187,17 +196,15 @@ class Worker(Tuner):
             space,
             seed=self.seed,
             budget=self.budget,
-            random_starts=self.project.tuning.random_starts,
-            split_count=self.project.tuning.split_count,
+            random_starts=self.tuning.random_starts,
+            split_count=self.tuning.split_count,
         )
         for run in self._measure_baseline(study, space, baseline):
             if space.feasible(run.config) and run.score is not None:
                 optimizer.tell(run.config, -run.score)
         # a profile's values (tuning.start) first, by whichever worker asks first: one measured
         # or running elsewhere is known to every worker's optimiser and not asked again
-        self.optimizer = start_first(
-            optimizer, [{**baseline, **p} for p in self.project.tuning.start]
-        )
+        self.optimizer = start_first(optimizer, [{**baseline, **p} for p in self.tuning.start])
         self.reporter.phase("search", self.budget)
         while True:
             claim = self._db(self._claim, study, space)
@@ -224,14 +231,7 @@ class Worker(Tuner):
             if study is None:
                 study = self.store.create(self.project.name, self._study_attrs())
             _require_same_project(study, project_attrs(self.project))
-            given = {
-                "engine": self.worker_options.engine,
-                "budget": self.worker_options.budget,
-                "apply": self.worker_options.apply,
-            }
-            self.engine = str(study.attrs.get("engine", self.engine))
-            self.budget = int(study.attrs.get("budget", self.budget))
-            self.apply_policy = str(study.attrs.get("apply", self.apply_policy))
+            set_aside = self._take_settings(study)
             self._cut_off_predecessor(study)
             before = study.attrs.get(f"worker:{self.id}")
             if isinstance(before, dict):
@@ -246,15 +246,43 @@ class Worker(Tuner):
             )
         self.reporter.start(self.project, study.name, self.engine, self.budget)
         self.reporter.note(f"worker {self.id} joined {study.name}")
-        kept = {"engine": self.engine, "budget": self.budget, "apply": self.apply_policy}
-        for option, value in given.items():
+        for option, (value, kept) in set_aside.items():
             # taken by the worker that created the study: said, not silently set aside
-            if value is not None and str(value) != str(kept[option]):
-                self.reporter.warn(
-                    f"--{option} {value} not used: {study.name} keeps the {option}"
-                    f" {kept[option]} it was created with"
-                )
+            flag, what = JOIN_OPTIONS[option]
+            keeps = (
+                f"keeps the {what} {kept} it was created with"
+                if kept is not None
+                else f"was created without a {what}"
+            )
+            self.reporter.warn(f"--{flag} {value} not used: {study.name} {keeps}")
         return study
+
+    def _take_settings(self, study: StudyRecord) -> dict[str, tuple[Any, Any]]:
+        """Run by the settings the study records, as a resumed study does, over this worker's
+        command and project file: a worker started later, from a project file edited since or
+        with another --seed, would search and confirm the shared study differently. Returns
+        the options this worker's command gave otherwise: (given, kept) by option."""
+        attrs = study.attrs
+        recorded = {
+            **(attrs.get("tuning") or {}),
+            **{key: attrs[key] for key in ("engine", "budget", "apply") if attrs.get(key)},
+        }
+        given = {option: getattr(self.options, option) for option in JOIN_OPTIONS}
+        # a study recorded before it kept a setting: this worker's own goes on
+        self.options = replace(self.options, **{k: None for k in given if k in recorded})
+        self._keep_settings(study)
+        kept = {
+            "engine": self.engine,
+            "budget": self.budget,
+            "apply": self.apply_policy,
+            "seed": self.search_seed,
+            "baseline_repeats": self.baseline_repeats,
+        }
+        return {
+            option: (value, kept[option])
+            for option, value in given.items()
+            if value is not None and option in recorded and str(value) != str(kept[option])
+        }
 
     def _shared_study(self, wanted: str) -> StudyRecord | None:
         """The study `--study` names, else the project's newest running shared study."""
@@ -275,9 +303,7 @@ class Worker(Tuner):
 
     def _study_attrs(self) -> dict[str, Any]:
         return {
-            "engine": self.engine,
-            "budget": self.budget,
-            "apply": self.apply_policy,
+            **self._settings(),  # what every worker that joins takes (_take_settings)
             "workers": True,
             # every score is a gain in % over its own worker's baseline
             "scores": "relative",
@@ -349,7 +375,7 @@ class Worker(Tuner):
                 self.optimizer.tell(trial.config, -score if score is not None else None)
                 self.told.add(trial.number)
         finished = sum(t.state != "running" for t in counted)
-        selector = self.project.tuning.feature_filter
+        selector = self.tuning.feature_filter
         if not isinstance(self.optimizer, select.Narrowed) and select.due(
             selector, self.budget, finished, space
         ):
