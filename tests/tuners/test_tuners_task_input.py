@@ -203,3 +203,16 @@ def test_a_task_of_ones_own_is_reported_where_the_command_runs(
     assert capsys.readouterr().out.endswith("wrote tuners-t.md\n")
     assert _rows(tmp_path / "tuners-t.md", "random") and (tmp_path / "tuners-t" / "t.png").exists()
     assert ours.read_bytes() == before
+
+
+def test_values_a_billionth_apart_are_two_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """2147483647 and 2147483648 (an int knob up to 2^31): the rows of 2^31 were read as
+    2^31 - 1's, within the 1e-9 that print noise is allowed, and 2^31 ran as a failure."""
+    spec = YAML.replace("[1, 2, 3]", "[1, 2147483647, 2147483648]")
+    rows = [row.replace("2,", "2147483647,", 1).replace("3,", "2147483648,", 1) for row in ROWS]
+    task = TabularTask(write(tmp_path, rows, spec))
+    assert task.truth({"a": 2147483647, "m": "x"}) == 3.0
+    assert task.truth({"a": 2147483648, "m": "y z"}) == 6.0 and task.optimum() == 6.0
+    assert capsys.readouterr().err == ""
