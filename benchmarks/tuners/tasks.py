@@ -68,7 +68,12 @@ class TabularTask(Task):
         for name, knob in spec["knobs"].items():
             values = knob["values"]
             if knob["type"] == "bool":
-                domains[name] = Boolean("True", "False")
+                flags = {_flag(v) for v in values}
+                if None in flags:
+                    raise TaskError(f"{path}: knobs.{name}: values must be true or false")
+                # a knob held at one value: the other is not in the grid, never to be proposed
+                held = Categorical((str(flags.pop()),)) if len(flags) == 1 else None
+                domains[name] = held or Boolean("True", "False")
             elif knob["type"] == "categorical":
                 if None in values:  # YAML's null: its text in the CSV is anyone's guess
                     raise TaskError(f'{path}: knobs.{name}: values: null must be quoted ("null")')
@@ -80,8 +85,9 @@ class TabularTask(Task):
                     raise TaskError(f"{path}: knobs.{name}: values must be {kind}")
                 domains[name] = Ordinal(tuple(numbers))
         objective = spec["objective"]
+        bools = {name for name, knob in spec["knobs"].items() if knob["type"] == "bool"}
         try:
-            defaults = self._typed(domains, spec["default"])
+            defaults = self._typed(domains, spec["default"], bools)
         except ValueError as exc:
             raise TaskError(f"{path}: default.{exc.args[0]}") from None
         space = SearchSpace(domains, defaults=defaults)
@@ -89,7 +95,7 @@ class TabularTask(Task):
         self.rows: dict[tuple, list[float | None]] = defaultdict(list)
         table = path.with_suffix(".csv")
         for config, value in read_rows(
-            table, list(domains), objective["metric"], lambda row: self._typed(domains, row)
+            table, list(domains), objective["metric"], lambda row: self._typed(domains, row, bools)
         ):
             self.rows[space.key(config)].append(value)
         for key, values in self.rows.items():
@@ -108,19 +114,23 @@ class TabularTask(Task):
             )
 
     @staticmethod
-    def _typed(domains: dict, raw: dict[str, Any]) -> Config:
+    def _typed(domains: dict, raw: dict[str, Any], bools: set[str]) -> Config:
         """A configuration from a row or the default; ValueError ("knob: why") for a value
-        that is not one of its knob's."""
+        that is not one of its knob's. `bools`: the bool knobs (one held at a single value is
+        a categorical knob of its text)."""
         config: Config = {}
         for name, domain in domains.items():
             value = raw[name]
             if value is None:  # the default's YAML null, as the values refuse it
                 raise ValueError(f'{name}: null must be quoted ("null")')
             text = str(value).strip()
-            if isinstance(domain, Boolean):
+            if name in bools:
                 if text.lower() not in ("true", "false"):
                     raise ValueError(f"{name}: {text!r} is not True or False")
-                config[name] = text.lower() == "true"
+                flag = text.lower() == "true"
+                config[name] = flag if isinstance(domain, Boolean) else str(flag)
+                if not domain.contains(config[name]):
+                    raise ValueError(f"{name}: {text!r} is not one of its values")
                 continue
             try:  # a categorical value may begin or end in spaces, which parse() drops
                 if isinstance(domain, Ordinal):
@@ -179,6 +189,14 @@ def _choice(domain: Ordinal, text: str) -> int | float:
     if number in domain.choices:
         return domain.choices[domain.choices.index(number)]
     return domain.parse(text)
+
+
+def _flag(value: Any) -> bool | None:
+    """A bool knob's value as YAML gives it (true, or the text "True"), or None."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return text == "true" if text in ("true", "false") else None
 
 
 def _number(value: Any, kind: str) -> int | float | None:

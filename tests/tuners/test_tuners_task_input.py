@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks.tuners import __main__ as harness_main
@@ -216,3 +217,26 @@ def test_values_a_billionth_apart_are_two_values(
     assert task.truth({"a": 2147483647, "m": "x"}) == 3.0
     assert task.truth({"a": 2147483648, "m": "y z"}) == 6.0 and task.optimum() == 6.0
     assert capsys.readouterr().err == ""
+
+
+def test_a_bool_knob_held_at_one_value_is_never_proposed_at_the_other(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """`values: [true]`: the knob still offered False, which has no rows; "3 of 6
+    configurations have no rows" was printed and every tuner's proposals of False failed."""
+    spec = YAML.replace("  m: {", "  b: {type: bool, values: [true]}\n  m: {")
+    spec = spec.replace("{a: 1,", "{a: 1, b: true,")
+    rows = ["a,b,m,ops"] + [row.replace(",", ",True,", 1) for row in ROWS[1:]]
+    task = TabularTask(write(tmp_path, rows, spec))
+    assert capsys.readouterr().err == ""
+    assert task.space.domains["b"].values() == ["True"] and task.optimum() == 6.0
+    for seed in range(3):
+        proposals = [task.space.sample(np.random.default_rng(seed))["b"] for _ in range(20)]
+        assert set(proposals) == {"True"}
+
+
+def test_a_bool_knob_with_values_other_than_true_and_false_is_refused(tmp_path: Path) -> None:
+    """`values: [on, off]` was not looked at: the knob was True/False whatever it listed."""
+    spec = YAML.replace("  m: {", "  b: {type: bool, values: [on, off]}\n  m: {")
+    expected = f"{tmp_path / 't.yaml'}: knobs.b: values must be true or false"
+    assert refused(write(tmp_path, spec=spec.replace("{a: 1,", "{a: 1, b: on,"))) == expected
