@@ -183,7 +183,8 @@ class Auto(Optimizer):
             return expected_improvement(mean, std, target) * np.where(odds < sure, 0.0, odds**2)
 
         if not len(pool):  # every configuration measured: measure the most promising again
-            return self._challenger(known, pool, score) or dict(incumbent)
+            again = self._challenger(known, pool, score) or dict(incumbent)
+            return self._retry(again) or again
         gain = score(pool, odds=pool_odds)
         pool, gain = self._climb(pool, gain, score, tried)
         order = np.argsort(-gain)
@@ -252,6 +253,25 @@ class Auto(Optimizer):
         if resolved[pick] > AGAIN * resolved[len(hopeful) :].max(initial=0.0):
             return dict(known.configs[hopeful[pick]])
         return None
+
+    def _retry(self, again: Config) -> Config | None:
+        """A configuration that has only failed, to try in place of `again` once that has
+        been tried READINGS times for each of its tries: on a grid measured through, where
+        every configuration fails now and then, the optimum that failed its one try was never
+        tried again, and the default was read 40 times in a row instead. A configuration that
+        always fails (a cliff) costs a try each time, ever more rarely."""
+        worked = {self.space.key(o.config) for o in self.history if o.value is not None}
+        failed: dict[tuple, Config] = {}
+        for observation in self.history:
+            key = self.space.key(observation.config)
+            if observation.value is None and key not in worked and key not in self.pending:
+                failed.setdefault(key, observation.config)
+        if not failed:
+            return None
+        fewest = min(failed, key=self.measured.__getitem__)  # the first of them on a tie
+        if self.measured[self.space.key(again)] < READINGS * self.measured[fewest]:
+            return None
+        return dict(failed[fewest])
 
     def _not_pending(self, known: Measured, order: np.ndarray) -> Iterator[int]:
         """The first CHALLENGERS of `order` that are not pending in a batch (keys are computed
