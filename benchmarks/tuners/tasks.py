@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.tuners.tabular_io import TaskError, load_spec, read_rows
+from benchmarks.tuners.tabular_io import BadValue, TaskError, load_spec, read_rows
 from hone.space import Boolean, Categorical, Config, FloatRange, IntRange, Ordinal, SearchSpace
 
 
@@ -63,33 +63,33 @@ class Task:
 
 class TabularTask(Task):
     def __init__(self, path: Path) -> None:
-        spec = load_spec(path)
+        spec, at = load_spec(path)
         domains = {}
         for name, knob in spec["knobs"].items():
             values = knob["values"]
             if knob["type"] == "bool":
                 flags = {_flag(v) for v in values}
                 if None in flags:
-                    raise TaskError(f"{path}: knobs.{name}: values must be true or false")
+                    raise TaskError(f"{at('knobs', name)}: values must be true or false")
                 # a knob held at one value: the other is not in the grid, never to be proposed
                 held = Categorical((str(flags.pop()),)) if len(flags) == 1 else None
                 domains[name] = held or Boolean("True", "False")
             elif knob["type"] == "categorical":
                 if None in values:  # YAML's null: its text in the CSV is anyone's guess
-                    raise TaskError(f'{path}: knobs.{name}: values: null must be quoted ("null")')
+                    raise TaskError(f'{at("knobs", name)}: values: null must be quoted ("null")')
                 domains[name] = Categorical(tuple(str(v) for v in values))
             else:
                 numbers = [_number(v, knob["type"]) for v in values]
                 if None in numbers:
                     kind = "whole numbers" if knob["type"] == "int" else "numbers"
-                    raise TaskError(f"{path}: knobs.{name}: values must be {kind}")
+                    raise TaskError(f"{at('knobs', name)}: values must be {kind}")
                 domains[name] = Ordinal(tuple(numbers))
         objective = spec["objective"]
         bools = {name for name, knob in spec["knobs"].items() if knob["type"] == "bool"}
         try:
             defaults = self._typed(domains, spec["default"], bools)
-        except ValueError as exc:
-            raise TaskError(f"{path}: default.{exc.args[0]}") from None
+        except BadValue as exc:
+            raise TaskError(f"{at('default', exc.knob)}: {exc.why}") from None
         space = SearchSpace(domains, defaults=defaults)
         super().__init__(path.stem, space, objective["direction"] == "minimize")
         self.rows: dict[tuple, list[float | None]] = defaultdict(list)
@@ -115,22 +115,22 @@ class TabularTask(Task):
 
     @staticmethod
     def _typed(domains: dict, raw: dict[str, Any], bools: set[str]) -> Config:
-        """A configuration from a row or the default; ValueError ("knob: why") for a value
+        """A configuration from a row or the default; BadValue for a value
         that is not one of its knob's. `bools`: the bool knobs (one held at a single value is
         a categorical knob of its text)."""
         config: Config = {}
         for name, domain in domains.items():
             value = raw[name]
             if value is None:  # the default's YAML null, as the values refuse it
-                raise ValueError(f'{name}: null must be quoted ("null")')
+                raise BadValue(name, 'null must be quoted ("null")')
             text = str(value).strip()
             if name in bools:
                 if text.lower() not in ("true", "false"):
-                    raise ValueError(f"{name}: {text!r} is not True or False")
+                    raise BadValue(name, f"{text!r} is not True or False")
                 flag = text.lower() == "true"
                 config[name] = flag if isinstance(domain, Boolean) else str(flag)
                 if not domain.contains(config[name]):
-                    raise ValueError(f"{name}: {text!r} is not one of its values")
+                    raise BadValue(name, f"{text!r} is not one of its values")
                 continue
             try:  # a categorical value may begin or end in spaces, which parse() drops
                 if isinstance(domain, Ordinal):
@@ -140,7 +140,7 @@ class TabularTask(Task):
             except ValueError:
                 parsed = None
             if parsed is None or not domain.contains(parsed):
-                raise ValueError(f"{name}: {text!r} is not one of its values")
+                raise BadValue(name, f"{text!r} is not one of its values")
             config[name] = parsed
         return config
 

@@ -80,7 +80,7 @@ def test_a_header_written_with_spaces_after_the_commas_is_read(tmp_path: Path) -
 def test_a_default_naming_no_knob_is_refused(tmp_path: Path) -> None:
     """A misspelt knob in the default was ignored: the user's default was not the one run."""
     spec = YAML.replace("m: x}", "m: x, b: 2}")
-    expected = f"{tmp_path / 't.yaml'}: default.b: not one of the knobs"
+    expected = f"{tmp_path / 't.yaml'}:5: default.b: not one of the knobs"
     assert refused(write(tmp_path, spec=spec)) == expected
 
 
@@ -88,7 +88,7 @@ def test_an_unquoted_null_among_categorical_values_says_to_quote_it(tmp_path: Pa
     """YAML reads `null` as nothing, which became the value 'None' that no CSV row holds."""
     spec = YAML.replace('[x, "y z"]', '[x, "y z", null]')
     rows = [*ROWS, "1,null,0", "2,null,0", "3,null,0"]
-    expected = f'{tmp_path / "t.yaml"}: knobs.m: values: null must be quoted ("null")'
+    expected = f'{tmp_path / "t.yaml"}:3: knobs.m: values: null must be quoted ("null")'
     assert refused(write(tmp_path, rows, spec)) == expected
     task = TabularTask(write(tmp_path, rows, spec.replace("null]", '"null"]')))
     assert task.truth({"a": 2, "m": "null"}) == 0.0
@@ -184,7 +184,7 @@ def test_a_knob_named_by_a_number_is_asked_to_be_quoted(tmp_path: Path) -> None:
     """`1:` in YAML is the number 1, never the CSV's column "1": it was "no such column"."""
     spec = YAML.replace("  a: {type: int", "  1: {type: int").replace("{a: 1,", "{1: 1,")
     rows = ["1,m,ops", *ROWS[1:]]
-    expected = f"{tmp_path / 't.yaml'}: knobs.1: a knob's name is its column's text: quote it"
+    expected = f"{tmp_path / 't.yaml'}:2: knobs.1: a knob's name is its column's text: quote it"
     assert refused(write(tmp_path, rows, spec)) == expected
 
 
@@ -238,5 +238,31 @@ def test_a_bool_knob_held_at_one_value_is_never_proposed_at_the_other(
 def test_a_bool_knob_with_values_other_than_true_and_false_is_refused(tmp_path: Path) -> None:
     """`values: [on, off]` was not looked at: the knob was True/False whatever it listed."""
     spec = YAML.replace("  m: {", "  b: {type: bool, values: [on, off]}\n  m: {")
-    expected = f"{tmp_path / 't.yaml'}: knobs.b: values must be true or false"
+    expected = f"{tmp_path / 't.yaml'}:3: knobs.b: values must be true or false"
     assert refused(write(tmp_path, spec=spec.replace("{a: 1,", "{a: 1, b: on,"))) == expected
+
+
+@pytest.mark.parametrize(
+    ("wrong", "right", "said"),
+    [
+        ("{a: 1,", "{a: 5,", "5: default.a: '5' is not one of its values"),
+        ("maximize", "maximise", "4: objective.direction: must be maximize or minimize"),
+        ("type: int", "type: integer", "2: knobs.a: type must be one of int, float, cat"),
+    ],
+)
+def test_a_mistake_in_the_yaml_names_its_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    wrong: str,
+    right: str,
+    said: str,
+) -> None:
+    """A default off the grid, a misspelt direction or type named the file and the key but
+    not the line, as every mistake in the CSV does."""
+    path = write(tmp_path, spec=YAML.replace(wrong, right))
+    monkeypatch.setattr(sys, "argv", ["x", "--task", str(path), "--output", str(tmp_path / "r")])
+    with pytest.raises(SystemExit) as done:
+        harness_main.main()
+    assert done.value.code == 2
+    assert capsys.readouterr().err.startswith(f"{path}:{said}")
