@@ -137,6 +137,8 @@ class TabularTask(Task):
                     parsed = _choice(domain, text)
                 else:
                     parsed = str(value) if domain.contains(str(value)) else domain.parse(text)
+                    if not domain.contains(parsed):  # `true` unquoted in the YAML is True
+                        parsed = _spelled(domain, text)
             except ValueError:
                 parsed = None
             if parsed is None or not domain.contains(parsed):
@@ -189,6 +191,16 @@ def _choice(domain: Ordinal, text: str) -> int | float:
     if number in domain.choices:
         return domain.choices[domain.choices.index(number)]
     return domain.parse(text)
+
+
+def _spelled(domain: Categorical, text: str) -> str | None:
+    """The categorical value `true` or `false` in another case: a YAML value written
+    unquoted, `[true, false]`, is a boolean to YAML 1.2, whose text is True or False, while
+    the CSV holds what was written."""
+    word = text.lower()
+    if word not in ("true", "false"):
+        return None
+    return next((c for c in domain.choices if c.lower() == word), None)
 
 
 def _flag(value: Any) -> bool | None:

@@ -266,3 +266,12 @@ def test_a_mistake_in_the_yaml_names_its_line(
         harness_main.main()
     assert done.value.code == 2
     assert capsys.readouterr().err.startswith(f"{path}:{said}")
+
+
+def test_a_categorical_value_true_written_unquoted_is_the_tables_true(tmp_path: Path) -> None:
+    """`values: [true, false]` for a categorical knob: YAML 1.2 reads booleans, whose text
+    is True and False, and the CSV's `true` was refused as not one of the knob's values."""
+    spec = YAML.replace('[x, "y z"]', "[true, false]").replace("m: x}", "m: true}")
+    rows = [row.replace("y z", "false").replace(",x,", ",true,") for row in ROWS]
+    task = TabularTask(write(tmp_path, rows, spec))
+    assert task.truth({"a": 3, "m": "False"}) == 6.0 and task.truth({"a": 3, "m": "True"}) == 5.0
