@@ -83,6 +83,13 @@ class TabularTask(Task):
                 if None in numbers:
                     kind = "whole numbers" if knob["type"] == "int" else "numbers"
                     raise TaskError(f"{at('knobs', name)}: values must be {kind}")
+                pair = _alike(numbers)
+                if pair:  # their rows would be pooled into one configuration
+                    raise TaskError(
+                        f"{at('knobs', name)}: {pair[0]:g} and {pair[1]:g} are one value to "
+                        "the tuners, which tell values apart to 10 decimals: give the knob "
+                        "in a smaller unit"
+                    )
                 domains[name] = Ordinal(tuple(numbers))
         objective = spec["objective"]
         bools = {name for name, knob in spec["knobs"].items() if knob["type"] == "bool"}
@@ -178,6 +185,18 @@ class TabularTask(Task):
 
     def truth(self, config: Config) -> float | None:
         return self.truths.get(self.space.key(config))
+
+
+def _alike(numbers: list) -> tuple[float, float] | None:
+    """Two different values that a configuration's key (SearchSpace.key: floats rounded to 10
+    decimals, against print noise) makes one, e.g. 1e-12 and 2e-12, or None."""
+    seen: dict[float, float] = {}
+    for number in sorted(set(numbers)):
+        key = round(number, 10) if isinstance(number, float) else number
+        if key in seen:
+            return seen[key], number
+        seen[key] = number
+    return None
 
 
 def _choice(domain: Ordinal, text: str) -> int | float:

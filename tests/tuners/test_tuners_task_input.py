@@ -275,3 +275,15 @@ def test_a_categorical_value_true_written_unquoted_is_the_tables_true(tmp_path: 
     rows = [row.replace("y z", "false").replace(",x,", ",true,") for row in ROWS]
     task = TabularTask(write(tmp_path, rows, spec))
     assert task.truth({"a": 3, "m": "False"}) == 6.0 and task.truth({"a": 3, "m": "True"}) == 5.0
+
+
+def test_values_that_the_tuners_cannot_tell_apart_are_refused(tmp_path: Path) -> None:
+    """A float knob of [1e-12, 2e-12, 1e-11] (seconds): configurations are told apart by
+    their values to 10 decimals, so the three were one, whose truth was the mean of all
+    their rows, and "2 of 3 configurations have no rows" was all that was said."""
+    spec = YAML.replace("{type: int, values: [1, 2, 3]}", "{type: float, values: [1e-12, 2e-12]}")
+    expected = (
+        f"{tmp_path / 't.yaml'}:2: knobs.a: 1e-12 and 2e-12 are one value to the tuners, "
+        "which tell values apart to 10 decimals: give the knob in a smaller unit"
+    )
+    assert refused(write(tmp_path, spec=spec.replace("{a: 1,", "{a: 1e-12,"))) == expected
