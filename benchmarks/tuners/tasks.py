@@ -90,7 +90,10 @@ class TabularTask(Task):
                         "the tuners, which tell values apart to 10 decimals: give the knob "
                         "in a smaller unit"
                     )
-                domains[name] = Ordinal(tuple(numbers))
+                try:
+                    domains[name] = Ordinal(tuple(numbers))
+                except ValueError as exc:  # beyond what a knob may be: 1e15 either way
+                    raise TaskError(f"{at('knobs', name)}: values: {exc}") from None
         objective = spec["objective"]
         bools = {name for name, knob in spec["knobs"].items() if knob["type"] == "bool"}
         try:

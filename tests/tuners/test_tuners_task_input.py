@@ -287,3 +287,14 @@ def test_values_that_the_tuners_cannot_tell_apart_are_refused(tmp_path: Path) ->
         "which tell values apart to 10 decimals: give the knob in a smaller unit"
     )
     assert refused(write(tmp_path, spec=spec.replace("{a: 1,", "{a: 1e-12,"))) == expected
+
+
+def test_a_value_beyond_what_a_knob_may_hold_is_one_line(tmp_path: Path) -> None:
+    """An int knob up to 2^63 (a 64-bit limit written out) ended in a ValueError traceback
+    from the knob's domain, which holds values within 1e15."""
+    spec = YAML.replace("[1, 2, 3]", "[1, 2, 9223372036854775808]")
+    expected = (
+        f"{tmp_path / 't.yaml'}:2: knobs.a: values: 9223372036854775808 is not a finite "
+        "number within +-1e+15"
+    )
+    assert refused(write(tmp_path, spec=spec)) == expected
