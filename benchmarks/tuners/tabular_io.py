@@ -76,6 +76,8 @@ def load_spec(path: Path) -> tuple[dict[str, Any], Where]:
     objective = spec["objective"]
     if not isinstance(objective.get("metric"), str):
         raise TaskError(f"{at('objective', 'metric')}: missing")
+    if objective["metric"] in spec["knobs"]:  # its values would be read as the readings
+        raise TaskError(f"{at('objective', 'metric')}: {objective['metric']} is a knob")
     if objective.get("direction") not in ("maximize", "minimize"):
         raise TaskError(f"{at('objective', 'direction')}: must be maximize or minimize")
     for name in spec["knobs"]:

@@ -298,3 +298,11 @@ def test_a_value_beyond_what_a_knob_may_hold_is_one_line(tmp_path: Path) -> None
         "number within +-1e+15"
     )
     assert refused(write(tmp_path, spec=spec)) == expected
+
+
+def test_an_objective_that_is_a_knob_is_refused(tmp_path: Path) -> None:
+    """`metric: a`, a knob's column: its values were read as the readings, and the
+    report scored the tuners on finding the largest value of a."""
+    spec = YAML.replace("metric: ops", "metric: a")
+    expected = f"{tmp_path / 't.yaml'}:4: objective.metric: a is a knob"
+    assert refused(write(tmp_path, spec=spec)) == expected
