@@ -23,7 +23,8 @@
   measured again when that is worth four times the best new one (its acquisition times the
   share of its uncertainty one reading resolves): on a grid of a few dozen configurations, what
   is left unmeasured late in a study is poor or failing, and a near-optimum with one unlucky
-  reading is worth more.
+  reading is worth more. Once every configuration has been tried, one that has only failed
+  is tried again now and then (a flaky optimum failing its one try was never tried again).
 - A benchmark whose repeats read exactly the same is deterministic (a code size, a simulation,
   a table without noise): there a reading is the truth, so the margin goes and the best reading
   is deployed, until a repeat differs.
