@@ -164,10 +164,11 @@ class TabularTask(Task):
         """How finely the rows pin the truth down, which says what "within 2 %" can mean here:
         the spread of a configuration's rows, the standard error of its mean, and how far the
         configurations nearest the optimum are from it."""
-        spreads, counts = [], []
+        spreads, counts, repeated = [], [], False
         for values in self.rows.values():
             ok = [v for v in values if v is not None]
             counts.append(len(values))
+            repeated = repeated or len(ok) > 1
             if len(ok) > 1 and np.mean(ok):  # a mean of 0 (no errors) has no relative spread
                 spreads.append(np.std(ok, ddof=1) / abs(np.mean(ok)))
         rows = float(np.median(counts))
@@ -178,7 +179,12 @@ class TabularTask(Task):
         closest = f"{within} configuration(s) within 2 % of the optimum, "
         closest += "no other." if nearest is None else f"the next at {100 * nearest:.1f} %."
         if not spreads:
-            return f"Noise: unknown (no configuration has two readings); {closest}"
+            why = (
+                "the configurations read twice or more have a mean of 0"
+                if repeated
+                else "no configuration has two successful readings"
+            )
+            return f"Noise: unknown ({why}); {closest}"
         cv = float(np.median(spreads))
         return (
             f"Noise: the rows of one configuration spread by {100 * cv:.1f} % (median CV), so "

@@ -377,3 +377,15 @@ def test_auto_tries_again_a_configuration_whose_only_try_failed(tmp_path: Path) 
     task = TabularTask(tmp_path / "f.yaml")
     for seed in range(3):
         assert run(task, "auto", seed, 20).regrets[-1] == 0.0, seed
+
+
+def test_the_noise_of_a_table_of_zeros_is_not_said_to_lack_readings(tmp_path: Path) -> None:
+    """Every configuration read 0 errors three times: the report said "no configuration has
+    two readings", of a table with three of each."""
+    (tmp_path / "z.yaml").write_text(
+        "knobs:\n  a: {type: int, values: [1, 2]}\n"
+        "objective: {metric: errors, direction: minimize}\ndefault: {a: 1}\n"
+    )
+    (tmp_path / "z.csv").write_text("a,errors\n" + "1,0\n2,0\n" * 3)
+    said = TabularTask(tmp_path / "z.yaml").resolution()
+    assert said.startswith("Noise: unknown (the configurations read twice or more have a mean")
