@@ -389,3 +389,24 @@ def test_the_noise_of_a_table_of_zeros_is_not_said_to_lack_readings(tmp_path: Pa
     (tmp_path / "z.csv").write_text("a,errors\n" + "1,0\n2,0\n" * 3)
     said = TabularTask(tmp_path / "z.yaml").resolution()
     assert said.startswith("Noise: unknown (the configurations read twice or more have a mean")
+
+
+def test_auto_does_not_read_a_deterministic_grid_again_while_some_is_unmeasured(
+    tmp_path: Path,
+) -> None:
+    """Eight configurations, readings that never vary, the optimum (0) at a corner the model
+    gives no chance. At seeds 1 and 4 auto read two measured configurations again and again
+    (40 times) and never measured the last two, the optimum among them; now none is read
+    more than five times while others remain, and the optimum is deployed by 15."""
+    (tmp_path / "z.yaml").write_text(
+        "knobs:\n  t: {type: int, values: [1, 2, 4, 8]}\n"
+        "  m: {type: categorical, values: [a, b]}\n"
+        "objective: {metric: errors, direction: minimize}\ndefault: {t: 1, m: a}\n"
+    )
+    rows = ["t,m,errors"]
+    for t in (1, 2, 4, 8):
+        rows += [f"{t},a,{t}"] * 2 + [f"{t},b,{0 if t == 8 else t}"] * 2
+    (tmp_path / "z.csv").write_text("\n".join(rows) + "\n")
+    task = TabularTask(tmp_path / "z.yaml")
+    for seed in (1, 4):
+        assert run(task, "auto", seed, 15).regrets[-1] == 0.0, seed
