@@ -26,8 +26,9 @@
   reading is worth more. Once every configuration has been tried, one that has only failed
   is tried again now and then (a flaky optimum failing its one try was never tried again).
 - A benchmark whose repeats read exactly the same is deterministic (a code size, a simulation,
-  a table without noise): there a reading is the truth, so the margin goes and the best reading
-  is deployed, until a repeat differs.
+  a table without noise): there a reading is the truth, so the margin goes, the best reading
+  is deployed and no configuration is read more than five times while new ones remain, until
+  a repeat differs.
 - It recommends the measured configuration with the best posterior mean plus one standard
   deviation: never the luckiest reading, and a configuration measured once must be clearly
   better than the thrice-measured default to replace it.
