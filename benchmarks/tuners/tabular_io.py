@@ -119,6 +119,15 @@ def read_rows(
     return rows
 
 
+def task_name(path: Path) -> str:
+    """A task file's name without its suffix (.yaml, .yml, .csv, .csv.gz): `nginx-1.22.yaml`
+    is nginx-1.22 (the text before the first dot would be nginx-1, as for nginx-1.24.yaml)."""
+    for suffix in (".csv.gz", ".csv", ".yaml", ".yml"):
+        if path.name.endswith(suffix) and path.name != suffix:
+            return path.name[: -len(suffix)]
+    return path.name
+
+
 def read_text(path: Path) -> str:
     """A task file's text (a UTF-8 byte order mark dropped); a file that cannot be read or is
     not UTF-8 is one line naming it (and the line of the first bad byte)."""

@@ -306,3 +306,23 @@ def test_an_objective_that_is_a_knob_is_refused(tmp_path: Path) -> None:
     spec = YAML.replace("metric: ops", "metric: a")
     expected = f"{tmp_path / 't.yaml'}:4: objective.metric: a is a knob"
     assert refused(write(tmp_path, spec=spec)) == expected
+
+
+def test_tasks_named_with_dots_are_reported_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """nginx-1.22.yaml and nginx-1.24.yaml, run one after the other without --output: both
+    reports were tuners-nginx-1.md (the name up to its first dot), the second written over
+    the first; and a pool table x.v2.csv was the task x."""
+    monkeypatch.chdir(tmp_path)
+    for version in ("1.22", "1.24"):
+        task = write(tmp_path).rename(tmp_path / f"nginx-{version}.yaml")
+        (tmp_path / "t.csv").rename(tmp_path / f"nginx-{version}.csv")
+        argv = ["x", "--task", str(task), "--tuners", "random", "--seeds", "1", "--budget", "2"]
+        monkeypatch.setattr(sys, "argv", argv)
+        harness_main.main()
+    said = capsys.readouterr().out
+    assert "wrote tuners-nginx-1.22.md" in said and "wrote tuners-nginx-1.24.md" in said
+    assert "## nginx-1.22" in (tmp_path / "tuners-nginx-1.22.md").read_text()
+    (tmp_path / "x.v2.csv").write_text("a,b,y-\n1,1,3\n1,2,2\n2,1,1\n2,2,4\n")
+    assert [t.name for t in path_tasks([tmp_path / "x.v2.csv"], (0.0,))] == ["x.v2"]
