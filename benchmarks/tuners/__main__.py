@@ -53,7 +53,7 @@ from benchmarks.tuners.scoring import (
 )
 from benchmarks.tuners.split import in_set
 from benchmarks.tuners.suite import holdout_tables, path_tasks, promisetune_tasks, suite_tasks
-from benchmarks.tuners.tabular_io import TaskError
+from benchmarks.tuners.tabular_io import TaskError, task_name
 from benchmarks.tuners.tasks import TabularTask, Task
 from benchmarks.tuners.torch_peers import missing as missing_torch
 
@@ -166,7 +166,7 @@ def main() -> None:
     if not args.output and args.task:
         # tasks of the user's own are not the project's figures: their report is written
         # where the command runs, never over docs/tuners.md
-        args.output = Path(f"tuners-{args.task[0].name.split('.')[0]}.md")
+        args.output = Path(f"tuners-{task_name(args.task[0])}.md")
     args.output = args.output or ROOT / "docs" / name
     args.seeds = args.seeds or (3 if promisetune else 1)
     try:

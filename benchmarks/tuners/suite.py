@@ -15,6 +15,7 @@ from pathlib import Path
 
 from benchmarks.tuners.pool import NOISE_LEVELS, POOLS, PoolTask, pool_tasks
 from benchmarks.tuners.split import in_set, load_split, pool_index
+from benchmarks.tuners.tabular_io import task_name
 from benchmarks.tuners.tasks import Task, default_tasks
 
 PROMISETUNE = "ideas-labo/PromiseTune"
@@ -83,7 +84,7 @@ def path_tasks(paths: list[Path], noise_levels=NOISE_LEVELS) -> list[Task]:
             tasks.append(TabularTask(path))
             continue
         # one of the suite's tables keeps its system and direction (pools/pools.yaml)
-        entry = index.get(path.name.split(".")[0], {})
+        entry = index.get(task_name(path), {})
         tasks += [
             PoolTask(path, noise, entry.get("system"), entry.get("minimise"))
             for noise in noise_levels

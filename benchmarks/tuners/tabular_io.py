@@ -22,39 +22,71 @@ class TaskError(ValueError):
     """A task file that cannot be read; its text is the one line to show."""
 
 
-def load_spec(path: Path) -> dict[str, Any]:
+class BadValue(ValueError):
+    """A cell or a default that is not one of its knob's values."""
+
+    def __init__(self, knob: str, why: str) -> None:
+        super().__init__(f"{knob}: {why}")
+        self.knob, self.why = knob, why
+
+
+class Where:
+    """Names the place of a key of the task's YAML: `t.yaml:5: default.threads`."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines: dict[tuple[str, ...], int] = {}
+        root = yaml.compose(text, Loader=CoreSafeLoader)
+        for key, value in root.value if isinstance(root, yaml.MappingNode) else []:
+            self.lines[(key.value,)] = key.start_mark.line + 1
+            for inner, _ in value.value if isinstance(value, yaml.MappingNode) else []:
+                self.lines[(key.value, inner.value)] = inner.start_mark.line + 1
+
+    def __call__(self, *keys: Any) -> str:
+        """The file, the line of the deepest of `keys` written in it, and the keys."""
+        texts = tuple(str(k) for k in keys)
+        line = next((self.lines[texts[:n]] for n in range(len(texts), 0, -1)
+                     if texts[:n] in self.lines), None)  # fmt: skip
+        return f"{self.path}{'' if line is None else f':{line}'}: {'.'.join(texts)}"
+
+
+def load_spec(path: Path) -> tuple[dict[str, Any], Where]:
     """The task's YAML, checked: knobs with a known type and values, an objective, and a
-    default that is a point of the grid."""
+    default that is a point of the grid; and where each of its keys is written."""
+    text = read_text(path)
     try:
-        spec = yaml.load(read_text(path), Loader=CoreSafeLoader)
+        spec = yaml.load(text, Loader=CoreSafeLoader)
+        at = Where(path, text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         raise TaskError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
     if not isinstance(spec, dict):
-        raise TaskError(f"{path}: expected a mapping with knobs, objective and default")
+        raise TaskError(f"{path}:1: expected a mapping with knobs, objective and default")
     for section in ("knobs", "objective", "default"):
         if not isinstance(spec.get(section), dict) or not spec[section]:
-            raise TaskError(f"{path}: {section}: missing or empty")
+            raise TaskError(f"{at(section)}: missing or empty")
     for name, knob in spec["knobs"].items():
         if not isinstance(name, str):  # 1 or true, read as a number or a boolean
-            raise TaskError(f"{path}: knobs.{name}: a knob's name is its column's text: quote it")
+            raise TaskError(f"{at('knobs', name)}: a knob's name is its column's text: quote it")
         if not isinstance(knob, dict) or knob.get("type") not in KNOB_TYPES:
-            raise TaskError(f"{path}: knobs.{name}: type must be one of {', '.join(KNOB_TYPES)}")
+            raise TaskError(f"{at('knobs', name)}: type must be one of {', '.join(KNOB_TYPES)}")
         if not isinstance(knob.get("values"), list) or not knob["values"]:
-            raise TaskError(f"{path}: knobs.{name}: values must be a non-empty list")
+            raise TaskError(f"{at('knobs', name)}: values must be a non-empty list")
     objective = spec["objective"]
     if not isinstance(objective.get("metric"), str):
-        raise TaskError(f"{path}: objective.metric: missing")
+        raise TaskError(f"{at('objective', 'metric')}: missing")
+    if objective["metric"] in spec["knobs"]:  # its values would be read as the readings
+        raise TaskError(f"{at('objective', 'metric')}: {objective['metric']} is a knob")
     if objective.get("direction") not in ("maximize", "minimize"):
-        raise TaskError(f"{path}: objective.direction: must be maximize or minimize")
+        raise TaskError(f"{at('objective', 'direction')}: must be maximize or minimize")
     for name in spec["knobs"]:
         if name not in spec["default"]:
-            raise TaskError(f"{path}: default.{name}: missing")
+            raise TaskError(f"{at('default', name)}: missing")
     for name in spec["default"]:
         if name not in spec["knobs"]:  # a misspelt knob would set nothing, silently
-            raise TaskError(f"{path}: default.{name}: not one of the knobs")
-    return spec
+            raise TaskError(f"{at('default', name)}: not one of the knobs")
+    return spec, at
 
 
 def read_rows(
@@ -85,6 +117,15 @@ def read_rows(
             raise TaskError(f"{path}:{line}: {exc.args[0]}") from None
         rows.append((config, reading(row[metric], f"{path}:{line}: {metric}")))
     return rows
+
+
+def task_name(path: Path) -> str:
+    """A task file's name without its suffix (.yaml, .yml, .csv, .csv.gz): `nginx-1.22.yaml`
+    is nginx-1.22 (the text before the first dot would be nginx-1, as for nginx-1.24.yaml)."""
+    for suffix in (".csv.gz", ".csv", ".yaml", ".yml"):
+        if path.name.endswith(suffix) and path.name != suffix:
+            return path.name[: -len(suffix)]
+    return path.name
 
 
 def read_text(path: Path) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.tuners.tabular_io import TaskError, load_spec, read_rows
+from benchmarks.tuners.tabular_io import BadValue, TaskError, load_spec, read_rows
 from hone.space import Boolean, Categorical, Config, FloatRange, IntRange, Ordinal, SearchSpace
 
 
@@ -63,33 +63,49 @@ class Task:
 
 class TabularTask(Task):
     def __init__(self, path: Path) -> None:
-        spec = load_spec(path)
+        spec, at = load_spec(path)
         domains = {}
         for name, knob in spec["knobs"].items():
             values = knob["values"]
             if knob["type"] == "bool":
-                domains[name] = Boolean("True", "False")
+                flags = {_flag(v) for v in values}
+                if None in flags:
+                    raise TaskError(f"{at('knobs', name)}: values must be true or false")
+                # a knob held at one value: the other is not in the grid, never to be proposed
+                held = Categorical((str(flags.pop()),)) if len(flags) == 1 else None
+                domains[name] = held or Boolean("True", "False")
             elif knob["type"] == "categorical":
                 if None in values:  # YAML's null: its text in the CSV is anyone's guess
-                    raise TaskError(f'{path}: knobs.{name}: values: null must be quoted ("null")')
+                    raise TaskError(f'{at("knobs", name)}: values: null must be quoted ("null")')
                 domains[name] = Categorical(tuple(str(v) for v in values))
             else:
                 numbers = [_number(v, knob["type"]) for v in values]
                 if None in numbers:
                     kind = "whole numbers" if knob["type"] == "int" else "numbers"
-                    raise TaskError(f"{path}: knobs.{name}: values must be {kind}")
-                domains[name] = Ordinal(tuple(numbers))
+                    raise TaskError(f"{at('knobs', name)}: values must be {kind}")
+                pair = _alike(numbers)
+                if pair:  # their rows would be pooled into one configuration
+                    raise TaskError(
+                        f"{at('knobs', name)}: {pair[0]:g} and {pair[1]:g} are one value to "
+                        "the tuners, which tell values apart to 10 decimals: give the knob "
+                        "in a smaller unit"
+                    )
+                try:
+                    domains[name] = Ordinal(tuple(numbers))
+                except ValueError as exc:  # beyond what a knob may be: 1e15 either way
+                    raise TaskError(f"{at('knobs', name)}: values: {exc}") from None
         objective = spec["objective"]
+        bools = {name for name, knob in spec["knobs"].items() if knob["type"] == "bool"}
         try:
-            defaults = self._typed(domains, spec["default"])
-        except ValueError as exc:
-            raise TaskError(f"{path}: default.{exc.args[0]}") from None
+            defaults = self._typed(domains, spec["default"], bools)
+        except BadValue as exc:
+            raise TaskError(f"{at('default', exc.knob)}: {exc.why}") from None
         space = SearchSpace(domains, defaults=defaults)
         super().__init__(path.stem, space, objective["direction"] == "minimize")
         self.rows: dict[tuple, list[float | None]] = defaultdict(list)
         table = path.with_suffix(".csv")
         for config, value in read_rows(
-            table, list(domains), objective["metric"], lambda row: self._typed(domains, row)
+            table, list(domains), objective["metric"], lambda row: self._typed(domains, row, bools)
         ):
             self.rows[space.key(config)].append(value)
         for key, values in self.rows.items():
@@ -108,26 +124,35 @@ class TabularTask(Task):
             )
 
     @staticmethod
-    def _typed(domains: dict, raw: dict[str, Any]) -> Config:
-        """A configuration from a row or the default; ValueError ("knob: why") for a value
-        that is not one of its knob's."""
+    def _typed(domains: dict, raw: dict[str, Any], bools: set[str]) -> Config:
+        """A configuration from a row or the default; BadValue for a value
+        that is not one of its knob's. `bools`: the bool knobs (one held at a single value is
+        a categorical knob of its text)."""
         config: Config = {}
         for name, domain in domains.items():
             value = raw[name]
             if value is None:  # the default's YAML null, as the values refuse it
-                raise ValueError(f'{name}: null must be quoted ("null")')
+                raise BadValue(name, 'null must be quoted ("null")')
             text = str(value).strip()
-            if isinstance(domain, Boolean):
+            if name in bools:
                 if text.lower() not in ("true", "false"):
-                    raise ValueError(f"{name}: {text!r} is not True or False")
-                config[name] = text.lower() == "true"
+                    raise BadValue(name, f"{text!r} is not True or False")
+                flag = text.lower() == "true"
+                config[name] = flag if isinstance(domain, Boolean) else str(flag)
+                if not domain.contains(config[name]):
+                    raise BadValue(name, f"{text!r} is not one of its values")
                 continue
             try:  # a categorical value may begin or end in spaces, which parse() drops
-                parsed = str(value) if domain.contains(str(value)) else domain.parse(text)
+                if isinstance(domain, Ordinal):
+                    parsed = _choice(domain, text)
+                else:
+                    parsed = str(value) if domain.contains(str(value)) else domain.parse(text)
+                    if not domain.contains(parsed):  # `true` unquoted in the YAML is True
+                        parsed = _spelled(domain, text)
             except ValueError:
                 parsed = None
             if parsed is None or not domain.contains(parsed):
-                raise ValueError(f"{name}: {text!r} is not one of its values")
+                raise BadValue(name, f"{text!r} is not one of its values")
             config[name] = parsed
         return config
 
@@ -139,10 +164,11 @@ class TabularTask(Task):
         """How finely the rows pin the truth down, which says what "within 2 %" can mean here:
         the spread of a configuration's rows, the standard error of its mean, and how far the
         configurations nearest the optimum are from it."""
-        spreads, counts = [], []
+        spreads, counts, repeated = [], [], False
         for values in self.rows.values():
             ok = [v for v in values if v is not None]
             counts.append(len(values))
+            repeated = repeated or len(ok) > 1
             if len(ok) > 1 and np.mean(ok):  # a mean of 0 (no errors) has no relative spread
                 spreads.append(np.std(ok, ddof=1) / abs(np.mean(ok)))
         rows = float(np.median(counts))
@@ -153,7 +179,12 @@ class TabularTask(Task):
         closest = f"{within} configuration(s) within 2 % of the optimum, "
         closest += "no other." if nearest is None else f"the next at {100 * nearest:.1f} %."
         if not spreads:
-            return f"Noise: unknown (no configuration has two readings); {closest}"
+            why = (
+                "the configurations read twice or more have a mean of 0"
+                if repeated
+                else "no configuration has two successful readings"
+            )
+            return f"Noise: unknown ({why}); {closest}"
         cv = float(np.median(spreads))
         return (
             f"Noise: the rows of one configuration spread by {100 * cv:.1f} % (median CV), so "
@@ -163,6 +194,49 @@ class TabularTask(Task):
 
     def truth(self, config: Config) -> float | None:
         return self.truths.get(self.space.key(config))
+
+
+def _alike(numbers: list) -> tuple[float, float] | None:
+    """Two different values that a configuration's key (SearchSpace.key: floats rounded to 10
+    decimals, against print noise) makes one, e.g. 1e-12 and 2e-12, or None."""
+    seen: dict[float, float] = {}
+    for number in sorted(set(numbers)):
+        key = round(number, 10) if isinstance(number, float) else number
+        if key in seen:
+            return seen[key], number
+        seen[key] = number
+    return None
+
+
+def _choice(domain: Ordinal, text: str) -> int | float:
+    """The value of a numeric knob that a cell names: the one equal to it, else the one within
+    print noise of it (`0.30000000000000004`). Print noise alone, relative 1e-9, took the rows of
+    2147483648 for 2147483647's and left 2147483648 without a row."""
+    try:
+        number: int | float = int(text)  # exact, past 2**53 too
+    except ValueError:
+        number = float(text)
+    if number in domain.choices:
+        return domain.choices[domain.choices.index(number)]
+    return domain.parse(text)
+
+
+def _spelled(domain: Categorical, text: str) -> str | None:
+    """The categorical value `true` or `false` in another case: a YAML value written
+    unquoted, `[true, false]`, is a boolean to YAML 1.2, whose text is True or False, while
+    the CSV holds what was written."""
+    word = text.lower()
+    if word not in ("true", "false"):
+        return None
+    return next((c for c in domain.choices if c.lower() == word), None)
+
+
+def _flag(value: Any) -> bool | None:
+    """A bool knob's value as YAML gives it (true, or the text "True"), or None."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return text == "true" if text in ("true", "false") else None
 
 
 def _number(value: Any, kind: str) -> int | float | None:

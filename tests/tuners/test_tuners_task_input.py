@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks.tuners import __main__ as harness_main
@@ -79,7 +80,7 @@ def test_a_header_written_with_spaces_after_the_commas_is_read(tmp_path: Path) -
 def test_a_default_naming_no_knob_is_refused(tmp_path: Path) -> None:
     """A misspelt knob in the default was ignored: the user's default was not the one run."""
     spec = YAML.replace("m: x}", "m: x, b: 2}")
-    expected = f"{tmp_path / 't.yaml'}: default.b: not one of the knobs"
+    expected = f"{tmp_path / 't.yaml'}:5: default.b: not one of the knobs"
     assert refused(write(tmp_path, spec=spec)) == expected
 
 
@@ -87,7 +88,7 @@ def test_an_unquoted_null_among_categorical_values_says_to_quote_it(tmp_path: Pa
     """YAML reads `null` as nothing, which became the value 'None' that no CSV row holds."""
     spec = YAML.replace('[x, "y z"]', '[x, "y z", null]')
     rows = [*ROWS, "1,null,0", "2,null,0", "3,null,0"]
-    expected = f'{tmp_path / "t.yaml"}: knobs.m: values: null must be quoted ("null")'
+    expected = f'{tmp_path / "t.yaml"}:3: knobs.m: values: null must be quoted ("null")'
     assert refused(write(tmp_path, rows, spec)) == expected
     task = TabularTask(write(tmp_path, rows, spec.replace("null]", '"null"]')))
     assert task.truth({"a": 2, "m": "null"}) == 0.0
@@ -183,7 +184,7 @@ def test_a_knob_named_by_a_number_is_asked_to_be_quoted(tmp_path: Path) -> None:
     """`1:` in YAML is the number 1, never the CSV's column "1": it was "no such column"."""
     spec = YAML.replace("  a: {type: int", "  1: {type: int").replace("{a: 1,", "{1: 1,")
     rows = ["1,m,ops", *ROWS[1:]]
-    expected = f"{tmp_path / 't.yaml'}: knobs.1: a knob's name is its column's text: quote it"
+    expected = f"{tmp_path / 't.yaml'}:2: knobs.1: a knob's name is its column's text: quote it"
     assert refused(write(tmp_path, rows, spec)) == expected
 
 
@@ -203,3 +204,125 @@ def test_a_task_of_ones_own_is_reported_where_the_command_runs(
     assert capsys.readouterr().out.endswith("wrote tuners-t.md\n")
     assert _rows(tmp_path / "tuners-t.md", "random") and (tmp_path / "tuners-t" / "t.png").exists()
     assert ours.read_bytes() == before
+
+
+def test_values_a_billionth_apart_are_two_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """2147483647 and 2147483648 (an int knob up to 2^31): the rows of 2^31 were read as
+    2^31 - 1's, within the 1e-9 that print noise is allowed, and 2^31 ran as a failure."""
+    spec = YAML.replace("[1, 2, 3]", "[1, 2147483647, 2147483648]")
+    rows = [row.replace("2,", "2147483647,", 1).replace("3,", "2147483648,", 1) for row in ROWS]
+    task = TabularTask(write(tmp_path, rows, spec))
+    assert task.truth({"a": 2147483647, "m": "x"}) == 3.0
+    assert task.truth({"a": 2147483648, "m": "y z"}) == 6.0 and task.optimum() == 6.0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_bool_knob_held_at_one_value_is_never_proposed_at_the_other(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """`values: [true]`: the knob still offered False, which has no rows; "3 of 6
+    configurations have no rows" was printed and every tuner's proposals of False failed."""
+    spec = YAML.replace("  m: {", "  b: {type: bool, values: [true]}\n  m: {")
+    spec = spec.replace("{a: 1,", "{a: 1, b: true,")
+    rows = ["a,b,m,ops"] + [row.replace(",", ",True,", 1) for row in ROWS[1:]]
+    task = TabularTask(write(tmp_path, rows, spec))
+    assert capsys.readouterr().err == ""
+    assert task.space.domains["b"].values() == ["True"] and task.optimum() == 6.0
+    for seed in range(3):
+        proposals = [task.space.sample(np.random.default_rng(seed))["b"] for _ in range(20)]
+        assert set(proposals) == {"True"}
+
+
+def test_a_bool_knob_with_values_other_than_true_and_false_is_refused(tmp_path: Path) -> None:
+    """`values: [on, off]` was not looked at: the knob was True/False whatever it listed."""
+    spec = YAML.replace("  m: {", "  b: {type: bool, values: [on, off]}\n  m: {")
+    expected = f"{tmp_path / 't.yaml'}:3: knobs.b: values must be true or false"
+    assert refused(write(tmp_path, spec=spec.replace("{a: 1,", "{a: 1, b: on,"))) == expected
+
+
+@pytest.mark.parametrize(
+    ("wrong", "right", "said"),
+    [
+        ("{a: 1,", "{a: 5,", "5: default.a: '5' is not one of its values"),
+        ("maximize", "maximise", "4: objective.direction: must be maximize or minimize"),
+        ("type: int", "type: integer", "2: knobs.a: type must be one of int, float, cat"),
+    ],
+)
+def test_a_mistake_in_the_yaml_names_its_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    wrong: str,
+    right: str,
+    said: str,
+) -> None:
+    """A default off the grid, a misspelt direction or type named the file and the key but
+    not the line, as every mistake in the CSV does."""
+    path = write(tmp_path, spec=YAML.replace(wrong, right))
+    monkeypatch.setattr(sys, "argv", ["x", "--task", str(path), "--output", str(tmp_path / "r")])
+    with pytest.raises(SystemExit) as done:
+        harness_main.main()
+    assert done.value.code == 2
+    assert capsys.readouterr().err.startswith(f"{path}:{said}")
+
+
+def test_a_categorical_value_true_written_unquoted_is_the_tables_true(tmp_path: Path) -> None:
+    """`values: [true, false]` for a categorical knob: YAML 1.2 reads booleans, whose text
+    is True and False, and the CSV's `true` was refused as not one of the knob's values."""
+    spec = YAML.replace('[x, "y z"]', "[true, false]").replace("m: x}", "m: true}")
+    rows = [row.replace("y z", "false").replace(",x,", ",true,") for row in ROWS]
+    task = TabularTask(write(tmp_path, rows, spec))
+    assert task.truth({"a": 3, "m": "False"}) == 6.0 and task.truth({"a": 3, "m": "True"}) == 5.0
+
+
+def test_values_that_the_tuners_cannot_tell_apart_are_refused(tmp_path: Path) -> None:
+    """A float knob of [1e-12, 2e-12, 1e-11] (seconds): configurations are told apart by
+    their values to 10 decimals, so the three were one, whose truth was the mean of all
+    their rows, and "2 of 3 configurations have no rows" was all that was said."""
+    spec = YAML.replace("{type: int, values: [1, 2, 3]}", "{type: float, values: [1e-12, 2e-12]}")
+    expected = (
+        f"{tmp_path / 't.yaml'}:2: knobs.a: 1e-12 and 2e-12 are one value to the tuners, "
+        "which tell values apart to 10 decimals: give the knob in a smaller unit"
+    )
+    assert refused(write(tmp_path, spec=spec.replace("{a: 1,", "{a: 1e-12,"))) == expected
+
+
+def test_a_value_beyond_what_a_knob_may_hold_is_one_line(tmp_path: Path) -> None:
+    """An int knob up to 2^63 (a 64-bit limit written out) ended in a ValueError traceback
+    from the knob's domain, which holds values within 1e15."""
+    spec = YAML.replace("[1, 2, 3]", "[1, 2, 9223372036854775808]")
+    expected = (
+        f"{tmp_path / 't.yaml'}:2: knobs.a: values: 9223372036854775808 is not a finite "
+        "number within +-1e+15"
+    )
+    assert refused(write(tmp_path, spec=spec)) == expected
+
+
+def test_an_objective_that_is_a_knob_is_refused(tmp_path: Path) -> None:
+    """`metric: a`, a knob's column: its values were read as the readings, and the
+    report scored the tuners on finding the largest value of a."""
+    spec = YAML.replace("metric: ops", "metric: a")
+    expected = f"{tmp_path / 't.yaml'}:4: objective.metric: a is a knob"
+    assert refused(write(tmp_path, spec=spec)) == expected
+
+
+def test_tasks_named_with_dots_are_reported_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """nginx-1.22.yaml and nginx-1.24.yaml, run one after the other without --output: both
+    reports were tuners-nginx-1.md (the name up to its first dot), the second written over
+    the first; and a pool table x.v2.csv was the task x."""
+    monkeypatch.chdir(tmp_path)
+    for version in ("1.22", "1.24"):
+        task = write(tmp_path).rename(tmp_path / f"nginx-{version}.yaml")
+        (tmp_path / "t.csv").rename(tmp_path / f"nginx-{version}.csv")
+        argv = ["x", "--task", str(task), "--tuners", "random", "--seeds", "1", "--budget", "2"]
+        monkeypatch.setattr(sys, "argv", argv)
+        harness_main.main()
+    said = capsys.readouterr().out
+    assert "wrote tuners-nginx-1.22.md" in said and "wrote tuners-nginx-1.24.md" in said
+    assert "## nginx-1.22" in (tmp_path / "tuners-nginx-1.22.md").read_text()
+    (tmp_path / "x.v2.csv").write_text("a,b,y-\n1,1,3\n1,2,2\n2,1,1\n2,2,4\n")
+    assert [t.name for t in path_tasks([tmp_path / "x.v2.csv"], (0.0,))] == ["x.v2"]

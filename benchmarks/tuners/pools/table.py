@@ -20,7 +20,7 @@ from typing import IO
 
 import numpy as np
 
-from benchmarks.tuners.tabular_io import TaskError, reading
+from benchmarks.tuners.tabular_io import TaskError, reading, task_name
 from hone.space import Categorical, Config, Ordinal
 from hone.space.domains import Domain
 
@@ -54,7 +54,7 @@ def is_objective(column: str) -> bool:
 def read_table(source: Path | IO[bytes], name: str | None = None) -> Table:
     """Read a table (.csv or .csv.gz, or its bytes) in either source's conventions."""
     if isinstance(source, Path):
-        name = name or source.name.split(".")[0]
+        name = name or task_name(source)
         try:
             raw = source.read_bytes()
         except OSError as exc:

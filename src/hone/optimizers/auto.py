@@ -23,10 +23,12 @@
   measured again when that is worth four times the best new one (its acquisition times the
   share of its uncertainty one reading resolves): on a grid of a few dozen configurations, what
   is left unmeasured late in a study is poor or failing, and a near-optimum with one unlucky
-  reading is worth more.
+  reading is worth more. Once every configuration has been tried, one that has only failed
+  is tried again now and then (a flaky optimum failing its one try was never tried again).
 - A benchmark whose repeats read exactly the same is deterministic (a code size, a simulation,
-  a table without noise): there a reading is the truth, so the margin goes and the best reading
-  is deployed, until a repeat differs.
+  a table without noise): there a reading is the truth, so the margin goes, the best reading
+  is deployed and no configuration is read more than five times while new ones remain, until
+  a repeat differs.
 - It recommends the measured configuration with the best posterior mean plus one standard
   deviation: never the luckiest reading, and a configuration measured once must be clearly
   better than the thrice-measured default to replace it.
@@ -183,7 +185,8 @@ class Auto(Optimizer):
             return expected_improvement(mean, std, target) * np.where(odds < sure, 0.0, odds**2)
 
         if not len(pool):  # every configuration measured: measure the most promising again
-            return self._challenger(known, pool, score) or dict(incumbent)
+            again = self._challenger(known, pool, score) or dict(incumbent)
+            return self._retry(again) or again
         gain = score(pool, odds=pool_odds)
         pool, gain = self._climb(pool, gain, score, tried)
         order = np.argsort(-gain)
@@ -236,10 +239,17 @@ class Auto(Optimizer):
             return None
         # while new configurations remain, the incumbent read READINGS times is not read again:
         # its acquisition (a chance to beat itself) never reaches zero, and a grid that half
-        # fails had its incumbent read 17 times in a row, the optimum unmeasured
+        # fails had its incumbent read 17 times in a row, the optimum unmeasured. Where readings
+        # never vary, no configuration read READINGS times is: where the model gave every new
+        # one no chance at all, a deterministic grid of 8 had two read 40 times, the optimum
+        # unmeasured (a cap for every configuration on noisy tables cost more than it gained)
         order, top = np.argsort(known.mean - known.std), int(np.argmin(known.mean))
-        if len(fresh) and self.measured[self.space.key(known.configs[top])] >= READINGS:
-            order = order[order != top]
+        if len(fresh):
+            looked = order if self.exact else [top]
+            read = [
+                i for i in looked if self.measured[self.space.key(known.configs[i])] >= READINGS
+            ]
+            order = order[~np.isin(order, read)]
         hopeful = np.array(list(self._not_pending(known, order)))
         if not len(hopeful):
             return None
@@ -252,6 +262,25 @@ class Auto(Optimizer):
         if resolved[pick] > AGAIN * resolved[len(hopeful) :].max(initial=0.0):
             return dict(known.configs[hopeful[pick]])
         return None
+
+    def _retry(self, again: Config) -> Config | None:
+        """A configuration that has only failed, to try in place of `again` once that has
+        been tried READINGS times for each of its tries: on a grid measured through, where
+        every configuration fails now and then, the optimum that failed its one try was never
+        tried again, and the default was read 40 times in a row instead. A configuration that
+        always fails (a cliff) costs a try each time, ever more rarely."""
+        worked = {self.space.key(o.config) for o in self.history if o.value is not None}
+        failed: dict[tuple, Config] = {}
+        for observation in self.history:
+            key = self.space.key(observation.config)
+            if observation.value is None and key not in worked and key not in self.pending:
+                failed.setdefault(key, observation.config)
+        if not failed:
+            return None
+        fewest = min(failed, key=self.measured.__getitem__)  # the first of them on a tie
+        if self.measured[self.space.key(again)] < READINGS * self.measured[fewest]:
+            return None
+        return dict(failed[fewest])
 
     def _not_pending(self, known: Measured, order: np.ndarray) -> Iterator[int]:
         """The first CHALLENGERS of `order` that are not pending in a batch (keys are computed
