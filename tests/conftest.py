@@ -22,7 +22,13 @@ def pytest_configure() -> None:
     every benchmark run of every `python3 ...` project. A user's python3 has no shim."""
     folder = str(Path(sys.executable).parent)
     os.environ["PATH"] = os.pathsep.join([folder, os.environ.get("PATH", "")])
-    forked_hone.SESSION_ENV.update(os.environ)  # the helper starts in it
+
+
+def pytest_collection_finish() -> None:
+    """The environment the forked `hone` helper starts in, taken once every test module is
+    imported: some set variables as they load (benchmarks.tuners sets OPENBLAS_NUM_THREADS), and
+    an environment taken before them differed from every test's, so no command was forked."""
+    forked_hone.SESSION_ENV.update(os.environ)
 
 
 def pytest_unconfigure() -> None:
