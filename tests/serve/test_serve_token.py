@@ -57,6 +57,13 @@ def test_stop_resume_restore_with_a_wrong_token_then_the_right_one(page: Page, s
     page.wait_for_selector("body[data-ready=study]")
     type_token(page, WRONG)
     status = page.locator("#action-status")
+    # Every trial redraws the header; a button replaced by then would lose a click pressed
+    # across the redraw (the press on the old button, the release on the new one).
+    stop = page.get_by_role("button", name="Stop").element_handle()
+    trials = page.locator("dl.facts dd").nth(2)
+    seen = trials.inner_text()
+    expect(trials).not_to_have_text(seen, timeout=15_000)
+    assert stop.evaluate("button => button.isConnected")
 
     page.get_by_role("button", name="Stop").click()
     refused_then_retyped(page, server.token)

@@ -254,8 +254,9 @@ function progressText(event) {
   }
 }
 
+// The header is redrawn with every trial; its buttons are kept while they stay the same, as a
+// press that spans a redraw (down on the old button, up on its replacement) is no click at all.
 function renderHeader(header, study, name, out) {
-  const controls = h("div", { class: "controls" });
   const act = (label, path, confirmText) =>
     h("button", { type: "button", onclick: async () => {
       if (confirmText && !confirm(confirmText)) return;
@@ -269,10 +270,19 @@ function renderHeader(header, study, name, out) {
   // A study left "running" by a process that is gone (killed, machine rebooted) cannot be
   // stopped, only resumed.
   const stale = study.state === "running" && study.alive === false;
-  if (study.state === "running" && !stale) controls.append(act("Stop", studyPath(study.name, "/stop"), "Stop this study? Its knobs are put back."));
-  if (stale || study.state === "interrupted" || study.state === "failed") controls.append(act("Resume", studyPath(study.name, "/resume")));
-  controls.append(act("Restore knobs", `/api/projects/${encodeURIComponent(study.project)}/restore`, `Put back every knob a run of ${study.project} changed?`));
-  controls.append(out);
+  const buttons = [
+    ...(study.state === "running" && !stale ? [["Stop", studyPath(study.name, "/stop"), "Stop this study? Its knobs are put back."]] : []),
+    ...(stale || study.state === "interrupted" || study.state === "failed" ? [["Resume", studyPath(study.name, "/resume")]] : []),
+    ["Restore knobs", `/api/projects/${encodeURIComponent(study.project)}/restore`, `Put back every knob a run of ${study.project} changed?`],
+  ];
+  const key = buttons.map(([label]) => label).join("|");
+  let controls = header.querySelector(":scope > .controls");
+  if (controls?.dataset.key !== key) {
+    const fresh = h("div", { class: "controls", "data-key": key }, buttons.map((args) => act(...args)), out);
+    if (controls) controls.replaceWith(fresh);
+    else header.append(fresh);
+    controls = fresh;
+  }
   const facts = [
     ["engine", study.engine],
     ["budget", study.budget],
@@ -289,9 +299,10 @@ function renderHeader(header, study, name, out) {
     h("h1", {}, study.name, " ", stateBadge(study.state, study.alive)),
     h("dl", { class: "facts" }, facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v ?? "")])),
     study.attrs.error ? h("p", { class: "message error" }, `stopped: ${study.attrs.error}`) : null,
-    controls,
   ];
-  header.replaceChildren(...parts.filter(Boolean));
+  let summary = header.querySelector(":scope > .summary");
+  if (!summary) summary = header.insertBefore(h("div", { class: "summary" }), controls);
+  summary.replaceChildren(...parts.filter(Boolean));
 }
 
 // The study's selection of knobs (tuning: {select: ...}): searched from then on, the others held.
