@@ -96,7 +96,8 @@ def test_a_joining_worker_takes_the_studys_settings(postgres_url: str, tmp_path:
     level 3) and is stopped; `b` joins from a project file edited since (two candidates, start
     point level 8) with `--seed 9 --baseline 2`, and finishes the study alone. It took its own
     command's and file's: two baseline readings, level 8 measured first, three candidates
-    confirmed."""
+    confirmed. Each option set aside is said, and so are the project file's `tuning:` keys that
+    differ from the study's (they were set aside without a word)."""
     a = machine(tmp_path, "a", start="[{level: 3}]", confirm="{candidates: 1, rounds: 1}")
     b = machine(tmp_path, "b", start="[{level: 8}]", confirm="{candidates: 3, rounds: 1}")
     for folder in (a, b):
@@ -111,6 +112,8 @@ def test_a_joining_worker_takes_the_studys_settings(postgres_url: str, tmp_path:
     out = finish(start(b, postgres_url, "b", 5, 4, "--seed", "9", "--baseline", "2"))
     assert "--seed 9 not used: shared#1 keeps the seed 1 it was created with" in out, out
     assert "--baseline 2 not used: shared#1 keeps the baseline count 1 it was created with" in out
+    unused = "tuning: confirm, start of this project file not used: shared#1 keeps the settings"
+    assert out.count(unused) == 1, out
     study = store.find("shared")
     assert study.state == "finished" and study.attrs["result"]["confirmed_by"] == "b"
     assert study.attrs["tuning"]["start"] == [{"level": 3}]
