@@ -41,9 +41,11 @@ from hone.tune.records import (
     Pending,
     TuneOptions,
     TuneResult,
+    keep_rules,
     project_attrs,
     recorded_tuning,
     result_attrs,
+    rules_warning,
     tuning_attrs,
 )
 from hone.tune.risk import Choice, carry, choose, risky_changes
@@ -757,13 +759,17 @@ class Tuner:
     # -- the study's record and its end ----------------------------------------------------
 
     def _resumed_study(self) -> StudyRecord:
-        """The project's study to resume, with its own settings taken: checked before any
-        change, so that its --why or --min-detectable stops the run as at its start."""
+        """The project's study to resume, with its own settings and rules taken: checked
+        before any change, so that its --why or --min-detectable stops the run as at its
+        start."""
         study = self.store.find(self.project.name)
         if study.state == FINISHED:
             raise HoneError(f"study {study.name} already finished; nothing to resume")
         self._check_same_project(study)
         self._keep_settings(study)
+        differ = keep_rules(self.project, study.attrs)
+        if differ:
+            self.reporter.warn(rules_warning(differ, study.name))
         return study
 
     def _open_study(self, resumed: StudyRecord | None) -> StudyRecord:

@@ -48,7 +48,14 @@ from hone.storage.store import FINISHED, RUNNING, TrialClosed, _now
 from hone.storage.summary import pid_alive, read_trials
 from hone.tune import select
 from hone.tune.console import Reporter
-from hone.tune.records import CUT_OFF, Measurement, TuneOptions, project_attrs
+from hone.tune.records import (
+    CUT_OFF,
+    Measurement,
+    TuneOptions,
+    keep_rules,
+    project_attrs,
+    rules_warning,
+)
 from hone.tune.risk import Choice, gain_dict
 from hone.tune.runner import Tuner
 from hone.tune.stats import score_noise
@@ -247,6 +254,7 @@ class Worker(Tuner):
                 study = self.store.create(self.project.name, self._study_attrs())
             _require_same_project(study, project_attrs(self.project))
             set_aside, unused = self._take_settings(study)
+            differ = keep_rules(self.project, study.attrs)
             self._cut_off_predecessor(study)
             before = study.attrs.get(f"worker:{self.id}")
             if isinstance(before, dict):
@@ -275,6 +283,8 @@ class Worker(Tuner):
                 f"tuning: {', '.join(unused)} of this project file not used: {study.name} "
                 "keeps the settings it was created with"
             )
+        if differ:
+            self.reporter.warn(rules_warning(differ, study.name))
         return study
 
     def _take_settings(self, study: StudyRecord) -> tuple[dict[str, tuple[Any, Any]], list[str]]:
