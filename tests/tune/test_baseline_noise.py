@@ -62,7 +62,8 @@ def test_two_metrics_report_the_spread_of_their_combined_gain(tmp_path: Path) ->
 
 
 def one_good_baseline_run(folder: Path, name: str) -> Path:
-    """A project whose second and third baseline readings fail (the benchmark exits 1)."""
+    """A project with one good baseline reading: the benchmark exits 1 from its second run to
+    its sixth, so the two failed readings and their three replacements fail alike."""
     (folder / "level.txt").write_text("1\n")
     (folder / "hone.yaml").write_text(
         textwrap.dedent(
@@ -73,7 +74,7 @@ def one_good_baseline_run(folder: Path, name: str) -> Path:
                       set: 'echo "$value" > level.txt'}}}}
             benchmark:
               command: 'n=$(($(cat n.txt 2>/dev/null || echo 0) + 1)); echo $n > n.txt;
-                        [ $n = 2 ] || [ $n = 3 ] && exit 1; echo "a $((100 + n))"'
+                        [ $n -ge 2 ] && [ $n -le 6 ] && exit 1; echo "a $((100 + n))"'
             metrics:
               a: {{pattern: 'a (\\d+)', direction: maximize}}
             tuning: {{engine: random, budget: 1, baseline: 3, apply: never, seed: 0,
@@ -105,3 +106,34 @@ def test_min_detectable_stops_when_the_noise_is_unknown(tmp_path: Path) -> None:
         "is unknown"
     )
     assert (tmp_path / "level.txt").read_text() == "1\n"
+
+
+def test_a_failed_baseline_reading_is_measured_again(tmp_path: Path, hone_cli) -> None:
+    """`baseline: 3` and a benchmark whose second run fails (a flaky client): the baseline,
+    its noise and every score rested on the two readings left. The failed one stays recorded
+    and a fourth reading takes its place."""
+    (tmp_path / "level.txt").write_text("1\n")
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent(
+            """\
+            name: flaky-baseline
+            knobs:
+              level: {type: int, range: [1, 3], shell: {get: cat level.txt,
+                      set: 'echo "$value" > level.txt'}}
+            benchmark:
+              command: 'n=$(($(cat n.txt 2>/dev/null || echo 0) + 1)); echo $n > n.txt;
+                        [ $n = 2 ] && echo "connection reset" && exit 1; echo "a $((100 + n))"'
+            metrics:
+              a: {pattern: 'a (\\d+)', direction: maximize}
+            tuning: {engine: random, budget: 1, baseline: 3, apply: never, seed: 0,
+                     confirm: {candidates: 1, rounds: 1}}
+            """
+        )
+    )
+    result = hone_cli("tune", str(tmp_path), "--no-why")
+    assert result.returncode == 0, result.stderr
+    study = StudyStore().find("flaky-baseline")
+    baseline = [t for t in StudyStore().trials(study) if t.phase == "baseline"]
+    assert sorted(t.state for t in baseline) == ["complete", "complete", "complete", "fail"]
+    assert "connection reset" in next(t.error for t in baseline if t.state == "fail")
+    assert study.attrs["quality"]["runs"] == 3, study.attrs["quality"]

@@ -370,3 +370,79 @@ def test_resume_of_a_study_whose_project_changed_is_one_line(tmp_path: Path) -> 
         "cannot resume study changed-knobs#1: its knobs differ from the project's now"
     )
     assert StudyStore().find("changed-knobs").state == "interrupted"
+
+
+def test_resume_judges_trials_by_the_rules_the_study_began_with(
+    tmp_path: Path, hone_home: Path, hone_cli
+) -> None:
+    """A study begun with the constraint `level <= 4`, the limit `score <= 1000` and `mode:
+    fast` marked risky, stopped (SIGTERM, sent by its benchmark's fourth run) and resumed after
+    the project file's constraint became `level >= 6`, its limit `score >= 5000` and its risk
+    mark `none`: the resumed run proposed levels the earlier trials were kept from, failed
+    every trial by the new limit, and would apply `fast` without --allow-risk."""
+    (tmp_path / "level.txt").write_text("1\n")
+    (tmp_path / "mode.txt").write_text("safe\n")
+    (tmp_path / "bench.sh").write_text(
+        textwrap.dedent("""\
+        n=$(($(cat n.txt 2>/dev/null || echo 0) + 1)); echo $n > n.txt
+        [ $n = 4 ] && kill -TERM "$(cat hone.pid)" && sleep 30
+        level=$(cat level.txt); bonus=0; [ "$(cat mode.txt)" = fast ] && bonus=50
+        echo "score: $((100 + bonus - (level - 3) * (level - 3) + n % 2))"
+    """)
+    )
+
+    def shell(name: str) -> dict[str, str]:
+        return {"get": f"cat {name}.txt", "set": f'echo "$value" > {name}.txt'}
+
+    spec = {
+        "name": "rules",
+        "knobs": {
+            "level": {"type": "int", "range": [1, 9], "shell": shell("level")},
+            "mode": {
+                "type": "categorical",
+                "values": ["safe", "fast"],
+                "shell": shell("mode"),
+                "risk": {"durability": ["fast"]},
+            },
+        },
+        "constraints": ["level <= 4"],
+        "benchmark": {"command": "sh bench.sh", "timeout": 60},
+        "metrics": {
+            "score": {"pattern": r"score: (\S+)", "direction": "maximize", "limit": "<= 1000"}
+        },
+        "tuning": {"engine": "random", "budget": 8, "baseline": 1, "seed": 3, "apply": "always",
+                   "confirm": {"candidates": 2, "rounds": 1}},
+    }  # fmt: skip
+    project = tmp_path / "hone.yaml"
+    project.write_text(yaml.safe_dump(spec, sort_keys=False))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hone", "tune", str(project), "--no-why"],
+        env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    (tmp_path / "hone.pid").write_text(str(proc.pid))
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    store = StudyStore()
+    before = {t.number for t in store.trials(store.find("rules"))}
+    spec["constraints"] = ["level >= 6"]
+    spec["metrics"]["score"]["limit"] = ">= 5000"
+    spec["knobs"]["mode"]["risk"] = "none"
+    project.write_text(yaml.safe_dump(spec, sort_keys=False))
+
+    result = hone_cli("tune", str(project), "--resume", "--no-why")
+    assert result.returncode == 0, result.stderr
+    study = store.find("rules")
+    later = [t for t in store.trials(study) if t.phase == "search" and t.number not in before]
+    assert later and all(t.config["level"] <= 4 for t in later), [t.config for t in later]
+    assert all(t.state == "complete" for t in later), [t.error for t in later]
+    risk = study.attrs["result"]["risk"]
+    assert risk is not None and not risk["allowed"], study.attrs["result"]
+    assert (tmp_path / "mode.txt").read_text() == "safe\n"
+    said = (
+        "warning: constraints, limit of score, risk of mode of this project file not used: "
+        "rules#1 keeps those it was created with (a knob marked risky in either stays risky)"
+    )
+    assert result.stdout.count(said) == 1, result.stdout

@@ -96,7 +96,8 @@ def test_a_joining_worker_takes_the_studys_settings(postgres_url: str, tmp_path:
     level 3) and is stopped; `b` joins from a project file edited since (two candidates, start
     point level 8) with `--seed 9 --baseline 2`, and finishes the study alone. It took its own
     command's and file's: two baseline readings, level 8 measured first, three candidates
-    confirmed."""
+    confirmed. Each option set aside is said, and so are the project file's `tuning:` keys that
+    differ from the study's (they were set aside without a word)."""
     a = machine(tmp_path, "a", start="[{level: 3}]", confirm="{candidates: 1, rounds: 1}")
     b = machine(tmp_path, "b", start="[{level: 8}]", confirm="{candidates: 3, rounds: 1}")
     for folder in (a, b):
@@ -111,6 +112,8 @@ def test_a_joining_worker_takes_the_studys_settings(postgres_url: str, tmp_path:
     out = finish(start(b, postgres_url, "b", 5, 4, "--seed", "9", "--baseline", "2"))
     assert "--seed 9 not used: shared#1 keeps the seed 1 it was created with" in out, out
     assert "--baseline 2 not used: shared#1 keeps the baseline count 1 it was created with" in out
+    unused = "tuning: confirm, start of this project file not used: shared#1 keeps the settings"
+    assert out.count(unused) == 1, out
     study = store.find("shared")
     assert study.state == "finished" and study.attrs["result"]["confirmed_by"] == "b"
     assert study.attrs["tuning"]["start"] == [{"level": 3}]
@@ -122,3 +125,45 @@ def test_a_joining_worker_takes_the_studys_settings(postgres_url: str, tmp_path:
     assert b_search and b_search[0].config["level"] != 8, [t.config for t in b_search]
     confirmed = {t.config["level"] for t in trials if t.phase == "confirm"} - {0}
     assert len(confirmed) == 1, confirmed
+
+
+def test_a_joining_worker_judges_trials_by_the_studys_rules(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """`a` creates the study (`--apply always`, the constraint `level <= 500`, `level` marked
+    risky) and is stopped; `b` joins from a project file whose constraint says `level >= 600`,
+    whose limit `score >= 100000` every reading breaks and whose `level` is not marked, and
+    finishes the study alone. It went by its own file: its baseline failed by its limit, and
+    it would have searched outside the study's constraint and applied a risky winner."""
+    a = machine(tmp_path, "a", confirm="{candidates: 1, rounds: 1}")
+    b = machine(tmp_path, "b", confirm="{candidates: 1, rounds: 1}")
+    for folder, constraint in ((a, "level <= 500"), (b, "level >= 600")):
+        text = (folder / "hone.yaml").read_text().replace("range: [1, 9]", "range: [1, 999]")
+        (folder / "hone.yaml").write_text(text + f"constraints: ['{constraint}']\n")
+    key = "config: {file: app.conf, format: space, key: level}\n"
+    text = (a / "hone.yaml").read_text()
+    (a / "hone.yaml").write_text(text.replace(key, key + "    risk: availability\n"))
+    text = (b / "hone.yaml").read_text()
+    (b / "hone.yaml").write_text(text.replace("maximize}", "maximize, limit: '>= 100000'}"))
+    first = start(a, postgres_url, "a", 5, 4, "--apply", "always")
+    store = StudyStore(postgres_url)
+    measured = lambda ts: [t for t in ts if t.phase == "search" and t.state == "complete"]  # noqa: E731
+    wait_for(store, 60, measured, "the first worker never finished a search trial")
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=60)
+    out = finish(start(b, postgres_url, "b", 5, 4))
+    study = store.find("shared")
+    trials = read_trials(store, study)
+    b_search = [t for t in trials if t.worker == "b" and t.phase == "search"]
+    assert b_search and all(t.state == "complete" for t in b_search), [t.error for t in b_search]
+    assert all(t.config["level"] <= 500 for t in b_search), [t.config for t in b_search]
+    result = study.attrs["result"]
+    assert result["confirmed_by"] == "b" and result["outcome"] == "restored", result
+    assert result["risk"] is not None and not result["risk"]["allowed"], result
+    assert (b / "app.conf").read_text() == "level 0\n"
+    said = (
+        "warning: constraints, limit of score, risk of level of this project file not used: "
+        "shared#1 keeps those it was created with (a knob marked risky in either stays risky)"
+    )
+    assert out.count(said) == 1, out
+    assert "warning: tuning: apply of this project file not used" in out, out

@@ -46,6 +46,27 @@ class Risk:
             data[kind] = "any change"
         return data
 
+    def record(self) -> dict[str, Any]:
+        """As a study keeps it (JSON), for `Risk.recorded` to read back."""
+        return {"whole": list(self.whole), "values": self.values, "why": self.why}
+
+    @classmethod
+    def recorded(cls, data: dict[str, Any]) -> Risk:
+        values = {kind: tuple(risky) for kind, risky in data.get("values", {}).items()}
+        return cls(tuple(data.get("whole", ())), values, data.get("why", ""))
+
+    def joined(self, other: Risk) -> Risk:
+        """Risky where either is: every kind and value of both."""
+        kinds = dict.fromkeys([*self.values, *other.values])
+        return Risk(
+            tuple(dict.fromkeys([*self.whole, *other.whole])),
+            {
+                k: tuple(dict.fromkeys([*self.values.get(k, ()), *other.values.get(k, ())]))
+                for k in kinds
+            },
+            self.why or other.why,
+        )
+
 
 def same_value(a: str, b: str) -> bool:
     left, right = str(a).strip().lower(), str(b).strip().lower()

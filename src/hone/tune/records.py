@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hone.project.model import FeatureFilter, Project, Tuning
-from hone.space import Config
+from hone.errors import HoneError
+from hone.knobs.risk import Risk
+from hone.project.model import FeatureFilter, Limit, Project, Tuning
+from hone.space import Config, Constraint
 from hone.space.serialize import domain_to_dict
 from hone.tune.risk import gain_dict
 from hone.tune.stats import Gain
@@ -128,7 +130,8 @@ def recorded_tuning(attrs: dict[str, Any]) -> dict[str, Any]:
 
 
 def project_attrs(project: Project) -> dict[str, Any]:
-    """What a study stores of its project: sources, metrics, knobs and their domains."""
+    """What a study stores of its project: sources, metrics, knobs and their domains, and the
+    rules its trials are judged by (keep_rules reads them back)."""
     return {
         "sources": [str(s) for s in project.sources],
         "metrics": [
@@ -137,7 +140,53 @@ def project_attrs(project: Project) -> dict[str, Any]:
         ],
         "knobs": {k.name: k.domain.describe() for k in project.knobs},
         "space": {k.name: domain_to_dict(k.domain) for k in project.knobs},
+        "constraints": [c.expression for c in project.constraints],
+        "limits": {m.name: asdict(m.limit) for m in project.metrics if m.limit is not None},
+        "risks": {k.name: k.risk.record() for k in project.knobs if k.risk is not None},
     }
+
+
+def keep_rules(project: Project, attrs: dict[str, Any]) -> list[str]:
+    """A resumed or joined study judges every trial by the rules it was created with, not by
+    a project file edited since: its constraints and metric limits replace the file's, and a
+    knob is risky where either marks it (going on with a study never loosens a safety mark).
+    A rule the study did not record (created before they were kept) is the file's. Changes
+    `project`; returns the rules the file states otherwise, in words."""
+    differ = []
+    if "constraints" in attrs:
+        kept = list(attrs["constraints"])
+        if kept != [c.expression for c in project.constraints]:
+            differ.append("constraints")
+            known = {k.name for k in project.knobs}
+            try:
+                project.constraints = [Constraint.parse(text, known) for text in kept]
+            except ValueError as exc:
+                raise HoneError(f"the study's recorded constraints: {exc}") from None
+    if "limits" in attrs:
+        for metric in project.metrics:
+            recorded = attrs["limits"].get(metric.name)
+            limit = Limit(**recorded) if recorded else None
+            if limit != metric.limit:
+                differ.append(f"limit of {metric.name}")
+                metric.limit = limit
+    for knob in project.knobs if "risks" in attrs else []:
+        recorded = attrs["risks"].get(knob.name)
+        if not recorded:
+            continue
+        risk = Risk.recorded(recorded)
+        joined = risk if knob.risk is None else knob.risk.joined(risk)
+        if knob.risk is None or joined.to_dict() != knob.risk.to_dict():
+            differ.append(f"risk of {knob.name}")
+        knob.risk = joined
+    return differ
+
+
+def rules_warning(differ: list[str], study: str) -> str:
+    """The line that says a study's rules went before the project file's."""
+    risky = any(rule.startswith("risk of ") for rule in differ)
+    return f"{', '.join(differ)} of this project file not used: {study} keeps those it was " + (
+        "created with (a knob marked risky in either stays risky)" if risky else "created with"
+    )
 
 
 def result_attrs(result: TuneResult) -> dict[str, Any]:

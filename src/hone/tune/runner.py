@@ -41,9 +41,11 @@ from hone.tune.records import (
     Pending,
     TuneOptions,
     TuneResult,
+    keep_rules,
     project_attrs,
     recorded_tuning,
     result_attrs,
+    rules_warning,
     tuning_attrs,
 )
 from hone.tune.risk import Choice, carry, choose, risky_changes
@@ -220,7 +222,9 @@ class Tuner:
         self.reporter.phase("baseline", self.baseline_repeats)
         self.system.stage = "baseline"
         self.system.apply(baseline)
-        pending = self._baseline_readings(study, space, baseline, self.baseline_repeats - len(runs))
+        pending = self._baseline_readings(
+            study, space, baseline, self.baseline_repeats - len(runs), succeeded=bool(runs)
+        )
         # a slow first reading after the start is a warm-up whatever else the machine did
         pending, warm = self._drop_warmup(study, space, baseline, runs, pending)
         pending, disturbed = self._recheck_baseline(study, space, baseline, runs, pending)
@@ -255,12 +259,24 @@ class Tuner:
         return ok
 
     def _baseline_readings(
-        self, study: StudyRecord, space: SearchSpace, baseline: Config, count: int
+        self,
+        study: StudyRecord,
+        space: SearchSpace,
+        baseline: Config,
+        count: int,
+        succeeded: bool = False,
     ) -> Pending:
-        """`count` readings of the baseline: a failed one is recorded at once, the others are
-        returned to be scored once the whole baseline is known."""
+        """`count` readings of the baseline, returned to be scored once the whole baseline is
+        known. A failed one (a flaky client, a timeout) is recorded at once and replaced, so
+        the noise band and every score rest on the readings asked for: at most `count` times,
+        and only once a reading has succeeded (here, or earlier when `succeeded`), so that a
+        benchmark that always fails stops the run after `count` readings as it did."""
         pending: Pending = []
-        for _ in range(count):
+        attempts = 0
+        while len(pending) < count and attempts < 2 * count:
+            if attempts >= count and not (pending or succeeded):
+                break
+            attempts += 1
             trial_id, run = self._run(study, space, baseline, "baseline")
             if run.error:
                 self._finish_trial(trial_id, run)
@@ -321,14 +337,9 @@ class Tuner:
     def _measure_again(
         self, study: StudyRecord, space: SearchSpace, baseline: Config, kept: Pending
     ) -> None:
-        """One more baseline reading in place of one left out: kept for the baseline, or
-        recorded at once when it failed."""
-        again_id, again = self._run(study, space, baseline, "baseline")
-        if again.error:
-            self._finish_trial(again_id, again)
-            self.system.recover(baseline)
-        else:
-            kept.append((again_id, again))
+        """One more baseline reading in place of one left out, kept for the baseline (a
+        failed one replaced as any baseline reading is)."""
+        kept.extend(self._baseline_readings(study, space, baseline, 1, succeeded=True))
 
     def _note_disturbed(self, run: Measurement) -> None:
         """Said before the line of the reading taken again: named, so that it is not read as
@@ -748,13 +759,17 @@ class Tuner:
     # -- the study's record and its end ----------------------------------------------------
 
     def _resumed_study(self) -> StudyRecord:
-        """The project's study to resume, with its own settings taken: checked before any
-        change, so that its --why or --min-detectable stops the run as at its start."""
+        """The project's study to resume, with its own settings and rules taken: checked
+        before any change, so that its --why or --min-detectable stops the run as at its
+        start."""
         study = self.store.find(self.project.name)
         if study.state == FINISHED:
             raise HoneError(f"study {study.name} already finished; nothing to resume")
         self._check_same_project(study)
         self._keep_settings(study)
+        differ = keep_rules(self.project, study.attrs)
+        if differ:
+            self.reporter.warn(rules_warning(differ, study.name))
         return study
 
     def _open_study(self, resumed: StudyRecord | None) -> StudyRecord:

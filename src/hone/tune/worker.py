@@ -48,7 +48,14 @@ from hone.storage.store import FINISHED, RUNNING, TrialClosed, _now
 from hone.storage.summary import pid_alive, read_trials
 from hone.tune import select
 from hone.tune.console import Reporter
-from hone.tune.records import CUT_OFF, Measurement, TuneOptions, project_attrs
+from hone.tune.records import (
+    CUT_OFF,
+    Measurement,
+    TuneOptions,
+    keep_rules,
+    project_attrs,
+    rules_warning,
+)
 from hone.tune.risk import Choice, gain_dict
 from hone.tune.runner import Tuner
 from hone.tune.stats import score_noise
@@ -85,6 +92,21 @@ JOIN_OPTIONS = {
     "apply": ("apply", "apply"),
     "seed": ("seed", "seed"),
     "baseline_repeats": ("baseline", "baseline count"),
+}
+#: The settings a study records (Tuner._settings), as the project file's `tuning:` names them.
+TUNING_KEYS = {
+    "engine": "engine",
+    "budget": "budget",
+    "apply": "apply",
+    "baseline_repeats": "baseline",
+    "seed": "seed",
+    "random_starts": "random_starts",
+    "split_count": "split_count",
+    "confirm_candidates": "confirm",
+    "confirm_rounds": "confirm",
+    "objective": "objective",
+    "start": "start",
+    "feature_filter": "select",
 }
 
 
@@ -231,7 +253,8 @@ class Worker(Tuner):
             if study is None:
                 study = self.store.create(self.project.name, self._study_attrs())
             _require_same_project(study, project_attrs(self.project))
-            set_aside = self._take_settings(study)
+            set_aside, unused = self._take_settings(study)
+            differ = keep_rules(self.project, study.attrs)
             self._cut_off_predecessor(study)
             before = study.attrs.get(f"worker:{self.id}")
             if isinstance(before, dict):
@@ -255,22 +278,38 @@ class Worker(Tuner):
                 else f"was created without a {what}"
             )
             self.reporter.warn(f"--{flag} {value} not used: {study.name} {keeps}")
+        if unused:
+            self.reporter.warn(
+                f"tuning: {', '.join(unused)} of this project file not used: {study.name} "
+                "keeps the settings it was created with"
+            )
+        if differ:
+            self.reporter.warn(rules_warning(differ, study.name))
         return study
 
-    def _take_settings(self, study: StudyRecord) -> dict[str, tuple[Any, Any]]:
+    def _take_settings(self, study: StudyRecord) -> tuple[dict[str, tuple[Any, Any]], list[str]]:
         """Run by the settings the study records, as a resumed study does, over this worker's
         command and project file: a worker started later, from a project file edited since or
         with another --seed, would search and confirm the shared study differently. Returns
-        the options this worker's command gave otherwise: (given, kept) by option."""
+        the options this worker's command gave otherwise, (given, kept) by option, and the
+        `tuning:` keys of its project file that differ from the study's (the options given
+        aside: their own warning says so)."""
         attrs = study.attrs
         recorded = {
             **(attrs.get("tuning") or {}),
             **{key: attrs[key] for key in ("engine", "budget", "apply") if attrs.get(key)},
         }
         given = {option: getattr(self.options, option) for option in JOIN_OPTIONS}
+        mine = _flat(self._settings())
         # a study recorded before it kept a setting: this worker's own goes on
         self.options = replace(self.options, **{k: None for k in given if k in recorded})
         self._keep_settings(study)
+        theirs = _flat(self._settings())
+        unused = [
+            TUNING_KEYS[key]
+            for key in TUNING_KEYS
+            if given.get(key) is None and mine[key] != theirs[key]
+        ]
         kept = {
             "engine": self.engine,
             "budget": self.budget,
@@ -278,11 +317,12 @@ class Worker(Tuner):
             "seed": self.search_seed,
             "baseline_repeats": self.baseline_repeats,
         }
-        return {
+        set_aside = {
             option: (value, kept[option])
             for option, value in given.items()
             if value is not None and option in recorded and str(value) != str(kept[option])
         }
+        return set_aside, list(dict.fromkeys(unused))
 
     def _shared_study(self, wanted: str) -> StudyRecord | None:
         """The study `--study` names, else the project's newest running shared study."""
@@ -692,6 +732,13 @@ def _require_same_project(study: StudyRecord, mine: dict[str, Any]) -> None:
 
 def _objective(metrics: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
     return {(m.get("name"), m.get("direction"), m.get("weight")) for m in metrics}
+
+
+def _flat(settings: dict[str, Any]) -> dict[str, str]:
+    """A run's recorded settings (Tuner._settings) as one JSON text by key, to compare."""
+    flat = {key: settings[key] for key in ("engine", "budget", "apply")}
+    flat.update(settings["tuning"])
+    return {key: json.dumps(value, sort_keys=True) for key, value in flat.items()}
 
 
 def _counts(trial: TrialRecord) -> bool:
