@@ -58,7 +58,7 @@ def test_a_stopped_gzip_file_is_read_up_to_the_stop(hone_home: Path, tmp_path: P
     """`timeout 60 hone collect -o run.csv.gz` ends it with SIGTERM: the file is finished; a
     kill -9 leaves no gzip trailer, and the rows before the kill are still read."""
     target = tmp_path / "run.csv.gz"
-    run = _collect(hone_home, "-i", "0.1", "-o", str(target), "--type", "compute", "--app", "xz")
+    run = _collect(hone_home, "-i", "0.05", "-o", str(target), "--type", "compute", "--app", "xz")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not target.exists() or target.stat().st_size < 2000):
         time.sleep(0.1)

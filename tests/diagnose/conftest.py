@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -13,6 +14,18 @@ from hone.diagnose.report import Diagnosis
 
 #: (the CLI's result, the saved diagnosis, the report folder)
 Diagnosed = tuple[subprocess.CompletedProcess, Diagnosis, Path]
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+@pytest.fixture(scope="session")
+def java_classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every Java program of programs/ compiled into one folder, once: a javac run took 1.5 to
+    3 s, and each Java test paid one."""
+    assert shutil.which("javac"), "JDK 17 comes from deps/apt-diagnose.txt"
+    out = tmp_path_factory.mktemp("java-classes")
+    subprocess.run(["javac", "-d", str(out), *map(str, PROGRAMS.glob("*.java"))], check=True)
+    return out
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ stacks name its JIT-compiled method through the JVM's perf map."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -15,15 +14,10 @@ import pytest
 
 from hone.diagnose import threads, window
 
-PROGRAMS = Path(__file__).parent / "programs"
-
 
 @pytest.mark.slow
-def test_report_names_the_busy_java_thread(diagnose_running, tmp_path: Path) -> None:
-    assert shutil.which("javac"), "JDK 17 comes from deps/apt-diagnose.txt"
-    shutil.copy(PROGRAMS / "BusyWorker.java", tmp_path)
-    subprocess.run(["javac", "BusyWorker.java"], cwd=tmp_path, check=True)
-    argv = ["java", "-XX:+PreserveFramePointer", "-cp", str(tmp_path), "BusyWorker", "60"]
+def test_report_names_the_busy_java_thread(diagnose_running, java_classes: Path) -> None:
+    argv = ["java", "-XX:+PreserveFramePointer", "-cp", str(java_classes), "BusyWorker", "60"]
     # Two seconds first: the JVM starts and compiles the hot loop.
     done, d, folder = diagnose_running(argv, 2.0, "--duration", "2")
     assert d.language == "java"
@@ -43,12 +37,10 @@ def test_report_names_the_busy_java_thread(diagnose_running, tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_a_contended_synchronized_block_is_named(diagnose_running, tmp_path: Path) -> None:
+def test_a_contended_synchronized_block_is_named(diagnose_running, java_classes: Path) -> None:
     """HotSpot parks a thread waiting for a monitor on a condition variable of its own, so the
     futex recording alone saw only per-thread condition waits and no lock finding."""
-    shutil.copy(PROGRAMS / "MonitorContend.java", tmp_path)
-    subprocess.run(["javac", "MonitorContend.java"], cwd=tmp_path, check=True)
-    argv = ["java", "-XX:+PreserveFramePointer", "-cp", str(tmp_path), "MonitorContend", "60"]
+    argv = ["java", "-XX:+PreserveFramePointer", "-cp", str(java_classes), "MonitorContend", "60"]
     done, d, _ = diagnose_running(argv, 2.0, "--duration", "3")
     assert d.locks is not None
     top = d.locks.contended()[0]
@@ -61,13 +53,11 @@ def test_a_contended_synchronized_block_is_named(diagnose_running, tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_a_held_jvm_survives_the_attach_tools(tmp_path: Path) -> None:
+def test_a_held_jvm_survives_the_attach_tools(java_classes: Path) -> None:
     """jcmd and jstack attach by SIGQUIT, which ends a JVM that has not yet installed its handler:
     `hone diagnose -- java ...` holds the command stopped while perf starts, and jcmd's signal,
     pending until the release, killed the program (exit 131) before it had run."""
-    shutil.copy(PROGRAMS / "BusyWorker.java", tmp_path)
-    subprocess.run(["javac", "BusyWorker.java"], cwd=tmp_path, check=True)
-    program = subprocess.Popen(["java", "-cp", str(tmp_path), "BusyWorker", "60"])
+    program = subprocess.Popen(["java", "-cp", str(java_classes), "BusyWorker", "60"])
     try:
         os.kill(program.pid, signal.SIGSTOP)
         perf_map = window._PerfMap(program.pid, True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -17,19 +16,6 @@ import pytest
 
 from hone.diagnose import jvmgc
 from hone.diagnose.report import Diagnosis
-
-PROGRAMS = Path(__file__).parent / "programs"
-
-
-@pytest.fixture(scope="module")
-def classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """HeapChurn and BusyWorker compiled into a folder of their own, once for the module."""
-    assert shutil.which("javac"), "JDK 17 comes from deps/apt-diagnose.txt"
-    out = tmp_path_factory.mktemp("classes")
-    sources = [str(PROGRAMS / name) for name in ("HeapChurn.java", "BusyWorker.java")]
-    subprocess.run(["javac", "-d", str(out), *sources], check=True)
-    return out
-
 
 #: The two JVMs diagnosed (heap, program, --duration): near its heap limit (a 50 MB live set in
 #: a 64 MB heap, replaced at random: the collector never stops) and busy but allocating little.
@@ -41,7 +27,7 @@ RUNS = {
 
 @pytest.fixture(scope="module")
 def diagnosed(
-    classes: Path, tmp_path_factory: pytest.TempPathFactory
+    java_classes: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, tuple[subprocess.CompletedProcess, Diagnosis, Path]]:
     """`hone diagnose --pid` of each of RUNS, one after the other (not beside each other), made
     once for the module: the verdict tests and --compare read the same two diagnoses."""
@@ -49,7 +35,7 @@ def diagnosed(
     env = {**os.environ, "HONE_HOME": str(root / "home"), "COLUMNS": "200"}
     done = {}
     for name, (heap, argv, seconds) in RUNS.items():
-        program = subprocess.Popen(["java", heap, "-cp", str(classes), *argv])
+        program = subprocess.Popen(["java", heap, "-cp", str(java_classes), *argv])
         try:
             time.sleep(1.5)  # the JVM starts and compiles
             folder = root / name
@@ -99,9 +85,11 @@ def test_a_busy_jvm_that_allocates_little_is_no_gc_finding(diagnosed) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("collector", ["-XX:+UseG1GC", "-XX:+UseSerialGC"])
-def test_the_heap_maximum_is_read_from_the_jvm(start, classes: Path, collector: str) -> None:
+def test_the_heap_maximum_is_read_from_the_jvm(start, java_classes: Path, collector: str) -> None:
     """G1 lets each generation grow to the whole heap, Serial splits it: both are -Xmx."""
-    program = start(["java", collector, "-Xmx96m", "-cp", str(classes), "BusyWorker", "60"], 1.0)
+    program = start(
+        ["java", collector, "-Xmx96m", "-cp", str(java_classes), "BusyWorker", "60"], 1.0
+    )
     path = jvmgc.perfdata_path(program.pid)
     assert path is not None
     found = jvmgc.reading(jvmgc.read_perfdata(path))

@@ -3,8 +3,10 @@ certificate of the user's; the remote client never carries the token to another 
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import os
+import socket
 import ssl
 import subprocess
 import sys
@@ -18,6 +20,7 @@ import pytest
 from conftest import ROOT
 
 from benchmarks.web import free_port, stop_server
+from hone.serve.cli import _listen
 
 
 def hone(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -152,3 +155,27 @@ def test_the_token_never_follows_a_redirect_to_another_origin(tmp_path: Path) ->
             assert "another origin" in result.stderr
             assert redirector.seen == ["Bearer " + "s3cret" * 4]
             assert other.seen == []  # the other host never saw a request, let alone the token
+
+
+def test_answers_are_not_held_back_behind_their_headers() -> None:
+    """The connections of the socket `hone serve` listens on have Nagle off, as asyncio sets it
+    on TCP sockets: its own socket, made with protocol 0, kept Nagle on, and every answer whose
+    headers and body were written apart waited 40 ms for the client's delayed ACK."""
+
+    async def accept_one() -> int:
+        nodelay = asyncio.get_running_loop().create_future()
+
+        def handle(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            sock = writer.get_extra_info("socket")
+            nodelay.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        listening = _listen("127.0.0.1", 0)
+        async with await asyncio.start_server(handle, sock=listening):
+            port = listening.getsockname()[1]
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            result = await asyncio.wait_for(nodelay, 10)
+            writer.close()
+        return result
+
+    assert asyncio.run(accept_one()) == 1
