@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from cluster_bed import CONFIG, kill_9_once, project_yaml
+from forked_hone import run_hone
 
 from benchmarks.cluster.netns import Testbed
 from hone.cluster.project import cluster_of
@@ -84,10 +85,7 @@ def test_kill_9_of_the_controller_then_restore_brings_every_host_back(
         "no trial value reached every host",
     )
     assert all(hosts.sysctl(i, "net.core.somaxconn") != "4096" for i in range(3))
-    done = subprocess.run(
-        [sys.executable, "-m", "hone", "restore", "fanout"], env=env, capture_output=True,
-        text=True, timeout=60,
-    )  # fmt: skip
+    done = run_hone("restore", "fanout", env=env, cwd=Path.cwd(), timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
     for i in range(3):

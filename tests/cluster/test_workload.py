@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cluster_bed import CONFIG, kill_9_once
+from forked_hone import run_hone
 
 from benchmarks.cluster.netns import Testbed
 from hone.cluster.project import cluster_of
@@ -175,10 +176,7 @@ def test_kill_9_of_the_controller_then_restore_restarts_every_host_on_its_origin
         "no trial's restart reached h1",
     )
     assert "threads = 4" not in (_serving(hosts, 0) or "")
-    done = subprocess.run(
-        [sys.executable, "-m", "hone", "restore", "served"], env=env, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+    done = run_hone("restore", "served", env=env, cwd=Path.cwd(), timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "workload brokers" in done.stdout, done.stdout
     for i in range(3):

@@ -4,12 +4,11 @@ by the benchmark. The run stops with one line, every knob is back, and nothing i
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from forked_hone import run_hone
 
 
 @pytest.fixture
@@ -44,22 +43,14 @@ def test_a_full_disk_mid_run_leaves_every_knob_back(tmp_path: Path, small_home: 
         """)
     )
     env = {**os.environ, "HONE_HOME": str(small_home)}
-    result = subprocess.run(
-        [sys.executable, "-m", "hone", "tune", str(project)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    result = run_hone("tune", str(project), env=env, cwd=Path.cwd(), timeout=120)
     assert (project / "runs").read_text().strip() != "0"
     assert result.returncode != 0
     assert "Traceback" not in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert (project / "level.txt").read_text() == "5\n"
     (small_home / "work" / "full" / "fill").unlink()
-    again = subprocess.run(
-        [sys.executable, "-m", "hone", "restore", "full"], capture_output=True, text=True, env=env
-    )
+    again = run_hone("restore", "full", env=env, cwd=Path.cwd())
     assert again.returncode == 0 and "Traceback" not in again.stderr
     assert (project / "level.txt").read_text() == "5\n"
 
@@ -73,9 +64,7 @@ def test_a_full_disk_before_the_first_study_is_named(small_home: Path) -> None:
         except OSError:
             fill.truncate(fill.tell() - 50_000)  # room for the file, not for Optuna's schema
     env = {**os.environ, "HONE_HOME": str(small_home / "state")}
-    result = subprocess.run(
-        [sys.executable, "-m", "hone", "studies"], capture_output=True, text=True, env=env
-    )
+    result = run_hone("studies", env=env, cwd=Path.cwd())
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         f"hone: cannot open study storage sqlite:///{small_home}/state/studies.db:"

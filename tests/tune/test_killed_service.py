@@ -44,7 +44,7 @@ def write_project(folder: Path, keep_running: bool, apply: str = "never") -> Non
                      "ready": "test -s running.conf", "keep_running": keep_running},
         "knobs": {"level": {"type": "int", "range": [1, 9],
                             "config": {"file": "app.conf", "key": "level"}}},
-        "benchmark": {"command": "sleep 0.3; sed 's/level=/score: /' running.conf",
+        "benchmark": {"command": "sleep 0.1; sed 's/level=/score: /' running.conf",
                       "timeout": 20},
         "metrics": {"score": {"pattern": r"score: (\S+)", "direction": "maximize"}},
         "tuning": {"engine": "gridsearch", "budget": 9, "baseline": 1, "apply": apply,

@@ -4,10 +4,10 @@ whole lines and whole cells (no 80-column wrapping, no `cach…`), numbers as pe
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+from forked_hone import run_hone
 
 MODE = "compression-level-maximum-with-a-dictionary"
 
@@ -39,17 +39,11 @@ def project(tmp_path: Path) -> Path:
 
 
 def piped(home: Path, *args: str) -> str:
+    """What `hone ARGS` writes to its stdout and stderr, both pipes (then stderr after)."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    result = subprocess.run(
-        [sys.executable, "-m", "hone", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**env, "HONE_HOME": str(home)},
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout
-    return result.stdout
+    result = run_hone(*args, env={**env, "HONE_HOME": str(home)}, cwd=Path.cwd(), timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout + result.stderr
 
 
 def test_output_through_a_pipe_keeps_whole_lines_cells_and_readable_numbers(

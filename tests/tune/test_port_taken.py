@@ -50,7 +50,7 @@ def make_project(folder: Path, port: int) -> Path:
             "ready_timeout": 5,
         },
         "knobs": {"threads": {"type": "int", "range": [1, 4], "default": 2, "flag": "-t"}},
-        "benchmark": {"command": f"sleep 0.5; memcstat --servers=127.0.0.1:{port}", "timeout": 10},
+        "benchmark": {"command": f"sleep 0.2; memcstat --servers=127.0.0.1:{port}", "timeout": 10},
         "metrics": {"pid": {"pattern": r"pid: (\d+)", "direction": "maximize"}},
         # one candidate, one round: the score is a pid, noise to the confirmation, which
         # would go on to its most rounds (a restart each), and nothing asserts on it

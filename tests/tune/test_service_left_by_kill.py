@@ -66,7 +66,7 @@ def make_project(folder: Path) -> Path:
                 "restart": True,
             }
         },
-        "benchmark": {"command": f"sleep 0.5; {STATS} | grep -q pid && echo score: 1"},
+        "benchmark": {"command": f"sleep 0.2; {STATS} | grep -q pid && echo score: 1"},
         "metrics": {"score": {"pattern": r"score: (\d+)", "direction": "maximize"}},
         # one candidate, one round (each reading restarts the service): the test is about
         # what the run does at its start and its end

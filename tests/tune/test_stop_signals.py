@@ -32,7 +32,7 @@ def make_project(folder: Path, set_command: str = SET) -> Path:
                 "shell": {"get": "cat level.txt", "set": set_command},
             }
         },
-        "benchmark": {"command": 'sleep 1; echo "score: $(cat level.txt)"', "timeout": 20},
+        "benchmark": {"command": 'sleep 0.5; echo "score: $(cat level.txt)"', "timeout": 20},
         "metrics": {"score": {"pattern": r"score: (\S+)", "direction": "maximize"}},
         "tuning": {"engine": "random", "budget": 12, "baseline": 1, "seed": 1},
     }
@@ -52,11 +52,12 @@ def start_tune(project: Path, hone_home: Path) -> subprocess.Popen:
 
 
 def wait_for_search(proc: subprocess.Popen) -> None:
-    """Return once a search trial is running (its benchmark sleeps for a second)."""
+    """Return once a search trial is running (its set command and its benchmark take half a
+    second each)."""
     deadline = time.monotonic() + 60
     store = None  # opened once: each opening checks the schema, on the cores hone runs on
     while time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.1)
         if proc.poll() is not None:
             pytest.fail(f"hone ended too early: {proc.stderr.read()[-500:]}")
         try:

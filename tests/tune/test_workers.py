@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from forked_hone import run_hone
 from rich.console import Console
 
 from hone.storage import StudyStore
@@ -90,14 +91,14 @@ def finish(proc: subprocess.Popen) -> str:
     return out
 
 
+def hone_at(home: Path, *args: str) -> subprocess.CompletedProcess:
+    """The `hone` command line on the machine whose HONE_HOME is `home`."""
+    env = {**os.environ, "HONE_HOME": str(home)}
+    return run_hone(*args, env=env, cwd=Path.cwd(), timeout=60)
+
+
 def studies_json(url: str, home: Path) -> list[dict]:
-    result = subprocess.run(
-        [sys.executable, "-m", "hone", "studies", "--storage", url, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "HONE_HOME": str(home)},
-    )
+    result = hone_at(home, "studies", "--storage", url, "--json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -168,13 +169,8 @@ def test_three_workers_share_one_study(postgres_url: str, tmp_path: Path) -> Non
         {"score": 74.0},
         {"score": 84.0},
     ]
-    restored = subprocess.run(  # the winner stays undoable: the journal keeps the originals
-        [sys.executable, "-m", "hone", "restore", str(folders[0])],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "HONE_HOME": str(folders[0] / "home")},
-    )
+    # the winner stays undoable: the journal keeps the originals
+    restored = hone_at(folders[0] / "home", "restore", str(folders[0]))
     assert restored.returncode == 0, restored.stderr
     assert (folders[0] / "app.conf").read_text() == "level 0\n"
 
@@ -214,13 +210,7 @@ def test_a_killed_worker_leaves_its_trial_failed_and_restore_brings_its_knob_bac
     states = {w["id"]: w["state"] for w in listed["workers"]}
     assert states == {"victim": "lost", "survivor": "finished"}
     assert (victim_folder / "app.conf").read_text() != "level 0\n"  # left changed by the kill
-    restored = subprocess.run(
-        [sys.executable, "-m", "hone", "restore", str(victim_folder)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "HONE_HOME": str(victim_folder / "home")},
-    )
+    restored = hone_at(victim_folder / "home", "restore", str(victim_folder))
     assert restored.returncode == 0, restored.stderr
     assert (victim_folder / "app.conf").read_text() == "level 0\n"
 
@@ -259,12 +249,7 @@ def test_a_confirming_worker_killed_is_replaced_and_the_winner_still_applied(
     assert result["outcome"] == "applied", result
     assert "winner applied here" in out
     assert (folders[survivor] / "app.conf").read_text() == f"level {result['best']['level']}\n"
-    restored = subprocess.run(  # the victim's machine: back with `hone restore` there
-        [sys.executable, "-m", "hone", "restore", str(folders[victim])],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "HONE_HOME": str(folders[victim] / "home")},
-    )
+    # the victim's machine: back with `hone restore` there
+    restored = hone_at(folders[victim] / "home", "restore", str(folders[victim]))
     assert restored.returncode == 0, restored.stderr
     assert (folders[victim] / "app.conf").read_text() == "level 0\n"
