@@ -16,6 +16,7 @@ import yaml
 from hone.journal import Journal
 from hone.storage import StudyStore
 from hone.tune.records import CUT_OFF
+from hone.tune.stops import check_stop, stop_on_signals
 
 SET = 'sleep 0.5; echo "$value" > level.txt'
 
@@ -137,3 +138,25 @@ def test_a_stopped_run_that_cannot_put_a_knob_back_says_so(tmp_path: Path, hone_
     last = stderr.strip().splitlines()[-1]
     assert last == "hone: stopped by SIGTERM; knobs not all put back: `hone restore stop-test`"
     assert Journal.for_project("stop-test").has_changes()  # kept for that restore
+
+
+class SignalledWhileFinalised:
+    """An object whose finaliser is running when a SIGINT is handled, as a finished Popen's
+    `__del__` may be between two trials: Python drops an exception raised in a finaliser."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        sum(range(10_000))  # Python code, between whose steps the handler runs
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_ctrl_c_lost_in_a_finaliser_still_stops_the_run_at_its_next_reading() -> None:
+    try:
+        SignalledWhileFinalised()  # Python's own handler: its KeyboardInterrupt is dropped
+    except KeyboardInterrupt:
+        pytest.fail("this Python does not drop an interrupt raised in a finaliser")
+    with stop_on_signals():
+        SignalledWhileFinalised()  # dropped again
+        with pytest.raises(KeyboardInterrupt):
+            check_stop()  # what every reading asks first
+    check_stop()  # outside a run nothing is remembered

@@ -50,7 +50,7 @@ from hone.tune.records import (
 )
 from hone.tune.risk import Choice, carry, choose, risky_changes
 from hone.tune.stats import Gain, paired_gain, score_noise
-from hone.tune.stops import first_line, shielded, stop_error, stop_on_sigterm
+from hone.tune.stops import check_stop, first_line, shielded, stop_error, stop_on_signals
 from hone.tune.system import System, mean_metrics
 
 T = TypeVar("T")
@@ -129,7 +129,7 @@ class Tuner:
     def run(self) -> TuneResult:
         actuators = [knob.actuator for knob in self.project.knobs if knob.group is None]
         actuators += self.system.cluster.actuators() if self.system.cluster else []
-        with self.journal.locked(), settings_locked(actuators), stop_on_sigterm():
+        with self.journal.locked(), settings_locked(actuators), stop_on_signals():
             resumed = self._resumed_study() if self.options.resume else None
             if self.options.min_detectable is not None and self.baseline_repeats < 3:
                 raise HoneError("--min-detectable needs at least 3 baseline runs to know the noise")
@@ -700,6 +700,7 @@ class Tuner:
 
     def _execute(self, config: Config, phase: str) -> Measurement:
         """Apply and benchmark one configuration of a started trial; a failure is in `error`."""
+        check_stop()  # a Ctrl-C whose exception was lost ends the run here
         run = Measurement(dict(config))
         started = time.monotonic()
         try:

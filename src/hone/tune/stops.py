@@ -25,21 +25,43 @@ class Interrupted(Stop):
     exit_code = 130
 
 
+#: The stop signals that reached the run (SIGINT, SIGTERM), in case the exception their
+#: handler raised was lost: Python drops an exception raised in a finaliser (`__del__`, such
+#: as a finished Popen's), and a signal handled while one runs ended in "Exception ignored".
+_ASKED: list[int] = []
+
+
 @contextmanager
-def stop_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM into an exception, so a stopped run still restores and records."""
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM and SIGINT into exceptions, so a stopped run still restores and records,
+    and remember them, so that `check_stop` ends the run at its next reading should the
+    exception have been lost."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def stop(signum: int, frame: object) -> None:
-        raise Stopped("stopped by SIGTERM")
+        _ASKED.append(signum)
+        raise _stop_exception(signum)
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    _ASKED.clear()
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _ASKED.clear()
+
+
+def check_stop() -> None:
+    """Raise the stop a signal asked for, if its own exception went astray."""
+    if _ASKED:
+        raise _stop_exception(_ASKED[0])
+
+
+def _stop_exception(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Stopped("stopped by SIGTERM")
 
 
 @contextmanager

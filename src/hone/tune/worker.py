@@ -59,7 +59,7 @@ from hone.tune.records import (
 from hone.tune.risk import Choice, gain_dict
 from hone.tune.runner import Tuner
 from hone.tune.stats import score_noise
-from hone.tune.stops import Stopped, first_line, stop_on_sigterm
+from hone.tune.stops import Stopped, first_line, stop_on_signals
 
 #: The reason stored with a trial whose worker stopped renewing its lease.
 LOST = (
@@ -184,7 +184,7 @@ class Worker(Tuner):
 
     def run(self) -> WorkerResult:  # type: ignore[override]
         actuators = [knob.actuator for knob in self.project.knobs]
-        with self.journal.locked(), settings_locked(actuators), stop_on_sigterm():
+        with self.journal.locked(), settings_locked(actuators), stop_on_signals():
             self.system.prepare()
             baseline = self.system.read_baseline()
             study = self._db(self._join)
