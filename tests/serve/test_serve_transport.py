@@ -4,6 +4,7 @@ certificate of the user's; the remote client never carries the token to another 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import http.server
 import os
 import socket
@@ -178,4 +179,6 @@ def test_answers_are_not_held_back_behind_their_headers() -> None:
             writer.close()
         return result
 
-    assert asyncio.run(accept_one()) == 1
+    # a loop of its own, in a thread: a browser test's Playwright may hold this thread's
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        assert pool.submit(asyncio.run, accept_one()).result(30) == 1
