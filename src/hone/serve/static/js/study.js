@@ -196,6 +196,7 @@ function trialTable(box, knobs, metricNames, units, shared, scoreName, studyStat
     ],
     {
       caption: "Every trial: parameters, metrics, score and failure reason",
+      key: (t) => t.number, // each trial redraws the table: a trial's row stays (table.js)
       rowClass: (t) => (t.state === "fail" ? "failed" : ""),
       filters: [
         { label: "phase", options: [["", "all"], ["baseline", "baseline"], ["search", "search"], ["confirm", "confirm"], ["warmup", "warm-up"], ["disturbed", "disturbed"]], test: (t, v) => t.phase === v },

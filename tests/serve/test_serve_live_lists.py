@@ -1,0 +1,106 @@
+"""Pages that draw their table again on a timer or a stream keep what the user holds in it: the
+studies list (read again every 5 s) keeps each row's compare box, its tick, its focus and a click
+pressed across the refresh, while new studies appear and gone ones leave; the machine page (a
+sample a second) keeps a text selection in its process table. On a server of this module's own,
+over studies written straight into its database."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from conftest import Server, start_server
+from playwright.sync_api import Page, expect
+
+from benchmarks.web import stop_server
+from hone.storage import StudyStore
+
+
+@pytest.fixture(scope="module")
+def lists(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`hone serve` over four studies of project `list`, none with a trial yet."""
+    home = tmp_path_factory.mktemp("lists-home")
+    store = StudyStore(f"sqlite:///{home / 'studies.db'}")
+    for _ in range(4):
+        store.create("list", {"engine": "random", "budget": 5})
+    process, url = start_server(home, {})
+    token = (home / "serve" / "token").read_text().strip()
+    yield Server(url, token, home, {}, process)
+    stop_server(process)
+
+
+def store_of(server: Server) -> StudyStore:
+    return StudyStore(f"sqlite:///{server.home / 'studies.db'}")
+
+
+def test_a_refresh_keeps_the_compare_boxes_ticked_focused_and_pressed(
+    page: Page, lists: Server
+) -> None:
+    page.goto(lists.url + "/")
+    page.wait_for_selector("body[data-ready=studies]")
+    first = page.get_by_label("compare list#1")
+    second = page.get_by_label("compare list#2")
+    first.check()
+    for box in (first, second):  # a property only the element on screen now has
+        box.evaluate("box => { box.honeMark = true; }")
+    # A text selection in a row, and the mouse pressed on list#2's box, across the refresh
+    created = page.locator("#studies tr[data-study='list#3'] td").nth(10)
+    created_text = created.inner_text()
+    assert created_text
+    spot = second.bounding_box()
+    assert spot is not None
+    page.mouse.move(spot["x"] + spot["width"] / 2, spot["y"] + spot["height"] / 2)
+    page.mouse.down()
+    created.evaluate("td => getSelection().selectAllChildren(td)")
+
+    # What the refresh will show: a study added, one gone, one finished
+    store = store_of(lists)
+    store.create("list", {"engine": "random"})  # list#5
+    store.update(store.find("list#3"), state="finished")
+    store.storage.delete_study(store.find("list#4").study_id)
+    status = page.locator(".status-line")
+    seen = status.inner_text()
+    with page.expect_response(lambda r: r.url.endswith("/api/studies"), timeout=10_000):
+        pass
+    expect(status).not_to_have_text(seen)  # the refresh is drawn
+
+    names = page.locator("#studies tbody tr").evaluate_all("rows => rows.map(r => r.dataset.study)")
+    assert names == ["list#5", "list#3", "list#2", "list#1"]  # newest first
+    expect(page.locator("#studies tr[data-study='list#3'] .state")).to_contain_text("finished")
+    assert first.evaluate("box => box.honeMark === true && box.checked")
+    assert second.evaluate("box => box.honeMark === true && document.activeElement === box")
+    assert page.evaluate("() => getSelection().toString()") == created_text
+    page.mouse.up()  # down on the box before the refresh, up on it after: a click
+    expect(second).to_be_checked()
+
+    # Sorting moves the rows and keeps their boxes; Compare takes the two ticked
+    page.locator("#studies th[data-key=name] button").click()
+    names = page.locator("#studies tbody tr").evaluate_all("rows => rows.map(r => r.dataset.study)")
+    assert names == ["list#1", "list#2", "list#3", "list#5"]
+    assert first.evaluate("box => box.honeMark === true && box.checked")
+    assert second.evaluate("box => box.honeMark === true && box.checked")
+    page.get_by_role("button", name="Compare selected").click()
+    page.wait_for_selector("body[data-ready=compare]")
+    assert page.evaluate("() => location.hash") == "#/compare/list%231,list%232"
+
+
+def test_the_machine_pages_process_table_keeps_a_selection_across_samples(
+    page: Page, lists: Server
+) -> None:
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        page.goto(lists.url + "/#/machine")
+        page.wait_for_selector("body[data-ready=machine]", timeout=15_000)
+        row = page.locator(f"#processes tbody tr:has(td:text-is('{burner.pid}'))")
+        expect(row).to_have_count(1, timeout=10_000)  # among the busiest
+        row.locator("td").first.evaluate("td => getSelection().selectAllChildren(td)")
+        live = page.locator("p.live")
+        samples = int(live.get_attribute("data-samples") or 0)
+        expect(live).not_to_have_attribute("data-samples", str(samples), timeout=5_000)
+        expect(row).to_have_count(1)
+        assert page.evaluate("() => getSelection().toString()") == str(burner.pid)
+    finally:
+        burner.kill()
+        burner.wait()
