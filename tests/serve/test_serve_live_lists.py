@@ -1,8 +1,9 @@
 """Pages that draw their table again on a timer or a stream keep what the user holds in it: the
 studies list (read again every 5 s) keeps each row's compare box, its tick, its focus and a click
-pressed across the refresh, while new studies appear and gone ones leave; the machine page (a
-sample a second) keeps a text selection in its process table. On a server of this module's own,
-over studies written straight into its database."""
+pressed across the refresh, while new studies appear and gone ones leave; a study page (drawn
+again with every trial) keeps its link back and a selection in its trial table; the machine page
+(a sample a second) keeps a text selection in its process table. On a server of this module's
+own, over studies and trials written straight into its database."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from conftest import Server, start_server
 from playwright.sync_api import Page, expect
 
 from benchmarks.web import stop_server
+from hone.space.space import SearchSpace
 from hone.storage import StudyStore
 
 
@@ -84,6 +86,34 @@ def test_a_refresh_keeps_the_compare_boxes_ticked_focused_and_pressed(
     page.get_by_role("button", name="Compare selected").click()
     page.wait_for_selector("body[data-ready=compare]")
     assert page.evaluate("() => location.hash") == "#/compare/list%231,list%232"
+
+
+def test_a_trial_arriving_keeps_the_study_pages_link_back_and_its_table_rows(
+    page: Page, lists: Server
+) -> None:
+    store = store_of(lists)
+    study = store.create("trial", {"engine": "random", "budget": 5})
+    done = store.start_trial(study, SearchSpace({}), {"x": 1}, "search")
+    store.finish_trial(done, score=5.0, metrics={"throughput": 5.0})
+    page.goto(lists.url + "/#/study/trial%231")
+    page.wait_for_selector("body[data-ready=study]")
+    rows = page.locator("#trials tbody tr")
+    expect(rows).to_have_count(1)
+    back = page.locator(".crumbs a")
+    back.evaluate("a => { a.honeMark = true; }")
+    number = rows.first.locator("td").first
+    number.evaluate("td => getSelection().selectAllChildren(td)")
+    spot = back.bounding_box()
+    assert spot is not None
+    page.mouse.move(spot["x"] + spot["width"] / 2, spot["y"] + spot["height"] / 2)
+    page.mouse.down()  # focuses the link; released after the trial has redrawn the page
+
+    store.start_trial(study, SearchSpace({}), {"x": 2}, "search")
+    expect(rows).to_have_count(2)
+    assert back.evaluate("a => a.honeMark === true && document.activeElement === a")
+    assert page.evaluate("() => getSelection().toString()") == "0"
+    page.mouse.up()
+    page.wait_for_selector("body[data-ready=studies]")  # the click went through
 
 
 def test_the_machine_pages_process_table_keeps_a_selection_across_samples(
