@@ -88,30 +88,40 @@ def test_a_refresh_keeps_the_compare_boxes_ticked_focused_and_pressed(
     assert page.evaluate("() => location.hash") == "#/compare/list%231,list%232"
 
 
-def test_a_trial_arriving_keeps_the_study_pages_link_back_and_its_table_rows(
+def test_a_trial_arriving_keeps_the_study_pages_link_table_rows_and_chart_views(
     page: Page, lists: Server
 ) -> None:
     store = store_of(lists)
     study = store.create("trial", {"engine": "random", "budget": 5})
-    done = store.start_trial(study, SearchSpace({}), {"x": 1}, "search")
-    store.finish_trial(done, score=5.0, metrics={"throughput": 5.0})
+    for x in (1, 2):
+        done = store.start_trial(study, SearchSpace({}), {"x": x}, "search")
+        store.finish_trial(done, score=5.0 + x, metrics={"throughput": 5.0 + x})
     page.goto(lists.url + "/#/study/trial%231")
     page.wait_for_selector("body[data-ready=study]")
     rows = page.locator("#trials tbody tr")
-    expect(rows).to_have_count(1)
+    expect(rows).to_have_count(2)
+    # The best-so-far line hidden from the curve's legend, and a range zoomed into
+    page.locator("#trial-chart .u-legend .u-series", has_text="best so far").click()
+    page.evaluate("() => window.honeCharts.time.setScale('x', {min: 0, max: 0.5})")
     back = page.locator(".crumbs a")
     back.evaluate("a => { a.honeMark = true; }")
     number = rows.first.locator("td").first
     number.evaluate("td => getSelection().selectAllChildren(td)")
+    back.scroll_into_view_if_needed()  # the legend's click scrolled down to the chart
     spot = back.bounding_box()
     assert spot is not None
     page.mouse.move(spot["x"] + spot["width"] / 2, spot["y"] + spot["height"] / 2)
     page.mouse.down()  # focuses the link; released after the trial has redrawn the page
 
-    store.start_trial(study, SearchSpace({}), {"x": 2}, "search")
-    expect(rows).to_have_count(2)
+    store.start_trial(study, SearchSpace({}), {"x": 3}, "search")
+    expect(rows).to_have_count(3)
     assert back.evaluate("a => a.honeMark === true && document.activeElement === a")
     assert page.evaluate("() => getSelection().toString()") == "0"
+    charts = "({curve, time}) => [curve.data[0].length, curve.series[2].show, time.scales.x.max]"
+    drawn = page.evaluate(
+        f"() => ({charts})({{curve: window.honeCharts.trials, time: window.honeCharts.time}})"
+    )
+    assert drawn == [3, False, 0.5]  # the new trial drawn, the line still hidden, still zoomed
     page.mouse.up()
     page.wait_for_selector("body[data-ready=studies]")  # the click went through
 
