@@ -20,9 +20,21 @@ function width(el) {
   return Math.max(320, Math.floor(el.getBoundingClientRect().width || 600));
 }
 
+// A chart drawn again in the same place with the same series is given the new data instead of
+// being made anew (the study page draws its charts with every trial): series hidden from the
+// legend stay hidden, a range zoomed into stays, and a legend click pressed across it counts.
 function makePlot(name, el, opts, data) {
-  if (charts[name]) charts[name].destroy();
+  const old = charts[name];
+  const shape = JSON.stringify([opts.title, (opts.axes || []).map((a) => a.label), opts.series.map((s) => s.label)]);
+  if (old && old.root.parentElement === el && old.shape === shape) {
+    const x = old.data[0];
+    const zoomed = x.length > 0 && (old.scales.x.min > x[0] || old.scales.x.max < x[x.length - 1]);
+    old.setData(data, !zoomed);
+    return old;
+  }
+  if (old) old.destroy();
   const plot = new uPlot({ width: width(el), height: opts.height || 300, ...opts }, data, el);
+  plot.shape = shape;
   charts[name] = plot;
   return plot;
 }

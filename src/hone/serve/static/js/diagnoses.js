@@ -38,23 +38,14 @@ export async function page(main) {
     ready(main, "diagnoses");
     return;
   }
-  const table = new DataTable(box, [
-    { key: "name", label: "diagnosis", value: (r) => r.name },
+  new DataTable(box, [
+    { key: "name", label: "diagnosis", value: (r) => r.name, node: (r) => h("a", { href: `#/diagnosis/${encodeURIComponent(r.name)}` }, r.name) },
     { key: "target", label: "target", value: (r) => r.target ?? "" },
     { key: "created", label: "when", value: (r) => r.created ?? 0, text: (r) => when(r.created) },
     { key: "window", label: "window s", value: (r) => r.window_s, text: (r) => num(r.window_s, 3), numeric: true },
     { key: "samples", label: "on-CPU samples", value: (r) => r.samples, numeric: true },
     { key: "finding", label: "verdict", value: (r) => r.finding?.headline ?? r.error ?? "" },
-  ], { caption: "Click a diagnosis to open it" });
-  const baseRender = table.render.bind(table);
-  table.render = () => {
-    baseRender();
-    const visible = table.visibleRows();
-    [...table.body.rows].forEach((tr, i) => {
-      tr.cells[0].replaceChildren(h("a", { href: `#/diagnosis/${encodeURIComponent(visible[i].name)}` }, visible[i].name));
-    });
-  };
-  table.setRows(rows);
+  ], { caption: "Click a diagnosis to open it" }).setRows(rows);
   ready(main, "diagnoses");
 }
 

@@ -81,7 +81,7 @@ export async function page(main, _arg, { onLeave }) {
     { key: "threads", label: "threads", value: (p) => p.threads, numeric: true },
     { key: "state", label: "state", value: (p) => p.state },
     { key: "busiest", label: "busiest threads", value: (p) => (p.busiest_threads || []).map((t) => `${t.name} ${num(t.cpu, 3)} %`).join(", ") },
-  ]);
+  ], { key: (p) => p.pid }); // a new sample every second: a process's row stays (table.js)
   for (const extra of machineExtras) extra(extras, onLeave);
 
   const samples = [];

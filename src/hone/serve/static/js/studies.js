@@ -24,12 +24,23 @@ export async function studiesPage(main, { onLeave }) {
       .map((w) => `${w.id}: ${w.running !== null ? `#${w.running}` : w.state === "running" ? "idle" : w.state}`)
       .join(", ");
   const badgeText = (r) => `${r.state}${r.state === "running" && r.alive === false ? " (stale)" : ""}`;
+  // A row keeps its cells' elements from one refresh to the next (table.js): a box ticked,
+  // focused or pressed stays the box on screen.
+  const pick = (row) => {
+    const box = h("input", { type: "checkbox", "aria-label": `compare ${row.name}`, onchange: () => {
+      if (box.checked) selected.add(row.name);
+      else selected.delete(row.name);
+      compare.disabled = selected.size < 2;
+    } });
+    box.checked = selected.has(row.name);
+    return box;
+  };
   const table = new DataTable(
     tableBox,
     [
-      { key: "pick", label: "compare", value: (r) => (selected.has(r.name) ? 1 : 0), text: () => "" },
-      { key: "name", label: "study", value: (r) => r.name },
-      { key: "state", label: "state", value: badgeText },
+      { key: "pick", label: "compare", value: (r) => (selected.has(r.name) ? 1 : 0), text: () => "", node: pick },
+      { key: "name", label: "study", value: (r) => r.name, node: (r) => h("a", { href: `#/study/${encodeURIComponent(r.name)}` }, r.name) },
+      { key: "state", label: "state", value: badgeText, node: (r) => stateBadge(r.state, r.alive) },
       { key: "engine", label: "engine", value: (r) => r.engine ?? "" },
       { key: "trials", label: "trials", value: (r) => r.trials, numeric: true },
       { key: "failures", label: "failed", value: (r) => r.failures, numeric: true },
@@ -39,27 +50,8 @@ export async function studiesPage(main, { onLeave }) {
       { key: "workers", label: "workers", value: (r) => workersText(r.workers) },
       { key: "created", label: "created", value: (r) => r.created ?? "", text: (r) => when(r.created) },
     ],
-    { caption: "Every tuning study; click a name to open it" },
+    { caption: "Every tuning study; click a name to open it", key: (r) => r.name, rowData: (r) => ({ study: r.name }) },
   );
-  // Cells with links and controls are filled in after each render (the table renders text).
-  const baseRender = table.render.bind(table);
-  table.render = () => {
-    baseRender();
-    const rows = table.visibleRows();
-    [...table.body.rows].forEach((tr, i) => {
-      const row = rows[i];
-      tr.dataset.study = row.name;
-      const box = h("input", { type: "checkbox", "aria-label": `compare ${row.name}`, onchange: (e) => {
-        if (e.target.checked) selected.add(row.name);
-        else selected.delete(row.name);
-        compare.disabled = selected.size < 2;
-      } });
-      box.checked = selected.has(row.name);
-      tr.cells[0].replaceChildren(box);
-      tr.cells[1].replaceChildren(h("a", { href: `#/study/${encodeURIComponent(row.name)}` }, row.name));
-      tr.cells[2].replaceChildren(stateBadge(row.state, row.alive));
-    });
-  };
   async function refresh() {
     try {
       const rows = await get("/api/studies");

@@ -196,6 +196,7 @@ function trialTable(box, knobs, metricNames, units, shared, scoreName, studyStat
     ],
     {
       caption: "Every trial: parameters, metrics, score and failure reason",
+      key: (t) => t.number, // each trial redraws the table: a trial's row stays (table.js)
       rowClass: (t) => (t.state === "fail" ? "failed" : ""),
       filters: [
         { label: "phase", options: [["", "all"], ["baseline", "baseline"], ["search", "search"], ["confirm", "confirm"], ["warmup", "warm-up"], ["disturbed", "disturbed"]], test: (t, v) => t.phase === v },
@@ -254,9 +255,13 @@ function progressText(event) {
   }
 }
 
-// The header is redrawn with every trial; its buttons are kept while they stay the same, as a
-// press that spans a redraw (down on the old button, up on its replacement) is no click at all.
+// The header is redrawn with every trial; its link back is made once and its buttons are kept
+// while they stay the same, as a press that spans a redraw (down on the old element, up on its
+// replacement) is no click at all, and the focus on a replaced element is lost.
 function renderHeader(header, study, name, out) {
+  if (!header.querySelector(":scope > .crumbs")) {
+    header.prepend(h("p", { class: "crumbs" }, h("a", { href: "#/" }, "Studies"), " › ", name));
+  }
   const act = (label, path, confirmText) =>
     h("button", { type: "button", onclick: async () => {
       if (confirmText && !confirm(confirmText)) return;
@@ -295,7 +300,6 @@ function renderHeader(header, study, name, out) {
     ["created", when(study.created)],
   ];
   const parts = [
-    h("p", { class: "crumbs" }, h("a", { href: "#/" }, "Studies"), " › ", name),
     h("h1", {}, study.name, " ", stateBadge(study.state, study.alive)),
     h("dl", { class: "facts" }, facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v ?? "")])),
     study.attrs.error ? h("p", { class: "message error" }, `stopped: ${study.attrs.error}`) : null,
