@@ -3,6 +3,7 @@ setting among them), the next run warns, and `--resume` continues with every fin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from killed_before_record import run_and_die_at_the_record
+from started_hone import Process, start_hone
 from swappiness_project import SWAPPINESS, write_project
 
 from hone.errors import HoneError
@@ -50,17 +52,17 @@ def assert_back(folder: Path, swappiness: int) -> None:
     assert int(SWAPPINESS.read_text()) == swappiness
 
 
-def start_tune(project: Path, hone_home: Path, *options: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(project), *options],
+def start_tune(project: Path, hone_home: Path, *options: str) -> Process:
+    return start_hone(
+        "tune", str(project), *options,
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
-    )
+    )  # fmt: skip
 
 
-def wait_for_trials(proc: subprocess.Popen, after_trials: int) -> None:
+def wait_for_trials(proc: Process, after_trials: int) -> None:
     """Return once `after_trials` search trials are stored and the next one is running."""
     deadline = time.monotonic() + 120
     store = None  # opened once: each opening checks the schema, on the cores hone runs on
@@ -80,8 +82,9 @@ def wait_for_trials(proc: subprocess.Popen, after_trials: int) -> None:
     pytest.fail("hone did not reach the trial to wait for")
 
 
-def kill(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGKILL)
+def kill(proc: Process) -> None:
+    with contextlib.suppress(ProcessLookupError):  # ended already (the test says how)
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
 
 
@@ -267,12 +270,12 @@ def test_a_set_command_of_a_killed_run_never_writes_after_restore(
         tuning: {engine: random, budget: 6, baseline: 1, apply: never, seed: 3}
         """)
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(tmp_path)],
+    proc = start_hone(
+        "tune", str(tmp_path),
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )
+    )  # fmt: skip
     started = tmp_path / "started.txt"
     deadline = time.monotonic() + 60
     while not (started.exists() and started.read_text().strip() not in ("", "5")):
@@ -415,13 +418,13 @@ def test_resume_judges_trials_by_the_rules_the_study_began_with(
     }  # fmt: skip
     project = tmp_path / "hone.yaml"
     project.write_text(yaml.safe_dump(spec, sort_keys=False))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(project), "--no-why"],
+    proc = start_hone(
+        "tune", str(project), "--no-why",
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-    )
+    )  # fmt: skip
     (tmp_path / "hone.pid").write_text(str(proc.pid))
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err
