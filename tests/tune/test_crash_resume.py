@@ -28,7 +28,9 @@ from hone.tune.records import TuneOptions
 from hone.tune.runner import Tuner
 
 
-def make_project(tmp_path: Path, swappiness: int, apply: str = "never", baseline: int = 1) -> Path:
+def make_project(
+    tmp_path: Path, swappiness: int, apply: str = "never", baseline: int = 1, budget: int = 8
+) -> Path:
     """level starts at 5; vm.swappiness is tried at its value and one other."""
     values = sorted({swappiness, 1 if swappiness != 1 else 2})
     (tmp_path / "level.txt").write_text("5\n")
@@ -41,7 +43,7 @@ def make_project(tmp_path: Path, swappiness: int, apply: str = "never", baseline
         print(f"score: {1000 - (level - 7) ** 2 + swappiness / 100}")
     """)
     )
-    tuning = {"engine": "random", "budget": 8, "baseline": baseline, "apply": apply, "seed": 3,
+    tuning = {"engine": "random", "budget": budget, "baseline": baseline, "apply": apply, "seed": 3,
               "confirm": {"candidates": 1, "rounds": 2}}  # fmt: skip
     return write_project(tmp_path, "crash-test", values, timeout=20, tuning=tuning)
 
@@ -157,7 +159,8 @@ def test_resume_keeps_the_apply_policy_the_study_began_with(
 ) -> None:
     """A study begun with `--apply never` and resumed without `--apply` (the web UI's Resume
     gives none) leaves the machine as it was, though the project file says `apply: always`."""
-    project = make_project(tmp_path, swappiness, apply="always")
+    # two trials left to the resumed run: its end, where the policy acts, is under test
+    project = make_project(tmp_path, swappiness, apply="always", budget=4)
     start_and_kill(project, hone_home, 2, "--apply", "never")
 
     result = hone_cli("tune", str(project), "--resume", "--no-why")
@@ -173,7 +176,7 @@ def test_resume_keeps_the_settings_the_study_began_with(
     web UI's Resume gives none) takes no more baseline readings, though the project file says
     3, and keeps its seed, its most rounds and the confirmation rounds its project file gave
     when it began (2), though the file now says 4."""
-    project = make_project(tmp_path, swappiness, baseline=3)
+    project = make_project(tmp_path, swappiness, baseline=3, budget=4)
     start_and_kill(project, hone_home, 2, "--baseline", "1", "--seed", "5", "--max-repeats", "4")
     spec = yaml.safe_load(project.read_text())
     spec["tuning"]["confirm"]["rounds"] = 4
