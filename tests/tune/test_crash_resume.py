@@ -3,6 +3,7 @@ setting among them), the next run warns, and `--resume` continues with every fin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from killed_before_record import run_and_die_at_the_record
+from started_hone import Process, start_hone
 from swappiness_project import SWAPPINESS, write_project
 
 from hone.errors import HoneError
@@ -26,7 +28,9 @@ from hone.tune.records import TuneOptions
 from hone.tune.runner import Tuner
 
 
-def make_project(tmp_path: Path, swappiness: int, apply: str = "never", baseline: int = 1) -> Path:
+def make_project(
+    tmp_path: Path, swappiness: int, apply: str = "never", baseline: int = 1, budget: int = 8
+) -> Path:
     """level starts at 5; vm.swappiness is tried at its value and one other."""
     values = sorted({swappiness, 1 if swappiness != 1 else 2})
     (tmp_path / "level.txt").write_text("5\n")
@@ -39,7 +43,7 @@ def make_project(tmp_path: Path, swappiness: int, apply: str = "never", baseline
         print(f"score: {1000 - (level - 7) ** 2 + swappiness / 100}")
     """)
     )
-    tuning = {"engine": "random", "budget": 8, "baseline": baseline, "apply": apply, "seed": 3,
+    tuning = {"engine": "random", "budget": budget, "baseline": baseline, "apply": apply, "seed": 3,
               "confirm": {"candidates": 1, "rounds": 2}}  # fmt: skip
     return write_project(tmp_path, "crash-test", values, timeout=20, tuning=tuning)
 
@@ -50,17 +54,17 @@ def assert_back(folder: Path, swappiness: int) -> None:
     assert int(SWAPPINESS.read_text()) == swappiness
 
 
-def start_tune(project: Path, hone_home: Path, *options: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(project), *options],
+def start_tune(project: Path, hone_home: Path, *options: str) -> Process:
+    return start_hone(
+        "tune", str(project), *options,
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
-    )
+    )  # fmt: skip
 
 
-def wait_for_trials(proc: subprocess.Popen, after_trials: int) -> None:
+def wait_for_trials(proc: Process, after_trials: int) -> None:
     """Return once `after_trials` search trials are stored and the next one is running."""
     deadline = time.monotonic() + 120
     store = None  # opened once: each opening checks the schema, on the cores hone runs on
@@ -80,8 +84,9 @@ def wait_for_trials(proc: subprocess.Popen, after_trials: int) -> None:
     pytest.fail("hone did not reach the trial to wait for")
 
 
-def kill(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGKILL)
+def kill(proc: Process) -> None:
+    with contextlib.suppress(ProcessLookupError):  # ended already (the test says how)
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
 
 
@@ -154,7 +159,8 @@ def test_resume_keeps_the_apply_policy_the_study_began_with(
 ) -> None:
     """A study begun with `--apply never` and resumed without `--apply` (the web UI's Resume
     gives none) leaves the machine as it was, though the project file says `apply: always`."""
-    project = make_project(tmp_path, swappiness, apply="always")
+    # two trials left to the resumed run: its end, where the policy acts, is under test
+    project = make_project(tmp_path, swappiness, apply="always", budget=4)
     start_and_kill(project, hone_home, 2, "--apply", "never")
 
     result = hone_cli("tune", str(project), "--resume", "--no-why")
@@ -170,7 +176,7 @@ def test_resume_keeps_the_settings_the_study_began_with(
     web UI's Resume gives none) takes no more baseline readings, though the project file says
     3, and keeps its seed, its most rounds and the confirmation rounds its project file gave
     when it began (2), though the file now says 4."""
-    project = make_project(tmp_path, swappiness, baseline=3)
+    project = make_project(tmp_path, swappiness, baseline=3, budget=4)
     start_and_kill(project, hone_home, 2, "--baseline", "1", "--seed", "5", "--max-repeats", "4")
     spec = yaml.safe_load(project.read_text())
     spec["tuning"]["confirm"]["rounds"] = 4
@@ -267,12 +273,12 @@ def test_a_set_command_of_a_killed_run_never_writes_after_restore(
         tuning: {engine: random, budget: 6, baseline: 1, apply: never, seed: 3}
         """)
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(tmp_path)],
+    proc = start_hone(
+        "tune", str(tmp_path),
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )
+    )  # fmt: skip
     started = tmp_path / "started.txt"
     deadline = time.monotonic() + 60
     while not (started.exists() and started.read_text().strip() not in ("", "5")):
@@ -415,13 +421,13 @@ def test_resume_judges_trials_by_the_rules_the_study_began_with(
     }  # fmt: skip
     project = tmp_path / "hone.yaml"
     project.write_text(yaml.safe_dump(spec, sort_keys=False))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(project), "--no-why"],
+    proc = start_hone(
+        "tune", str(project), "--no-why",
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-    )
+    )  # fmt: skip
     (tmp_path / "hone.pid").write_text(str(proc.pid))
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from started_hone import start_hone
 
 #: A stand-in for a service: at start it reads app.conf into running.conf and serves until stop.
 SERVICE = """\
@@ -55,8 +55,10 @@ def write_project(folder: Path, keep_running: bool, apply: str = "never") -> Non
 
 def kill_in_a_trial(folder: Path, hone_home: Path) -> None:
     """Start `hone tune` and SIGKILL it once the service runs a trial's value (not 5)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(folder), "--no-why"],
+    proc = start_hone(
+        "tune",
+        str(folder),
+        "--no-why",
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

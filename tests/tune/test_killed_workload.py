@@ -8,13 +8,13 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 from killed_before_record import run_and_die_at_the_record
+from started_hone import start_hone
 
 from hone.errors import BenchmarkError
 from hone.journal import Journal
@@ -50,8 +50,10 @@ def alive(pid: int) -> bool:
 def test_restore_stops_the_server_a_killed_run_launched(
     tmp_path: Path, hone_home: Path, hone_cli
 ) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(make_project(tmp_path)), "--no-why"],
+    proc = start_hone(
+        "tune",
+        str(make_project(tmp_path)),
+        "--no-why",
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -9,11 +9,11 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import yaml
+from started_hone import start_hone
 
 from hone.errors import BenchmarkError
 from hone.project import load_project
@@ -101,8 +101,10 @@ def test_a_run_after_a_kill_9_stops_the_server_the_killed_run_left(
 ) -> None:
     port = free_port()
     project_file = make_project(tmp_path, port)
-    killed = subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(project_file), "--no-why"],
+    killed = start_hone(
+        "tune",
+        str(project_file),
+        "--no-why",
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -9,12 +9,12 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+from started_hone import start_hone
 
 from hone.project import load_project
 from hone.tune.console import Reporter
@@ -88,8 +88,10 @@ def test_a_run_after_a_kill_9_stops_the_service_the_killed_run_started(
 ) -> None:
     project_file = make_project(tmp_path)
     first, second = free_port(), free_port()
-    killed = subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(project_file), "--no-why"],
+    killed = start_hone(
+        "tune",
+        str(project_file),
+        "--no-why",
         env={**os.environ, "HONE_HOME": str(hone_home), "HONE_PORT": str(first)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+from started_hone import Process, start_hone
 
 from hone.journal import Journal
 from hone.storage import StudyStore
@@ -42,9 +42,11 @@ def make_project(folder: Path, set_command: str = SET) -> Path:
     return path
 
 
-def start_tune(project: Path, hone_home: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "hone", "tune", str(project), "--no-why"],
+def start_tune(project: Path, hone_home: Path) -> Process:
+    return start_hone(
+        "tune",
+        str(project),
+        "--no-why",
         env={**os.environ, "HONE_HOME": str(hone_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -52,7 +54,7 @@ def start_tune(project: Path, hone_home: Path) -> subprocess.Popen:
     )
 
 
-def wait_for_search(proc: subprocess.Popen) -> None:
+def wait_for_search(proc: Process) -> None:
     """Return once a search trial is running (its set command and its benchmark take half a
     second each)."""
     deadline = time.monotonic() + 60

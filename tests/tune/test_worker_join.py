@@ -20,9 +20,9 @@ def test_a_worker_with_a_longer_lease_is_not_lost_to_one_with_a_shorter(
     """`slow` holds its trials with a 60 s lease (a heartbeat every 10 s) and measures for 3 s;
     `quick` holds its own with 2 s. Judged by quick's lease, slow's trial went 2 s without a
     heartbeat and was failed as lost while slow was alive (its result dropped). One candidate
-    is confirmed: slow, the first to finish, measures it for 3 s a reading too."""
-    slow = machine(tmp_path, "slow", search_sleep=3, confirm="{candidates: 1}")
-    quick = machine(tmp_path, "quick", search_sleep=0.2, confirm="{candidates: 1}")
+    is confirmed in two rounds: slow, the first to finish, measures it for 3 s a reading too."""
+    slow = machine(tmp_path, "slow", search_sleep=3, confirm="{candidates: 1, rounds: 2}")
+    quick = machine(tmp_path, "quick", search_sleep=0.2, confirm="{candidates: 1, rounds: 2}")
     procs = [start(slow, postgres_url, "slow", 60, 5), start(quick, postgres_url, "quick", 2, 5)]
     outputs = [finish(proc) for proc in procs]
     store = StudyStore(postgres_url)

@@ -6,22 +6,22 @@ longer than `--db-wait` stops the worker with its knob put back and one line."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+from started_hone import Process
 from test_workers import machine, start, wait_for
 
 from hone.storage import StudyStore
 from hone.storage.summary import read_trials
 
 
-def worker(folder: Path, url: str, name: str, db_wait: float, budget: int = 2) -> subprocess.Popen:
+def worker(folder: Path, url: str, name: str, db_wait: float, budget: int = 2) -> Process:
     return start(folder, url, name, 2.0, budget, "--db-wait", str(db_wait))
 
 
-def searching(folder: Path, proc: subprocess.Popen, deadline: float) -> None:
+def searching(folder: Path, proc: Process, deadline: float) -> None:
     """Wait until the worker is in a search trial: its knob moved off 0."""
     while (folder / "app.conf").read_text() == "level 0\n":
         assert time.monotonic() < deadline and proc.poll() is None, "no search trial"

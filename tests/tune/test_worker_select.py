@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+from started_hone import start_hone
 
 from hone.storage import StudyStore
 from hone.storage.summary import read_trials
@@ -53,11 +54,8 @@ def machine(root: Path, name: str) -> Path:
 def test_workers_share_one_selection_of_knobs(postgres_url: str, tmp_path: Path) -> None:
     folders = [machine(tmp_path, name) for name in ("m1", "m2")]
     workers = [
-        subprocess.Popen(
-            [
-                *(sys.executable, "-m", "hone", "worker", str(folder)),
-                *("--storage", postgres_url, "--worker-id", folder.name),
-            ],
+        start_hone(
+            *("worker", str(folder), "--storage", postgres_url, "--worker-id", folder.name),
             env={**os.environ, "HONE_HOME": str(folder / "home")},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

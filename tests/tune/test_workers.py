@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 from forked_hone import run_hone
 from rich.console import Console
+from started_hone import Process, start_hone
 
 from hone.storage import StudyStore
 from hone.storage.summary import read_trials, summaries
@@ -69,14 +69,12 @@ def machine(
 
 def start(
     folder: Path, url: str, name: str, lease: float = 2.0, budget: int = BUDGET, *more: str
-) -> subprocess.Popen:
+) -> Process:
     """`hone worker` for the machine `folder` (its own HONE_HOME), in a session of its own so
     that a test can kill it with what it started."""
-    return subprocess.Popen(
-        [
-            *(sys.executable, "-m", "hone", "worker", str(folder), "--storage", url),
-            *("--worker-id", name, "--budget", str(budget), "--lease", str(lease), *more),
-        ],
+    return start_hone(
+        *("worker", str(folder), "--storage", url),
+        *("--worker-id", name, "--budget", str(budget), "--lease", str(lease), *more),
         env={**os.environ, "HONE_HOME": str(folder / "home")},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -85,7 +83,7 @@ def start(
     )
 
 
-def finish(proc: subprocess.Popen) -> str:
+def finish(proc: Process) -> str:
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err[-800:]
     return out

@@ -4,11 +4,13 @@ Optuna's own tools can read what hone wrote. Each finished trial is committed at
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import logging
+import os
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -362,7 +364,13 @@ def require_existing(url: str | None) -> None:
 @contextmanager
 def _schema_locked(url: str) -> Iterator[None]:
     """Several workers opening a new PostgreSQL database at once would all create Optuna's
-    tables and types, and all but one fail: the first to take this lock creates them."""
+    tables and types, and all but one fail: the first to take this lock creates them. So would
+    two hone commands opening a new SQLite file at once (`table studies already exists`):
+    they take a lock on its folder."""
+    if url.startswith("sqlite"):
+        with _folder_locked(url):
+            yield
+        return
     if not url.startswith("postgresql"):
         yield
         return
@@ -378,6 +386,25 @@ def _schema_locked(url: str) -> Iterator[None]:
                 )
     finally:
         engine.dispose()
+
+
+@contextmanager
+def _folder_locked(url: str) -> Iterator[None]:
+    """An exclusive lock on the folder of a SQLite database file (none for one in memory, or
+    in a folder not there, where SQLite itself fails): no file of hone's beside the user's."""
+    database = sqlalchemy.engine.make_url(url).database
+    folder = None
+    if database not in (None, "", ":memory:"):
+        with suppress(OSError):
+            folder = os.open(Path(database).resolve().parent, os.O_RDONLY | os.O_DIRECTORY)
+    if folder is None:
+        yield
+        return
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(folder)  # the lock goes with it
 
 
 #: libpq's settings for a shared study database: a connection that cannot be made, or a

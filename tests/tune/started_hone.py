@@ -1,0 +1,273 @@
+"""`subprocess.Popen([python, -m, hone, ...])` for the long-running commands the tuning tests
+start and then watch, signal or kill (`hone tune`, `hone worker`), without paying Python's
+start-up and hone's imports for each: 1.1 to 1.3 s of CPU a command, three at once for the
+worker tests on two cores. As in forked_hone, a helper process imports hone once and forks a
+child per command; this helper serves several commands at once and reports each one's pid
+and exit code on a socket of that command's own, so a test may run two workers side by side.
+
+The child is the command's own process: its pid is the one signals and `os.killpg` reach
+(with `start_new_session`, it leads a session of its own, as Popen's child does), and its
+exit code is Popen's (`-9` when killed). Where the command's environment differs from the
+helper's in anything Python reads while importing, the command is started afresh."""
+
+from __future__ import annotations
+
+import array
+import atexit
+import contextlib
+import io
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from forked_hone import PER_COMMAND, SESSION_ENV
+
+#: The helper: imports what hone's commands import; for each request (a JSON line and four
+#: descriptors: stdin, stdout, stderr and the command's status socket) forks, and says the
+#: child's pid on its status socket, then its exit code once a pidfd says it ended.
+HELPER = r"""
+import array, io, json, os, selectors, socket, sys
+import hone.cli.main
+for name in (*hone.cli.main.CAPABILITIES, "hone.storage", "hone.tune.runner", "hone.tune.why"):
+    __import__(name)
+channel = socket.socket(fileno=int(sys.argv[1]))
+selector = selectors.DefaultSelector()
+selector.register(channel, selectors.EVENT_READ)
+running = {}  # pidfd: (pid, status socket)
+while True:
+    for key, _ in selector.select():
+        if key.fileobj is not channel:
+            pid, status = running.pop(key.fd)
+            selector.unregister(key.fd)
+            os.close(key.fd)
+            _, code = os.waitpid(pid, 0)
+            status.send(json.dumps({"code": os.waitstatus_to_exitcode(code)}).encode())
+            status.close()
+            continue
+        fds = array.array("i")
+        message, ancillary, _, _ = channel.recvmsg(65536, socket.CMSG_SPACE(4 * fds.itemsize))
+        if not message:
+            sys.exit(0)
+        for level, kind, data in ancillary:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        request = json.loads(message)
+        pid = os.fork()
+        if pid == 0:
+            channel.close()
+            for fd, (_, status) in running.items():
+                os.close(fd)
+                status.close()
+            os.close(fds[3])
+            if request["session"]:
+                os.setsid()
+            for target, fd in enumerate(fds[:3]):
+                os.dup2(fd, target)
+                os.close(fd)
+            for fd, name in enumerate(("stdin", "stdout", "stderr")):
+                old = getattr(sys, name)
+                stream = io.TextIOWrapper(
+                    io.open(fd, "rb" if fd == 0 else "wb", closefd=False),
+                    encoding=old.encoding, errors=old.errors, newline="\n",
+                    line_buffering=fd == 2 or os.isatty(fd),
+                )
+                setattr(sys, name, stream)
+                setattr(sys, f"__{name}__", stream)
+            os.chdir(request["cwd"])
+            os.environ.clear()
+            os.environ.update(request["env"])
+            sys.argv = [request["main"], *request["args"]]
+            from hone.cli.main import run
+            run()
+            sys.exit(0)
+        for fd in fds[:3]:
+            os.close(fd)
+        status = socket.socket(fileno=fds[3])
+        status.send(json.dumps({"pid": pid}).encode())
+        pidfd = os.pidfd_open(pid)
+        running[pidfd] = (pid, status)
+        selector.register(pidfd, selectors.EVENT_READ)
+"""
+
+
+class Started:
+    """What a test uses of a Popen: pid, stdout, stderr, poll, wait, communicate, signals."""
+
+    def __init__(
+        self, args: list[str], status: socket.socket, out: IO | None, err: IO | None
+    ) -> None:
+        self.args = args
+        self.status = status
+        self.pid: int = json.loads(status.recv(4096))["pid"]
+        self.stdout, self.stderr = out, err
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.status.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                self._ended(self.status.recv(4096))
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.status.setblocking(True)
+            self.status.settimeout(timeout)
+            try:
+                self._ended(self.status.recv(4096))
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(self.args, timeout) from None
+        assert self.returncode is not None
+        return self.returncode
+
+    def _ended(self, message: bytes) -> None:
+        self.returncode = json.loads(message)["code"]
+        self.status.close()
+
+    def communicate(self, timeout: float | None = None) -> tuple[Any, Any]:
+        """Both pipes read to their end (as Popen's, the child's exit not waited for by the
+        reading), then the exit code."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pipes = [p for p in (self.stdout, self.stderr) if p is not None]
+        output: dict[Any, bytearray] = {p: bytearray() for p in pipes}
+        with selectors.DefaultSelector() as selector:
+            for pipe in pipes:
+                selector.register(pipe.fileno(), selectors.EVENT_READ, pipe)
+            while selector.get_map():
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise subprocess.TimeoutExpired(self.args, timeout)
+                for key, _ in selector.select(left):
+                    chunk = os.read(key.fd, 65536)
+                    if chunk:
+                        output[key.data] += chunk
+                    else:
+                        selector.unregister(key.fd)
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        self.wait(left)
+        texts = []
+        for pipe in (self.stdout, self.stderr):
+            if pipe is None:
+                texts.append(None)
+                continue
+            data = bytes(output[pipe])
+            texts.append(io.TextIOWrapper(io.BytesIO(data)).read() if _is_text(pipe) else data)
+            pipe.close()
+        return texts[0], texts[1]
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+#: A started command: forked, or started afresh.
+Process = Started | subprocess.Popen
+
+
+def _is_text(pipe: IO) -> bool:
+    return isinstance(pipe, io.TextIOBase)
+
+
+class _Helper:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", HELPER, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            env=env,
+        )
+        theirs.close()
+        self.channel = ours
+
+    def fits(self, env: dict[str, str]) -> bool:
+        def imported(e: dict[str, str]) -> dict[str, str]:
+            return {k: v for k, v in e.items() if not k.startswith(PER_COMMAND)}
+
+        return self.process.poll() is None and imported(env) == imported(self.env)
+
+    def close(self) -> None:
+        self.channel.close()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+_HELPER: list[_Helper] = []
+
+
+def start_hone(
+    *args: str,
+    env: dict[str, str],
+    cwd: Path | None = None,
+    stdout: int | None = None,
+    stderr: int | None = None,
+    text: bool = False,
+    start_new_session: bool = False,
+) -> Process:
+    """`subprocess.Popen([python, -m, hone, *args], ...)` with these arguments (stdout and
+    stderr: None, PIPE or DEVNULL), forked from the session's helper where it can be."""
+    if not _HELPER:
+        _HELPER.append(_Helper(SESSION_ENV or dict(os.environ)))
+    helper = _HELPER[0]
+    argv = [sys.executable, "-m", "hone", *args]
+    cwd = cwd or Path.cwd()
+    if not helper.fits(env):
+        return subprocess.Popen(
+            argv, env=env, cwd=cwd, stdout=stdout, stderr=stderr, text=text,
+            start_new_session=start_new_session,
+        )  # fmt: skip
+    ends: list[IO | None] = []
+    theirs: list[int] = [0]
+    opened: list[int] = []
+    for wanted, inherited in ((stdout, 1), (stderr, 2)):
+        if wanted == subprocess.PIPE:
+            read, write = os.pipe()
+            ends.append(open(read, "r" if text else "rb", closefd=True))  # noqa: SIM115
+            theirs.append(write)
+            opened.append(write)
+        elif wanted == subprocess.DEVNULL:
+            null = os.open(os.devnull, os.O_WRONLY)
+            ends.append(None)
+            theirs.append(null)
+            opened.append(null)
+        else:
+            ends.append(None)
+            theirs.append(inherited)
+    ours, status = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    main = str(Path(__import__("hone").__file__).with_name("__main__.py"))
+    request = {"args": list(args), "env": env, "cwd": str(cwd), "main": main,
+               "session": start_new_session}  # fmt: skip
+    try:
+        fds = array.array("i", [*theirs, status.fileno()])
+        helper.channel.sendmsg(
+            [json.dumps(request).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+        )
+    finally:
+        for fd in opened:
+            os.close(fd)
+        status.close()
+    return Started(argv, ours, ends[0], ends[1])
+
+
+@atexit.register
+def close() -> None:
+    """The helper ends, if one started (its children, if any, are not waited for)."""
+    while _HELPER:
+        _HELPER.pop().close()
