@@ -29,13 +29,44 @@ from pathlib import Path
 #: which the helper's imports do not load).
 PER_COMMAND = ("HONE_", "COLUMNS", "LINES", "PYTEST_CURRENT_TEST", "ITERATION", "KMP_")
 
-#: The helper: imports what hone's commands import, then for each request (a JSON line and three
-#: descriptors: stdin, stdout, stderr) forks, says the child's pid, waits and says its status.
-HELPER = r"""
-import array, io, json, os, socket, sys
+#: What both helpers (this one and tune/started_hone's) run first: hone's imports, and `become`,
+#: which a forked child calls to be the command: the request's stdin, stdout and stderr
+#: descriptors, folder, environment and argv, then hone's real entry point.
+PRELUDE = r"""
+import array, io, json, os, selectors, socket, sys
 import hone.cli.main
 for name in (*hone.cli.main.CAPABILITIES, "hone.storage", "hone.tune.runner", "hone.tune.why"):
     __import__(name)
+
+def become(request, fds):
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    # the streams as start-up makes them, on the new files (the old ones were made for
+    # /dev/null: seekable, which a pipe is not)
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        old = getattr(sys, name)
+        stream = io.TextIOWrapper(
+            io.open(fd, "rb" if fd == 0 else "wb", closefd=False),
+            encoding=old.encoding, errors=old.errors, newline="\n",
+            line_buffering=fd == 2 or os.isatty(fd),
+        )
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.argv = [request["main"], *request["args"]]
+    from hone.cli.main import run
+    run()
+    sys.exit(0)
+"""
+
+#: The helper: for each request (a JSON line and three descriptors: stdin, stdout, stderr)
+#: forks, says the child's pid, waits and says its status.
+HELPER = (
+    PRELUDE
+    + r"""
 channel = socket.socket(fileno=int(sys.argv[1]))
 while True:
     fds = array.array("i")
@@ -48,33 +79,14 @@ while True:
     pid = os.fork()
     if pid == 0:
         channel.close()
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        # the streams as start-up makes them, on the new files (the old ones were made for
-        # /dev/null: seekable, which a pipe is not)
-        for fd, name in enumerate(("stdin", "stdout", "stderr")):
-            old = getattr(sys, name)
-            stream = io.TextIOWrapper(
-                io.open(fd, "rb" if fd == 0 else "wb", closefd=False),
-                encoding=old.encoding, errors=old.errors, newline="\n",
-                line_buffering=fd == 2 or os.isatty(fd),
-            )
-            setattr(sys, name, stream)
-            setattr(sys, f"__{name}__", stream)
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        sys.argv = [request["main"], *request["args"]]
-        from hone.cli.main import run
-        run()
-        sys.exit(0)
+        become(request, fds)
     for fd in fds:
         os.close(fd)
     channel.send(json.dumps({"pid": pid}).encode())
     _, status = os.waitpid(pid, 0)
     channel.send(json.dumps({"code": os.waitstatus_to_exitcode(status)}).encode())
 """
+)
 
 
 class ForkedHone:

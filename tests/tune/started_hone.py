@@ -27,16 +27,14 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from forked_hone import PER_COMMAND, SESSION_ENV
+from forked_hone import PER_COMMAND, PRELUDE, SESSION_ENV
 
-#: The helper: imports what hone's commands import; for each request (a JSON line and four
-#: descriptors: stdin, stdout, stderr and the command's status socket) forks, and says the
-#: child's pid on its status socket, then its exit code once a pidfd says it ended.
-HELPER = r"""
-import array, io, json, os, selectors, socket, sys
-import hone.cli.main
-for name in (*hone.cli.main.CAPABILITIES, "hone.storage", "hone.tune.runner", "hone.tune.why"):
-    __import__(name)
+#: The helper: for each request (a JSON line and four descriptors: stdin, stdout, stderr and the
+#: command's status socket) forks, and says the child's pid on its status socket, then its exit
+#: code once a pidfd says it ended.
+HELPER = (
+    PRELUDE
+    + r"""
 channel = socket.socket(fileno=int(sys.argv[1]))
 selector = selectors.DefaultSelector()
 selector.register(channel, selectors.EVENT_READ)
@@ -67,25 +65,7 @@ while True:
             os.close(fds[3])
             if request["session"]:
                 os.setsid()
-            for target, fd in enumerate(fds[:3]):
-                os.dup2(fd, target)
-                os.close(fd)
-            for fd, name in enumerate(("stdin", "stdout", "stderr")):
-                old = getattr(sys, name)
-                stream = io.TextIOWrapper(
-                    io.open(fd, "rb" if fd == 0 else "wb", closefd=False),
-                    encoding=old.encoding, errors=old.errors, newline="\n",
-                    line_buffering=fd == 2 or os.isatty(fd),
-                )
-                setattr(sys, name, stream)
-                setattr(sys, f"__{name}__", stream)
-            os.chdir(request["cwd"])
-            os.environ.clear()
-            os.environ.update(request["env"])
-            sys.argv = [request["main"], *request["args"]]
-            from hone.cli.main import run
-            run()
-            sys.exit(0)
+            become(request, fds[:3])
         for fd in fds[:3]:
             os.close(fd)
         status = socket.socket(fileno=fds[3])
@@ -94,6 +74,7 @@ while True:
         running[pidfd] = (pid, status)
         selector.register(pidfd, selectors.EVENT_READ)
 """
+)
 
 
 class Started:
