@@ -38,6 +38,15 @@ import hone.cli.main
 for name in (*hone.cli.main.CAPABILITIES, "hone.storage", "hone.tune.runner", "hone.tune.why"):
     __import__(name)
 
+def receive(channel, count):  # the next request and its `count` descriptors; None at the end
+    fds = array.array("i")
+    message, ancillary, _, _ = channel.recvmsg(65536, socket.CMSG_SPACE(count * fds.itemsize))
+    if not message:
+        return None
+    for level, kind, data in ancillary:
+        fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return json.loads(message), fds
+
 def become(request, fds):
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -69,13 +78,10 @@ HELPER = (
     + r"""
 channel = socket.socket(fileno=int(sys.argv[1]))
 while True:
-    fds = array.array("i")
-    message, ancillary, _, _ = channel.recvmsg(65536, socket.CMSG_SPACE(3 * fds.itemsize))
-    if not message:
+    received = receive(channel, 3)
+    if received is None:
         break
-    for level, kind, data in ancillary:
-        fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-    request = json.loads(message)
+    request, fds = received
     pid = os.fork()
     if pid == 0:
         channel.close()
@@ -89,15 +95,17 @@ while True:
 )
 
 
-class ForkedHone:
-    """The helper process and the channel to it; `run` is `subprocess.run` of `python -m hone`
-    with captured text output."""
+class Helper:
+    """A helper process running `program` (hone imported, then its loop), the channel to it, and
+    whether a command can be forked from it."""
+
+    program = ""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.helper = subprocess.Popen(
-            [sys.executable, "-c", HELPER, str(theirs.fileno())],
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", self.program, str(theirs.fileno())],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -105,15 +113,14 @@ class ForkedHone:
         )
         theirs.close()
         self.channel = ours
-        self.busy = threading.Lock()  # one command at a time on the channel
 
     def close(self) -> None:
         self.channel.close()  # the helper reads the end and exits
         try:
-            self.helper.wait(10)
+            self.process.wait(10)
         except subprocess.TimeoutExpired:
-            self.helper.kill()
-            self.helper.wait()
+            self.process.kill()
+            self.process.wait()
 
     def fits(self, env: dict[str, str]) -> bool:
         """Whether a child of the helper sees what a fresh interpreter with `env` would."""
@@ -121,7 +128,18 @@ class ForkedHone:
         def imported(e: dict[str, str]) -> dict[str, str]:
             return {k: v for k, v in e.items() if not k.startswith(PER_COMMAND)}
 
-        return self.helper.poll() is None and imported(env) == imported(self.env)
+        return self.process.poll() is None and imported(env) == imported(self.env)
+
+
+class ForkedHone(Helper):
+    """The helper for one-shot commands; `run` is `subprocess.run` of `python -m hone` with
+    captured text output."""
+
+    program = HELPER
+
+    def __init__(self, env: dict[str, str]) -> None:
+        super().__init__(env)
+        self.busy = threading.Lock()  # one command at a time on the channel
 
     def run(
         self, args: list[str], *, env: dict[str, str], cwd: Path, timeout: float | None
@@ -152,8 +170,9 @@ class ForkedHone:
             for fd in (out_w, err_w):
                 os.close(fd)
         pid = json.loads(self.channel.recv(4096))["pid"]
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            output = _read(out_r, err_r, None if timeout is None else time.monotonic() + timeout)
+            output = read_all([out_r, err_r], deadline)
             if output is None:
                 raise subprocess.TimeoutExpired(argv, timeout)
         except BaseException:  # out of time, or the test was stopped: the child goes too
@@ -165,12 +184,12 @@ class ForkedHone:
             os.close(out_r)
             os.close(err_r)
         code = json.loads(self.channel.recv(4096))["code"]
-        return subprocess.CompletedProcess(argv, code, _text(output[0]), _text(output[1]))
+        return subprocess.CompletedProcess(argv, code, text(output[0]), text(output[1]))
 
 
-def _read(out: int, err: int, deadline: float | None) -> tuple[bytes, bytes] | None:
-    """Both pipes to their end, as `communicate` reads them; None if the deadline came first."""
-    output = {out: bytearray(), err: bytearray()}
+def read_all(fds: list[int], deadline: float | None) -> list[bytes] | None:
+    """Each pipe to its end, as `communicate` reads them; None if the deadline came first."""
+    output = {fd: bytearray() for fd in fds}
     with selectors.DefaultSelector() as selector:
         for fd in output:
             selector.register(fd, selectors.EVENT_READ)
@@ -184,10 +203,10 @@ def _read(out: int, err: int, deadline: float | None) -> tuple[bytes, bytes] | N
                     output[key.fd] += chunk
                 else:
                     selector.unregister(key.fd)
-    return bytes(output[out]), bytes(output[err])
+    return [bytes(output[fd]) for fd in fds]
 
 
-def _text(data: bytes) -> str:
+def text(data: bytes) -> str:
     """As `subprocess.run(text=True)` decodes: the locale's encoding, universal newlines."""
     return io.TextIOWrapper(io.BytesIO(data)).read()
 

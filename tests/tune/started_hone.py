@@ -18,7 +18,6 @@ import contextlib
 import io
 import json
 import os
-import selectors
 import signal
 import socket
 import subprocess
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from forked_hone import PER_COMMAND, PRELUDE, SESSION_ENV
+from forked_hone import PRELUDE, SESSION_ENV, Helper, read_all, text
 
 #: The helper: for each request (a JSON line and four descriptors: stdin, stdout, stderr and the
 #: command's status socket) forks, and says the child's pid on its status socket, then its exit
@@ -49,13 +48,10 @@ while True:
             status.send(json.dumps({"code": os.waitstatus_to_exitcode(code)}).encode())
             status.close()
             continue
-        fds = array.array("i")
-        message, ancillary, _, _ = channel.recvmsg(65536, socket.CMSG_SPACE(4 * fds.itemsize))
-        if not message:
+        received = receive(channel, 4)
+        if received is None:
             sys.exit(0)
-        for level, kind, data in ancillary:
-            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-        request = json.loads(message)
+        request, fds = received
         pid = os.fork()
         if pid == 0:
             channel.close()
@@ -116,20 +112,10 @@ class Started:
         reading), then the exit code."""
         deadline = None if timeout is None else time.monotonic() + timeout
         pipes = [p for p in (self.stdout, self.stderr) if p is not None]
-        output: dict[Any, bytearray] = {p: bytearray() for p in pipes}
-        with selectors.DefaultSelector() as selector:
-            for pipe in pipes:
-                selector.register(pipe.fileno(), selectors.EVENT_READ, pipe)
-            while selector.get_map():
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise subprocess.TimeoutExpired(self.args, timeout)
-                for key, _ in selector.select(left):
-                    chunk = os.read(key.fd, 65536)
-                    if chunk:
-                        output[key.data] += chunk
-                    else:
-                        selector.unregister(key.fd)
+        output = read_all([p.fileno() for p in pipes], deadline)
+        if output is None:
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        read = dict(zip(pipes, output, strict=True))
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         self.wait(left)
         texts = []
@@ -137,8 +123,7 @@ class Started:
             if pipe is None:
                 texts.append(None)
                 continue
-            data = bytes(output[pipe])
-            texts.append(io.TextIOWrapper(io.BytesIO(data)).read() if _is_text(pipe) else data)
+            texts.append(text(read[pipe]) if _is_text(pipe) else read[pipe])
             pipe.close()
         return texts[0], texts[1]
 
@@ -161,33 +146,8 @@ def _is_text(pipe: IO) -> bool:
     return isinstance(pipe, io.TextIOBase)
 
 
-class _Helper:
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", HELPER, str(theirs.fileno())],
-            pass_fds=[theirs.fileno()],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            env=env,
-        )
-        theirs.close()
-        self.channel = ours
-
-    def fits(self, env: dict[str, str]) -> bool:
-        def imported(e: dict[str, str]) -> dict[str, str]:
-            return {k: v for k, v in e.items() if not k.startswith(PER_COMMAND)}
-
-        return self.process.poll() is None and imported(env) == imported(self.env)
-
-    def close(self) -> None:
-        self.channel.close()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+class _Helper(Helper):
+    program = HELPER
 
 
 _HELPER: list[_Helper] = []
