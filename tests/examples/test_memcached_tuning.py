@@ -2,7 +2,8 @@
 hone launches), applied, then `hone restore`: every value back, no server left running.
 
 The example's workload, knobs, constraint and metric as they are; its benchmark runs 1 s instead
-of 4 and one candidate is confirmed in one round (the example: two in three), without the
+of 4 (a run takes 2.3 s: memcaslap's own start and end), two trials are searched and one
+candidate is confirmed in one round (the example: twenty, then two in three), without the
 profiling of the winner (tests/tune/test_why.py checks that on a launched server)."""
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def test_memcached_tune_apply_and_restore(hone_cli, somaxconn: int, tmp_path: Pa
         "tune",
         str(shortened_example(tmp_path)),
         "--budget",
-        "3",
+        "2",
         "--baseline",
         "1",
         "--apply",
