@@ -8,11 +8,11 @@ import html
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from forked_hone import run_hone
 
 from hone.diagnose import jvmgc
 from hone.diagnose.report import Diagnosis
@@ -39,10 +39,9 @@ def diagnosed(
         try:
             time.sleep(1.5)  # the JVM starts and compiles
             folder = root / name
-            run = subprocess.run(
-                [sys.executable, "-m", "hone", "diagnose", "--pid", str(program.pid), "-o",
-                 str(folder), "--duration", seconds],
-                capture_output=True, text=True, env=env, timeout=300,
+            run = run_hone(
+                "diagnose", "--pid", str(program.pid), "-o", str(folder), "--duration", seconds,
+                env=env, cwd=Path.cwd(), timeout=300,
             )  # fmt: skip
         finally:
             program.kill()
