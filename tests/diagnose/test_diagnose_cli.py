@@ -220,7 +220,7 @@ def test_ctrl_c_stops_every_recorder_and_the_command(hone_home: Path, tmp_path: 
         deadline = time.monotonic() + 120
         # Four recorders (perf's workload child shows as `perf record` until it execs: >= 4).
         while len([p for p in ours() if "perf record" in p]) < 4 and time.monotonic() < deadline:
-            time.sleep(0.5)
+            time.sleep(0.1)
         assert len([p for p in ours() if "perf record" in p]) >= 4, "the recorders never started"
         hone.send_signal(signal.SIGINT)
         hone.communicate(timeout=60)  # each recorder gets up to 30 s before SIGTERM/SIGKILL
@@ -228,7 +228,9 @@ def test_ctrl_c_stops_every_recorder_and_the_command(hone_home: Path, tmp_path: 
         hone.kill()
         hone.wait()
     assert hone.returncode == 130
-    time.sleep(1)
+    gone = time.monotonic() + 1  # a second for the last of them to be reaped
+    while ours() and time.monotonic() < gone:
+        time.sleep(0.05)
     assert ours() == []
 
 
