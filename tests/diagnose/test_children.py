@@ -40,7 +40,7 @@ def test_descendants_follow_the_whole_tree() -> None:
 @pytest.mark.slow
 def test_a_command_whose_child_does_the_work(hone_cli, tmp_path: Path) -> None:
     hot = build("hot_split", tmp_path)
-    done = hone_cli("diagnose", "-o", str(tmp_path / "rep"), "--", "sh", "-c", f"{hot} 3; true")
+    done = hone_cli("diagnose", "-o", str(tmp_path / "rep"), "--", "sh", "-c", f"{hot} 2; true")
     assert done.returncode == 0, done.stderr
     d = Diagnosis.load(tmp_path / "rep" / "diagnosis.hone")
     top = d.findings[0]

@@ -131,6 +131,20 @@ def nginx(tmp_path: Path):
         subprocess.run(["kill", "-QUIT", str(master)], check=False)
 
 
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def _serving(worker: int, ticks: int = 5, timeout: float = 30) -> None:
+    """Wait until the worker has spent `ticks` clock ticks (50 ms) on the CPU: wrk's requests
+    are being served."""
+    start, deadline = _cpu_ticks(worker), time.monotonic() + timeout
+    while _cpu_ticks(worker) - start < ticks:
+        assert time.monotonic() < deadline, "nginx served nothing under wrk"
+        time.sleep(0.02)
+
+
 @pytest.mark.slow
 def test_nginx_under_wrk_gets_network_knobs_not_compiler_flags(
     hone_cli, nginx: tuple[int, int], tmp_path: Path
@@ -141,7 +155,7 @@ def test_nginx_under_wrk_gets_network_knobs_not_compiler_flags(
         stdout=subprocess.DEVNULL,
     )
     try:
-        time.sleep(1)
+        _serving(worker)
         done = hone_cli(
             "diagnose", "--pid", str(worker), "-d", "5", "--json",
             "--suggest-project", str(tmp_path / "proj"),

@@ -209,7 +209,7 @@ def lock_and_system(
     home = tmp_path_factory.mktemp("lock-home")
     program = build("lock_long_names", tmp_path_factory.mktemp("lock-bin"))
     done = run_hone(
-        "diagnose", "--", str(program), "3", env={**os.environ, "HONE_HOME": str(home)},
+        "diagnose", "--", str(program), "2", env={**os.environ, "HONE_HOME": str(home)},
         cwd=Path.cwd(), timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

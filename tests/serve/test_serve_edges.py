@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import BENCH, ROOT, Server, q, run_study, shot, start_server
+from forked_hone import run_hone
 from playwright.sync_api import Page, expect
 
 from benchmarks.web import stop_server
@@ -242,11 +243,8 @@ def test_a_name_with_slash_comma_hash_space_and_unicode(page: Page, edges: Serve
     assert isinstance(edges.get(f"/api/studies/{q(name)}/importance"), list)
     status, restored = edges.request("POST", f"/api/projects/{q(WEIRD)}/restore")
     assert status == 200 and restored["project"] == WEIRD, restored
-    remote = subprocess.run(
-        [sys.executable, "-m", "hone", "remote", "--server", edges.url, "show", name, "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+    remote = run_hone(
+        "remote", "--server", edges.url, "show", name, "--json", env=dict(os.environ), cwd=ROOT
     )
     assert remote.returncode == 0, remote.stderr
     assert '"name": "my app #2 \\u00fc/x,y#1"' in remote.stdout
@@ -383,14 +381,15 @@ def test_a_risky_best_held_back_is_not_shown_as_the_gain(page: Page, edges: Serv
         == []
     )
     env = {**os.environ, "HONE_HOME": str(edges.home)}
-    hone = [sys.executable, "-m", "hone"]
-    listed = subprocess.run([*hone, "studies", "--json"], capture_output=True, env=env, cwd=ROOT)
+
+    def hone(*args: str) -> subprocess.CompletedProcess:
+        return run_hone(*args, env=env, cwd=ROOT)
+
+    listed = hone("studies", "--json")
     assert next(r for r in json.loads(listed.stdout) if r["name"] == "risky#1") == row
-    shown = subprocess.run([*hone, "show", "risky#1"], capture_output=True, text=True, env=env)
+    shown = hone("show", "risky#1")
     assert "risky winner (held back: needs --allow-risk): mode=unsafe" in shown.stdout
-    safe = json.loads(
-        subprocess.run([*hone, "show", "risky#1", "--json"], capture_output=True, env=env).stdout
-    )["best"]
+    safe = json.loads(hone("show", "risky#1", "--json").stdout)["best"]
     assert safe["config"] == {"mode": "fast"} and safe["source"] == "confirmed"
 
     page.goto(edges.url + "/")

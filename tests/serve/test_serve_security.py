@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import pytest
 from conftest import ROOT, start_server, stop_server
+from forked_hone import run_hone
 
 from benchmarks.web import free_port
 
@@ -102,17 +103,13 @@ def test_token_shown_at_first_start_only_and_reads_can_require_it(tmp_path: Path
 
 def test_wildcard_origin_and_readable_token_file_are_refused(tmp_path: Path) -> None:
     env = {**os.environ, "HONE_HOME": str(tmp_path)}
-    command = [sys.executable, "-m", "hone", "serve", "--port", str(free_port())]
-    result = subprocess.run(
-        [*command, "--origin", "*"], env=env, capture_output=True, text=True, timeout=60
-    )
+    command = ["serve", "--port", str(free_port())]
+    result = run_hone(*command, "--origin", "*", env=env, cwd=ROOT, timeout=60)
     assert result.returncode == 2 and "wildcard is refused" in result.stderr
     loose = tmp_path / "loose-token"
     loose.write_text("a-token-that-is-long-enough\n")
     loose.chmod(0o644)
-    result = subprocess.run(
-        [*command, "--token-file", str(loose)], env=env, capture_output=True, text=True, timeout=60
-    )
+    result = run_hone(*command, "--token-file", str(loose), env=env, cwd=ROOT, timeout=60)
     assert result.returncode == 2 and "readable by others" in result.stderr
 
 
@@ -124,13 +121,7 @@ def test_a_port_in_use_is_one_line_before_any_token_is_made(tmp_path: Path) -> N
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run(
-            [sys.executable, "-m", "hone", "serve", "--port", str(port)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = run_hone("serve", "--port", str(port), env=env, cwd=ROOT, timeout=60)
     assert result.returncode == 2, result.stderr
     assert result.stderr == f"hone: cannot listen on 127.0.0.1:{port}: Address already in use\n"
     assert result.stdout == "" and not (tmp_path / "serve" / "token").exists()
@@ -359,13 +350,8 @@ def test_a_project_file_others_can_write_is_never_run(server: Any, tmp_path: Pat
     folder = tmp_path / "open"
     shutil.copytree(server.projects["gamma"], folder)
     folder.chmod(0o777)
-    result = subprocess.run(
-        [sys.executable, "-m", "hone", "serve", "--project", str(folder)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HONE_HOME": str(tmp_path / "home")},
-        timeout=60,
-    )
+    env = {**os.environ, "HONE_HOME": str(tmp_path / "home")}
+    result = run_hone("serve", "--project", str(folder), env=env, cwd=ROOT, timeout=60)
     assert result.returncode == 2 and "writable by other users" in result.stderr
 
 

@@ -19,20 +19,15 @@ from typing import ClassVar
 
 import pytest
 from conftest import ROOT
+from forked_hone import run_hone
 
 from benchmarks.web import free_port, stop_server
 from hone.serve.cli import _listen
 
 
 def hone(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hone", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        env={**os.environ, "HONE_HOME": str(home), **(env or {})},
-    )
+    env = {**os.environ, "HONE_HOME": str(home), **(env or {})}
+    return run_hone(*args, env=env, cwd=ROOT, timeout=60)
 
 
 @pytest.mark.parametrize(
@@ -137,7 +132,9 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 
 def _serve(handler: type) -> Iterator[str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # shutdown() waits for serve_forever's next look at it: every 0.5 s by default
+    serve = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    serve.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import BENCH, ROOT, Server, q, shot, start_server
+from forked_hone import run_hone
 from playwright.sync_api import Page, expect
 
 from benchmarks.tune.postgres import cluster
@@ -56,14 +57,7 @@ def level_project(folder: Path, name: str) -> Path:
 
 
 def hone(home: Path, *args: str) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [sys.executable, "-m", "hone", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env={**os.environ, "HONE_HOME": str(home)},
-    )
+    result = run_hone(*args, env={**os.environ, "HONE_HOME": str(home)}, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr[-800:]
     return result
 
