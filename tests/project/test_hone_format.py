@@ -86,6 +86,19 @@ def test_on_off_yes_no_are_values_where_values_are_meant(tmp_path: Path) -> None
     assert isinstance(fast, Boolean) and (fast.format(True), fast.format(False)) == ("yes", "no")
 
 
+def test_values_read_from_the_system_are_references_only_inside_the_space(tmp_path: Path) -> None:
+    """The values a run reads before tuning fill the references its knobs do not declare, but a
+    value the knob's domain does not hold (swappiness 150 against 0-100) is none: the search
+    would start from a point outside its own space. A declared reference stays as written."""
+    project = load_project(write(tmp_path, GOOD))
+    read = {"threads": 12, "ratio": 1.0, "size": 100, "mode": "a", "fast": True, "swappiness": 150}
+    defaults = project.space(read).defaults
+    assert defaults["threads"] == 4  # declared (default: 4), not the 12 read
+    assert defaults["ratio"] == 1.0 and defaults["mode"] == "a" and defaults["fast"] is True
+    assert "size" not in defaults and "swappiness" not in defaults  # not in the space
+    assert project.space(read).default() is None  # so no baseline configuration from them
+
+
 @pytest.mark.parametrize(
     ("change", "words"),
     [

@@ -23,10 +23,14 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+import pytest
 from forked_hone import PRELUDE, SESSION_ENV, Helper, read_all, text
+
+from hone.storage import StudyStore
 
 #: The helper: for each request (a JSON line and four descriptors: stdin, stdout, stderr and the
 #: command's status socket) forks, and says the child's pid on its status socket, then its exit
@@ -205,6 +209,29 @@ def start_hone(
             os.close(fd)
         status.close()
     return Started(argv, ours, ends[0], ends[1])
+
+
+def wait_for_study(
+    proc: Process, study: str, ready: Callable[[list[Any]], bool], seconds: float, what: str
+) -> None:
+    """Return once the stored trials of `study` are `ready`, looked at every 0.1 s while hone
+    runs (its stderr a pipe); fail when hone ends first, or after `seconds` (not reached `what`)."""
+    deadline = time.monotonic() + seconds
+    store = None  # opened once: each opening checks the schema, on the cores hone runs on
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        if proc.poll() is not None:
+            said = proc.stderr.read()
+            said = said if isinstance(said, str) else text(said)
+            pytest.fail(f"hone ended too early: {said[-500:]}")
+        try:
+            store = store or StudyStore()
+            trials = store.trials(store.find(study))
+        except Exception:  # the database or the study is not there yet
+            continue
+        if ready(trials):
+            return
+    pytest.fail(f"hone did not reach {what}")
 
 
 @atexit.register

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from killed_before_record import run_and_die_at_the_record
-from started_hone import Process, start_hone
+from started_hone import Process, start_hone, wait_for_study
 from swappiness_project import SWAPPINESS, write_project
 
 from hone.errors import HoneError
@@ -66,22 +66,12 @@ def start_tune(project: Path, hone_home: Path, *options: str) -> Process:
 
 def wait_for_trials(proc: Process, after_trials: int) -> None:
     """Return once `after_trials` search trials are stored and the next one is running."""
-    deadline = time.monotonic() + 120
-    store = None  # opened once: each opening checks the schema, on the cores hone runs on
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        if proc.poll() is not None:
-            pytest.fail(f"hone ended too early: {proc.stderr.read().decode()[-500:]}")
-        try:
-            store = store or StudyStore()
-            trials = store.trials(store.find("crash-test"))
-        except Exception:  # the database or the study is not there yet
-            continue
+
+    def ready(trials: list) -> bool:
         done = [t for t in trials if t.phase == "search" and t.state != "running"]
-        running = [t for t in trials if t.state == "running"]
-        if len(done) >= after_trials and running:
-            return
-    pytest.fail("hone did not reach the trial to wait for")
+        return len(done) >= after_trials and any(t.state == "running" for t in trials)
+
+    wait_for_study(proc, "crash-test", ready, 120, "the trial to wait for")
 
 
 def kill(proc: Process) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from started_hone import Process, start_hone
+from started_hone import Process, start_hone, wait_for_study
 
 from hone.journal import Journal
 from hone.storage import StudyStore
@@ -57,20 +57,13 @@ def start_tune(project: Path, hone_home: Path) -> Process:
 def wait_for_search(proc: Process) -> None:
     """Return once a search trial is running (its set command and its benchmark take half a
     second each)."""
-    deadline = time.monotonic() + 60
-    store = None  # opened once: each opening checks the schema, on the cores hone runs on
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        if proc.poll() is not None:
-            pytest.fail(f"hone ended too early: {proc.stderr.read()[-500:]}")
-        try:
-            store = store or StudyStore()
-            trials = store.trials(store.find("stop-test"))
-        except Exception:  # the database or the study is not there yet
-            continue
-        if any(t.phase == "search" and t.state == "running" for t in trials):
-            return
-    pytest.fail("hone did not reach the search")
+    wait_for_study(
+        proc,
+        "stop-test",
+        lambda trials: any(t.phase == "search" and t.state == "running" for t in trials),
+        60,
+        "the search",
+    )
 
 
 def stopped_run(

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from hone.cluster.ssh import Host, ssh_failed
 from hone.errors import ActuationError
 from hone.knobs import Actuator
-from hone.knobs.base import _same
+from hone.knobs.base import equal_values
 from hone.knobs.config_file import ConfigFileActuator
 from hone.knobs.script import ScriptActuator, find_script
 from hone.knobs.shell import VALUE_VARIABLE, ShellActuator, set_script
@@ -76,7 +76,7 @@ class RemoteKnob:
 
     def same(self, actual: str, wanted: str) -> bool:
         norm = self.actuator.normalise
-        return _same(norm(actual), norm(wanted))
+        return equal_values(norm(actual), norm(wanted))
 
 
 def remote_knob(actuator: Actuator) -> RemoteKnob:

@@ -96,6 +96,11 @@ class Diagnosis:
             return {"network": self.softirq.device, "busy_cpu": str(self.softirq.busy_cpu)}
         return {}
 
+    def suggest_knobs(self) -> None:
+        """Look up `suggestions`: the knobs for the process's own findings, as this machine
+        has them (what exists is a property of the machine the lookup runs on)."""
+        self.suggestions = catalogue.knobs_for(self.knob_kinds(), self.evidence(), self.context())
+
     @property
     def tracing_share(self) -> float:
         """The share of the on-CPU samples in the kernel's tracing (module kernel): the cost of

@@ -12,7 +12,6 @@ import shlex
 import time
 from pathlib import Path
 
-from hone.diagnose import catalogue
 from hone.diagnose.report import Diagnosis
 from hone.errors import HoneError
 from hone.project.yamlio import dump_with_header
@@ -41,7 +40,7 @@ def build(d: Diagnosis) -> dict:
 
     The knobs are looked up again here: what exists is a property of this machine, which may not
     be the one the diagnosis was recorded on."""
-    d.suggestions = catalogue.knobs_for(d.knob_kinds(), d.evidence(), d.context())
+    d.suggest_knobs()
     knobs = {s.name: s.knob for s in d.suggestions if s.present}
     if not knobs:
         raise HoneError(

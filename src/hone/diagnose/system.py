@@ -19,7 +19,6 @@ import tempfile
 from collections.abc import Collection
 from pathlib import Path
 
-from hone.diagnose import catalogue
 from hone.diagnose.cputime import Snapshot
 from hone.diagnose.fold import Stack, parse_perf_script
 from hone.diagnose.kernel import split
@@ -106,9 +105,7 @@ def collect(
         notes=notes,
         system=machine,
     )
-    result.suggestions = catalogue.knobs_for(
-        result.knob_kinds(), result.evidence(), result.context()
-    )
+    result.suggest_knobs()
     return result
 
 

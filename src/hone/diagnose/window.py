@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from hone.diagnose import (
-    catalogue,
     descendants,
     heap,
     jvmgc,
@@ -633,9 +632,7 @@ def _analyse(
         syscalls=calls,
     )
     # other work taking the CPUs is no reason for a knob: only the process's own findings count
-    result.suggestions = catalogue.knobs_for(
-        result.knob_kinds(), result.evidence(), result.context()
-    )
+    result.suggest_knobs()
     return result
 
 

@@ -56,7 +56,7 @@ class Actuator(ABC):
         if not self.readable:
             return
         actual = self.get()
-        if not _same(self.normalise(actual), self.normalise(value)):
+        if not equal_values(self.normalise(actual), self.normalise(value)):
             raise ActuationError(
                 f"wrote {value!r} but reads back {actual.strip()!r}", key=self.describe()
             )
@@ -95,7 +95,9 @@ class Actuator(ABC):
         return f"{self.kind}({detail})"
 
 
-def _same(a: str, b: str) -> bool:
+def equal_values(a: str, b: str) -> bool:
+    """Equal as text, or as numbers (`1` and `1.0`): two values a knob holds, each already
+    normalised as the comparison wants (an actuator's `normalise`, a risk's case folding)."""
     if a == b:
         return True
     try:

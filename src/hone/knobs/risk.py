@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from hone.knobs.base import equal_values
+
 KINDS = ("durability", "availability", "security")
 CATALOGUE = Path(__file__).with_name("risky.yaml")
 
@@ -69,13 +71,9 @@ class Risk:
 
 
 def same_value(a: str, b: str) -> bool:
-    left, right = str(a).strip().lower(), str(b).strip().lower()
-    if left == right:
-        return True
-    try:
-        return float(left) == float(right)
-    except ValueError:
-        return False
+    """Two values of a knob as a project file means them: case and surrounding space ignored,
+    numbers by value (a risky value, a declared one)."""
+    return equal_values(str(a).strip().lower(), str(b).strip().lower())
 
 
 def parse_risk(raw: Any) -> Risk | None:

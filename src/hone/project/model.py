@@ -183,8 +183,10 @@ class Project:
         return next(k for k in self.knobs if k.name == name)
 
     def space(self, defaults: dict[str, Value] | None = None) -> SearchSpace:
-        """The search space; `defaults` (values read from the system) fill missing references."""
+        """The search space; `defaults` (values read from the system) fill missing references,
+        each only where its knob's domain holds it (no reference outside the space)."""
         chosen = {k.name: k.reference for k in self.knobs if k.reference is not None}
         for name, value in (defaults or {}).items():
-            chosen.setdefault(name, value)
+            if self.knob(name).domain.contains(value):
+                chosen.setdefault(name, value)
         return SearchSpace({k.name: k.domain for k in self.knobs}, list(self.constraints), chosen)

@@ -23,7 +23,7 @@ import numpy as np
 from hone.errors import BenchmarkError, HoneError
 from hone.journal import Journal
 from hone.journal.settings import settings_locked
-from hone.optimizers import make_optimizer, start_first
+from hone.optimizers import Optimizer, make_optimizer, start_first
 from hone.project.model import Project
 from hone.space import Config, SearchSpace
 from hone.storage import StudyRecord, StudyStore
@@ -139,9 +139,7 @@ class Tuner:
                 self.system.cluster.prepare()  # every host's originals journaled, nothing changed
             baseline = self.system.read_baseline()
             study = self._open_study(resumed)
-            space = self.project.space(
-                {n: v for n, v in baseline.items() if self.project.knob(n).domain.contains(v)}
-            )
+            space = self.project.space(baseline)
             self.journal.begin(study=study.name, engine=self.engine)
             for knob in self.project.knobs:
                 if knob.group is None:
@@ -154,14 +152,7 @@ class Tuner:
             return result
 
     def _tune(self, study: StudyRecord, space: SearchSpace, baseline: Config) -> TuneResult:
-        optimizer = make_optimizer(
-            self.engine,
-            space,
-            seed=self.search_seed,
-            budget=self.budget,
-            random_starts=self.tuning.random_starts,
-            split_count=self.tuning.split_count,
-        )
+        optimizer = self._optimizer(space, self.search_seed)
         history = self.store.trials(study) if self.options.resume else []
         baseline_runs = self._baseline(study, space, baseline, history)
         if not baseline_runs:
@@ -187,6 +178,17 @@ class Tuner:
             done += 1
             self.reporter.trial(done, self.budget, run)
         return self._finish(study, space, baseline, optimizer.recommend())
+
+    def _optimizer(self, space: SearchSpace, seed: int | None) -> Optimizer:
+        """A new optimiser over `space` with this run's engine, budget and tuning settings."""
+        return make_optimizer(
+            self.engine,
+            space,
+            seed=seed,
+            budget=self.budget,
+            random_starts=self.tuning.random_starts,
+            split_count=self.tuning.split_count,
+        )
 
     def _select_knobs(
         self, study: StudyRecord, optimizer: Any, space: SearchSpace

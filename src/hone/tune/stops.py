@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from optuna.exceptions import StorageInternalError
@@ -35,7 +35,7 @@ _ASKED: list[int] = []
 def stop_on_signals() -> Iterator[None]:
     """Turn SIGTERM and SIGINT into exceptions, so a stopped run still restores and records,
     and remember them, so that `check_stop` ends the run at its next reading should the
-    exception have been lost."""
+    exception have been lost. Not on another thread, which would forget the main thread's."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -45,12 +45,10 @@ def stop_on_signals() -> Iterator[None]:
         raise _stop_exception(signum)
 
     _ASKED.clear()
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        with _handled_by(stop):
+            yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         _ASKED.clear()
 
 
@@ -69,19 +67,27 @@ def shielded() -> Iterator[None]:
     """SIGINT and SIGTERM do nothing while a stopping run puts its knobs back: a second Ctrl-C
     or a repeated SIGTERM would cut the restore short and leave knobs changed. (A handler, not
     SIG_IGN, which the commands run meanwhile, a service's restart among them, would inherit.)"""
-    if threading.current_thread() is not threading.main_thread():
+    with _handled_by(_ignore):
         yield
-        return
-    previous = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _ignore(signum: int, frame: object) -> None:
     """A signal that arrives while knobs are being put back."""
+
+
+@contextmanager
+def _handled_by(handler: Callable[[int, object], None]) -> Iterator[None]:
+    """`handler` takes SIGINT and SIGTERM while the block runs; the previous handlers take
+    them again after it. Not on another thread: only the main one may set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, earlier in previous.items():
+            signal.signal(sig, earlier)
 
 
 def stop_error(exc: BaseException, back: bool, project: str) -> BaseException:

@@ -31,7 +31,7 @@ import numpy as np
 
 from hone.errors import BenchmarkError, HoneError
 from hone.journal.settings import settings_locked
-from hone.optimizers import make_optimizer, start_first
+from hone.optimizers import start_first
 from hone.optimizers.base import Optimizer, StartFirst
 from hone.project.model import Project
 from hone.space import Config, SearchSpace
@@ -188,9 +188,7 @@ class Worker(Tuner):
             self.system.prepare()
             baseline = self.system.read_baseline()
             study = self._db(self._join)
-            space = self.project.space(
-                {n: v for n, v in baseline.items() if self.project.knob(n).domain.contains(v)}
-            )
+            space = self.project.space(baseline)
             self.journal.begin(study=study.name, engine=self.engine, worker=self.id)
             for knob in self.project.knobs:
                 self.journal.remember(knob.name, knob.actuator)
@@ -213,14 +211,7 @@ class Worker(Tuner):
         # its predecessor measured (an optimiser's first points come from the stream alone)
         stream = self.id if self.starts == 1 else f"{self.id}#{self.starts}"
         self.seed = None if seed is None else seed + zlib.crc32(stream.encode()) % 65536
-        optimizer = make_optimizer(
-            self.engine,
-            space,
-            seed=self.seed,
-            budget=self.budget,
-            random_starts=self.tuning.random_starts,
-            split_count=self.tuning.split_count,
-        )
+        optimizer = self._optimizer(space, self.seed)
         for run in self._measure_baseline(study, space, baseline):
             if space.feasible(run.config) and run.score is not None:
                 optimizer.tell(run.config, -run.score)
