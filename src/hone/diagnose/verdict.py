@@ -142,7 +142,8 @@ def kernel_findings(time: KernelTime, threads: list[ThreadStat], cpu: float) -> 
         own = group != "interrupts"
         score = cpu * time.group_share(group)
         knobs = group != "files" or _lookups(time) >= LOOKUP_SHARE
-        findings.append(Finding(f"kernel-{group}", score, headline, details, own, knobs))
+        # a list of its own: the window adds lines to each kernel finding's details
+        findings.append(Finding(f"kernel-{group}", score, headline, list(details), own, knobs))
     return findings
 
 
