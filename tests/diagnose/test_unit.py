@@ -29,6 +29,7 @@ from hone.errors import HoneError
 
 V1 = Path("/sys/fs/cgroup/systemd")
 V2 = Path("/sys/fs/cgroup/unified")
+SPIN = ["sh", "-c", "while :; do :; done"]
 
 
 @pytest.fixture
@@ -207,14 +208,20 @@ def test_a_unit_is_every_process_of_its_group_and_sub_groups(group, run) -> None
     assert unit.main() == first.pid  # the oldest
 
 
+def test_the_recorded_process_is_the_busiest(group, run) -> None:
+    """nginx's master and the postmaster only hand out work: the worker that runs is recorded."""
+    folder = group(V1, "system.slice")
+    master = run(["sleep", "30"], folder)
+    worker = run(SPIN, folder)
+    unit = find([folder.name])
+    assert unit.main() == worker.pid != master.pid
+
+
 def test_a_unit_outside_system_slice_is_found_by_name(group, run) -> None:
     folder = group(V2, "hone-test.slice", "nested.slice")
     server = run(["sleep", "30"], folder)
     unit = find([folder.name])
     assert unit.folders == [folder] and unit.main() == server.pid
-
-
-SPIN = ["sh", "-c", "while :; do :; done"]
 
 
 def test_a_unit_systemd_gives_no_group_is_one_line(tmp_path, monkeypatch) -> None:

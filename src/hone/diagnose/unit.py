@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,17 +99,24 @@ class Unit:
                     continue
         return found
 
-    def main(self) -> int:
-        """The process to record: the oldest in the groups, the one that started the service
-        (a forking daemon's server, nginx's master, the postmaster); the others are its
-        workers and helpers, which the window counts beside it."""
-        started = {pid: _start(pid) for pid in self.pids() - {os.getpid()}}
-        alive = sorted((tick, pid) for pid, tick in started.items() if tick is not None)
+    def main(self, look: float = 0.3) -> int:
+        """The process to record: the one that took the most CPU time over a short look, a
+        busy worker rather than nginx's master or the postmaster, which only hand out work;
+        where none ran, the oldest, the one that started the service. The others are counted
+        beside it by the window."""
+        first = {pid: _times(pid) for pid in self.pids() - {os.getpid()}}
+        alive = {pid: times for pid, times in first.items() if times is not None}
         if not alive:
             where = ", ".join(map(str, self.folders))
             raise HoneError(f"unit {self.name} has no processes: its control group ({where}) "
                             "holds none; is it running?")  # fmt: skip
-        return alive[0][1]
+        time.sleep(look)
+        ranked = []
+        for pid, (start, cpu) in alive.items():
+            now = _times(pid)
+            if now is not None:
+                ranked.append((-(now[1] - cpu), start, pid))  # most CPU, then the oldest
+        return min(ranked)[2] if ranked else min((s, p) for p, (s, _) in alive.items())[1]
 
 
 def find(names: list[str]) -> Unit:
@@ -170,12 +178,12 @@ def _search(root: Path, unit: str) -> list[Path]:
     return [Path(top, unit) for top, folders, _ in os.walk(root) if unit in folders]
 
 
-def _start(pid: int) -> int | None:
-    """The process's start in clock ticks since boot (field 22 of its stat), None when it is
-    gone or a zombie."""
+def _times(pid: int) -> tuple[int, int] | None:
+    """The process's start and its CPU time (user + system), in clock ticks (fields 22, 14
+    and 15 of its stat); None when it is gone or a zombie."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
     except OSError:
         return None
     rest = stat[stat.rindex(")") + 2 :].split()
-    return None if rest[0] in ("Z", "X") else int(rest[19])
+    return None if rest[0] in ("Z", "X") else (int(rest[19]), int(rest[11]) + int(rest[12]))
