@@ -5,11 +5,13 @@ program says it made."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from benchmarks.diagnose.inputs import build
+from hone.diagnose import syscalls
 from hone.diagnose.report import Diagnosis
 
 
@@ -46,3 +48,17 @@ def test_the_rate_of_tiny_calls_is_counted(hone_cli, tmp_path: Path, mode: str, 
     assert f"system calls: {calls['verdict']}" in text
     assert calls["verdict"] in (folder / "report.html").read_text()
     assert Diagnosis.load(folder / "diagnosis.hone").syscalls.calls == calls["calls"]
+
+
+def test_a_process_asleep_through_the_window_made_no_calls(tmp_path: Path) -> None:
+    """perf stat says `<not counted>` for a process that never ran while it counted (a
+    service's idle master): no calls, not a failed count."""
+    asleep = subprocess.Popen(["sleep", "30"])
+    try:
+        out = tmp_path / "calls.csv"
+        counted = syscalls.count(syscalls.count_argv(asleep.pid, out, 1), out, subprocess.Popen)
+    finally:
+        asleep.kill()
+        asleep.wait()
+    assert "<not counted>" in out.read_text()
+    assert counted.calls == 0 and counted.seconds == pytest.approx(1, abs=0.5)

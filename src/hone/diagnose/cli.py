@@ -3,7 +3,9 @@ what the whole machine is busy with (`--system`, module hone.diagnose.system).
 
     hone diagnose --system --duration 10
     hone diagnose --pid 1234 --duration 30
+    hone diagnose --unit nginx --duration 30
     hone diagnose -- ./my-benchmark args
+    hone diagnose -- systemctl restart nginx
     hone diagnose --compare before.hone after.hone
     hone diagnose --pid 1234 --suggest-project ./tune-it
 
@@ -23,6 +25,7 @@ import typer
 
 from hone.cli.values import finite_float
 from hone.diagnose.machine import describe as _describe
+from hone.diagnose.unit import find, started, unit_name
 from hone.errors import HoneError
 from hone.outfile import refuse_existing, require_folder
 from hone.paths import state_dir
@@ -52,8 +55,18 @@ def _places(output: Path | None, target: str) -> tuple[Path, Path]:
 
 
 def diagnose(
-    command: list[str] = typer.Argument(None, help="a command to run and diagnose (after --)"),
+    command: list[str] = typer.Argument(
+        None,
+        help="a command to run and diagnose (after --); `systemctl start|restart UNIT...`: the "
+        "units it starts",
+    ),
     pid: int = typer.Option(None, "--pid", "-p", help="diagnose this running process"),
+    unit: str = typer.Option(
+        None,
+        "--unit",
+        "-u",
+        help="diagnose a systemd service (NAME or NAME.service): every process of its cgroup",
+    ),
     system: bool = typer.Option(
         False, "--system", "-a", help="the whole machine: which processes take the CPUs"
     ),
@@ -61,7 +74,8 @@ def diagnose(
         None,
         "--duration",
         "-d",
-        help="seconds (default 30 for --pid, 10 for --system; a command: until it exits)",
+        help="seconds (default 30 for --pid, --unit and `systemctl start UNIT`, 10 for --system; "
+        "another command: until it exits)",
         parser=finite_float,
     ),
     output: Path = typer.Option(None, "--output", "-o", help="report folder, or a .html path"),
@@ -86,20 +100,24 @@ def diagnose(
     if compare:
         _compare(compare[0], compare[1], output, as_json)
         return
-    sources = sum(x is not None and x != [] for x in (pid, command or None, load)) + system
+    sources = sum(x is not None and x != [] for x in (pid, unit, command or None, load)) + system
     if sources != 1:
-        raise HoneError("give one of --pid PID, --system, --from FILE.hone, or -- COMMAND ARGS")
+        raise HoneError(
+            "give one of --pid PID, --system, --unit NAME, --from FILE.hone, or -- COMMAND ARGS"
+        )
     if duration is not None and duration <= 0:
         raise HoneError(f"--duration must be positive, got {duration:g}")
     if frequency <= 0:  # checked before a command starts, not when perf is about to attach
         raise HoneError(f"--frequency must be positive, got {frequency}")
     if pid is not None and not Path(f"/proc/{pid}").exists():
         raise HoneError(f"no process with pid {pid}")
+    service = find([unit_name(unit)]) if unit is not None else None
+    followed = started(command) if command else []  # `systemctl start UNIT`: the unit's window
     # the recorders and the report after the checks: a mistyped option is told at once
     from hone.diagnose import system as whole_system
     from hone.diagnose.page import to_html
     from hone.diagnose.report import Diagnosis, terminal
-    from hone.diagnose.window import collect, run_command
+    from hone.diagnose.window import collect, collect_unit, follow_service, run_command
 
     options = {"frequency": frequency, "want_offcpu": with_offcpu, "want_locks": with_locks}
     if load is not None:
@@ -109,7 +127,10 @@ def diagnose(
             report.write_text(to_html(result))
         _say(result, terminal(result, report), as_json, report=report)
     else:
-        target = _describe(pid) if pid is not None else command_line(command or [])
+        if service is not None:
+            target = f"unit {service.name}"
+        else:
+            target = _describe(pid) if pid is not None else command_line(command or [])
         report, saved = _places(output, "system" if system else target)
         # an earlier run's measurement cannot be taken again (its report can be redrawn)
         refuse_existing(saved, force)
@@ -119,6 +140,11 @@ def diagnose(
                 result = whole_system.collect(duration or 10.0, frequency=frequency, keep=files)
             elif pid is not None:
                 result = collect(pid, duration or 30.0, keep=files, **options)  # type: ignore[arg-type]
+            elif service is not None:
+                result = collect_unit(service, duration or 30.0, keep=files, **options)
+            elif followed:
+                result = follow_service(list(command), followed, duration or 30.0,
+                                        to_stderr=as_json, keep=files, **options)  # fmt: skip
             else:
                 result = run_command(list(command), duration, to_stderr=as_json, keep=files,
                                      **options)  # type: ignore[arg-type]  # fmt: skip

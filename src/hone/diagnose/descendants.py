@@ -13,8 +13,12 @@ setsid) leaves its tree at once: the daemon's parent becomes init, its session i
 parent chain leads to it. So a command hone runs carries a mark in its environment (MARK, a
 value of its own per run), which every process it forks inherits; a process that carries the
 mark and is outside the tree is one the command left, found by reading the environment of each
-new process once (/proc/PID/environ, root's to read). A daemon that clears its environment, or
-a service a command asks systemd to start, carries no mark and is not found."""
+new process once (/proc/PID/environ, root's to read). A daemon that clears its environment
+carries no mark and is not found.
+
+A systemd service (module unit) is its control group, not a tree: its other processes are the
+group's, wherever their parent chains lead, and one that joins the group during the window
+counts from then on."""
 
 from __future__ import annotations
 
@@ -22,6 +26,10 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hone.diagnose.unit import Unit
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -36,6 +44,7 @@ class Child:
     cpu_pct: float
     io_pct: float
     daemon: bool = False  # it left the command's tree (module docstring)
+    unit: str = ""  # the service whose control group it was in (module unit)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -49,8 +58,8 @@ class _Seen:
     in_d: int = 0
 
 
-def processes() -> dict[int, tuple[int, str, str, int]]:
-    """Every process: pid -> (ppid, comm, state, utime + stime in ticks)."""
+def processes() -> dict[int, tuple[int, str, str, int, int]]:
+    """Every process: pid -> (ppid, comm, state, utime + stime, start since boot; in ticks)."""
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -61,11 +70,12 @@ def processes() -> dict[int, tuple[int, str, str, int]]:
             continue
         comm = stat[stat.index("(") + 1 : stat.rindex(")")]
         rest = stat[stat.rindex(")") + 2 :].split()
-        found[int(entry.name)] = (int(rest[1]), comm, rest[0], int(rest[11]) + int(rest[12]))
+        found[int(entry.name)] = (int(rest[1]), comm, rest[0], int(rest[11]) + int(rest[12]),
+                                  int(rest[19]))  # fmt: skip
     return found
 
 
-def descendants(pid: int, table: dict[int, tuple[int, str, str, int]]) -> list[int]:
+def descendants(pid: int, table: dict[int, tuple[int, str, str, int, int]]) -> list[int]:
     """The pids whose parent chain leads to `pid` (not `pid` itself), leaving out hone and its
     recorders (they descend from the diagnosed process when it is hone's own shell or pid 1)."""
     children: dict[int, list[int]] = {}
@@ -98,7 +108,7 @@ def marked(mark: str, session: int) -> list[int]:
     own: the daemons the command left, by pid."""
     return [
         pid
-        for pid, (_, _, state, _) in sorted(processes().items())
+        for pid, (_, _, state, *_) in sorted(processes().items())
         if pid != os.getpid() and state != "Z" and _session(pid) != session and carries(pid, mark)
     ]
 
@@ -114,18 +124,23 @@ def _session(pid: int) -> int | None:
 
 class Watch:
     """The descendants over the window. A descendant already there at the first sample counts
-    from its CPU time then; one born later from zero. With `mark` (a command hone runs), the
-    processes the command left (daemons) count as descendants too."""
+    from its CPU time then; one seen later from zero when it started inside the window, else
+    (moved into a service's group as it ran) from its CPU time when first seen. With `mark` (a
+    command hone runs), the processes the command left (daemons) count as descendants too;
+    with `unit` (a service), every process of its control group."""
 
-    def __init__(self, pid: int, mark: str | None = None) -> None:
+    def __init__(self, pid: int, mark: str | None = None, unit: Unit | None = None) -> None:
         self.pid = pid
         self.mark = mark
+        self.unit = unit
         self.started = time.monotonic()
+        self.began = time.clock_gettime(time.CLOCK_BOOTTIME) * TICK  # /proc's start times' clock
         self.at = self.started
         self.seen: dict[int, _Seen] = {}
         self.rounds = 0
         self.checked: set[int] = set()  # processes whose environment was read (or needs not be)
         self.daemons: set[int] = set()
+        self.members: set[int] = set()  # processes seen in the unit's group
         self._sample(first=True)
 
     def sample(self) -> None:
@@ -136,9 +151,11 @@ class Watch:
         self.rounds += 1
         table = processes()
         tree = descendants(self.pid, table)
-        for child in tree + self._left(table, set(tree), first):
-            _, comm, state, ticks = table[child]
-            seen = self.seen.setdefault(child, _Seen(comm, ticks if first else 0, ticks))
+        counted = tree + self._left(table, set(tree), first) + self._grouped(table, tree)
+        for child in dict.fromkeys(counted):  # each once: a daemon may be in the group too
+            _, comm, state, ticks, start = table[child]
+            late = not first and start >= self.began
+            seen = self.seen.setdefault(child, _Seen(comm, 0 if late else ticks, ticks))
             seen.comm, seen.ticks = comm, ticks
             seen.in_d += state == "D"
 
@@ -155,6 +172,16 @@ class Watch:
                 self.daemons.add(pid)
         return [pid for pid in self.daemons if pid in table and pid not in tree]
 
+    def _grouped(self, table: dict, tree: list[int]) -> list[int]:
+        """The unit's processes outside the tree (all of the group's are its members), but
+        hone and its recorders: they are in the group when hone runs in it (a login's scope)."""
+        if self.unit is None:
+            return []
+        group = self.unit.pids() & table.keys()
+        group -= {self.pid, os.getpid(), *descendants(os.getpid(), table)}
+        self.members |= group
+        return sorted(group - set(tree))
+
     def result(self) -> list[Child]:
         """Each descendant that used the CPU or waited in D, busiest first."""
         window = max(self.at - self.started, 1e-6)
@@ -164,5 +191,6 @@ class Watch:
             io = 100 * seen.in_d / self.rounds
             if cpu >= 1 or io >= 1:
                 daemon = pid in self.daemons
-                found.append(Child(pid, seen.comm, round(cpu, 1), round(io, 1), daemon))
+                unit = self.unit.name if self.unit and pid in self.members else ""
+                found.append(Child(pid, seen.comm, round(cpu, 1), round(io, 1), daemon, unit))
         return sorted(found, key=lambda c: -(c.cpu_pct + c.io_pct))

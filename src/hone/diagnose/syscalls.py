@@ -54,16 +54,19 @@ def count_argv(pid: int, output: Path, bound: float) -> list[str]:
 
 def parse(text: str) -> Count | None:
     """The count and its seconds from perf stat's interval lines (`0.968635772,1053618,,
-    raw_syscalls:sys_enter,...`); the last line's time is the whole span."""
+    raw_syscalls:sys_enter,...`); the last line's time is the whole span. `<not counted>` is a
+    counter that never ran: the process was not on a CPU while it counted (a service's idle
+    master asleep through the window), so it made no call."""
     calls, seconds = 0, 0.0
     for line in text.splitlines():
         parts = line.split(",")
         if len(parts) < 4 or parts[3].strip() != EVENT:
             continue
+        made = "0" if parts[1].strip() == "<not counted>" else parts[1]
         try:
-            seconds, calls = float(parts[0]), calls + int(parts[1])
+            seconds, calls = float(parts[0]), calls + int(made)
         except ValueError:
-            return None  # <not counted>, <not supported>
+            return None  # <not supported>
     return Count(calls, seconds) if seconds else None
 
 

@@ -142,7 +142,8 @@ def kernel_findings(time: KernelTime, threads: list[ThreadStat], cpu: float) -> 
         own = group != "interrupts"
         score = cpu * time.group_share(group)
         knobs = group != "files" or _lookups(time) >= LOOKUP_SHARE
-        findings.append(Finding(f"kernel-{group}", score, headline, details, own, knobs))
+        # a list of its own: the window adds lines to each kernel finding's details
+        findings.append(Finding(f"kernel-{group}", score, headline, list(details), own, knobs))
     return findings
 
 
@@ -326,8 +327,9 @@ def _softirq(softirq: Softirq) -> Finding:
 
 
 def _children(children: list[Child], waits_recorded: bool = False) -> Finding:
-    """Work done by child processes, whose CPU time the recorders do not see: name the busiest,
-    and how to diagnose it. `waits_recorded`: their PostgreSQL lock waits were (module pgwaits)."""
+    """Work done by child processes (or a service's other processes), whose CPU time the
+    recorders do not see: name the busiest, and how to diagnose it. `waits_recorded`: their
+    PostgreSQL lock waits were (module pgwaits)."""
     top = children[0]
     busy = sum(c.cpu_pct + c.io_pct for c in children) / 100
     more = f" and {len(children) - 1} more" if len(children) > 1 else ""
@@ -336,8 +338,9 @@ def _children(children: list[Child], waits_recorded: bool = False) -> Finding:
         if waits_recorded
         else "which this diagnosis does not record"
     )
+    where = f"other processes of unit {top.unit}" if top.unit else "child processes"
     headline = (
-        f"The work is in child processes, {unseen}: {top.comm} "
+        f"The work is in {where}, {unseen}: {top.comm} "
         f"(pid {top.pid}) on CPU {top.cpu_pct:.0f}% and in I/O wait {top.io_pct:.0f}% of the "
         f"window{more}; diagnose it with --pid {top.pid} while it runs"
     )

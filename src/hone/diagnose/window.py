@@ -39,6 +39,7 @@ from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_pat
 from hone.diagnose.profile import Profile
 from hone.diagnose.record import failure
 from hone.diagnose.report import Diagnosis
+from hone.diagnose.unit import Unit, find
 from hone.errors import HoneError
 from hone.shell import command_line
 
@@ -363,11 +364,13 @@ def collect(
     caps: Capabilities | None = None,
     release: Callable[[], None] | None = None,
     mark: str | None = None,
+    unit: Unit | None = None,
 ) -> Diagnosis:
     """Record everything about `pid` for `duration` seconds (less if it exits) and analyse it.
     `release` is called when the recorders have started and the window begins (run_command
     holds its command stopped until then); `mark` is the one in its environment, which finds
-    the daemons it leaves (module descendants)."""
+    the daemons it leaves (module descendants); `unit` is the service `pid` is the main process
+    of, whose other processes count beside it."""
     if not Path(f"/proc/{pid}").exists():
         raise HoneError(f"no process with pid {pid}")
     if not _alive(pid):
@@ -383,7 +386,7 @@ def collect(
     work = Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
     try:
         return _record(pid, duration, language, target, caps, work, keep or work, frequency,
-                       want_offcpu, want_locks, release, mark)  # fmt: skip
+                       want_offcpu, want_locks, release, mark, unit)  # fmt: skip
     except TooShort:
         raise
     except HoneError as error:
@@ -424,6 +427,7 @@ def _record(
     want_locks: bool,
     release: Callable[[], None] | None = None,
     mark: str | None = None,
+    unit: Unit | None = None,
 ) -> Diagnosis:
     """One window: start the recorders, sample the threads, stop everything, analyse."""
     notes: list[str] = []
@@ -434,7 +438,8 @@ def _record(
         job.start()
     try:
         _await_start([job for job in jobs.values() if job.output])
-        memory, network, kids = heap.Watch(pid), softirq.Watch(pid), descendants.Watch(pid, mark)
+        memory, network = heap.Watch(pid), softirq.Watch(pid)
+        kids = descendants.Watch(pid, mark, unit)
         collector, calls = jvmgc.Watch(pid), syscalls.Watch(pid)
         titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
         # a --pid that ended while the recorders started has no window: perf may have failed
@@ -704,3 +709,36 @@ def _daemons(mark: str, session: int) -> str:
     """The processes a command left running outside its session (module descendants), each
     `pid N (command)`: stopping the command's process group does not reach them."""
     return ", ".join(_describe(pid) for pid in descendants.marked(mark, session))
+
+
+def collect_unit(unit: Unit, duration: float, **options: object) -> Diagnosis:
+    """A service for `duration` seconds: its main process recorded, every process of its
+    control group counted beside it, those that join it in the window too (module unit)."""
+    result = collect(unit.main(), duration, unit=unit, **options)  # type: ignore[arg-type]
+    result.target = f"unit {unit.name}, {result.target}"
+    return result
+
+
+def follow_service(
+    command: list[str],
+    units: list[str],
+    duration: float,
+    *,
+    to_stderr: bool = False,
+    **options: object,
+) -> Diagnosis:
+    """`systemctl start UNIT`: systemd starts the service outside the command's tree and the
+    command returns, so the command is run to its end unrecorded and the units it started are
+    diagnosed for `duration` seconds (module unit). With `to_stderr` (--json) what the command
+    prints goes to stderr."""
+    try:
+        done = subprocess.run(command, stdout=2 if to_stderr else None, check=False)
+    except OSError as error:
+        raise HoneError(f"cannot run {command[0]}: {error.strerror}") from None
+    if done.returncode != 0:
+        raise HoneError(f"{command_line(command)} failed (exit code {done.returncode}): no "
+                        "service started to diagnose")  # fmt: skip
+    unit = find(units)
+    result = collect_unit(unit, duration, **options)
+    result.notes.append(f"followed unit {unit.name}, which {command_line(command)} started")
+    return result
