@@ -14,6 +14,7 @@ import pytest
 from benchmarks.diagnose.inputs import build
 from hone.diagnose import offcpu
 from hone.diagnose.perf_record import command_of
+from hone.errors import HoneError
 
 # perf script -F comm,pid,tid,time,event,trace,ip,sym,dso --show-switch-events (trimmed stacks)
 SCRIPT = """\
@@ -98,6 +99,26 @@ def test_real_program_off_cpu(start, tmp_path: Path) -> None:
     waits = " ".join(result.stacks.get("io", {})) + " ".join(result.stacks.get("sleep", {}))
     assert "fdatasync" in waits
     assert result.per_thread and set(result.per_thread) == {proc.pid}
+
+
+def test_a_recording_cut_short_says_why_perf_script_failed(tmp_path: Path) -> None:
+    """perf killed after it wrote its file's header: perf script's reason (the data size is 0),
+    not the warnings about fields it prints before it, is the error."""
+    target = subprocess.Popen(["sleep", "30"])
+    data = tmp_path / "sched.data"
+    perf = subprocess.Popen(offcpu.record_argv(target.pid, data, 30), stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (data.exists() and data.stat().st_size >= 56) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        for process in (perf, target):
+            process.kill()
+            process.wait()
+    with pytest.raises(HoneError) as error:
+        offcpu.script(data)
+    assert "data size field is 0" in str(error.value), error.value
+    assert "Ignoring" not in str(error.value)
 
 
 @pytest.mark.slow

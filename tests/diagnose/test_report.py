@@ -12,6 +12,7 @@ from hone.diagnose.jvmgc import Gc
 from hone.diagnose.locks import Locks, LockWait
 from hone.diagnose.offcpu import LatencySummary, OffCpu
 from hone.diagnose.page import to_html
+from hone.diagnose.pgwaits import UNRECORDED
 from hone.diagnose.probe import Capabilities, Capability
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis, terminal
@@ -96,6 +97,16 @@ def test_terminal_summary() -> None:
     rows = [line for line in text.splitlines() if line.strip().startswith(("42 ", "44 "))]
     assert long_name in rows[1]
     assert rows[0].index("90.0") + 4 == rows[1].index("5.0") + 3  # figures stay in columns
+
+
+def test_terminal_says_when_postgresql_lock_waits_were_not_recorded() -> None:
+    """A verdict without the backends' lock waits reads as if they had none: the terminal says
+    that they are missing, and why."""
+    diagnosis = make()
+    diagnosis.notes.append(f"{UNRECORDED}perf record failed: No such process (tried 5 times)")
+    lines = terminal(diagnosis).splitlines()
+    assert lines[1] == f"note: {UNRECORDED}perf record failed: No such process (tried 5 times)"
+    assert "note: a note" not in lines  # the other notes are in the report
 
 
 def test_compare() -> None:

@@ -326,8 +326,17 @@ def script(data: Path) -> str:
         check=False,
     )
     if done.returncode != 0:
-        raise HoneError(f"perf script failed: {done.stderr.strip()[:200]}", file=data)
+        raise HoneError(f"perf script failed: {script_failure(done.stderr)}", file=data)
     return done.stdout
+
+
+def script_failure(stderr: str) -> str:
+    """perf script's reason for failing, without its warnings about the fields that other kinds
+    of event lack (`'trace' not valid for hardware events. Ignoring.`): four of them came first
+    and filled the note, and the reason was cut off."""
+    lines = [line.strip() for line in stderr.splitlines()]
+    said = " ".join(line for line in lines if line and not line.endswith("Ignoring."))
+    return said[:300] or "no reason given"
 
 
 #: A name perf's filter takes inside quotes as it is (no quote, backslash, space or glob).
@@ -403,5 +412,5 @@ def script_wakeups(data: Path) -> dict[int, list[float]]:
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     if done.returncode != 0:
-        raise HoneError(f"perf script failed: {done.stderr.strip()[:200]}", file=data)
+        raise HoneError(f"perf script failed: {script_failure(done.stderr)}", file=data)
     return parse_wakeups(done.stdout)

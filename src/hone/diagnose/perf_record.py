@@ -56,6 +56,18 @@ def enabled_outputs() -> set[str]:
     return outputs
 
 
+def finished(data: Path) -> bool:
+    """perf wrote this recording to its end: the size of its data section, in the file's header
+    (perf_file_header: magic, size, attr_size, attrs' offset and size, then data's), is 0 until
+    perf ends normally, and `perf script` refuses such a file ("incompatible file format")."""
+    try:
+        with data.open("rb") as file:
+            header = file.read(56)
+    except OSError:
+        return False
+    return len(header) == 56 and header[:8] == b"PERFILE2" and header[48:56] != bytes(8)
+
+
 def reached(data: Path, max_size: str) -> bool:
     """perf stopped this recording at its `--max-size` (it then ends the session early, and the
     recording covers only the window's first part)."""

@@ -11,11 +11,15 @@ table, so perf names them although the binary is stripped (its static functions 
 
 The postmaster forks a backend per connection, so the recording takes the diagnosed process and
 its descendants (module descendants); backends forked during the window are followed by perf.
+perf gives up on its whole list when one process of it ends before perf has opened its events,
+which a busy server's connections do all the time: the recording is started again with a fresh
+list (window module), one without the youngest backends after a failure (`processes_of`).
 Time a backend spends waiting for its client's next statement (pq_getbyte, secure_read) is an
 idle connection, not a wait inside the database, so a wait's share is of the rest."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from heapq import merge
@@ -68,6 +72,9 @@ LWLOCKS = {
     "ProcArrayEndTransaction": "ProcArrayLock",
 }
 CLIENT_WAIT = ("pq_getbyte", "secure_read", "pq_getmessage")
+#: The note, printed on the terminal too, of a recording that failed: without it the verdict
+#: would read as if the backends had not waited.
+UNRECORDED = "PostgreSQL lock waits not recorded: "
 
 
 @dataclass
@@ -107,9 +114,25 @@ def is_postgres(pid: int) -> bool:
     return exe in ("postgres", "postmaster")
 
 
-def processes_of(pid: int) -> list[int]:
-    """The process and its descendants (a postmaster's backends and helpers)."""
-    return [pid, *descendants.descendants(pid, descendants.processes())]
+def processes_of(pid: int, settled: float = 0.0) -> list[int]:
+    """The process and its descendants (a postmaster's backends and helpers), without those
+    that have run for less than `settled` seconds: a connection opened and closed within perf's
+    start (a client connecting per transaction) ends perf's recording before it begins."""
+    kids = descendants.descendants(pid, descendants.processes())
+    if settled:
+        kids = [kid for kid in kids if age(kid) >= settled]
+    return [pid, *kids]
+
+
+def age(pid: int) -> float:
+    """Seconds since the process started; 0 when it has ended."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError):
+        return 0.0
+    started = int(stat.rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+    return max(uptime - started, 0.0)
 
 
 class Titles:
@@ -143,9 +166,10 @@ MAX_SIZE = {"switches": "12M", "futex": "24M"}
 
 def record_argv(pids: list[int], output: Path, duration: float) -> list[str]:
     """Switch-outs with stacks of these processes (and what they fork), switch-ins from
-    --switch-events: the recording of module offcpu, over several processes."""
+    --switch-events: the recording of module offcpu, over several processes. Not quiet (-q):
+    perf's reason when it fails, mostly that a listed process has ended."""
     return [
-        *scratch_record(), "-q", "-p", ",".join(map(str, pids)), "-g", "--switch-events",
+        *scratch_record(), "-p", ",".join(map(str, pids)), "-g", "--switch-events",
         "-o", str(output), "-e", "sched:sched_switch", "--max-size", MAX_SIZE["switches"],
         "--", "sleep", f"{duration:g}",
     ]  # fmt: skip
@@ -156,9 +180,9 @@ def futex_argv(pids: list[int], output: Path, duration: float) -> list[str]:
     stack per call, only where a backend sleeps on a semaphore, not at every switch. A recording
     of its own: perf script unwinds every event of a recording with DWARF once one has it, and
     the switches' user stacks would be lost. The wakes (FUTEX_WAKE, shared or private) are
-    filtered out in the kernel."""
+    filtered out in the kernel. Not quiet, as `record_argv`."""
     return [
-        *scratch_record(), "-q", "-p", ",".join(map(str, pids)), "--call-graph", "dwarf,2048",
+        *scratch_record(), "-p", ",".join(map(str, pids)), "--call-graph", "dwarf,2048",
         "-o", str(output), "-e", "syscalls:sys_enter_futex", "--filter", "op != 1 && op != 129",
         "--max-size", MAX_SIZE["futex"], "--", "sleep", f"{duration:g}",
     ]  # fmt: skip

@@ -23,6 +23,7 @@ from hone.diagnose.kernel import without_tracing
 from hone.diagnose.locks import Locks
 from hone.diagnose.machine import Machine, terminal_lines
 from hone.diagnose.offcpu import OffCpu
+from hone.diagnose.pgwaits import UNRECORDED
 from hone.diagnose.probe import Capabilities
 from hone.diagnose.profile import Profile
 from hone.diagnose.softirq import Softirq
@@ -216,7 +217,7 @@ def _advised(kind: str) -> bool:
 def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None) -> str:
     """The summary printed at the end of `hone diagnose`."""
     lines = [f"hone diagnose: {d.target} for {d.window_s:.1f} s ({d.language}, {d.cpus} CPUs)"]
-    lines += [f"note: {n}" for n in d.notes if n.startswith(f"pid {d.pid} ended ")]
+    lines += [f"note: {n}" for n in d.notes if n.startswith((f"pid {d.pid} ended ", UNRECORDED))]
     if d.findings:
         lines.append(f"verdict: {d.findings[0].headline}")
         lines += [f"  also: {f.headline}" for f in d.findings[1:4]]

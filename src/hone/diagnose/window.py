@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,7 +35,7 @@ from hone.diagnose import (
 from hone.diagnose.fold import Frame
 from hone.diagnose.hold import start_held
 from hone.diagnose.machine import describe as _describe
-from hone.diagnose.perf_record import enabled_outputs, reached
+from hone.diagnose.perf_record import enabled_outputs, finished, reached
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
 from hone.diagnose.profile import Profile
 from hone.diagnose.record import failure
@@ -125,6 +126,46 @@ def _recorder(
         if not data.exists() or data.stat().st_size == 0:
             raise HoneError(failure(done.stderr, done.returncode, 0))
         return analyse(data)
+
+    return _Job(name, work, data)
+
+
+#: Starts of a PostgreSQL recorder (module pgwaits) before it gives up: perf fails the whole
+#: recording when one of the processes it was given ends before it has opened its events.
+PG_TRIES = 5
+#: Seconds a backend has run for the starts after a failed one to list it: connections opened
+#: and closed in a few milliseconds (a client connecting per transaction) failed every start;
+#: those opened once perf follows the postmaster are recorded whatever their age.
+PG_SETTLED = 1.0
+
+
+def _pg_recorder(
+    name: str,
+    procs: _Processes,
+    pid: int,
+    argv_of: Callable[[list[int]], list[str]],
+    data: Path,
+    analyse: Callable[[Path], object],
+) -> _Job:
+    """perf record of a postmaster and its backends into `data`, then the analysis of it. The
+    processes are listed as perf starts; when perf fails (mostly because one of them ended),
+    the settled ones are listed for a new start, up to PG_TRIES starts or the window's end."""
+
+    def work() -> object:
+        settled, tries = 0.0, 0
+        while True:
+            data.unlink(missing_ok=True)
+            done = procs.run(argv_of(pgwaits.processes_of(pid, settled)))
+            tries += 1
+            if finished(data):
+                return analyse(data)
+            if procs.stopped or not _alive(pid) or tries == PG_TRIES:
+                break
+            settled = PG_SETTLED
+        said = failure(done.stderr, done.returncode, 0)
+        if procs.stopped:
+            raise HoneError(f"perf had not started recording when the window ended ({said})")
+        raise HoneError(f"{said} (tried {tries} times; a process of the server ended each time)")
 
     return _Job(name, work, data)
 
@@ -279,18 +320,18 @@ def _plan(
     elif want_offcpu:
         notes.append("off-CPU: the sched:sched_switch tracepoint is not available")
     if off_ok and pgwaits.is_postgres(pid):
-        pids = pgwaits.processes_of(pid)
         futex = None
         if caps.has("tracepoint syscalls:sys_enter_futex"):
             futex_data = work / "pgfutex.data"
-            futex_argv = pgwaits.futex_argv(pids, futex_data, bound)
-            futex = _recorder("pgfutex", procs.run, futex_argv, futex_data, offcpu.script)
+            futex_argv = partial(pgwaits.futex_argv, output=futex_data, duration=bound)
+            futex = _pg_recorder("pgfutex", procs, pid, futex_argv, futex_data, offcpu.script)
             jobs["pgfutex"] = futex
         data = work / "pgwaits.data"
-        jobs["pgwaits"] = _recorder(
+        jobs["pgwaits"] = _pg_recorder(
             "pgwaits",
-            procs.run,
-            pgwaits.record_argv(pids, data, bound),
+            procs,
+            pid,
+            partial(pgwaits.record_argv, output=data, duration=bound),
             data,
             lambda d: pgwaits.analyse(offcpu.script(d), _text(futex)),
         )
@@ -577,7 +618,7 @@ def _analyse(
         caps.add(stack_depth_check(profile.folded()))
     for name, job in jobs.items():
         if job.error and name != "oncpu":
-            notes.append(f"{name}: {job.error}")
+            notes.append(f"{pgwaits.UNRECORDED if name == 'pgwaits' else f'{name}: '}{job.error}")
     used = ["perf", "schedstat", "frame-pointer stacks", "software events"]
     if "offcpu" in jobs and not jobs["offcpu"].error:
         used += ["tracepoint sched:sched_switch", "tracepoint sched:sched_wakeup"]
