@@ -98,8 +98,8 @@ def _job(item: tuple[int, str, int, int, bool]) -> tuple[RunResult, float]:
         limit = resource.getrlimit(resource.RLIMIT_AS)[0] / 2**30
         error = f"out of memory (at most {limit:.1f} GB per job)"
         result = crashed(_TASKS[index], tuner, seed, budget, error)
-    except Exception as exc:  # a peer's library failing on one task (SMAC3's forest on
-        # readings in the millions): that run alone, named, not the whole benchmark
+    except Exception as exc:  # a peer's library refusing an input of one task: that run
+        # alone, named, not the whole benchmark
         error = f"{type(exc).__name__}: {str(exc).splitlines()[0].rstrip('.') if str(exc) else ''}"
         result = crashed(_TASKS[index], tuner, seed, budget, error)
     return result, time.process_time() - started

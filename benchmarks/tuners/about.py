@@ -46,8 +46,9 @@ a tuner with no successful reading yet deploys nothing, and the default is score
   run's wall time, the CPU time per tuner and the mean load average, since other work shares the
   2 cores. Each job process may use its share of the memory (0.8 x RAM / jobs): a run that needs
   more fails alone, is named on stderr and in the report's header, and is scored as a crashed
-  tuner (the default configuration throughout), as is a run whose tuner raises (SMAC3's forest
-  fails on readings in the millions). scikit-optimize's GP, set up as A-Tune sets it
+  tuner (the default configuration throughout), as is a run whose tuner raises (none of the
+  suite's: SMAC3's log-scaled forest raises on raw readings in the millions, so it is told each
+  reading relative to the default's first). scikit-optimize's GP, set up as A-Tune sets it
   (every numeric knob a category), needs that rule: on PromiseTune's redis and x264 tables,
   whose knobs take up to 2,234 values, its processes grew past 16 and 24 GB until the system
   killed them. Measured here with that rule, the whole default suite took 28 minutes of wall
@@ -117,7 +118,9 @@ results, into [tuners-promisetune.md](tuners-promisetune.md).
 Each as its authors set it up; `--tuners` names them (`python -m benchmarks.tuners --help`).
 - `optuna-tpe`, `optuna-cmaes`: Optuna's TPE and CMA-ES samplers with their defaults.
 - `smac-hpo`: SMAC3's hyperparameter-optimisation facade (random forest, log-EI, intensification),
-  non-deterministic scenario; it deploys its intensifier's incumbent.
+  non-deterministic scenario, each reading told relative to the default's first (costs about 1,
+  as its examples' error rates: its log scaling keeps the lowest cost off log(0) by an absolute
+  1e-10, lost in readings in the millions); it deploys its intensifier's incumbent.
 - `skopt-gp-atune`, `skopt-gbrt-atune`: scikit-optimize set up as A-Tune sets it up (A-Tune's
   default engine and its GBRT); `lhs-atune`, `abtest-atune`: A-Tune's other engines in hone.
 - `flash`: FLASH (Nair et al., TSE 2018) written from the paper (`flash_peer.py`): 30 random

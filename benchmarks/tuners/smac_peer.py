@@ -1,7 +1,14 @@
 """SMAC3's hyperparameter-optimisation facade (random forest, log-EI, intensification over
 repeated seeds because the task is noisy) through its ask/tell interface. It deploys its
 incumbent, as SMAC would; failed trials are told as the worst value seen (an infinite
-crash cost breaks its random forest)."""
+crash cost breaks its random forest).
+
+Costs are told divided by the size of the first nonzero reading (the default's, measured before
+the search): a positive constant, so the order of every comparison is kept. Its log-scaled encoder
+keeps the lowest cost off log(0) by an absolute 1e-10, which a float in the millions cannot hold
+(one step of a float at 2**20 is 2.3e-10): told readings of millions of ops/s with the lowest
+cost tied (a noise-free reading repeated), its forest refuses an infinite target. Relative to
+the default every task is in the units of SMAC's own examples (about 1, as an error rate)."""
 
 from __future__ import annotations
 
@@ -58,6 +65,7 @@ class SmacHpo:
         )
         self._pending: dict[tuple, list] = {}
         self.history: list[Observation] = []
+        self._unit: float | None = None  # the first nonzero reading's size: costs' unit
 
     def _decode(self, configuration) -> Config:
         config = {}
@@ -97,7 +105,9 @@ class SmacHpo:
         if value is None:  # an infinite crash cost breaks SMAC's forest: the worst seen instead
             seen = [o.value for o in self.history if o.value is not None]
             value = max(seen) if seen else 0.0
-        self.smac.tell(info, TrialValue(cost=float(value)))
+        if self._unit is None and value:
+            self._unit = abs(value)
+        self.smac.tell(info, TrialValue(cost=float(value) / (self._unit or 1.0)))
 
     def recommend(self) -> Config | None:
         incumbent = self.smac.intensifier.get_incumbent()

@@ -20,14 +20,15 @@ from benchmarks.tuners.torch_peers import missing as missing_torch
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def grid_table(tmp_path: Path) -> PoolTask:
-    """A pool of 64 rows whose best row is at threads 32, batch 8."""
+def grid_table(tmp_path: Path, unit: int = 1) -> PoolTask:
+    """A pool of 64 rows whose best row is at threads 32, batch 8; `unit` (a power of two, so
+    that the readings scale exactly) multiplies every reading."""
     lines = ["threads,batch,ops+"]
     for threads in (1, 2, 4, 8, 16, 32, 48, 64):
         for batch in (1, 2, 4, 8, 16, 32, 64, 128):
             ops = 1000 - (np.log2(threads) - 5) ** 2 * 40 - (np.log2(batch) - 3) ** 2 * 25
-            lines.append(f"{threads},{batch},{ops:.1f}")
-    path = tmp_path / "grid.csv.gz"
+            lines.append(f"{threads},{batch},{float(round(ops, 1)) * unit!r}")
+    path = tmp_path / f"grid-{unit}.csv.gz"
     path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     return PoolTask(path)
 
@@ -43,6 +44,18 @@ def test_flash_proposes_unmeasured_pool_rows_and_exploits_its_tree(tmp_path: Pat
     rand = [run(task, "random", seed=s, budget=40, baseline=False).measured for s in range(5)]
     first = lambda m: next((i for i, g in enumerate(m) if g == 0.0), 99)  # noqa: E731
     assert np.median([first(m) for m in flash]) < np.median([first(m) for m in rand])
+
+
+def test_smac_tunes_readings_in_the_millions_as_in_the_thousands(tmp_path: Path) -> None:
+    """Readings of 4 million ops/s, noise-free (the default's three baseline readings tie for
+    the lowest cost): SMAC3's log-scaled encoder takes log(0) there (its 1e-10 margin is below
+    a float's step at that size) and its forest raises on the first proposal. Told relative
+    to the default's reading, it makes the very same decisions as on the table in thousands."""
+    thousands = run(grid_table(tmp_path), "smac-hpo", seed=0, budget=10)
+    millions = run(grid_table(tmp_path, unit=4096), "smac-hpo", seed=0, budget=10)
+    assert millions.regrets == thousands.regrets
+    assert millions.measured == thousands.measured
+    assert thousands.regrets[-1] < thousands.regrets[0]  # it tuned: not the default throughout
 
 
 def test_absent_peers_are_skipped_with_how_to_set_them_up(monkeypatch) -> None:
