@@ -75,6 +75,11 @@ def processes() -> dict[int, tuple[int, str, str, int, int]]:
     return found
 
 
+def now_ticks() -> float:
+    """Now on the clock of /proc's process start times (ticks since boot)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME) * TICK
+
+
 def descendants(pid: int, table: dict[int, tuple[int, str, str, int, int]]) -> list[int]:
     """The pids whose parent chain leads to `pid` (not `pid` itself), leaving out hone and its
     recorders (they descend from the diagnosed process when it is hone's own shell or pid 1)."""
@@ -134,7 +139,7 @@ class Watch:
         self.mark = mark
         self.unit = unit
         self.started = time.monotonic()
-        self.began = time.clock_gettime(time.CLOCK_BOOTTIME) * TICK  # /proc's start times' clock
+        self.began = now_ticks()
         self.at = self.started
         self.seen: dict[int, _Seen] = {}
         self.rounds = 0

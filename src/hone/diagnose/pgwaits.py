@@ -19,7 +19,6 @@ idle connection, not a wait inside the database, so a wait's share is of the res
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from heapq import merge
@@ -118,21 +117,10 @@ def processes_of(pid: int, settled: float = 0.0) -> list[int]:
     """The process and its descendants (a postmaster's backends and helpers), without those
     that have run for less than `settled` seconds: a connection opened and closed within perf's
     start (a client connecting per transaction) ends perf's recording before it begins."""
-    kids = descendants.descendants(pid, descendants.processes())
-    if settled:
-        kids = [kid for kid in kids if age(kid) >= settled]
-    return [pid, *kids]
-
-
-def age(pid: int) -> float:
-    """Seconds since the process started; 0 when it has ended."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-    except (OSError, ValueError):
-        return 0.0
-    started = int(stat.rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
-    return max(uptime - started, 0.0)
+    table = descendants.processes()
+    latest = descendants.now_ticks() - settled * descendants.TICK  # the youngest start kept
+    kids = descendants.descendants(pid, table)
+    return [pid, *(kid for kid in kids if not settled or table[kid][4] <= latest)]
 
 
 class Titles:

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hone.diagnose.descendants import processes
 from hone.errors import HoneError
 
 #: The unit types systemd knows; a name without one of these suffixes is a service's.
@@ -104,19 +105,20 @@ class Unit:
         busy worker rather than nginx's master or the postmaster, which only hand out work;
         where none ran, the oldest, the one that started the service. The others are counted
         beside it by the window."""
-        first = {pid: _times(pid) for pid in self.pids() - {os.getpid()}}
-        alive = {pid: times for pid, times in first.items() if times is not None}
+        table = processes()
+        first = {pid: table[pid] for pid in self.pids() - {os.getpid()} if pid in table}
+        alive = {pid: row for pid, row in first.items() if row[2] not in ("Z", "X")}
         if not alive:
             where = ", ".join(map(str, self.folders))
             raise HoneError(f"unit {self.name} has no processes: its control group ({where}) "
                             "holds none; is it running?")  # fmt: skip
         time.sleep(look)
-        ranked = []
-        for pid, (start, cpu) in alive.items():
-            now = _times(pid)
-            if now is not None:
-                ranked.append((-(now[1] - cpu), start, pid))  # most CPU, then the oldest
-        return min(ranked)[2] if ranked else min((s, p) for p, (s, _) in alive.items())[1]
+        later = processes()
+        ranked = [(row[3] - later[pid][3], row[4], pid)
+                  for pid, row in alive.items() if pid in later]  # fmt: skip
+        if not ranked:  # all ended in the look: the oldest, for the error it will meet
+            ranked = [(0, row[4], pid) for pid, row in alive.items()]
+        return min(ranked)[2]  # the most CPU time in the look, then the oldest
 
 
 def find(names: list[str]) -> Unit:
@@ -176,14 +178,3 @@ def _search(root: Path, unit: str) -> list[Path]:
     if usual.is_dir():
         return [usual]
     return [Path(top, unit) for top, folders, _ in os.walk(root) if unit in folders]
-
-
-def _times(pid: int) -> tuple[int, int] | None:
-    """The process's start and its CPU time (user + system), in clock ticks (fields 22, 14
-    and 15 of its stat); None when it is gone or a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
-    except OSError:
-        return None
-    rest = stat[stat.rindex(")") + 2 :].split()
-    return None if rest[0] in ("Z", "X") else (int(rest[19]), int(rest[11]) + int(rest[12]))
