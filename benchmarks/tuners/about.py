@@ -214,7 +214,7 @@ On pool tasks every peer's proposal is resolved to a row by the rule above.
     unlimited, the default HAProxy's own (2 threads, safe, keep-alive, unlimited); HAProxy
     restarted with a config file of its own for every row; 72 configurations x 5 rows
     (`python -m benchmarks.tuners.measure.haproxy --reps 5`, 18 minutes; load average 2.3-8.3,
-    median 4.9, another developer's tests sharing the 2 cores). `http-reuse always` is what
+    median 4.9, other work sharing the 2 cores). `http-reuse always` is what
     matters (over all rows 9.6k against 7.5-7.7k): every request is the first of its client
     connection, which `safe` never sends over an idle server connection; maxconn 4 costs a
     third; no row failed. Truths: best 16.3k (2 threads, always, keep-alive, maxconn 16),
