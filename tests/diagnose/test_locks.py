@@ -56,7 +56,7 @@ def test_two_threads_contending_on_one_mutex(start, tmp_path: Path) -> None:
     proc = start([str(build("lock_contend", tmp_path)), "6"], 0.3)
     symbolizer = locks.Symbolizer(proc.pid)
     data = tmp_path / "locks.data"
-    argv = locks.record_argv(proc.pid, data, 1.0, kernel_locks=True)
+    argv = locks.record_argv([proc.pid], data, 1.0, kernel_locks=True)
     subprocess.run(argv, check=True, capture_output=True)
     found = locks.analyse(offcpu.script(data), symbolizer)
     top = found.contended()[0]

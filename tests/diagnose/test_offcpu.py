@@ -87,7 +87,7 @@ def test_a_frame_without_symbols_is_named_and_keyed_by_its_module() -> None:
 def test_real_program_off_cpu(start, tmp_path: Path) -> None:
     proc = start([str(build("wait_sleep", tmp_path)), "6", str(tmp_path / "out.bin")], 0.3)
     data = tmp_path / "sched.data"
-    subprocess.run(offcpu.record_argv(proc.pid, data, 1.5), check=True, capture_output=True)
+    subprocess.run(offcpu.record_argv([proc.pid], data, 1.5), check=True, capture_output=True)
     result = offcpu.analyse(offcpu.script(data), proc.pid)
     total = result.total_us() / 1e6
     # A single thread that is almost never on the CPU: off-CPU time is most of the window.
@@ -101,12 +101,31 @@ def test_real_program_off_cpu(start, tmp_path: Path) -> None:
     assert result.per_thread and set(result.per_thread) == {proc.pid}
 
 
+@pytest.mark.slow
+def test_two_processes_off_cpu_each_under_a_root_of_its_own(start, tmp_path: Path) -> None:
+    """A recording of two processes: each one's waits under `comm-PID`, as the on-CPU profile's
+    roots; a recording of one keeps its threads' names alone."""
+    program = str(build("wait_sleep", tmp_path))
+    one = start([program, "6", str(tmp_path / "one.bin")], 0)
+    two = start([program, "6", str(tmp_path / "two.bin")], 0.3)
+    data = tmp_path / "sched.data"
+    subprocess.run(offcpu.record_argv([one.pid, two.pid], data, 1), check=True,
+                   capture_output=True)  # fmt: skip
+    text = offcpu.script(data)
+    roots = {stack.split(";")[0] for stack in offcpu.analyse(text, None, per_process=True).folded()}
+    assert roots == {f"wait_sleep-{one.pid}", f"wait_sleep-{two.pid}"}
+    subprocess.run(offcpu.record_argv([one.pid], data, 1), check=True, capture_output=True)
+    alone = offcpu.analyse(offcpu.script(data), None, per_process=True)
+    assert {stack.split(";")[0] for stack in alone.folded()} == {"wait_sleep"}
+    assert any("nanosleep" in stack for stack in alone.folded())
+
+
 def test_a_recording_cut_short_says_why_perf_script_failed(tmp_path: Path) -> None:
     """perf killed after it wrote its file's header: perf script's reason (the data size is 0),
     not the warnings about fields it prints before it, is the error."""
     target = subprocess.Popen(["sleep", "30"])
     data = tmp_path / "sched.data"
-    perf = subprocess.Popen(offcpu.record_argv(target.pid, data, 30), stderr=subprocess.DEVNULL)
+    perf = subprocess.Popen(offcpu.record_argv([target.pid], data, 30), stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
         while not (data.exists() and data.stat().st_size >= 56) and time.monotonic() < deadline:

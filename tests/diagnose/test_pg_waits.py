@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.tune.postgres import Postgres, cluster
+from hone.diagnose.descendants import members
 from hone.diagnose.perf_record import finished
-from hone.diagnose.pgwaits import UNRECORDED, processes_of
+from hone.diagnose.pgwaits import UNRECORDED
 from hone.diagnose.report import Diagnosis
 
 #: Each transaction holds the row lock a few milliseconds, so the other clients wait for it.
@@ -33,8 +34,8 @@ def test_only_settled_processes_are_listed_after_a_failed_start() -> None:
     young = subprocess.Popen(["sleep", "30"])
     try:
         me = os.getpid()
-        assert {old.pid, young.pid} <= set(processes_of(me))
-        settled = processes_of(me, settled=1.0)
+        assert {old.pid, young.pid} <= set(members(me))
+        settled = members(me, settled=1.0)
         assert settled[0] == me and old.pid in settled and young.pid not in settled
     finally:
         for child in (old, young):

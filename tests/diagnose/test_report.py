@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 from pathlib import Path
 
@@ -70,6 +72,36 @@ def test_a_bare_profile_loads_as_a_diagnosis(tmp_path: Path) -> None:
     path = Profile.from_folded({"a;b": 3}).save(tmp_path / "p.hone")
     d = Diagnosis.load(path)
     assert d.profile.total == 3 and d.threads == [] and d.offcpu is None
+
+
+def test_a_diagnosis_saved_before_processes_were_listed_loads(tmp_path: Path) -> None:
+    """A file written before a diagnosis listed its processes and its threads named theirs
+    (no `processes` key, threads without `pid` and `process`) loads as a one-process one."""
+    path = make().save(tmp_path / "old.hone")
+    document = json.loads(gzip.decompress(path.read_bytes()))
+    del document["diagnosis"]["processes"]
+    for thread in document["diagnosis"]["threads"]:
+        del thread["pid"], thread["process"]
+    path.write_bytes(gzip.compress(json.dumps(document).encode()))
+    old = Diagnosis.load(path)
+    assert old.processes == [] and [t.tid for t in old.threads] == [42, 43]
+    assert old.threads[0].pid == 0 and old.threads[0].process == ""
+    assert terminal(old).startswith("hone diagnose: pid 42 (app) for 5.0 s")
+    assert "Hot threads" in to_html(old)
+
+
+def test_hot_threads_of_several_processes_name_their_process() -> None:
+    diagnosis = make()
+    diagnosis.threads = [
+        ThreadStat(2922, "nginx", 45, 20, 25, 1, 0, 54, pid=2922, process="pid 2922 (nginx: w)"),
+        ThreadStat(2923, "nginx", 40, 20, 20, 1, 0, 59, pid=2923, process="pid 2923 (nginx: w)"),
+    ]
+    rows = [line for line in terminal(diagnosis).splitlines() if " nginx " in line]
+    assert rows[0].endswith(" 54.0  pid 2922 (nginx: w)"), rows
+    assert rows[1].endswith(" 59.0  pid 2923 (nginx: w)"), rows
+    # one process: its threads' rows end with their figures
+    one = [line for line in terminal(make()).splitlines() if line.startswith("       42 ")]
+    assert one[0].endswith(" 5.0"), one
 
 
 def test_html_is_self_contained_and_has_every_section() -> None:

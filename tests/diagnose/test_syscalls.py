@@ -56,7 +56,7 @@ def test_a_process_asleep_through_the_window_made_no_calls(tmp_path: Path) -> No
     asleep = subprocess.Popen(["sleep", "30"])
     try:
         out = tmp_path / "calls.csv"
-        counted = syscalls.count(syscalls.count_argv(asleep.pid, out, 1), out, subprocess.Popen)
+        counted = syscalls.count(syscalls.count_argv([asleep.pid], out, 1), out, subprocess.Popen)
     finally:
         asleep.kill()
         asleep.wait()

@@ -52,7 +52,7 @@ def sample(argv: list[str], settle: float, window: float) -> tuple[int, ThreadSa
     proc = subprocess.Popen(argv)
     try:
         time.sleep(settle)
-        sampler = ThreadSampler(proc.pid).start()
+        sampler = ThreadSampler([proc.pid]).start()
         time.sleep(window)
         sampler.stop()
         return proc.pid, sampler
@@ -101,7 +101,7 @@ def test_a_process_that_exited_is_not_counted_asleep_after_its_exit() -> None:
     code = "import time\nend = time.process_time() + 0.2\nwhile time.process_time() < end: pass\n"
     proc = subprocess.Popen([sys.executable, "-c", code])
     try:
-        sampler = ThreadSampler(proc.pid).start()
+        sampler = ThreadSampler([proc.pid]).start()
         while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
             time.sleep(0.02)
         time.sleep(1.0)

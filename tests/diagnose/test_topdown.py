@@ -68,7 +68,7 @@ def test_no_counters_is_unavailable_with_evidence() -> None:
 
 def test_measure_on_this_machine() -> None:
     caps = probe()
-    result = measure(1, 0.2, caps)
+    result = measure([1], 0.2, caps)
     if caps.has("hardware counters"):
         assert result.available
         assert sum(result.level1.values()) == pytest.approx(100.0, abs=0.01)

@@ -149,12 +149,107 @@ def window_began(pid: int) -> None:
                 argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
             except OSError:
                 continue
-            if argv[1:2] == ["record"] and "-p" in argv and argv[argv.index("-p") + 1] == str(pid):
+            listed = argv[argv.index("-p") + 1].split(",") if "-p" in argv else []
+            if argv[1:2] == ["record"] and str(pid) in listed:
                 recorders.append(int(entry.name))
         if recorders and all(command_of(perf) for perf in recorders):
             return
         time.sleep(0.05)
     raise AssertionError(f"no perf recorder of pid {pid} started")
+
+
+def workers(master: int, count: int, old: frozenset[int] = frozenset()) -> list[int]:
+    """Waits until the nginx master has `count` workers besides `old`; their pids."""
+    children = Path(f"/proc/{master}/task/{master}/children")
+    deadline = time.monotonic() + 10
+    while True:
+        found = sorted(set(map(int, children.read_text().split())) - old)
+        if len(found) >= count:
+            return found
+        assert time.monotonic() < deadline, f"nginx started {found}, not {count} workers"
+        time.sleep(0.05)
+
+
+def cpu_ticks(pid: int) -> int:
+    return descendants.processes()[pid][3]
+
+
+def sampled(d: Diagnosis) -> set[int]:
+    """The processes the on-CPU profile holds samples of, from its root frames (`nginx-12`)."""
+    return {int(thread.rpartition("-")[2]) for thread in d.profile.threads()}
+
+
+@pytest.fixture
+def nginx_conf(tmp_path: Path) -> tuple[Path, int]:
+    """nginx in the foreground with two workers on a free port, serving a 4 KB file."""
+    port = free_port()
+    (tmp_path / "html").mkdir()
+    (tmp_path / "html" / "4k.html").write_bytes(b"x" * 4096)
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        f"daemon off; worker_processes 2; pid {tmp_path}/nginx.pid;\n"
+        f"error_log {tmp_path}/error.log; events {{ worker_connections 1024; }}\n"
+        f"http {{ access_log off; server {{ listen 127.0.0.1:{port}; root {tmp_path}/html; }} }}\n"
+    )
+    return conf, port
+
+
+def in_group(folder: Path, argv: list[str]) -> list[str]:
+    """The command run inside the group from its start, as systemd starts a service: what it
+    forks is born there."""
+    return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(folder), *argv]
+
+
+@pytest.mark.slow
+def test_every_process_of_a_unit_is_recorded(hone_cli, group, run, nginx_conf, tmp_path) -> None:
+    """nginx with two workers under wrk: the on-CPU profile holds both workers' stacks, each
+    under a root of its own, and the workers a reload forks in the window (the master's, whom
+    perf follows); the children finding sends no one to --pid a recorded process."""
+    folder = group(V1, "system.slice")
+    conf, port = nginx_conf
+    master = run(in_group(folder, ["nginx", "-e", str(conf.parent / "error.log"), "-p",
+                                   str(conf.parent), "-c", str(conf)])).pid  # fmt: skip
+    try:
+        _reload_in_the_window(hone_cli, folder, master, port, tmp_path, run)
+    finally:  # the workers outlive a killed master
+        for pid in Unit([folder.name], [folder]).pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _reload_in_the_window(hone_cli, folder: Path, master: int, port: int, tmp_path: Path,
+                          run: Callable[..., subprocess.Popen]) -> None:  # fmt: skip
+    first = workers(master, 2)
+    load = run(["wrk", "-t1", "-c16", "-d60s", f"http://127.0.0.1:{port}/4k.html"])
+    begun = cpu_ticks(first[0]) + cpu_ticks(first[1])
+    deadline = time.monotonic() + 30
+    while cpu_ticks(first[0]) + cpu_ticks(first[1]) - begun < 5:  # serving
+        assert time.monotonic() < deadline and load.poll() is None, "nginx served nothing"
+        time.sleep(0.05)
+    result: list[subprocess.CompletedProcess] = []
+    rep = tmp_path / "rep"
+    args = ["--unit", folder.name, "-d", "3", "--no-offcpu", "--no-locks", "-o", str(rep)]
+    hone = threading.Thread(target=lambda: result.append(hone_cli("diagnose", *args)))
+    hone.start()
+    window_began(master)
+    time.sleep(1)
+    os.kill(master, signal.SIGHUP)  # a reload: the master forks two new workers
+    reloaded = workers(master, 2, frozenset(first))
+    hone.join()
+    assert result[0].returncode == 0, result[0].stderr
+    d = Diagnosis.load(rep / "diagnosis.hone")
+    assert d.pid in first  # the busiest process names the target, as before
+    assert set(first) <= sampled(d) and set(reloaded) & sampled(d), d.profile.threads()
+    assert set(first + reloaded + [master]) <= set(d.processes)
+    assert d.processes[0] == d.pid
+    said = result[0].stdout.splitlines()[0]
+    assert said.startswith(f"hone diagnose: unit {folder.name}, {len(d.processes)} processes: "
+                           f"pid {d.pid} (nginx: worker process), pid "), said  # fmt: skip
+    busy = {t.pid for t in d.threads if t.cpu_pct > 1}
+    assert set(first) <= busy, d.threads  # the hot threads are both workers'
+    assert all(t.process.startswith(f"pid {t.pid} (nginx: ") for t in d.threads)
+    for finding in d.findings:
+        assert not any(f"--pid {pid} " in finding.headline for pid in d.processes), finding
 
 
 def children_finding(d: Diagnosis) -> list[str]:
@@ -308,7 +403,7 @@ def test_diagnose_a_unit_and_a_process_that_joins_it(hone_cli, group, run, tmp_p
 @pytest.mark.slow
 def test_diagnose_a_unit_in_cgroup2_with_a_sub_group(hone_cli, group, run, tmp_path) -> None:
     """cgroup2, a nested slice (found by name), the suffix added to the name given, and a
-    process in a sub-group of the unit's counted."""
+    process in a sub-group of the unit's recorded with the rest."""
     folder = group(V2, "hone-test.slice")
     port = free_port()
     server = run(memcached(port), folder)
@@ -322,9 +417,11 @@ def test_diagnose_a_unit_in_cgroup2_with_a_sub_group(hone_cli, group, run, tmp_p
     )
     assert done.returncode == 0, done.stderr
     d = Diagnosis.load(rep / "diagnosis.hone")
-    assert d.pid == server.pid and d.target.startswith(f"unit {folder.name}, pid {server.pid}")
-    assert sum(t.cpu_pct for t in d.threads) > 5
-    assert any(line.startswith(f"memcaslap (pid {load.pid})") for line in children_finding(d))
+    assert d.pid == server.pid and d.processes == [server.pid, load.pid]
+    assert d.target.startswith(f"unit {folder.name}, 2 processes: pid {server.pid} (memcached ")
+    assert sum(t.cpu_pct for t in d.threads if t.pid == server.pid) > 5
+    assert {server.pid, load.pid} <= sampled(d)
+    assert "children" not in d.kinds  # memcaslap's stacks are in the profile
 
 
 STAND_IN = """#!/bin/sh

@@ -60,7 +60,9 @@ def diagnose(
         help="a command to run and diagnose (after --); `systemctl start|restart UNIT...`: the "
         "units it starts",
     ),
-    pid: int = typer.Option(None, "--pid", "-p", help="diagnose this running process"),
+    pid: int = typer.Option(
+        None, "--pid", "-p", help="diagnose this running process and its descendants"
+    ),
     unit: str = typer.Option(
         None,
         "--unit",

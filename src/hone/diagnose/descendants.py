@@ -1,12 +1,12 @@
-"""The diagnosed process's children: where the work went when it is not in the process itself.
+"""The diagnosed process's children: where the work goes when it is not in the process itself.
 
-hone records one process (perf -p, the thread sampler), but much real work runs in children:
-a shell script or `make` runs its commands as children, fio runs each job in a process of its
-own, PostgreSQL serves each connection from a backend the postmaster forks. Diagnosed alone,
-such a parent only waits, and "mostly idle" would be the wrong verdict. So the window also
-samples the process's descendants (every process whose parent chain leads to it, from /proc's
-ppid fields): their CPU time (utime + stime) and how often each was seen in uninterruptible
-sleep (D, mostly I/O). A child born and gone between two samples is not seen.
+Much real work runs in children: a shell script or `make` runs its commands as children, fio
+runs each job in a process of its own, PostgreSQL serves each connection from a backend the
+postmaster forks. So the recorders take the process and its descendants (`members`, every
+process whose parent chain leads to it, from /proc's ppid fields), and perf follows what they
+fork. The window also samples the descendants every half second: their CPU time (utime +
+stime) and how often each was seen in uninterruptible sleep (D, mostly I/O), which says what
+the recorders did not follow (`Watch`). A child born and gone between two samples is not seen.
 
 A command that starts a daemon (`memcached -d`: fork, the parent exits, the child calls
 setsid) leaves its tree at once: the daemon's parent becomes init, its session its own, and no
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -95,6 +96,24 @@ def descendants(pid: int, table: dict[int, tuple[int, str, str, int, int]]) -> l
     return found
 
 
+def members(pid: int, unit: Unit | None = None, settled: float = 0.0) -> list[int]:
+    """The processes to record, `pid` first: its descendants, or with `unit` every process of
+    the service's control group, alive now; hone and its recorders left out (they are in the
+    group when hone runs in it), and with `settled` those that have run for less than that many
+    seconds: a process that ends while perf starts fails perf's whole list, and a connection
+    opened and closed within perf's start (a client connecting per transaction) did every
+    time (module window)."""
+    table = processes()
+    if unit:
+        others = unit.pids() - {pid, os.getpid(), *descendants(os.getpid(), table)}
+    else:  # hone's own are no descendants (module docstring)
+        others = set(descendants(pid, table))
+    latest = now_ticks() - settled * TICK  # the youngest start kept
+    return [pid, *(other for other in sorted(others) if other in table
+                   and table[other][2] not in ("Z", "X")
+                   and (not settled or table[other][4] <= latest))]  # fmt: skip
+
+
 #: The environment variable that marks a command hone runs and every process it forks.
 MARK = "HONE_DIAGNOSE"
 
@@ -132,12 +151,25 @@ class Watch:
     from its CPU time then; one seen later from zero when it started inside the window, else
     (moved into a service's group as it ran) from its CPU time when first seen. With `mark` (a
     command hone runs), the processes the command left (daemons) count as descendants too;
-    with `unit` (a service), every process of its control group."""
+    with `unit` (a service), every process of its control group.
 
-    def __init__(self, pid: int, mark: str | None = None, unit: Unit | None = None) -> None:
+    `recorded` are the processes the recorders were given (module window); perf follows what
+    they fork, so a process whose parent is recorded when it is first seen is recorded too, and
+    so is a daemon the command left in the window (forked in its tree, then set apart).
+    `followed` lists those added, for the window's other samplers; `result` the others."""
+
+    def __init__(
+        self,
+        pid: int,
+        mark: str | None = None,
+        unit: Unit | None = None,
+        recorded: Iterable[int] = (),
+    ) -> None:
         self.pid = pid
         self.mark = mark
         self.unit = unit
+        self.recorded = {pid, *recorded}
+        self.followed: list[int] = []
         self.started = time.monotonic()
         self.began = now_ticks()
         self.at = self.started
@@ -158,8 +190,12 @@ class Watch:
         tree = descendants(self.pid, table)
         counted = tree + self._left(table, set(tree), first) + self._grouped(table, tree)
         for child in dict.fromkeys(counted):  # each once: a daemon may be in the group too
-            _, comm, state, ticks, start = table[child]
+            parent, comm, state, ticks, start = table[child]
             late = not first and start >= self.began
+            new = child not in self.seen and child not in self.recorded
+            if new and (parent in self.recorded or (late and child in self.daemons)):
+                self.recorded.add(child)
+                self.followed.append(child)
             seen = self.seen.setdefault(child, _Seen(comm, 0 if late else ticks, ticks))
             seen.comm, seen.ticks = comm, ticks
             seen.in_d += state == "D"
@@ -187,11 +223,15 @@ class Watch:
         self.members |= group
         return sorted(group - set(tree))
 
-    def result(self) -> list[Child]:
-        """Each descendant that used the CPU or waited in D, busiest first."""
+    def result(self, sampled: Iterable[int] = ()) -> list[Child]:
+        """Each descendant the recorders did not follow (nor the on-CPU profile `sampled`) that
+        used the CPU or waited in D, busiest first."""
         window = max(self.at - self.started, 1e-6)
         found = []
+        recorded = self.recorded | set(sampled)
         for pid, seen in self.seen.items():
+            if pid in recorded:
+                continue
             cpu = 100 * (seen.ticks - seen.ticks0) / TICK / window
             io = 100 * seen.in_d / self.rounds
             if cpu >= 1 or io >= 1:

@@ -299,11 +299,13 @@ def _add(
 MAX_SIZE = "24M"
 
 
-def record_argv(pid: int, output: Path, duration: float, kernel_locks: bool) -> list[str]:
+def record_argv(pids: list[int], output: Path, duration: float, kernel_locks: bool) -> list[str]:
+    """The futex calls (and kernel lock contention) of these processes, with stacks. Not quiet
+    (-q): perf's reason when it fails, mostly that a listed process has ended."""
     events = ["-e", "syscalls:sys_enter_futex", "-e", "syscalls:sys_exit_futex"]
     if kernel_locks:
         events += ["-e", "lock:contention_begin", "-e", "lock:contention_end"]
     return [
-        *scratch_record(), "-q", "-p", str(pid), "-g", "-o", str(output), *events,
+        *scratch_record(), "-p", ",".join(map(str, pids)), "-g", "-o", str(output), *events,
         "--max-size", MAX_SIZE, "--", "sleep", f"{duration:g}",
     ]  # fmt: skip

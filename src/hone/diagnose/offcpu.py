@@ -249,9 +249,12 @@ def analyse(
     tids: set[int] | None = None,
     wakeups: dict[int, list[float]] | None = None,
     events: Iterable[Event] | None = None,
+    per_process: bool = False,
 ) -> OffCpu:
     """Off-CPU intervals of process `pid` (plus any `tids`); every thread of the recording
-    when `pid` is None (a recording of one command and its children holds only theirs).
+    when `pid` is None (a recording of some processes and their children holds only theirs).
+    With `per_process` and more than one process, each root frame names the thread and its
+    process's pid, `nginx-2922`, as the on-CPU profile's do.
 
     Switch-ins come from sched_switch's next_pid (a system-wide recording) or from
     PERF_RECORD_SWITCH IN records (`--switch-events`, a recording of the process alone).
@@ -265,6 +268,7 @@ def analyse(
     result = OffCpu()
     latencies: list[float] = []
     span = Span()
+    pids: set[int] = set()
     for event in span.track(parse_events(text) if events is None else events):
         if event.event == "sched:sched_switch":
             switch = SWITCH.search(event.trace)
@@ -278,7 +282,9 @@ def analyse(
                     result.modules.setdefault(name, module)
                 kind = state_class(switch["state"])
                 # the folded stack: root first, the thread's name as the root frame
-                folded = ";".join([switch["prev_comm"], *reversed(names)])
+                root = switch["prev_comm"] + (f"-{event.pid}" if per_process else "")
+                folded = ";".join([root, *reversed(names)])
+                pids.add(event.pid)
                 out_at[prev] = (event.time, folded, kind)
                 if kind == "runqueue":
                     woken_at[prev] = event.time
@@ -303,15 +309,30 @@ def analyse(
         for tid, out in list(out_at.items()):  # still off the CPU when recording ended
             _charge(result, tid, span.last, out, {}, latencies)
     result.runqueue = LatencySummary.of(latencies)
+    if per_process and len(pids) < 2:  # one process: its threads' names alone
+        result.stacks = {kind: _one_process(stacks) for kind, stacks in result.stacks.items()}
     return result
 
 
-def record_argv(pid: int, output: Path, duration: float) -> list[str]:
-    """The process alone: switch-outs with stacks, switch-ins from --switch-events.
+def _one_process(stacks: dict[str, float]) -> dict[str, float]:
+    """The stacks with the `-PID` of their root frames taken off."""
+    out: dict[str, float] = {}
+    for stack, us in stacks.items():
+        root, _, rest = stack.partition(";")
+        key = ";".join(filter(None, [root.rpartition("-")[0], rest]))
+        out[key] = out.get(key, 0.0) + us
+    return out
+
+
+def record_argv(pids: list[int], output: Path, duration: float) -> list[str]:
+    """These processes alone (and what they fork): switch-outs with stacks, switch-ins from
+    --switch-events. Not quiet (-q): perf's reason when it fails, mostly that a listed process
+    has ended.
 
     (System-wide recording would see switch-ins as next_pid too, at 100x the data.)"""
     return [
-        *scratch_record(), "-q", "-p", str(pid), "-g", "--switch-events", "-o", str(output),
+        *scratch_record(), "-p", ",".join(map(str, pids)), "-g", "--switch-events",
+        "-o", str(output),
         "-e", "sched:sched_switch", "-e", "sched:sched_wakeup", "--max-size", MAX_SIZE,
         "--", "sleep", f"{duration:g}",
     ]  # fmt: skip

@@ -9,11 +9,11 @@ symbol names. Both are told apart here by the frames of the stack each backend l
 with: Debian's postgres keeps frame pointers and exports these functions in its dynamic symbol
 table, so perf names them although the binary is stripped (its static functions stay unnamed).
 
-The postmaster forks a backend per connection, so the recording takes the diagnosed process and
-its descendants (module descendants); backends forked during the window are followed by perf.
-perf gives up on its whole list when one process of it ends before perf has opened its events,
-which a busy server's connections do all the time: the recording is started again with a fresh
-list (window module), one without the youngest backends after a failure (`processes_of`).
+The postmaster forks a backend per connection: the recording takes the processes every recorder
+of the window takes (the diagnosed process and its descendants, or a service's group: module
+descendants, `members`), and perf follows the backends forked during the window. A backend that
+ends while perf starts fails perf's whole list, which the window's recorders start again with a
+fresh list (module window).
 Time a backend spends waiting for its client's next statement (pq_getbyte, secure_read) is an
 idle connection, not a wait inside the database, so a wait's share is of the rest."""
 
@@ -23,10 +23,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from heapq import merge
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hone.diagnose import descendants, offcpu
 from hone.diagnose.fold import is_kernel
 from hone.diagnose.perf_record import scratch_record
+
+if TYPE_CHECKING:
+    from hone.diagnose.unit import Unit
 
 #: The lock machinery, leaf side first: a stack that passes through one of these waited there.
 HEAVYWEIGHT = ("ProcSleep", "WaitOnLock", "LockAcquireExtended")
@@ -113,28 +117,19 @@ def is_postgres(pid: int) -> bool:
     return exe in ("postgres", "postmaster")
 
 
-def processes_of(pid: int, settled: float = 0.0) -> list[int]:
-    """The process and its descendants (a postmaster's backends and helpers), without those
-    that have run for less than `settled` seconds: a connection opened and closed within perf's
-    start (a client connecting per transaction) ends perf's recording before it begins."""
-    table = descendants.processes()
-    latest = descendants.now_ticks() - settled * descendants.TICK  # the youngest start kept
-    kids = descendants.descendants(pid, table)
-    return [pid, *(kid for kid in kids if not settled or table[kid][4] <= latest)]
-
-
 class Titles:
     """The backends' process titles over the window. PostgreSQL's title names the statement a
     backend runs by its command tag and ends in "waiting" while the backend waits for a
     heavyweight lock (update_process_title, on by default): the statement behind a wait whose
     frames, static functions of a stripped binary, do not say it."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, unit: Unit | None = None) -> None:
         self.pid = pid
+        self.unit = unit
         self.waiting: dict[str, int] = {}
 
     def sample(self) -> None:
-        for child in processes_of(self.pid):
+        for child in descendants.members(self.pid, self.unit):
             try:
                 title = Path(f"/proc/{child}/cmdline").read_bytes()
             except OSError:  # gone since the listing

@@ -44,14 +44,18 @@ class Profile:
 
     @classmethod
     def from_perf_script(
-        cls, data: str | bytes, *, event: str | None = None, **meta: Any
+        cls, data: str | bytes, *, event: str | None = None, per_process: bool = False, **meta: Any
     ) -> Profile:
-        """A profile of `perf script` text, counted in samples (events of one type)."""
+        """A profile of `perf script` text, counted in samples (events of one type). With
+        `per_process` (perf script's lines name pid/tid) and samples of more than one process,
+        each root frame is the thread's name and its process's pid, `nginx-2922`: the flame
+        graph splits by process first."""
+        parsed = parse_perf_script(data, count="samples", event=event, include_pid=per_process)
+        # one process: its threads' names alone, as perf script without pids gives them
+        alone = per_process and len({thread.rpartition("-")[2] for thread, _ in parsed}) < 2
         stacks: dict[tuple[str, Stack], int] = {}
-        for (thread, frames), count in parse_perf_script(
-            data, count="samples", event=event
-        ).items():
-            key = (thread, _inlined_in_place(frames))
+        for (thread, frames), count in parsed.items():
+            key = (thread.rpartition("-")[0] if alone else thread, _inlined_in_place(frames))
             stacks[key] = stacks.get(key, 0) + count
         return cls(stacks=stacks, event=event or first_event(data) or "cpu-clock", **meta)
 

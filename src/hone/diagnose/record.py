@@ -41,6 +41,8 @@ from hone.diagnose.profile import Profile
 from hone.errors import HoneError
 
 CallGraph = Literal["fp", "dwarf"]
+#: A sample's line in perf script's output with pids: the process name, then `pid/tid`.
+_SAMPLED = re.compile(rb"^ *\S[^\n]*? (\d+)/\d+ +(?:\[\d+\] +)?\d+\.\d+:", re.MULTILINE)
 
 
 @dataclass
@@ -54,10 +56,17 @@ class Recording:
     duration_s: float
     target: str
     call_graph: CallGraph
+    processes: bool = False  # of several processes: the stacks' roots name each one's pid
+
+    def sampled(self) -> set[int]:
+        """The pids of the processes sampled, from perf script's `comm pid/tid` lines (a
+        recording of several processes or of the whole system names them; others give none)."""
+        return {int(pid) for pid in _SAMPLED.findall(self.script)}
 
     def profile(self) -> Profile:
         return Profile.from_perf_script(
             self.script,
+            per_process=self.processes,
             event=self.event,
             frequency_hz=self.frequency_hz,
             duration_s=self.duration_s,
@@ -80,6 +89,7 @@ def event_of(caps: Capabilities) -> str:
 def record(
     *,
     pid: int | None = None,
+    pids: Sequence[int] | None = None,
     command: Sequence[str] | None = None,
     duration_s: float | None = None,
     frequency_hz: int = 99,
@@ -91,21 +101,25 @@ def record(
     mark: Callable[[], None] | None = None,
     before_script: Callable[[], None] | None = None,
 ) -> Recording:
-    """Profile `pid` for `duration_s` seconds (default 30), or run `command` under perf until
-    it exits (or until `duration_s`, when given, then stop it), or with `system` every CPU for
-    `duration_s` seconds (`perf record -a`; `perf script` then names each sample's pid/tid).
+    """Profile `pid` (or the processes `pids`, and what they fork) for `duration_s` seconds
+    (default 30), or run `command` under perf until it exits (or until `duration_s`, when
+    given, then stop it), or with `system` every CPU for `duration_s` seconds (`perf record
+    -a`). With `pids` or `system`, `perf script` names each sample's pid/tid.
     `mark` (with `system`) is called when the `sleep` that bounds the window starts and when it
     ends: perf takes seconds to start on a busy machine (it lists every thread's mappings first)
     and to finish, and what is measured beside it is measured over the sampled window.
     `before_script` is called once perf record has ended, before perf script reads its data (a
     JVM then writes the map of its JIT-compiled code that perf script names frames from)."""
-    if sum((pid is not None, bool(command), system)) != 1:
+    if pid is not None:
+        pids = [pid]
+    if sum((bool(pids), bool(command), system)) != 1:
         raise HoneError("profile either a running process (--pid), a command or the whole system")
     perf = shutil.which("perf")
     if perf is None:
         raise HoneError("perf is not installed (apt-get install linux-perf)")
     if pid is not None and not Path(f"/proc/{pid}").exists():
         raise HoneError(f"no process with pid {pid}")
+    several = pid is None and bool(pids)
     if frequency_hz <= 0:
         raise HoneError(f"sampling frequency must be positive, got {frequency_hz}")
     event = event or default_event()
@@ -114,11 +128,12 @@ def record(
     perf_data = folder / "perf.data"
     argv = [*perf_record(perf=perf), "-F", str(frequency_hz), "-e", event, "-o", str(perf_data)]
     argv += ["--call-graph", "dwarf"] if call_graph == "dwarf" else ["-g"]
-    if pid is not None or system:
+    if pids or system:
         seconds = 30.0 if duration_s is None else duration_s
-        argv += ["-a"] if system else ["-p", str(pid)]
+        listed = ",".join(map(str, pids or []))
+        argv += ["-a"] if system else ["-p", listed]
         argv += ["--", "sleep", f"{seconds:g}"]
-        target = "whole system" if system else f"pid {pid}"
+        target = "whole system" if system else f"pid {listed}"
     else:
         argv += ["--", *command]  # type: ignore[misc]
         target = shlex.join(command)  # type: ignore[arg-type]
@@ -135,13 +150,17 @@ def record(
     if before_script:
         before_script()
     fields = ["-F", "comm,pid,tid,cpu,time,period,event,ip,sym,symoff,dso"] if system else []
+    if several:  # no cpu: perf -p leaves it out of the samples
+        fields = ["-F", "comm,pid,tid,time,period,event,ip,sym,symoff,dso"]
     script = subprocess.run(
         [perf, "script", "-i", str(perf_data), *fields], capture_output=True, check=False
     )
     if script.returncode != 0:
         reason = script.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
         raise HoneError(f"perf script failed: {reason[0]}")
-    return Recording(perf_data, script.stdout, event, frequency_hz, elapsed, target, call_graph)
+    return Recording(
+        perf_data, script.stdout, event, frequency_hz, elapsed, target, call_graph, several
+    )
 
 
 def _run_perf_record(

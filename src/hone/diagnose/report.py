@@ -62,6 +62,9 @@ class Diagnosis:
     gc: Gc | None = None  # a JVM's garbage collection (module jvmgc)
     system: Machine | None = None  # `--system`: CPU split and process table (module machine)
     syscalls: Syscalls | None = None  # the process's system calls per second (module syscalls)
+    #: the processes recorded, `pid` first (nginx's workers, a service's group); empty in a
+    #: diagnosis saved before the window recorded more than one
+    processes: list[int] = field(default_factory=list)
 
     @property
     def kinds(self) -> list[str]:
@@ -135,6 +138,7 @@ class Diagnosis:
             "gc": self.gc.to_dict() if self.gc else None,
             "system": self.system.to_dict() if self.system else None,
             "syscalls": self.syscalls.to_dict() if self.syscalls else None,
+            "processes": self.processes,
             "tracing_overhead": round(self.tracing_share, 4),
         }
 
@@ -180,6 +184,7 @@ class Diagnosis:
                 gc=Gc.from_dict(data["gc"]) if data.get("gc") else None,
                 system=Machine.from_dict(data["system"]) if data.get("system") else None,
                 syscalls=Syscalls.from_dict(data["syscalls"]) if data.get("syscalls") else None,
+                processes=[int(p) for p in data.get("processes", [])],
             )
         except (KeyError, TypeError, ValueError) as error:
             raise HoneError(f"damaged diagnosis section: {error}", file=path) from None
@@ -229,10 +234,11 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
         lines.append("hot threads (% of one CPU: on CPU / run queue / I/O / sleep):")
         shown = d.threads[:5]
         width = max(len(t.label) for t in shown)  # whole labels, in a column
+        several = len({t.pid for t in d.threads}) > 1  # each names its process
         for t in shown:
             lines.append(
                 f"  {t.tid:>7} {t.label:<{width}} {t.cpu_pct:5.1f} {t.runq_pct:5.1f} "
-                f"{t.io_pct:5.1f} {t.sleep_pct:5.1f}"
+                f"{t.io_pct:5.1f} {t.sleep_pct:5.1f}" + (f"  {t.process}" if several else "")
             )
     if d.profile.total:  # the tracing's own samples are not what the process does
         lines.append(f"on-CPU: {summary(without_tracing(d.profile)[0])}")

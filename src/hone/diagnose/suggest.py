@@ -30,7 +30,7 @@ PLACEHOLDER = (
 def project_name(target: str) -> str:
     """diagnose-<program>: from "pid 12 (server -c x)", "unit x.service, pid 12 (server)" or the
     command line "./bench -n 5"."""
-    inner = re.search(r"\((\S+)", target) if target.startswith(("pid ", "unit ")) else None
+    inner = re.search(r"\((\S+)", target) if re.match(r"pid |unit |\d+ processes", target) else None
     program = inner[1] if inner else (target.split() or [""])[0]
     words = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(program).name)
     return f"diagnose-{words.strip('-.') or 'process'}"[:60]

@@ -3,15 +3,15 @@ kernel's time. The on-CPU samples say how much time the calls took, not how many
 and whether batching would pay depends on both: 4 million 1-byte writes a second want a buffer,
 forty thousand 64 KB reads do not.
 
-The count is `perf stat -e raw_syscalls:sys_enter -p PID` counting: the kernel adds one to a
-counter at each call of the process's threads (and of the children they start), and nothing is
-recorded per call. Counting is not free: each call of the process then takes the tracing slow
-path and fills the tracepoint's record, about 120 ns a call on the project's test VM (a loop of
-1-byte writes to /dev/null made 36 % fewer calls per CPU-second while counted; a program making
-10,000 calls a second pays about 1.2 ms of CPU time a second). perf stat enables its counter
-before the window starts (the other recorders are slower to start), so a running process's
-calls are divided by perf's own time from the enable to its stop; a command hone holds stopped
-until the window starts makes its calls in the window.
+The count is `perf stat -e raw_syscalls:sys_enter -p PID,...` counting: the kernel adds one to a
+counter at each call of the recorded processes' threads (and of the children they start), and
+nothing is recorded per call. Counting is not free: each call of the process then takes the
+tracing slow path and fills the tracepoint's record, about 120 ns a call on the project's test
+VM (a loop of 1-byte writes to /dev/null made 36 % fewer calls per CPU-second while counted; a
+program making 10,000 calls a second pays about 1.2 ms of CPU time a second). perf stat enables
+its counter before the window starts (the other recorders are slower to start), so a running
+process's calls are divided by perf's own time from the enable to its stop; a command hone holds
+stopped until the window starts makes its calls in the window.
 
 Which calls they were is the kernel's own accounting, free: /proc/PID/io counts the process's
 read-like (`syscr`: read, pread64, readv, ...) and write-like (`syscw`: write, pwrite64,
@@ -43,13 +43,13 @@ class Count:
     seconds: float
 
 
-def count_argv(pid: int, output: Path, bound: float) -> list[str]:
-    """perf stat counting the process's calls into `output` (its name tells the window when
+def count_argv(pids: list[int], output: Path, bound: float) -> list[str]:
+    """perf stat counting these processes' calls into `output` (its name tells the window when
     perf has enabled the counter) until it is stopped (SIGINT) or `bound` seconds pass. One
     interval as long as that: on SIGINT perf stat prints it with its time since the enable,
     and ends its `sleep` (without -I it waits for the `sleep` to end)."""
     return ["perf", "stat", "-x,", "-I", f"{int(bound * 1000)}", "-o", str(output),
-            "-e", EVENT, "-p", str(pid), "--", "sleep", f"{bound:g}"]  # fmt: skip
+            "-e", EVENT, "-p", ",".join(map(str, pids)), "--", "sleep", f"{bound:g}"]  # fmt: skip
 
 
 def parse(text: str) -> Count | None:
@@ -105,20 +105,27 @@ def _io(pid: int) -> tuple[int, int] | None:
 
 
 class Watch:
-    """The process's read-like and write-like calls at the window's start and last reading."""
+    """The read-like and write-like calls of the recorded processes at the window's start and
+    their last reading: those there at the start from their counts then, those `follow` adds
+    (born in the window) from zero."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.first = _io(pid)
-        self.last = self.first
+    def __init__(self, pids: list[int]) -> None:
+        self.first = {pid: io for pid in pids if (io := _io(pid))}
+        self.last = dict(self.first)
+
+    def follow(self, pids: list[int]) -> None:
+        for pid in pids:
+            self.first.setdefault(pid, (0, 0))
 
     def sample(self) -> None:
-        self.last = _io(self.pid) or self.last
+        for pid in self.first:
+            self.last[pid] = _io(pid) or self.last.get(pid, self.first[pid])
 
     def delta(self) -> tuple[int, int]:
         if not self.first or not self.last:
             return 0, 0
-        return self.last[0] - self.first[0], self.last[1] - self.first[1]
+        ends = [(self.last.get(pid, start), start) for pid, start in self.first.items()]
+        return sum(e[0] - s[0] for e, s in ends), sum(e[1] - s[1] for e, s in ends)
 
 
 #: The kinds of call /proc/PID/io tells apart, and the calls each holds.

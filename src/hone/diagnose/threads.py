@@ -2,8 +2,10 @@
 
 CPU time and run-queue wait come from /proc/PID/task/TID/schedstat (nanoseconds, exact), with
 utime+stime from .../stat as the fallback; the thread state (R, S, D) is sampled through the window
-so that time off the CPU splits into I/O wait (D) and sleep. Threads are named by language: Java
-names from jstack (nid = the thread id in hex), Python names from py-spy dump (native ids)."""
+so that time off the CPU splits into I/O wait (D) and sleep. The threads are those of every process
+the window records (nginx's workers, a service's processes), each thread naming its process.
+Threads are named by language: Java names from jstack (nid = the thread id in hex), Python names
+from py-spy dump (native ids)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from hone.diagnose.machine import describe
 from hone.diagnose.probe import tool_path
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -50,6 +53,8 @@ class ThreadStat:
     name: str = ""  # the language-level name (Java, Python) when known
     frames: list[str] = field(default_factory=list)  # its top frames from jstack or py-spy
     runq_wait_us: float = 0.0  # mean wait in the run queue each time it was scheduled in
+    pid: int = 0  # its process (0: a diagnosis saved before threads named their process)
+    process: str = ""  # that process as `pid 12 (nginx: worker process)`
 
     @property
     def label(self) -> str:
@@ -91,10 +96,13 @@ def snapshot(pid: int) -> dict[int, TaskSnapshot]:
 
 
 class ThreadSampler:
-    """Samples a process's threads in the background from start() to stop()."""
+    """Samples the threads of some processes in the background from start() to stop(); those
+    that `follow` adds (born in the window) from then on."""
 
-    def __init__(self, pid: int, interval: float = 0.05) -> None:
-        self.pid = pid
+    def __init__(self, pids: list[int], interval: float = 0.05) -> None:
+        self.pids = list(dict.fromkeys(pids))
+        self.owner: dict[int, int] = {}  # tid -> pid
+        self.processes: dict[int, str] = {}  # pid -> `pid 12 (command)`, as first seen
         self.interval = interval
         self.first: dict[int, TaskSnapshot] = {}
         self.last: dict[int, TaskSnapshot] = {}
@@ -105,8 +113,24 @@ class ThreadSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
+    def follow(self, pids: list[int]) -> None:
+        """Sample these processes too (a worker forked in the window)."""
+        self.pids += [pid for pid in pids if pid not in self.pids]
+
+    def _snapshot(self) -> dict[int, TaskSnapshot]:
+        """The threads of every process, noting each thread's process."""
+        tasks: dict[int, TaskSnapshot] = {}
+        for pid in list(self.pids):
+            found = snapshot(pid)
+            if found and pid not in self.processes:
+                self.processes[pid] = describe(pid)
+            for tid in found:
+                self.owner[tid] = pid
+            tasks.update(found)
+        return tasks
+
     def start(self) -> ThreadSampler:
-        self.first = snapshot(self.pid)
+        self.first = self._snapshot()
         self.started = time.monotonic()
         self.seen = {
             tid: (self.started, self.started)
@@ -128,7 +152,7 @@ class ThreadSampler:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            tasks = snapshot(self.pid)
+            tasks = self._snapshot()
             self._note(tasks, time.monotonic())
             for tid, snap in tasks.items():
                 if snap.state not in DEAD:
@@ -140,7 +164,7 @@ class ThreadSampler:
         self._thread.join()
         now = time.monotonic()
         self.elapsed = now - self.started
-        self._note(snapshot(self.pid), now)
+        self._note(self._snapshot(), now)
         return self.stats()
 
     def stats(self) -> list[ThreadStat]:
@@ -172,6 +196,8 @@ class ThreadSampler:
                     runq_wait_us=round((end.runq_ns - start.runq_ns) / 1000 / slices, 1)
                     if (slices := end.slices - start.slices) > 0
                     else 0.0,
+                    pid=self.owner[tid],
+                    process=self.processes.get(self.owner[tid], f"pid {self.owner[tid]}"),
                 )
             )
         return sorted(out, key=lambda t: (-t.cpu_pct, t.tid))

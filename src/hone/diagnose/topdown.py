@@ -207,12 +207,12 @@ def _stat(events: str, tail: list[str], run: Callable[..., subprocess.CompletedP
 
 
 def measure(
-    pid: int,
+    pids: list[int],
     duration: float,
     caps: Capabilities,
     run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
 ) -> Topdown:
-    """Count the events on the process for `duration` seconds, or say why not.
+    """Count the events on these processes for `duration` seconds, or say why not.
 
     Each candidate event set is tried on `true` first (a tenth of a second): perf's exit code
     says little, so a set is usable when perf printed a count for every level-1 event. `run`
@@ -228,7 +228,8 @@ def measure(
     for events in candidates(caps):
         trial, text = _stat(events, ["--", "true"], subprocess.run)
         if compute(trial, caps.cpu_family).available:
-            counts, text = _stat(events, ["-p", str(pid), "--", "sleep", f"{duration:g}"], run)
+            listed = ",".join(map(str, pids))
+            counts, text = _stat(events, ["-p", listed, "--", "sleep", f"{duration:g}"], run)
             result = compute(counts, caps.cpu_family)
             if not result.available:
                 result.evidence = f"perf stat during the window: {stat_failure(text)}"

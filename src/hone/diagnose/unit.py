@@ -101,10 +101,10 @@ class Unit:
         return found
 
     def main(self, look: float = 0.3) -> int:
-        """The process to record: the one that took the most CPU time over a short look, a
-        busy worker rather than nginx's master or the postmaster, which only hand out work;
-        where none ran, the oldest, the one that started the service. The others are counted
-        beside it by the window."""
+        """The main process, which names the diagnosis and which the language's own recorders
+        take: the one that took the most CPU time over a short look, a busy worker rather than
+        nginx's master or the postmaster, which only hand out work; where none ran, the oldest,
+        the one that started the service. The window's perf recorders take every process."""
         table = processes()
         first = {pid: table[pid] for pid in self.pids() - {os.getpid()} if pid in table}
         alive = {pid: row for pid, row in first.items() if row[2] not in ("Z", "X")}

@@ -326,18 +326,14 @@ def _softirq(softirq: Softirq) -> Finding:
     return Finding("softirq", busy.softirq, softirq.verdict)
 
 
-def _children(children: list[Child], waits_recorded: bool = False) -> Finding:
-    """Work done by child processes (or a service's other processes), whose CPU time the
-    recorders do not see: name the busiest, and how to diagnose it. `waits_recorded`: their
-    PostgreSQL lock waits were (module pgwaits)."""
+def _children(children: list[Child]) -> Finding:
+    """Work done by child processes (or a service's other processes) that the recorders did not
+    follow (module descendants: a daemon set apart before the window, a process moved into the
+    service's group): name the busiest, and how to diagnose it."""
     top = children[0]
     busy = sum(c.cpu_pct + c.io_pct for c in children) / 100
     more = f" and {len(children) - 1} more" if len(children) > 1 else ""
-    unseen = (
-        "whose CPU time this diagnosis does not profile (their lock waits it does)"
-        if waits_recorded
-        else "which this diagnosis does not record"
-    )
+    unseen = "which this diagnosis does not record"
     where = f"other processes of unit {top.unit}" if top.unit else "child processes"
     headline = (
         f"The work is in {where}, {unseen}: {top.comm} "
@@ -413,7 +409,7 @@ def decide(
     if softirq and softirq.concentrated:
         findings.append(_softirq(softirq))
     if children:
-        findings.append(_children(children, waits_recorded=pg is not None))
+        findings.append(_children(children))
     findings = sorted((f for f in findings if f.score >= MIN_SCORE), key=lambda f: -f.score)
     findings = _kernel_before_code(findings, in_kernel)
     waits = ("lock", "pg-lock")

@@ -1,7 +1,9 @@
-"""One diagnosis window of a process or a command: every recorder starts at once over the same
-window (on-CPU samples with perf record -g, scheduler switches for off-CPU time, futex and kernel
-lock events, per-thread /proc counters, the top-down counters when the machine has them), stops
-together, and its data is analysed into a Diagnosis. The command line is in module cli."""
+"""One diagnosis window of a process, a command or a service: every recorder starts at once over
+the same window (on-CPU samples with perf record -g, scheduler switches for off-CPU time, futex
+and kernel lock events, per-thread /proc counters, the top-down counters when the machine has
+them), stops together, and its data is analysed into a Diagnosis. The perf recorders and the
+thread counters take every process of the process's tree or the service's group (`_Targets`),
+the language's own tools the main process. The command line is in module cli."""
 
 from __future__ import annotations
 
@@ -38,13 +40,13 @@ from hone.diagnose.machine import describe as _describe
 from hone.diagnose.perf_record import enabled_outputs, finished, reached
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
 from hone.diagnose.profile import Profile
-from hone.diagnose.record import failure
+from hone.diagnose.record import Recording, failure
 from hone.diagnose.report import Diagnosis
 from hone.diagnose.unit import Unit, find
 from hone.errors import HoneError
 from hone.shell import command_line
 
-Recording = TypeVar("Recording", offcpu.OffCpu, locks.Locks)
+Waits = TypeVar("Waits", offcpu.OffCpu, locks.Locks)
 
 
 class _Job(threading.Thread):
@@ -111,66 +113,94 @@ class _Processes:
             deadline = time.monotonic() + 2
 
 
+#: Starts of a recorder of several processes before it gives up: perf fails its whole list
+#: when one of the processes ends before perf has opened its events.
+TRIES = 5
+#: Seconds a process has run for the starts after a failed one to list it: connections opened
+#: and closed in a few milliseconds (a client connecting per transaction) failed every start;
+#: those born once perf follows the processes listed are recorded whatever their age.
+SETTLED = 1.0
+
+
+class NotStarted(HoneError):
+    """perf did not start on the processes it was given (mostly: one of them had ended)."""
+
+
+class _Targets:
+    """The processes every recorder takes, listed anew as each starts (descendants.members):
+    the diagnosed process and its descendants, or a service's control group. `listed` is the
+    on-CPU recorder's last list: the processes whose stacks the profile holds, with those perf
+    follows as they fork."""
+
+    def __init__(self, pid: int, unit: Unit | None) -> None:
+        self.pid = pid
+        self.unit = unit
+        self.listed = [pid]
+
+    def __call__(self, settled: float = 0.0) -> list[int]:
+        return descendants.members(self.pid, self.unit, settled)
+
+
+T = TypeVar("T")
+
+
+def _started(
+    procs: _Processes,
+    targets: Callable[[float], list[int]],
+    attempt: Callable[[list[int]], T],
+) -> T:
+    """`attempt` (one perf recorder of the processes it is given, NotStarted when perf did not
+    start) with the processes listed as it starts. When one of them has ended since, again
+    with those that have run for SETTLED seconds, up to TRIES starts or the window's end."""
+    settled, tries = 0.0, 0
+    while True:
+        listed = targets(settled)
+        tries += 1
+        try:
+            return attempt(listed)
+        except NotStarted as error:
+            said = str(error)
+        # the diagnosed process ended, or none did: no use trying again
+        if procs.stopped or tries == TRIES or not listed or not _alive(listed[0]):
+            break
+        if all(_alive(pid) for pid in listed):
+            break
+        settled = SETTLED
+    if procs.stopped:
+        raise HoneError(f"perf had not started recording when the window ended ({said})")
+    if tries == 1:
+        raise HoneError(said)
+    raise HoneError(f"{said} (tried {tries} times; a process it was given ended each time)")
+
+
 def _recorder(
     name: str,
-    run: Callable[..., subprocess.CompletedProcess],
-    argv: list[str],
-    data: Path,
-    analyse: Callable[[Path], object],
-) -> _Job:
-    """perf record into `data`, then the analysis of it (perf script and more), as one
-    background job."""
-
-    def work() -> object:
-        done = run(argv)
-        if not data.exists() or data.stat().st_size == 0:
-            raise HoneError(failure(done.stderr, done.returncode, 0))
-        return analyse(data)
-
-    return _Job(name, work, data)
-
-
-#: Starts of a PostgreSQL recorder (module pgwaits) before it gives up: perf fails the whole
-#: recording when one of the processes it was given ends before it has opened its events.
-PG_TRIES = 5
-#: Seconds a backend has run for the starts after a failed one to list it: connections opened
-#: and closed in a few milliseconds (a client connecting per transaction) failed every start;
-#: those opened once perf follows the postmaster are recorded whatever their age.
-PG_SETTLED = 1.0
-
-
-def _pg_recorder(
-    name: str,
     procs: _Processes,
-    pid: int,
+    targets: Callable[[float], list[int]],
     argv_of: Callable[[list[int]], list[str]],
     data: Path,
     analyse: Callable[[Path], object],
 ) -> _Job:
-    """perf record of a postmaster and its backends into `data`, then the analysis of it. The
-    processes are listed as perf starts; when perf fails (mostly because one of them ended),
-    the settled ones are listed for a new start, up to PG_TRIES starts or the window's end."""
+    """perf record of the processes `targets` lists into `data` (started again when one of
+    them ended as perf started: `_started`), then the analysis of it (perf script and more),
+    as one background job."""
 
-    def work() -> object:
-        settled, tries = 0.0, 0
-        while True:
-            data.unlink(missing_ok=True)
-            done = procs.run(argv_of(pgwaits.processes_of(pid, settled)))
-            tries += 1
-            if finished(data):
-                return analyse(data)
-            if procs.stopped or not _alive(pid) or tries == PG_TRIES:
-                break
-            settled = PG_SETTLED
-        said = failure(done.stderr, done.returncode, 0)
-        if procs.stopped:
-            raise HoneError(f"perf had not started recording when the window ended ({said})")
-        raise HoneError(f"{said} (tried {tries} times; a process of the server ended each time)")
+    def attempt(pids: list[int]) -> object:
+        data.unlink(missing_ok=True)
+        done = procs.run(argv_of(pids))
+        if not finished(data):
+            raise NotStarted(failure(done.stderr, done.returncode, 0))
+        return analyse(data)
 
-    return _Job(name, work, data)
+    return _Job(name, partial(_started, procs, targets, attempt), data)
 
 
-def _capped(result: Recording, data: Path, max_size: str) -> Recording:
+def _everywhere(settled: float) -> list[int]:
+    """No process list: a system-wide recorder, which no process's end fails."""
+    return []
+
+
+def _capped(result: Waits, data: Path, max_size: str) -> Waits:
     """The analysis, marked when perf stopped its recording at `max_size`."""
     result.capped = reached(data, max_size)
     return result
@@ -251,7 +281,7 @@ class _PerfMap:
 
 
 def _plan(
-    pid: int,
+    targets: _Targets,
     duration: float,
     language: str,
     caps: Capabilities,
@@ -263,32 +293,41 @@ def _plan(
     want_offcpu: bool,
     want_locks: bool,
 ) -> tuple[dict[str, _Job], locks.Symbolizer | None, _PerfMap]:
-    """The recorders this machine and this process allow, not yet started, the lock recorder's
-    symbolizer (the window reads the process's mappings again once it runs) and the JVM's perf
-    map (wanted once the process is known to be a JVM).
+    """The recorders this machine and these processes allow, not yet started, the lock
+    recorder's symbolizer (the window reads the main process's mappings again once it runs) and
+    the JVM's perf map (wanted once the main process is known to be a JVM). The perf recorders
+    take every process of `targets`; the language's own (py-spy, jstack, the perf map) the
+    main one.
 
     Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
     itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
     from hone.diagnose.record import event_of, record
 
+    pid = targets.pid
     bound = duration + 60
     event = event_of(caps)
     perf_map = _PerfMap(pid, language == "java")
+    perf_data = keep / "perf.data"
+
+    def oncpu_once(pids: list[int]) -> object:
+        if not finished(perf_data):  # a start that failed; a finished one is the user's
+            perf_data.unlink(missing_ok=True)
+        targets.listed = pids
+        try:
+            return record(pids=pids, duration_s=duration, frequency_hz=frequency, event=event,
+                          output_dir=keep, before_script=perf_map.write)  # fmt: skip
+        except HoneError as error:
+            if finished(perf_data):  # perf recorded: perf script failed
+                raise
+            raise NotStarted(str(error)) from None
 
     def oncpu() -> object:
-        recording = record(
-            pid=pid,
-            duration_s=duration,
-            frequency_hz=frequency,
-            event=event,
-            output_dir=keep,
-            before_script=perf_map.write,
-        )
+        recording = _started(procs, targets, oncpu_once)
         if perf_map.wanted:
             notes.append(perf_map.note())
         return recording
 
-    jobs = {"oncpu": _Job("oncpu", oncpu, keep / "perf.data")}
+    jobs = {"oncpu": _Job("oncpu", oncpu, perf_data)}
     off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
     if off_ok:
         wake_data = work / "wakeups.data"
@@ -297,24 +336,24 @@ def _plan(
         except OSError:  # gone already: the window says so
             comm = None
         given = offcpu.last_given()  # before the snapshot: a thread born between is in both
-        tids = sorted(threads.snapshot(pid))
+        tids = sorted(tid for member in targets() for tid in threads.snapshot(member))
         wake_argv = offcpu.record_wakeups_argv(tids, wake_data, bound, comm, given)
-        wakes = (
-            _recorder("wakeups", procs.run, wake_argv, wake_data, offcpu.script_wakeups)
-            if wake_argv
-            else None
-        )
-        if wakes:
+        wakes = None
+        if wake_argv:
+            wakes = _recorder("wakeups", procs, _everywhere, lambda _: wake_argv, wake_data,
+                              offcpu.script_wakeups)  # fmt: skip
             jobs["wakeups"] = wakes
         data = work / "sched.data"
-        argv = offcpu.record_argv(pid, data, bound)
         jobs["offcpu"] = _recorder(
             "offcpu",
-            procs.run,
-            argv,
+            procs,
+            targets,
+            partial(offcpu.record_argv, output=data, duration=bound),
             data,
             lambda d: _capped(
-                offcpu.analyse(offcpu.script(d), pid, wakeups=_wait(wakes)), d, offcpu.MAX_SIZE
+                offcpu.analyse(offcpu.script(d), None, wakeups=_wait(wakes), per_process=True),
+                d,
+                offcpu.MAX_SIZE,
             ),
         )
     elif want_offcpu:
@@ -324,13 +363,13 @@ def _plan(
         if caps.has("tracepoint syscalls:sys_enter_futex"):
             futex_data = work / "pgfutex.data"
             futex_argv = partial(pgwaits.futex_argv, output=futex_data, duration=bound)
-            futex = _pg_recorder("pgfutex", procs, pid, futex_argv, futex_data, offcpu.script)
+            futex = _recorder("pgfutex", procs, targets, futex_argv, futex_data, offcpu.script)
             jobs["pgfutex"] = futex
         data = work / "pgwaits.data"
-        jobs["pgwaits"] = _pg_recorder(
+        jobs["pgwaits"] = _recorder(
             "pgwaits",
             procs,
-            pid,
+            targets,
             partial(pgwaits.record_argv, output=data, duration=bound),
             data,
             lambda d: pgwaits.analyse(offcpu.script(d), _text(futex)),
@@ -342,22 +381,29 @@ def _plan(
         if not kernel_locks:
             notes.append("kernel lock contention: lock:contention_begin is not available")
         data = work / "locks.data"
-        argv = locks.record_argv(pid, data, bound, kernel_locks)
         jobs["locks"] = _recorder(
             "locks",
-            procs.run,
-            argv,
+            procs,
+            targets,
+            partial(locks.record_argv, output=data, duration=bound, kernel_locks=kernel_locks),
             data,
             lambda d: _capped(locks.analyse(offcpu.script(d), symbolizer), d, locks.MAX_SIZE),
         )
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
-    jobs["topdown"] = _Job("topdown", lambda: topdown.measure(pid, bound, caps, procs.run))
+    jobs["topdown"] = _Job("topdown", lambda: topdown.measure(targets(), bound, caps, procs.run))
     if caps.has(f"tracepoint {syscalls.EVENT}"):
         counts = work / "syscalls.csv"
-        argv = syscalls.count_argv(pid, counts, bound)
-        jobs["syscalls"] = _Job("syscalls", lambda: syscalls.count(argv, counts, procs.start),
-                                counts)  # fmt: skip
+
+        def count(pids: list[int]) -> syscalls.Count:
+            counts.unlink(missing_ok=True)
+            try:
+                return syscalls.count(syscalls.count_argv(pids, counts, bound), counts,
+                                      procs.start)  # fmt: skip
+            except HoneError as error:
+                raise NotStarted(str(error)) from None
+
+        jobs["syscalls"] = _Job("syscalls", partial(_started, procs, targets, count), counts)
     jobs.update(_language_jobs(pid, language, work / "py-spy.txt", bound, frequency, procs,
                                perf_map, notes))  # fmt: skip
     return jobs, symbolizer, perf_map
@@ -473,22 +519,23 @@ def _record(
     """One window: start the recorders, sample the threads, stop everything, analyse."""
     notes: list[str] = []
     procs = _Processes()
-    jobs, symbolizer, perf_map = _plan(pid, duration, language, caps, work, keep, procs, notes,
-                                       frequency, want_offcpu, want_locks)  # fmt: skip
+    targets = _Targets(pid, unit)
+    jobs, symbolizer, perf_map = _plan(targets, duration, language, caps, work, keep, procs,
+                                       notes, frequency, want_offcpu, want_locks)  # fmt: skip
     for job in jobs.values():
         job.start()
     try:
         _await_start([job for job in jobs.values() if job.output])
         memory, network = heap.Watch(pid), softirq.Watch(pid)
-        kids = descendants.Watch(pid, mark, unit)
-        collector, calls = jvmgc.Watch(pid), syscalls.Watch(pid)
-        titles = pgwaits.Titles(pid) if "pgwaits" in jobs else None
+        kids = descendants.Watch(pid, mark, unit, targets.listed)
+        collector, calls = jvmgc.Watch(pid), syscalls.Watch([*targets.listed, *kids.followed])
+        titles = pgwaits.Titles(pid, unit) if "pgwaits" in jobs else None
         # a --pid that ended while the recorders started has no window: perf may have failed
         # to attach, or recorded nothing of it (on a loaded machine the start takes seconds)
         began = _alive(pid)
         # the window starts here: a held command is released right after the first snapshot,
         # or its stopped time before the release would count as sleep
-        sampler = threads.ThreadSampler(pid).start()
+        sampler = threads.ThreadSampler([*targets.listed, *kids.followed]).start()
         if release:
             release()
         # a command may exit early: the window ends with it, not half a second later
@@ -517,6 +564,8 @@ def _record(
                 memory.sample()
                 network.sample()
                 kids.sample()
+                sampler.follow(kids.followed)  # forked in the window: perf follows them
+                calls.follow(kids.followed)
                 collector.sample()
                 calls.sample()
                 if titles:
@@ -560,10 +609,41 @@ def _record(
         if isinstance(counted, syscalls.Count)
         else None
     )
+    oncpu = jobs["oncpu"].result
+    sampled = oncpu.sampled() if isinstance(oncpu, Recording) else set()
+    recorded = _recorded([*targets.listed, *kids.followed], sampled, stats, sampler.processes)
+    if len(recorded) > 1:
+        target = _processes(recorded)
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
                     frequency, memory.result(caps.has("hardware counters")), network.result(),
-                    kids.result(), collector if language == "java" else None,
-                    made)  # fmt: skip
+                    kids.result(sampled), collector if language == "java" else None,
+                    made, list(recorded))  # fmt: skip
+
+
+def _recorded(
+    listed: list[int], sampled: set[int], stats: list[threads.ThreadStat], named: dict[int, str]
+) -> dict[int, str]:
+    """The processes recorded, each as `pid 12 (command)`: the main one first, then the busiest
+    (by their threads' CPU time): those listed as the recorders started, those forked from them
+    in the window and seen, and any other the on-CPU samples hold (forked and gone between two
+    looks)."""
+    cpu: dict[int, float] = {}
+    for stat in stats:
+        cpu[stat.pid] = cpu.get(stat.pid, 0.0) + stat.cpu_pct
+    pids = list(dict.fromkeys([*listed, *sorted(sampled)]))
+    ordered = pids[:1] + sorted(pids[1:], key=lambda p: -cpu.get(p, 0.0))
+    return {pid: named.get(pid) or f"pid {pid}" for pid in ordered}
+
+
+#: How many processes the target names; the rest are counted.
+NAMED = 3
+
+
+def _processes(recorded: dict[int, str]) -> str:
+    """`3 processes: pid 12 (nginx: worker process), ...`, the first NAMED of them by name."""
+    named = ", ".join(list(recorded.values())[:NAMED])
+    more = f" and {len(recorded) - NAMED} more" if len(recorded) > NAMED else ""
+    return f"{len(recorded)} processes: {named}{more}"
 
 
 def _await_start(recorders: list[_Job]) -> None:
@@ -600,6 +680,7 @@ def _analyse(
     children: list[descendants.Child] | None = None,
     collector: jvmgc.Watch | None = None,
     calls: syscalls.Syscalls | None = None,
+    processes: list[int] | None = None,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
     if oncpu.error:
@@ -676,6 +757,7 @@ def _analyse(
         softirq=receive,
         gc=gc,
         syscalls=calls,
+        processes=processes or [pid],
     )
     # other work taking the CPUs is no reason for a knob: only the process's own findings count
     result.suggest_knobs()
@@ -726,6 +808,8 @@ def run_command(
                 "diagnose a run that lasts a second or more"
             ) from None
         result.target = command_line(command)
+        if len(result.processes) > 1:  # it forked: how many processes are in the profile
+            result.target += f", {len(result.processes)} processes"
         result.command = list(command)
     finally:
         if proc.poll() is None:
@@ -753,8 +837,8 @@ def _daemons(mark: str, session: int) -> str:
 
 
 def collect_unit(unit: Unit, duration: float, **options: object) -> Diagnosis:
-    """A service for `duration` seconds: its main process recorded, every process of its
-    control group counted beside it, those that join it in the window too (module unit)."""
+    """A service for `duration` seconds: every process of its control group recorded, its
+    busiest the main one (module unit); those moved into it in the window counted beside."""
     result = collect(unit.main(), duration, unit=unit, **options)  # type: ignore[arg-type]
     result.target = f"unit {unit.name}, {result.target}"
     return result
