@@ -827,12 +827,20 @@ class Tuner:
         keep records (on a full disk the record fails; the knobs must not stay changed).
         Returns whether every knob is back."""
         back = self.system.put_back()
-        try:
-            # the trial cut short is failed with the reason, not left `running` in the record
-            self.store.fail_running(study, CUT_OFF)
-            self.store.update(study, state=INTERRUPTED, error=str(exc)[:500])
-        except Exception as record_error:
-            self.reporter.warn(f"the study's end could not be recorded: {record_error}")
+        # the study's state first: it is what the UI, `hone studies` and a resume go by, and a
+        # trial that cannot be failed (the one cut short is failed again on resume) must not
+        # leave the study `running` with its process gone
+        records = {
+            "the study's end": lambda: self.store.update(
+                study, state=INTERRUPTED, error=str(exc)[:500]
+            ),
+            "the trial cut short": lambda: self.store.fail_running(study, CUT_OFF),
+        }
+        for what, record in records.items():
+            try:
+                record()
+            except Exception as record_error:
+                self.reporter.warn(f"{what} could not be recorded: {record_error}")
         return back
 
 
