@@ -194,7 +194,11 @@ def _window_opened(seconds: float, hone: int | None = None) -> int | None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         for child in Path(f"/proc/{hone or os.getpid()}/task").glob("*/children"):
-            for perf in child.read_text().split():
+            try:
+                kids = child.read_text().split()
+            except OSError:  # a thread that ended since the listing
+                continue
+            for perf in kids:
                 if command_of(int(perf)):
                     return int(perf)
         time.sleep(0.01)
