@@ -9,23 +9,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from reporters import Notes
 
 from hone.project import load_project
 from hone.storage import StudyStore
 from hone.storage.store import INTERRUPTED
-from hone.tune.console import Reporter
 from hone.tune.records import TuneOptions
 from hone.tune.runner import Tuner
 from hone.tune.stops import Interrupted
-
-
-class Warnings(Reporter):
-    def __init__(self) -> None:
-        super().__init__()
-        self.said: list[str] = []
-
-    def warn(self, message: str) -> None:
-        self.said.append(message)
 
 
 def test_the_state_is_recorded_when_the_cut_trial_cannot_be(
@@ -54,13 +45,13 @@ def test_the_state_is_recorded_when_the_cut_trial_cannot_be(
         raise RuntimeError("the database refused the trial's new state")
 
     monkeypatch.setattr(StudyStore, "fail_running", refused)
-    reporter = Warnings()
+    reporter = Notes()
     with pytest.raises(Interrupted):
         Tuner(load_project(tmp_path), reporter, TuneOptions(why=False)).run()
 
     study = StudyStore().find("stop-record")
     assert study.attrs["state"] == INTERRUPTED
     assert (tmp_path / "level.txt").read_text().strip() == "5"  # the knob is back
-    assert reporter.said == [
+    assert reporter.warnings == [
         "the trial cut short could not be recorded: the database refused the trial's new state"
     ]
