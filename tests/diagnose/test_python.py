@@ -54,3 +54,27 @@ def test_a_wrapper_that_execs_python_is_diagnosed_as_python(hone_cli, tmp_path: 
     assert d.language_profile is not None and d.language_profile.total > 0
     cpu = next(f for f in d.findings if f.kind == "cpu")
     assert "function spin of module spin_threads.py" in cpu.headline
+
+
+@pytest.mark.slow
+def test_the_workers_of_a_python_parent_are_sampled_by_py_spy(diagnose_running) -> None:
+    """A pre-fork server's parent only waits; the work is in its workers. py-spy of the parent
+    alone had no busy thread to sample, so the finding named the interpreter's loop
+    (_PyEval_EvalFrameDefault of libpython) instead of the Python function."""
+    argv = [sys.executable, str(PROGRAMS / "prefork.py"), "60"]
+    done, d, folder = diagnose_running(argv, 1.0, "--duration", "2", "--no-locks", "--no-offcpu")
+    assert d.language == "python" and len(d.processes) == 3
+    profile = d.language_profile
+    assert profile is not None and profile.total > 0
+    # the busiest two threads: one in each worker (the parent may be caught awake once or twice)
+    workers = {thread.rpartition("-")[2] for thread in list(profile.threads())[:2]}
+    assert len(workers) == 2 and workers <= set(map(str, d.processes)) - {str(d.pid)}, (
+        profile.threads()
+    )
+    worker = min(workers)
+    functions = {f.function for (_, frames) in profile.stacks for f in frames}
+    assert "crunch" in functions
+    cpu = next(f for f in d.findings if f.kind == "cpu")
+    assert "function crunch of module prefork.py" in cpu.headline
+    assert "function crunch" in done.stdout
+    assert f"MainThread-{worker}" in (folder / "report.html").read_text()

@@ -113,6 +113,24 @@ def test_a_process_that_exited_is_not_counted_asleep_after_its_exit() -> None:
     assert stat.sleep_pct + stat.io_pct < 10
 
 
+def test_parse_py_spy_raw_names_each_process_of_several() -> None:
+    from hone.diagnose.threads import parse_py_spy_raw
+
+    parent = 'process 20:"python3 server.py --mode a;b"'  # a command line may hold ';'
+    text = (
+        f'{parent};process 31:"python3 server.py";thread (31): MainThread;crunch (w.py:4) 5\n'
+        f'{parent};process 32:"python3 server.py";thread (32): MainThread;crunch (w.py:5) 7\n'
+        f"{parent};thread (20): MainThread;wait (server.py:9) 1\n"
+    )
+    assert parse_py_spy_raw(text) == {
+        ("MainThread-31", (("crunch", "w.py"),)): 5,
+        ("MainThread-32", (("crunch", "w.py"),)): 7,
+        ("MainThread-20", (("wait", "server.py"),)): 1,
+    }
+    one = 'process 20:"python3 app.py";thread (21): hot;spin (app.py:3) 4\n'
+    assert parse_py_spy_raw(one) == {("hot", (("spin", "app.py"),)): 4}
+
+
 def test_parse_py_spy_raw_drops_line_numbers() -> None:
     from hone.diagnose.threads import parse_py_spy_raw
 

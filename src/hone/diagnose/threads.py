@@ -334,34 +334,48 @@ def name_threads(stats: list[ThreadStat], names: dict[int, tuple[str, list[str]]
 
 
 def py_spy_record_argv(pid: int, output: Path, duration: float, rate: int) -> list[str] | None:
-    """py-spy sampling the Python stacks of the busy threads (idle ones are left out)."""
+    """py-spy sampling the Python stacks of the busy threads (idle ones are left out) of the
+    process and of the processes it forks (a server's workers, a multiprocessing pool): in a
+    pre-fork server the process given is an idle parent and the work is in its children."""
     path = tool_path("py-spy")
     if not path:
         return None
     return [
         path, "record", "--pid", str(pid), "--duration", str(max(1, round(duration))),
         "--rate", str(rate), "--format", "raw", "--output", str(output), "--threads",
-        "--nonblocking",
+        "--nonblocking", "--subprocesses",
     ]  # fmt: skip
 
 
 PY_FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^()]*?)(?::\d+)?\)$")
+PY_THREAD = re.compile(r"^thread \(\d+\): ")
+PY_PROCESS = re.compile(r'^process (?P<pid>\d+):"')
 
 
 def parse_py_spy_raw(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], int]:
-    """`py-spy record --format raw --threads` lines -> {(thread name, ((function, file), ...)):
-    samples}, root first, line numbers dropped so that a function is one frame."""
-    stacks: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+    """`py-spy record --format raw --threads [--subprocesses]` lines -> {(thread name,
+    ((function, file), ...)): samples}, root first, line numbers dropped so that a function is
+    one frame. With `--subprocesses` a line starts with its process's ancestry (`process
+    PID:"command line"` frames, whose command line may hold `;`); when the samples are of more
+    than one process each thread is named `name-PID`, as perf's root frames are."""
+    lines: list[tuple[str, str, list[str], int]] = []
     for line in text.splitlines():
         body, _, count = line.rpartition(" ")
         if not body or not count.isdigit():
             continue
-        root, *frames = body.split(";")
+        pieces = body.split(";")
+        at = next((i for i, piece in enumerate(pieces) if PY_THREAD.match(piece)), 0)
+        pids = [m["pid"] for piece in pieces[:at] if (m := PY_PROCESS.match(piece))]
+        root, *frames = pieces[at:]
         thread = root.split(": ", 1)[1] if ": " in root else root
+        lines.append((thread, pids[-1] if pids else "", frames, int(count)))
+    several = len({pid for _, pid, _, _ in lines}) > 1
+    stacks: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+    for thread, pid, frames, count in lines:
         parsed = []
         for frame in frames:
             match = PY_FRAME.match(frame)
             parsed.append((match["function"], match["file"]) if match else (frame, ""))
-        key = (thread, tuple(parsed))
-        stacks[key] = stacks.get(key, 0) + int(count)
+        key = (f"{thread}-{pid}" if several else thread, tuple(parsed))
+        stacks[key] = stacks.get(key, 0) + count
     return stacks
