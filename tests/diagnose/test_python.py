@@ -76,5 +76,7 @@ def test_the_workers_of_a_python_parent_are_sampled_by_py_spy(diagnose_running) 
     assert "crunch" in functions
     cpu = next(f for f in d.findings if f.kind == "cpu")
     assert "function crunch of module prefork.py" in cpu.headline
+    busiest = d.threads[0]  # named by py-spy dump, the parent's children too
+    assert busiest.name == "MainThread" and busiest.frames[0].startswith("crunch ("), busiest
     assert "function crunch" in done.stdout
     assert f"MainThread-{worker}" in (folder / "report.html").read_text()
