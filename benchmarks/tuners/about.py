@@ -32,34 +32,33 @@ a tuner with no successful reading yet deploys nothing, and the default is score
   only auto gets to counts as auto / (budget + 1); one only the peer gets to as infinite. Last,
   the same ratio within 5 % for the best of the other tuners (auto among them) on each task: a
   yardstick no single tuner is, for how far below 1 a ratio against that peer can go here.
-- The default suite (`python -m benchmarks.tuners`; its time on this machine is below): budget
-  100, 1 seed, 29 tasks: 6 of the 13 earlier tasks (the 8-knob synthetic task, COCO mixint f1
-  and noisy f101, the three measured tables), the two tables measured since (`redis-7`,
-  `postgresql-15`), the held-out `haproxy` grid and one pool table per system (its PromiseTune table if it has one, else its first by name),
-  each at one noise level by rotation over the tables in name order (noise-free, 3 %, 10 %); 13
-  of the 29 are validation tasks. Across 29 tasks one seed each says more than five seeds of a
-  few tasks, and scikit-optimize's GP (A-Tune's default engine) costs about 230 CPU s per run at
-  budget 100 (it refits its kernel and optimises its acquisition on every tell): it alone takes
-  85 % of the suite's 47 CPU minutes, so A-Tune's GBRT (80 s per run) runs only with `--tuners`.
-  Each run (task, tuner, seed) is one job in a pool of two processes, the most expensive first
-  (`COST` in `__main__.py`, which also prints an estimate before a run); the report gives the
-  run's wall time, the CPU time per tuner and the mean load average, since other work shares the
-  2 cores. Each job process may use its share of the memory (0.8 x RAM / jobs): a run that needs
-  more fails alone, is named on stderr and in the report's header, and is scored as a crashed
-  tuner (the default configuration throughout), as is a run whose tuner raises (none of the
-  suite's: SMAC3's log-scaled forest raises on raw readings in the millions, so it is told each
-  reading relative to the default's first). scikit-optimize's GP, set up as A-Tune sets it
-  (every numeric knob a category), needs that rule: on PromiseTune's redis and x264 tables,
-  whose knobs take up to 2,234 values, its processes grew past 16 and 24 GB until the system
-  killed them. Measured here with that rule, the default suite's 28 tasks other than
-  `haproxy` took 28 minutes of wall time and 47 CPU minutes, two runs of it stopped at the cap. `--full`: all 13 earlier tasks,
-  the two measured since and every pool table at all three noise levels (144 tasks: for a
-  many-seed run on a bigger machine). `--set development|validation`: one side of the split;
-  `--set holdout`: the eight held-out systems (`benchmarks/tuners/holdout/`) at all three noise
-  levels. `--quick` (under 5 minutes): budget 30, the 6 earlier tasks, the two measured since
-  and two pool systems of each side, without the expensive peers (COST of 50 CPU s per run or
-  more). Every job runs with one BLAS thread (more only contend on 2 shared cores, for every
-  tuner alike).
+- The default suite (`python -m benchmarks.tuners`; its time on this machine is below): budget 100,
+  1 seed, 29 tasks: 6 of the 13 earlier tasks (the 8-knob synthetic task, COCO mixint f1 and noisy
+  f101, the three measured tables), the two tables measured since (`redis-7`, `postgresql-15`), the
+  held-out `haproxy` grid and one pool table per system (its PromiseTune table if it has one, else
+  its first by name), each at one noise level by rotation over the tables in name order (noise-free,
+  3 %, 10 %); 13 of the 29 are validation tasks. Across 29 tasks one seed each says more than five
+  seeds of a few tasks, and scikit-optimize's GP (A-Tune's default engine) costs about 230 CPU s per
+  run at budget 100 (it refits its kernel and optimises its acquisition on every tell): it alone
+  takes 85 % of the suite's 47 CPU minutes, so A-Tune's GBRT (80 s per run) runs only with
+  `--tuners`. Each run (task, tuner, seed) is one job in a pool of two processes, the most expensive
+  first (`COST` in `__main__.py`, which also prints an estimate before a run); the report gives the
+  run's wall time, the CPU time per tuner and the mean load average, since other work shares the 2
+  cores. Each job process may use its share of the memory (0.8 x RAM / jobs): a run that needs more
+  fails alone, is named on stderr and in the report's header, and is scored as a crashed tuner (the
+  default configuration throughout), as is a run whose tuner raises (none of the suite's: SMAC3's
+  log-scaled forest raises on raw readings in the millions, so it is told each reading relative to
+  the default's first). scikit-optimize's GP, set up as A-Tune sets it (every numeric knob a
+  category), needs that rule: on PromiseTune's redis and x264 tables, whose knobs take up to 2,234
+  values, its processes grew past 16 and 24 GB until the system killed them. Measured here with that
+  rule, the default suite's 28 tasks other than `haproxy` took 28 minutes of wall time and 47 CPU
+  minutes, two runs of it stopped at the cap. `--full`: all 13 earlier tasks, the two measured since
+  and every pool table at all three noise levels (144 tasks: for a many-seed run on a bigger
+  machine). `--set development|validation`: one side of the split; `--set holdout`: the eight
+  held-out systems (`benchmarks/tuners/holdout/`) at all three noise levels. `--quick` (under 5
+  minutes): budget 30, the 6 earlier tasks, the two measured since and two pool systems of each
+  side, without the expensive peers (COST of 50 CPU s per run or more). Every job runs with one BLAS
+  thread (more only contend on 2 shared cores, for every tuner alike).
 - *Default*: the default configuration's gap to the optimum. The default of each of the 13
   earlier tasks, of the two measured since and of `haproxy` is more than 10 % from its optimum
   (a test checks it; `redis-7`'s 18.6 % is largely noise, see its bullet below): a task that

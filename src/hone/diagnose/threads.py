@@ -316,8 +316,8 @@ def language_names(pid: int, language: str) -> tuple[dict[int, tuple[str, list[s
     if tool == "jstack" and not jvm_attachable(pid):
         return {}, "the JVM did not take attach requests (no SIGQUIT handler): no jstack", ""
     # py-spy names the threads of the processes it forks too (a pool's or a server's workers)
-    argv = [path, str(pid)] if tool == "jstack" else [path, "dump", "--pid", str(pid)]
-    argv += ["--subprocesses"] if tool == "py-spy" else []
+    dump = [path, "dump", "--pid", str(pid), "--subprocesses"]
+    argv = [path, str(pid)] if tool == "jstack" else dump
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     except subprocess.TimeoutExpired:
