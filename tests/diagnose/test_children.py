@@ -37,6 +37,31 @@ def test_descendants_follow_the_whole_tree() -> None:
         outer.wait()
 
 
+def test_a_daemon_left_right_after_the_window_began_is_followed(tmp_path: Path) -> None:
+    """/proc's start times are whole ticks, rounded down: a daemon forked within the tick the
+    window began in is as much the command's as one forked later. Each round leaves a marked
+    daemon (`setsid -f`: its parent is init at once) just after the watch began."""
+    missed = []
+    for round_ in range(20):
+        mark = f"test-{round_}"
+        holder = subprocess.Popen(["sleep", "30"])
+        watch = descendants.Watch(holder.pid, mark=mark)
+        env = {**os.environ, descendants.MARK: mark}
+        subprocess.run(["setsid", "-f", "sh", "-c", f"echo $$ > {tmp_path}/d; exec sleep 30"],
+                       env=env, check=True)  # fmt: skip
+        while not (tmp_path / "d").exists() or not (tmp_path / "d").read_text().strip():
+            time.sleep(0.005)
+        daemon = int((tmp_path / "d").read_text())
+        watch.sample()
+        if daemon not in watch.followed:
+            missed.append(round_)
+        os.kill(daemon, signal.SIGKILL)
+        (tmp_path / "d").unlink()
+        holder.kill()
+        holder.wait()
+    assert missed == []
+
+
 @pytest.mark.slow
 def test_a_command_whose_child_does_the_work(hone_cli, tmp_path: Path) -> None:
     """perf follows what the command forks, and so do the thread counters: the child's code is

@@ -171,7 +171,9 @@ class Watch:
         self.recorded = {pid, *recorded}
         self.followed: list[int] = []
         self.started = time.monotonic()
-        self.began = now_ticks()
+        # /proc's start times are whole ticks, rounded down: a daemon forked within the tick
+        # the window began in starts "before" the exact time, and was missed as not late
+        self.began = int(now_ticks())
         self.at = self.started
         self.seen: dict[int, _Seen] = {}
         self.rounds = 0
