@@ -1,9 +1,9 @@
 """The tuner benchmark: every tuner on every task with several seeds, side by side.
 
-    python -m benchmarks.tuners                 # default suite: 28 tasks, 1 seed, budget 100
+    python -m benchmarks.tuners                 # default suite: 29 tasks, 1 seed, budget 100
     python -m benchmarks.tuners --set validation   # one side of the split (or development)
     python -m benchmarks.tuners --full --seeds 3   # every pool table at every noise level
-    python -m benchmarks.tuners --quick         # 12 tasks, budget 30, cheap tuners only
+    python -m benchmarks.tuners --quick         # 13 tasks, budget 30, cheap tuners only
     python -m benchmarks.tuners --protocol promisetune  # PromiseTune's systems, its protocol
     python -m benchmarks.tuners --task path/to/NAME.yaml --tuners auto,optuna-tpe --seeds 10
     python -m benchmarks.tuners --task benchmarks/tuners/pools/SS-A.csv.gz  # any pool table
@@ -181,9 +181,7 @@ def main() -> None:
     report = write_promisetune_report if promisetune else write_report
     if args.from_runs:
         saved = pickle.loads(args.from_runs.read_bytes())
-        names = saved.pop("tasks")
-        tasks = [t for t in tasks if t.name in names]
-        report(args.output, tasks, **saved)
+        report(args.output, _saved_tasks(args, tasks, saved.pop("tasks")), **saved)
         return
     budget = args.budget or (30 if args.quick else 100)
     tuners = args.tuners.split(",")
@@ -278,6 +276,24 @@ def _tasks(args: argparse.Namespace, promisetune: bool) -> list[Task]:
     # a rewrite from saved runs finds its tasks among every variant
     full = args.full or bool(args.from_runs)
     return suite_tasks(TASKS, args.quick and not args.from_runs, full, args.set)
+
+
+def _saved_tasks(args: argparse.Namespace, tasks: list[Task], names: list[str]) -> list[Task]:
+    """The tasks of saved runs, in the order they ran (the report's order): the suite's, any
+    held-out system's, or those given by --task. A task found nowhere stops the rewrite: a
+    report without its results would say nothing of them."""
+    known = {t.name: t for t in tasks}
+    if not args.task and args.set != "holdout" and not set(names) <= known.keys():
+        held_out = path_tasks(holdout_tables(), NOISE_LEVELS)
+        known |= {t.name: t for t in held_out if t.name not in known}
+    missing = [n for n in names if n not in known]
+    if missing:
+        sys.exit(
+            f"{args.from_runs}: no task {', '.join(missing[:3])}"
+            f"{f' and {len(missing) - 3} more' if len(missing) > 3 else ''}; "
+            "give the --task files the runs were made with"
+        )
+    return [known[n] for n in names]
 
 
 def _table(task: Task) -> str | None:

@@ -14,6 +14,7 @@ import pytest
 
 from benchmarks.tuners import __main__ as harness_main
 from benchmarks.tuners.harness import crashed, run
+from benchmarks.tuners.suite import HOLDOUT
 from benchmarks.tuners.tabular_io import TaskError
 from benchmarks.tuners.tasks import TabularTask
 
@@ -264,10 +265,28 @@ def test_a_rerun_takes_the_peers_from_saved_runs(tmp_path: Path) -> None:
     _harness("--task", task, "--from-runs", str(rerun), "--output", str(rewritten))
     assert rewritten.read_text() == second.read_text()
     assert (tmp_path / "again" / "second" / "t.png").exists()  # curves beside the report
+    with pytest.raises(SystemExit) as lost:  # its task is a file of the user's: not found
+        _harness("--from-runs", str(rerun), "--output", str(tmp_path / "lost.md"))
+    assert (
+        str(lost.value.code) == f"{rerun}: no task t; give the --task files the runs were made with"
+    )
+    assert not (tmp_path / "lost.md").exists()
     with pytest.raises(SystemExit) as wrong:
         _harness("--task", task, "--tuners", "auto", "--seeds", "3", "--peers-from", str(saved),
                  "--output", str(tmp_path / "x.md"))  # fmt: skip
     assert "saved with 2 seeds" in str(wrong.value.code)
+
+
+@pytest.mark.slow
+def test_saved_runs_of_a_held_out_system_are_rewritten_without_its_flags(tmp_path: Path) -> None:
+    """Runs saved by `--set holdout` are found again by `--from-runs` alone, in their order."""
+    table = str(HOLDOUT / "brotli.csv.gz")
+    first, again, saved = tmp_path / "first.md", tmp_path / "again" / "first.md", tmp_path / "r.pkl"
+    _harness("--set", "holdout", "--task", table, "--tuners", "random", "--output", str(first),
+             "--save-runs", str(saved))  # fmt: skip
+    _harness("--from-runs", str(saved), "--output", str(again))
+    assert again.read_text() == first.read_text()
+    assert len(_rows(first, "random")) >= 3  # each noise level's table
 
 
 @pytest.mark.slow
