@@ -38,9 +38,9 @@ a tuner with no successful reading yet deploys nothing, and the default is score
   held-out `haproxy` grid and one pool table per system (its PromiseTune table if it has one, else
   its first by name), each at one noise level by rotation over the tables in name order (noise-free,
   3 %, 10 %); 13 of the 29 are validation tasks. Across 29 tasks one seed each says more than five
-  seeds of a few tasks, and scikit-optimize's GP (A-Tune's default engine) costs about 230 CPU s per
+  seeds of a few tasks, and scikit-optimize's GP (A-Tune's default engine) costs 45-165 CPU s per
   run at budget 100 (it refits its kernel and optimises its acquisition on every tell): it alone
-  takes 85 % of the suite's 47 CPU minutes, so A-Tune's GBRT (80 s per run) runs only with
+  takes 84 % of the suite's 55 CPU minutes, so A-Tune's GBRT (80 s per run) runs only with
   `--tuners`. Each run (task, tuner, seed) is one job in a pool of two processes, the most expensive
   first (`COST` in `__main__.py`, which also prints an estimate before a run); the report gives the
   run's wall time, the CPU time per tuner and the mean load average, since other work shares the 2
@@ -51,8 +51,8 @@ a tuner with no successful reading yet deploys nothing, and the default is score
   the default's first). scikit-optimize's GP, set up as A-Tune sets it (every numeric knob a
   category), needs that rule: on PromiseTune's redis and x264 tables, whose knobs take up to 2,234
   values, its processes grew past 16 and 24 GB until the system killed them. Measured here with that
-  rule, the default suite's 28 tasks other than `haproxy` took 28 minutes of wall time and 47 CPU
-  minutes, two runs of it stopped at the cap. `--full`: all 13 earlier tasks, the two measured
+  rule, the default suite's 29 tasks took 30 minutes of wall time and 55 CPU minutes (mean load
+  2.1), two runs of it stopped at the cap. `--full`: all 13 earlier tasks, the two measured
   since, `haproxy` and every pool table at all three noise levels (145 tasks: for a many-seed run on
   a bigger machine). `--set development|validation`: one side of the split; `--set holdout`: the
   eight held-out systems (`benchmarks/tuners/holdout/`) at all three noise levels. `--quick` (under

@@ -2,7 +2,7 @@
 PromiseTune protocol's systems.
 
 The default suite takes about half an hour on two cores at budget 100 (scikit-optimize's GP
-alone costs about 4 CPU minutes per run there, 85 % of the whole): 6 of the 13 tasks tuned on
+alone costs 45-165 CPU s per run there, 84 % of the whole): 6 of the 13 tasks tuned on
 before the split (the `--quick` ones: the 8-knob synthetic task, 2 COCO problems, the 3 measured
 tables), the 2 tables measured since (redis, PostgreSQL: validation, also in `--quick`) and one
 table per pool system (its PromiseTune table if it has one, else its first by name), each table
