@@ -33,6 +33,7 @@ from hone.diagnose.machine import (
     ThreadShare,
     root_of,
     terminal_lines,
+    without,
 )
 from hone.diagnose.machine import processes as process_table
 from hone.diagnose.perf_record import command_of
@@ -278,6 +279,18 @@ def test_hones_own_processes_are_its_cost_not_the_machines(tmp_path: Path) -> No
     assert shown["hone_cpu_pct"] == m.hone_pct > 20
     assert os.getpid() in {p["pid"] for p in shown["hone"]}
     assert Machine.from_dict(m.to_dict()) == m
+
+
+def test_all_of_hones_time_goes_to_idle_when_its_samples_say_kernel_more_than_the_ticks() -> None:
+    """hone's user/kernel split is its samples', the machine's the kernel's ticks: with more of
+    hone in the kernel than the machine's whole system share, the rest comes out of user, and
+    idle gains all of hone's time."""
+    hone = Process(1, "python3", "python3", cpu_pct=74.0, kernel_pct=6.0, samples=0)
+    split = {"user": 98.0, "system": 1.0, "idle": 1.0, "iowait": 0.0}
+    out = without(split, [hone], 2)
+    assert out == {"user": 62.0, "system": 0.0, "idle": 38.0, "iowait": 0.0}
+    busy = {"user": 60.0, "system": 10.0, "idle": 30.0, "iowait": 0.0}  # room in each
+    assert without(busy, [hone], 2) == {"user": 26.0, "system": 7.0, "idle": 67.0, "iowait": 0.0}
 
 
 def _stacks(*rows: tuple[int, int, int]) -> dict:

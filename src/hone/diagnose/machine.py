@@ -146,10 +146,16 @@ def pressure(before: Counters, after: Counters) -> float | None:
 def without(split: dict[str, float], own: list[Process], cpus: int) -> dict[str, float]:
     """The CPU split as it would have been without hone (`own`, its processes): their time in
     user code out of user, in the kernel out of system, and into idle. Approximate in one
-    way: the CPUs hone ran on might have run another waiting task instead (CPU pressure)."""
+    way: the CPUs hone ran on might have run another waiting task instead (CPU pressure).
+    hone's user/kernel split is its samples' and the machine's is the kernel's ticks: where
+    they disagree (more of hone's samples in the kernel than the machine's system share), the
+    rest of hone's time comes out of the other, so all of it goes to idle."""
     out = dict(split)
-    user = min(sum(p.user_pct for p in own) / cpus, out.get("user", 0.0))
-    kernel = min(sum(p.kernel_pct for p in own) / cpus, out.get("system", 0.0))
+    busy = out.get("user", 0.0), out.get("system", 0.0)
+    total = min(sum(p.cpu_pct for p in own) / cpus, sum(busy))
+    kernel = min(sum(p.kernel_pct for p in own) / cpus, busy[1])
+    user = min(total - kernel, busy[0])
+    kernel = min(total - user, busy[1])
     out["user"] = round(out.get("user", 0.0) - user, 1)
     out["system"] = round(out.get("system", 0.0) - kernel, 1)
     out["idle"] = round(out.get("idle", 0.0) + user + kernel, 1)
