@@ -43,22 +43,24 @@ def test_a_daemon_left_right_after_the_window_began_is_followed(tmp_path: Path) 
     daemon (`setsid -f`: its parent is init at once) just after the watch began."""
     missed = []
     for round_ in range(20):
-        mark = f"test-{round_}"
+        mark, pidfile = f"test-{round_}", tmp_path / f"d{round_}"
         holder = subprocess.Popen(["sleep", "30"])
-        watch = descendants.Watch(holder.pid, mark=mark)
-        env = {**os.environ, descendants.MARK: mark}
-        subprocess.run(["setsid", "-f", "sh", "-c", f"echo $$ > {tmp_path}/d; exec sleep 30"],
-                       env=env, check=True)  # fmt: skip
-        while not (tmp_path / "d").exists() or not (tmp_path / "d").read_text().strip():
-            time.sleep(0.005)
-        daemon = int((tmp_path / "d").read_text())
-        watch.sample()
+        try:
+            watch = descendants.Watch(holder.pid, mark=mark)
+            subprocess.run(["setsid", "-f", "sh", "-c", f"echo $$ > {pidfile}.new; "
+                            f"mv {pidfile}.new {pidfile}; exec sleep 30"],
+                           env={**os.environ, descendants.MARK: mark}, check=True)  # fmt: skip
+            deadline = time.monotonic() + 10
+            while not pidfile.exists() and time.monotonic() < deadline:
+                time.sleep(0.005)
+            daemon = int(pidfile.read_text())
+            watch.sample()
+            os.kill(daemon, signal.SIGKILL)
+        finally:
+            holder.kill()
+            holder.wait()
         if daemon not in watch.followed:
             missed.append(round_)
-        os.kill(daemon, signal.SIGKILL)
-        (tmp_path / "d").unlink()
-        holder.kill()
-        holder.wait()
     assert missed == []
 
 

@@ -171,8 +171,8 @@ class Watch:
         self.recorded = {pid, *recorded}
         self.followed: list[int] = []
         self.started = time.monotonic()
-        # /proc's start times are whole ticks, rounded down: a daemon forked within the tick
-        # the window began in starts "before" the exact time, and was missed as not late
+        # /proc's start times are whole ticks, rounded down: against the exact time, a daemon
+        # forked within the tick the window began in would look older than the window
         self.began = int(now_ticks())
         self.at = self.started
         self.seen: dict[int, _Seen] = {}

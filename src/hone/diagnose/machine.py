@@ -151,14 +151,12 @@ def without(split: dict[str, float], own: list[Process], cpus: int) -> dict[str,
     they disagree (more of hone's samples in the kernel than the machine's system share), the
     rest of hone's time comes out of the other, so all of it goes to idle."""
     out = dict(split)
-    busy = out.get("user", 0.0), out.get("system", 0.0)
-    total = min(sum(p.cpu_pct for p in own) / cpus, sum(busy))
-    kernel = min(sum(p.kernel_pct for p in own) / cpus, busy[1])
-    user = min(total - kernel, busy[0])
-    kernel = min(total - user, busy[1])
-    out["user"] = round(out.get("user", 0.0) - user, 1)
-    out["system"] = round(out.get("system", 0.0) - kernel, 1)
-    out["idle"] = round(out.get("idle", 0.0) + user + kernel, 1)
+    machine_user, machine_system = out.get("user", 0.0), out.get("system", 0.0)
+    total = min(sum(p.cpu_pct for p in own) / cpus, machine_user + machine_system)
+    user = min(total - min(sum(p.kernel_pct for p in own) / cpus, machine_system), machine_user)
+    out["user"] = round(machine_user - user, 1)
+    out["system"] = round(machine_system - (total - user), 1)
+    out["idle"] = round(out.get("idle", 0.0) + total, 1)
     return out
 
 
