@@ -52,7 +52,13 @@ from benchmarks.tuners.scoring import (
     median_text,
 )
 from benchmarks.tuners.split import in_set
-from benchmarks.tuners.suite import holdout_tables, path_tasks, promisetune_tasks, suite_tasks
+from benchmarks.tuners.suite import (
+    holdout_tables,
+    named_tasks,
+    path_tasks,
+    promisetune_tasks,
+    suite_tasks,
+)
 from benchmarks.tuners.tabular_io import TaskError, task_name
 from benchmarks.tuners.tasks import TabularTask, Task
 from benchmarks.tuners.torch_peers import missing as missing_torch
@@ -170,7 +176,11 @@ def main() -> None:
     args.output = args.output or ROOT / "docs" / name
     args.seeds = args.seeds or (3 if promisetune else 1)
     try:
-        tasks = _tasks(args, promisetune)
+        if args.from_runs:
+            saved = pickle.loads(args.from_runs.read_bytes())
+            tasks = _saved_tasks(args, promisetune, saved.pop("tasks"))
+        else:
+            tasks = _tasks(args, promisetune)
         names = [t.name for t in tasks]
         twice = next((n for n in names if names.count(n) > 1), None)
         if twice:  # runs are kept by task name: two tasks of one name would be mixed up
@@ -180,8 +190,7 @@ def main() -> None:
         sys.exit(2)  # bad input, as argparse exits for a bad option
     report = write_promisetune_report if promisetune else write_report
     if args.from_runs:
-        saved = pickle.loads(args.from_runs.read_bytes())
-        report(args.output, _saved_tasks(args, tasks, saved.pop("tasks")), **saved)
+        report(args.output, tasks, **saved)
         return
     budget = args.budget or (30 if args.quick else 100)
     tuners = args.tuners.split(",")
@@ -273,19 +282,17 @@ def _tasks(args: argparse.Namespace, promisetune: bool) -> list[Task]:
         return [t for t in path_tasks(args.task, levels) if in_set(args.set, t.name, _table(t))]
     if promisetune:
         return list(promisetune_tasks())
-    # a rewrite from saved runs finds its tasks among every variant
-    full = args.full or bool(args.from_runs)
-    return suite_tasks(TASKS, args.quick and not args.from_runs, full, args.set)
+    return suite_tasks(TASKS, args.quick, args.full, args.set)
 
 
-def _saved_tasks(args: argparse.Namespace, tasks: list[Task], names: list[str]) -> list[Task]:
-    """The tasks of saved runs, in the order they ran (the report's order): the suite's, any
-    held-out system's, or those given by --task. A task found nowhere stops the rewrite: a
-    report without its results would say nothing of them."""
-    known = {t.name: t for t in tasks}
-    if not args.task and args.set != "holdout" and not set(names) <= known.keys():
-        held_out = path_tasks(holdout_tables(), NOISE_LEVELS)
-        known |= {t.name: t for t in held_out if t.name not in known}
+def _saved_tasks(args: argparse.Namespace, promisetune: bool, names: list[str]) -> list[Task]:
+    """The tasks of saved runs, in the order they ran (the report's order): those given by
+    --task, else the suite's or a held-out system's of those names. A task found nowhere
+    stops the rewrite: a report without its results would say nothing of them."""
+    if args.task or promisetune:
+        known = {t.name: t for t in _tasks(args, promisetune)}
+    else:
+        known = named_tasks(TASKS, names)
     missing = [n for n in names if n not in known]
     if missing:
         sys.exit(

@@ -73,6 +73,35 @@ def holdout_tables() -> list[Path]:
     return sorted(HOLDOUT.glob("*.csv.gz"), key=lambda p: p.name.lower())
 
 
+def named_tasks(tasks_dir: Path, names: list[str]) -> dict[str, Task]:
+    """The tasks of these names among every variant of the suite and the held-out systems,
+    by name -> task. A table is read only when one of its tasks is named: building all of
+    them to find a saved run's few took half a minute."""
+    index = pool_index()
+    held_out = {task_name(p): p for p in holdout_tables()}
+    found: dict[str, Task] = {}
+    for name in names:
+        for table, noise in _name_readings(name):
+            if table in index:
+                found[name] = pool_tasks([table], (noise,))[0]
+            elif table in held_out:
+                found[name] = path_tasks([held_out[table]], (noise,))[0]
+    if not set(names) <= found.keys():  # the synthetic, COCO and measured tasks
+        rest = [t for t in default_tasks(tasks_dir, False) if t.name in names]
+        found |= {t.name: t for t in rest if t.name not in found}
+    return found
+
+
+def _name_readings(name: str) -> list[tuple[str, float]]:
+    """The (table, noise) pairs a pool task's name can stand for (`SS-A-3%`: SS-A at 3 %)."""
+    pairs = [(name, 0.0)]
+    for noise in NOISE_LEVELS[1:]:
+        suffix = f"-{round(100 * noise)}%"
+        if name.endswith(suffix):
+            pairs.append((name[: -len(suffix)], noise))
+    return pairs
+
+
 def path_tasks(paths: list[Path], noise_levels=NOISE_LEVELS) -> list[Task]:
     """Tasks given by path: a tabular task (.yaml) or a pool table (.csv, .csv.gz)."""
     from benchmarks.tuners.tasks import TabularTask
@@ -92,4 +121,11 @@ def path_tasks(paths: list[Path], noise_levels=NOISE_LEVELS) -> list[Task]:
     return tasks
 
 
-__all__ = ["POOLS", "holdout_tables", "path_tasks", "promisetune_tasks", "suite_tasks"]
+__all__ = [
+    "POOLS",
+    "holdout_tables",
+    "named_tasks",
+    "path_tasks",
+    "promisetune_tasks",
+    "suite_tasks",
+]
