@@ -37,6 +37,26 @@ def test_report_names_the_busy_java_thread(diagnose_running, java_classes: Path)
 
 
 @pytest.mark.slow
+def test_every_jvm_under_a_shell_is_named(diagnose_running, java_classes: Path) -> None:
+    """Two JVMs started by a shell script (a cluster's brokers, a service's two JVMs): the main
+    process is the shell, and each JVM's threads are named by jstack and its JIT frames by its
+    own perf map; only the main process's were."""
+    java = f"java -XX:+PreserveFramePointer -cp {java_classes} BusyWorker 60"
+    done, d, _ = diagnose_running(["sh", "-c", f"{java} & {java} & wait"], 3.0, "--duration", "2")
+    assert d.language == "native"
+    hot = [t for t in d.threads if t.name == "hot-worker"]
+    assert len({t.pid for t in hot}) == 2, d.threads
+    assert all(any("BusyWorker.spin" in f for f in t.frames) for t in hot)  # from jstack
+    jvms = {t.pid for t in hot}
+    functions = {f.function for (_, stack) in d.profile.stacks for f in stack}
+    assert any("BusyWorker.spin" in f for f in functions), sorted(functions)[:40]
+    mapped = next(n for n in d.notes if "Compiler.perfmap" in n)
+    assert all(f"/tmp/perf-{pid}.map" in mapped for pid in jvms), d.notes
+    assert any("thread names of 2 of 2 processes" in n for n in d.notes), d.notes
+    assert "hot-worker" in done.stdout
+
+
+@pytest.mark.slow
 def test_a_contended_synchronized_block_is_named(diagnose_running, java_classes: Path) -> None:
     """HotSpot parks a thread waiting for a monitor on a condition variable of its own, so the
     futex recording alone saw only per-thread condition waits and no lock finding."""
@@ -60,7 +80,7 @@ def test_a_held_jvm_survives_the_attach_tools(java_classes: Path) -> None:
     program = subprocess.Popen(["java", "-cp", str(java_classes), "BusyWorker", "60"])
     try:
         os.kill(program.pid, signal.SIGSTOP)
-        perf_map = window._PerfMap(program.pid, True)
+        perf_map = window._PerfMap([program.pid])
         names = threading.Thread(target=threads.language_names, args=(program.pid, "java"))
         attach = [threading.Thread(target=perf_map.write), names]
         for thread in attach:
@@ -70,7 +90,7 @@ def test_a_held_jvm_survives_the_attach_tools(java_classes: Path) -> None:
         for thread in attach:
             thread.join(timeout=60)
         assert program.poll() is None, f"the JVM ended with exit code {program.returncode}"
-        assert perf_map.written
+        assert perf_map.written == {program.pid}
         assert Path(f"/tmp/perf-{program.pid}.map").exists()
     finally:
         program.kill()

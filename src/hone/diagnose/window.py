@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -249,35 +250,59 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+#: At most this many JVMs of a diagnosis are named by jstack and mapped by jcmd (the main
+#: process first): each attach starts a JVM of its own, a second of CPU or two.
+JVMS = 4
+
+
 class _PerfMap:
-    """Has the JVM write /tmp/perf-PID.map (jcmd Compiler.perfmap), from which perf script names
+    """Has each JVM write /tmp/perf-PID.map (jcmd Compiler.perfmap), from which perf script names
     JIT-compiled frames: once as the window starts (should the JVM end with it) and again just
     before perf script reads the on-CPU samples. Each write replaces the file, so it is the last
     one that names the code compiled during the window; writes every 2 s through the window
-    left the code compiled after the last of them unnamed, more often on a busy machine."""
+    left the code compiled after the last of them unnamed, more often on a busy machine.
+    The JVMs are the main process and those among the others recorded (a cluster's brokers
+    under a shell script, a service's second JVM), added as the window finds them."""
 
-    def __init__(self, pid: int, wanted: bool) -> None:
-        self.pid = pid
-        self.wanted = wanted  # a JVM: set late when a wrapper execs java after the start
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids[:JVMS]
         self.jcmd = tool_path("jcmd")
-        self.written = False
+        self.written: set[int] = set()
         self.lock = threading.Lock()  # the last write comes after the first has ended
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.pids)
+
+    def add(self, pids: list[int]) -> None:
+        """The JVMs among `pids` (a wrapper that has exec'd java, a JVM forked in the window).
+        Not under the lock: a write holds it for a second or more, the window's loop calls this."""
+        for pid in pids:
+            if (
+                len(self.pids) < JVMS
+                and pid not in self.pids
+                and threads.language_of(pid) == "java"
+            ):
+                self.pids.append(pid)
 
     def write(self) -> None:
         with self.lock:
-            if not self.wanted:
-                return
-            if self.jcmd and _alive(self.pid) and threads.jvm_attachable(self.pid):
-                done = subprocess.run([self.jcmd, str(self.pid), "Compiler.perfmap"],
-                                      capture_output=True, text=True, check=False)  # fmt: skip
-                self.written = self.written or done.returncode == 0
+            for pid in list(self.pids):
+                if self.jcmd and _alive(pid) and threads.jvm_attachable(pid):
+                    done = subprocess.run([self.jcmd, str(pid), "Compiler.perfmap"],
+                                          capture_output=True, text=True, check=False)  # fmt: skip
+                    if done.returncode == 0:
+                        self.written.add(pid)
 
     def note(self) -> str:
         if not self.jcmd:
             return "jcmd not found: Java JIT frames stay unnamed in perf stacks"
-        if self.written:
-            return f"Java JIT frames named from /tmp/perf-{self.pid}.map (jcmd Compiler.perfmap)"
-        return "jcmd Compiler.perfmap failed: Java JIT frames stay unnamed"
+        if not self.written:
+            return "jcmd Compiler.perfmap failed: Java JIT frames stay unnamed"
+        maps = ", ".join(f"/tmp/perf-{pid}.map" for pid in sorted(self.written))
+        failed = len(self.pids) - len(self.written)
+        unnamed = f"; {failed} JVM{'s' if failed > 1 else ''} left unnamed" if failed else ""
+        return f"Java JIT frames named from {maps} (jcmd Compiler.perfmap){unnamed}"
 
 
 def _plan(
@@ -306,7 +331,7 @@ def _plan(
     pid = targets.pid
     bound = duration + 60
     event = event_of(caps)
-    perf_map = _PerfMap(pid, language == "java")
+    perf_map = _PerfMap([pid] if language == "java" else [])
     perf_data = keep / "perf.data"
 
     def oncpu_once(pids: list[int]) -> object:
@@ -429,7 +454,7 @@ def _language_jobs(
         else:
             notes.append("py-spy not found: no Python-level stacks")
     if language == "java":
-        perf_map.wanted = True
+        perf_map.add([pid])
         jobs["perfmap"] = _Job("perfmap", perf_map.write)
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
@@ -551,7 +576,8 @@ def _record(
             for name, job in late.items():
                 jobs[name] = job
                 job.start()
-        early_names, _, early_dump = threads.language_names(pid, language)
+        perf_map.add(targets.listed)
+        early_names, _, early_dumps = _thread_names(pid, language, perf_map.pids)
         oncpu = jobs["oncpu"]
         # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
         while (
@@ -566,6 +592,7 @@ def _record(
                 kids.sample()
                 sampler.follow(kids.followed)  # forked in the window: perf follows them
                 calls.follow(kids.followed)
+                perf_map.add(kids.followed)
                 collector.sample()
                 calls.sample()
                 if titles:
@@ -580,8 +607,8 @@ def _record(
         procs.stop()
     ended = sampler.elapsed < duration and not _alive(pid)
     # the late thread names (jstack: a second or two) while perf script reads the recordings
-    late = _Job("names", lambda: threads.language_names(pid, language))
-    if _alive(pid):
+    late = _Job("names", lambda: _thread_names(pid, language, perf_map.pids))
+    if any(map(_alive, [pid, *perf_map.pids])):
         late.start()
     for job in [*jobs.values(), late]:
         if job.is_alive():
@@ -593,16 +620,17 @@ def _record(
         raise TooShort(f"pid {pid}", sampler.elapsed)
     if ended and not release:  # a command ends when it is done; a --pid was asked for the window
         notes.append(ENDED.format(pid=pid, elapsed=sampler.elapsed, duration=duration))
-    names, note, dump = late.result if isinstance(late.result, tuple) else ({}, "", "")
+    names, note, dumps = late.result if isinstance(late.result, tuple) else ({}, "", [])
     if late.error:
         note = f"{language} thread names at the window's end: {late.error}"
     threads.name_threads(stats, {**early_names, **names})
-    if language == "java" and "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
-        locks.java_monitors(jobs["locks"].result, [early_dump, dump])
+    if perf_map.pids and "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
+        locks.java_monitors(jobs["locks"].result, [*early_dumps, *dumps])
     if titles and isinstance(jobs["pgwaits"].result, pgwaits.PgWaits):
         jobs["pgwaits"].result.waiting = titles.waiting
     if note or early_names:
-        notes.append(note or f"{language} thread names taken early in the window")
+        runtime = "java" if language == "native" else language  # its JVMs'
+        notes.append(note or f"{runtime} thread names taken early in the window")
     counted = jobs["syscalls"].result if "syscalls" in jobs else None
     made = (
         syscalls.measure(counted, calls, sampler.elapsed, held=release is not None)
@@ -617,7 +645,34 @@ def _record(
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
                     frequency, memory.result(caps.has("hardware counters")), network.result(),
                     kids.result(sampled), collector if language == "java" else None,
-                    made, list(recorded))  # fmt: skip
+                    made, list(recorded), bool(perf_map.pids))  # fmt: skip
+
+
+def _thread_names(
+    pid: int, language: str, jvms: list[int]
+) -> tuple[dict[int, tuple[str, list[str]]], str, list[str]]:
+    """Thread names (thread id -> name and top frames) from the main process's language tool
+    (py-spy's dump takes the processes it forks too) and jstack's of the other JVMs, each tool
+    in a thread of its own (a jstack is a JVM starting: a second or two); one note for them
+    all, and jstack's outputs (which say who is blocked on which monitor)."""
+    asked = {pid: language, **{jvm: "java" for jvm in jvms}}
+    asked = {p: lang for p, lang in asked.items() if lang != "native" and _alive(p)}
+    if not asked:
+        return {}, "", []
+    with ThreadPoolExecutor(len(asked)) as pool:
+        done = list(pool.map(threads.language_names, asked, asked.values()))
+    names: dict[int, tuple[str, list[str]]] = {}
+    for found, _, _ in done:
+        names |= found  # thread ids are the machine's: no two processes share one
+    dumps = [output for (_, _, output), lang in zip(done, asked.values(), strict=True)
+             if lang == "java"]  # fmt: skip
+    if len(done) == 1:
+        return names, done[0][1], dumps
+    named = sum(bool(found) for found, _, _ in done)
+    failed = [f"pid {p}: {note}" for p, (found, note, _) in zip(asked, done, strict=True)
+              if not found]  # fmt: skip
+    note = f"thread names of {named} of {len(done)} processes ({len(names)} threads)"
+    return names, "; ".join([note, *failed]), dumps
 
 
 def _recorded(
@@ -681,6 +736,7 @@ def _analyse(
     collector: jvmgc.Watch | None = None,
     calls: syscalls.Syscalls | None = None,
     processes: list[int] | None = None,
+    jvms: bool = False,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
     if oncpu.error:
@@ -709,6 +765,8 @@ def _analyse(
     if calls:
         used.append(f"tracepoint {syscalls.EVENT}")
     used += {"java": ["jstack", "jcmd"], "python": ["py-spy"]}.get(language, [])
+    if jvms and language != "java":  # JVMs among the other processes
+        used += ["jstack", "jcmd"]
     off = jobs["offcpu"].result if "offcpu" in jobs else None
     found = jobs["locks"].result if "locks" in jobs else None
     for label, recording, size in (("off-CPU", off, offcpu.MAX_SIZE),
