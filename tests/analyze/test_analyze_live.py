@@ -50,10 +50,10 @@ def analysed(
     model, tmp_path_factory: pytest.TempPathFactory
 ) -> Callable[[str], tuple[Workload, dict[str, Any], Applied | None]]:
     """A fresh instance of a workload analysed once per module (the tests of one workload
-    share it), over 15 s: a shorter look than the models' 45 s window, as `--duration 15`
-    gives (20 of 20 right on this machine, 8 of them beside a CPU burner, the runner-up at
-    most 0.27; the held-out figures of 15 s windows in docs/analyze.md are within a point of
-    45 s ones). The analysis is the document `hone analyze --json` prints. sysbench-cpu's is
+    share it), over 8 s: a shorter look than the models' 45 s window, as `--duration 8`
+    gives (32 of 32 right on this machine, 12 of them beside a CPU burner, the runner-up at
+    most 0.30; 15 s windows: 20 of 20, the runner-up at most 0.27; the held-out figures of
+    15 s windows in docs/analyze.md are within a point of 45 s ones). The analysis is the document `hone analyze --json` prints. sysbench-cpu's is
     the command line's own, run with `--apply` and rolled back at once (one analysis for the
     class and for the profile it applies)."""
     done: dict[str, tuple[Workload, dict[str, Any], Applied | None]] = {}
@@ -75,9 +75,9 @@ def analysed(
         if name not in done:
             with running(name) as started:
                 if name == "sysbench-cpu":
-                    done[name] = started, *apply(["analyze", "--duration", "15"])
+                    done[name] = started, *apply(["analyze", "--duration", "8"])
                 else:
-                    done[name] = started, analyze(15.0, model=model).to_dict(), None
+                    done[name] = started, analyze(8.0, model=model).to_dict(), None
         return done[name]
 
     return of
