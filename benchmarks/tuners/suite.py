@@ -87,7 +87,7 @@ def named_tasks(tasks_dir: Path, names: list[str]) -> dict[str, Task]:
             elif table in held_out:
                 found[name] = path_tasks([held_out[table]], (noise,))[0]
     if not set(names) <= found.keys():  # the synthetic, COCO and measured tasks
-        rest = [t for t in default_tasks(tasks_dir, False) if t.name in names]
+        rest = [t for t in default_tasks(tasks_dir, False, names) if t.name in names]
         found |= {t.name: t for t in rest if t.name not in found}
     return found
 
