@@ -148,3 +148,28 @@ def test_compare_sets_the_collectors_figures_side_by_side(hone_cli, diagnosed,
     for name in names:
         before, after = (html.escape(cell) for cell in rows[name].split(" -> "))
         assert f"<td>{html.escape(name)}</td><td>{before}</td><td>{after}</td>" in page
+
+
+@pytest.mark.slow
+def test_of_two_jvms_under_a_shell_the_one_collecting_is_named(
+    start, hone_cli, java_classes: Path, tmp_path: Path
+) -> None:
+    """A shell that starts a busy JVM and one near its heap limit: the main process is no JVM,
+    yet each JVM's counters are read and the verdict names the one that paused most."""
+    java = f"java -cp {java_classes}"
+    shell = start(["sh", "-c", f"{java} -Xmx96m BusyWorker 60 & "
+                               f"{java} -Xmx64m HeapChurn 60 50 & wait"], 2.0)  # fmt: skip
+    children = Path(f"/proc/{shell.pid}/task/{shell.pid}/children").read_text().split()
+    churn = next(
+        int(p) for p in children if b"HeapChurn" in Path(f"/proc/{p}/cmdline").read_bytes()
+    )
+    done = hone_cli(
+        "diagnose", "--pid", str(shell.pid), "-o", str(tmp_path / "d"), "--duration", "3"
+    )
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(tmp_path / "d" / "diagnosis.hone")
+    assert d.language == "native"
+    assert d.gc is not None and d.gc.counters and d.gc.evidence, d.gc
+    assert d.gc.pid == churn and abs(d.gc.heap_max - (64 << 20)) < 1024
+    assert f"JVM pid {churn} in garbage collection: " in done.stdout
+    assert "gc" in d.kinds

@@ -178,6 +178,7 @@ class Gc:
     args: str = ""
     evidence: bool = False
     verdict: str = ""
+    pid: int = 0  # the JVM the counters are of, where several were recorded (else 0)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -198,20 +199,37 @@ class Gc:
 
 
 class Watch:
-    """The JVM's counters at the window's start and at its last reading while it ran."""
+    """Each JVM's counters at the window's start (or when it was found) and at its last reading
+    while it ran: the main process's, and those of the other JVMs recorded (`add`)."""
 
     def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.first = _read(pid)  # None: no JVM yet (a held command), its counters start at 0
-        self.last = self.first
+        # None: no JVM yet (a held command, a JVM just forked), its counters start at 0
+        self.first: dict[int, Reading | None] = {pid: _read(pid)}
+        self.last = dict(self.first)
         self.at = time.monotonic()
+
+    def add(self, pids: list[int]) -> None:
+        for pid in pids:
+            if pid not in self.first:
+                self.first[pid] = self.last[pid] = _read(pid)
 
     def sample(self) -> None:
         self.at = time.monotonic()
-        self.last = _read(self.pid) or self.last
+        for pid, last in self.last.items():
+            self.last[pid] = _read(pid) or last
 
     def result(self, profile: Profile, window: float) -> Gc:
-        return measure(profile, self.first, self.last, window)
+        """The JVM that paused most (of those whose counters were read), its pid named when
+        there were several; the collector's share of the samples is every JVM's."""
+        read = [pid for pid, last in self.last.items() if last]
+        if not read:
+            return measure(profile, None, None, window)
+        found = [measure(profile, self.first[pid], self.last[pid], window) for pid in read]
+        worst = max(range(len(read)), key=lambda i: (found[i].pause_share, found[i].counts()[0]))
+        if len(read) > 1:
+            found[worst].pid = read[worst]
+            found[worst].verdict = _words(found[worst])
+        return found[worst]
 
 
 def measure(profile: Profile, first: Reading | None, last: Reading | None, window: float) -> Gc:
@@ -265,10 +283,12 @@ def _words(gc: Gc) -> str:
                      f"({gc.heap_used / gc.heap_max:.0%}{policy})")  # fmt: skip
     else:
         said += "; the JVM's GC counters were not readable (hsperfdata: -XX:-UsePerfData?)"
+    jvm = f"JVM pid {gc.pid}" if gc.pid else "JVM"
     if gc.evidence:
         near = "; the heap is near its limit" if gc.near_limit else ""
-        return f"JVM in garbage collection: {said}{near}"
-    return (f"Little garbage collection: {said}; below {GC_SHARE:.0%} of the samples and "
+        return f"{jvm} in garbage collection: {said}{near}"
+    of = f" (of the JVMs, pid {gc.pid} paused most)" if gc.pid else ""
+    return (f"Little garbage collection{of}: {said}; below {GC_SHARE:.0%} of the samples and "
             f"{PAUSE_SHARE:.0%} of the window in pauses it is no finding")  # fmt: skip
 
 

@@ -577,6 +577,7 @@ def _record(
                 jobs[name] = job
                 job.start()
         perf_map.add(targets.listed)
+        collector.add(perf_map.pids)
         early_names, _, early_dumps = _thread_names(pid, language, perf_map.pids)
         oncpu = jobs["oncpu"]
         # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
@@ -593,6 +594,7 @@ def _record(
                 sampler.follow(kids.followed)  # forked in the window: perf follows them
                 calls.follow(kids.followed)
                 perf_map.add(kids.followed)
+                collector.add(perf_map.pids)
                 collector.sample()
                 calls.sample()
                 if titles:
@@ -644,7 +646,7 @@ def _record(
         target = _processes(recorded)
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
                     frequency, memory.result(caps.has("hardware counters")), network.result(),
-                    kids.result(sampled), collector if language == "java" else None,
+                    kids.result(sampled), collector if perf_map.pids else None,
                     made, list(recorded), bool(perf_map.pids))  # fmt: skip
 
 
