@@ -53,9 +53,10 @@ def analysed(
     share it), over 8 s: a shorter look than the models' 45 s window, as `--duration 8`
     gives (32 of 32 right on this machine, 12 of them beside a CPU burner, the runner-up at
     most 0.30; 15 s windows: 20 of 20, the runner-up at most 0.27; the held-out figures of
-    15 s windows in docs/analyze.md are within a point of 45 s ones). The analysis is the document `hone analyze --json` prints. sysbench-cpu's is
-    the command line's own, run with `--apply` and rolled back at once (one analysis for the
-    class and for the profile it applies)."""
+    15 s windows in docs/analyze.md are within a point of 45 s ones). The analysis is the
+    document `hone analyze --json` prints. sysbench-cpu's is the command line's own, run with
+    `--apply` and rolled back at once (one analysis for the class and for the profile it
+    applies)."""
     done: dict[str, tuple[Workload, dict[str, Any], Applied | None]] = {}
     home = tmp_path_factory.mktemp("analyze-home")
     env = {**os.environ, "HONE_HOME": str(home), "COLUMNS": "200"}
