@@ -178,8 +178,12 @@ def test_nginx_under_wrk_gets_network_knobs_not_compiler_flags(
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     own = [f for f in document["findings"] if f["own"] and f["kind"] not in ("runqueue", "idle")]
-    assert own[0]["kind"] == "kernel-network", own  # writev into TCP, not nginx's own code
-    assert "writev" in own[0]["headline"]
+    # writev into TCP, not nginx's own code. Usually the first finding (54-61 % of the samples
+    # on an idle machine); beside two CPU burners the switches in and out of epoll_wait grow to
+    # 19-30 % (kernel-other) against the network's 37-55 %, and once in CI they came first
+    network = next(f for f in own if f["kind"] == "kernel-network")
+    assert network["headline"].split("(")[1].startswith("writev"), network["headline"]
+    assert own[0]["kind"].startswith("kernel-"), own
     knobs = {s["name"] for s in document["suggestions"]}
     assert {"net.ipv4.tcp_wmem", "net.core.netdev_budget"} <= knobs
     project = tmp_path / "proj"
