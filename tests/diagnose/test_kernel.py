@@ -180,7 +180,8 @@ def test_nginx_under_wrk_gets_network_knobs_not_compiler_flags(
     own = [f for f in document["findings"] if f["own"] and f["kind"] not in ("runqueue", "idle")]
     # writev into TCP, not nginx's own code. Usually the first finding (54-61 % of the samples
     # on an idle machine); beside two CPU burners the switches in and out of epoll_wait grow to
-    # 19-30 % (kernel-other) against the network's 37-55 %, and once in CI they came first
+    # 19-30 % (kernel-switch) against the network's 37-55 %, and on a busy machine they can
+    # come first
     network = next(f for f in own if f["kind"] == "kernel-network")
     assert network["headline"].split("(")[1].startswith("writev"), network["headline"]
     assert own[0]["kind"].startswith("kernel-"), own
@@ -194,7 +195,7 @@ def test_nginx_under_wrk_gets_network_knobs_not_compiler_flags(
     # the terminal says the same, with the advice for the network stack
     text = hone_cli("diagnose", "--from", str(Path(document["files"]["saved"]))).stdout
     assert "compiler-flags" not in text
-    assert "advice: " in text and "sendfile" in text
+    assert f"advice: {catalogue.advice(own[0]['kind'])[0]}" in text
 
 
 def test_the_dentry_cache_knob_only_for_path_lookups() -> None:
@@ -242,6 +243,29 @@ def test_interrupts_while_it_ran_are_not_its_own_doing() -> None:
     assert findings[0].kind == "cpu" and "hot_work" in findings[0].headline
     interrupts = next(f for f in findings if f.kind == "kernel-interrupts")
     assert not interrupts.own and "(softirq 15%)" in interrupts.headline
+
+
+def test_switches_around_a_blocking_call_are_the_schedulers() -> None:
+    """nginx beside two CPU burners: 19-30 % of its samples in finish_task_switch under
+    epoll_wait, as it is switched out and back in. They were `other kernel work`; the
+    switches are named, and a call's samples outside the switch go with it (by its vote)."""
+    wait = ENTRY + "__x64_sys_epoll_wait;do_epoll_wait;ep_poll;schedule_hrtimeout_range;"
+    switch = wait + "schedule;__schedule;finish_task_switch.isra.0"
+    busy = Profile(
+        stacks={
+            ("srv", stack("main;__GI___writev", WRITEV)): 45,
+            ("srv", stack("main;epoll_wait", switch)): 28,
+            ("srv", stack("main;epoll_wait", wait + "ep_send_events")): 2,
+            ("srv", stack("main;parse_request")): 25,
+        }
+    )
+    found = kernel.split(busy)
+    assert found.groups == {"network": 45, "switch": 30}
+    assert found.top_calls("switch") == [("epoll_wait", 0.3)]
+    findings = decide(busy, [ThreadStat(1, "srv", 90, 20, 70, 0, 0, 10)], 10, 2)
+    switched = next(f for f in findings if f.kind == "kernel-switch")
+    assert switched.own and "switches out and back in" in switched.headline
+    assert findings[0].kind == "kernel-network"
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ def test_every_kind_names_known_knobs_and_advice() -> None:
     data = catalogue.load()
     kinds = ("cpu", "runqueue", "lock", "io", "memory", "frontend", "speculation", "idle", "heap",
              "gc", "softirq", "kernel-network", "kernel-files", "kernel-memory",
-             "kernel-interrupts", "kernel-other")  # fmt: skip
+             "kernel-interrupts", "kernel-switch", "kernel-other")  # fmt: skip
     for kind in kinds:
         entry = data["kinds"][kind]
         assert entry["title"] and entry["advice"]

@@ -12,7 +12,10 @@ frames on its stack (frame-pointer stacks include them): any network frame makes
 `network` (a write to a socket passes through vfs_writev first), else a page fault or mapping
 frame `memory`, else an interrupt that came while the process ran in user space `interrupts`
 (timer ticks and their softirqs, preemption; perf's own sampling interrupts at a high -F: not
-the process's doing), else a file system frame or a file system call `files`, else `other`.
+the process's doing), else the scheduler switching the process out and back in `switch` (a
+call that blocked: epoll_wait, a futex wait; the switch runs with interrupts off, so a sample
+due meanwhile is taken as it ends, in finish_task_switch), else a file system frame or a file
+system call `files`, else `other`.
 The system call is named by the kernel frame right under the syscall entry (`__x64_sys_openat`
 -> openat), or `page fault`, `softirq`, `interrupt` when the kernel ran without one."""
 
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from hone.diagnose.fold import Frame, is_kernel
 from hone.diagnose.profile import Profile
 
-GROUPS = ("network", "files", "memory", "interrupts", "other")
+GROUPS = ("network", "files", "memory", "interrupts", "switch", "other")
 
 _NETWORK = re.compile(
     r"^_*(tcp|udp|inet6?|ipv6|ip6?|sock|sk|skb|netif|napi|unix|dev_queue|dev_hard|neigh|nf|net|"
@@ -78,6 +81,8 @@ def _group(frames: tuple[Frame, ...]) -> str:
         return "memory"
     if names and names[0].startswith(_INTERRUPT) and not any(n in _ENTRY for n in names):
         return "interrupts"
+    if any(n == "__schedule" or n.startswith("finish_task_switch") for n in names):
+        return "switch"
     if any(_FILES.search(n) for n in names):
         return "files"
     return "other"
@@ -113,7 +118,7 @@ def _call(frames: tuple[Frame, ...]) -> str:
 UNNAMED = frozenset({"syscall entry", "syscall return", "kernel", "x64_sys_call",
                      "syscall_trace_enter", "syscall_exit_work"})  # fmt: skip
 #: The groups a system call's samples are charged to together.
-_CALL_GROUPS = ("network", "files", "other")
+_CALL_GROUPS = ("network", "files", "switch", "other")
 
 
 def _unnamed(call: str) -> bool:

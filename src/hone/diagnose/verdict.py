@@ -5,10 +5,10 @@ the whole time): on the CPU, waiting for a CPU (run queue), blocked in uninterru
 waiting on a contended lock, asleep. The largest wins, with lock waits counted double: threads
 waiting on one lock serialise, so more CPUs would not help, and the time under the lock shows as
 CPU time of the holder. On-CPU time splits into the program's own code (`cpu`) and the kernel's
-(`kernel-network`, `kernel-files`, `kernel-memory`, `kernel-other`, module kernel) by the share
-of samples on each side: a server whose time goes to system calls is told what changes them,
-not to rebuild itself. Hardware top-down results, when there are counters, refine a CPU-bound
-verdict into memory-, frontend- or speculation-bound."""
+(`kernel-network`, `kernel-files`, `kernel-memory`, `kernel-switch`, `kernel-other`, module
+kernel) by the share of samples on each side: a server whose time goes to system calls is
+told what changes them, not to rebuild itself. Hardware top-down results, when there are
+counters, refine a CPU-bound verdict into memory-, frontend- or speculation-bound."""
 
 from __future__ import annotations
 
@@ -117,6 +117,7 @@ KERNEL_PARTS = {
     "files": "the kernel's file system calls",
     "memory": "the kernel's memory management (page faults, mappings)",
     "interrupts": "interrupts while it ran (timer ticks, softirqs, preemption)",
+    "switch": "the scheduler's switches out and back in (calls that block)",
     "other": "other kernel work",
 }
 

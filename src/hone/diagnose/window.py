@@ -718,7 +718,7 @@ def _await_start(recorders: list[_Job]) -> None:
 
 
 #: The findings in the kernel's time that system calls lead to.
-SYSCALL_KINDS = ("kernel-network", "kernel-files", "kernel-other")
+SYSCALL_KINDS = ("kernel-network", "kernel-files", "kernel-switch", "kernel-other")
 
 
 def _analyse(
