@@ -224,18 +224,18 @@ class Watch:
         read = [pid for pid, last in self.last.items() if last]
         if not read:
             return measure(profile, None, None, window)
-        found = [measure(profile, self.first[pid], self.last[pid], window) for pid in read]
-        worst = max(range(len(read)), key=lambda i: (found[i].pause_share, found[i].counts()[0]))
-        if len(read) > 1:
-            found[worst].pid = read[worst]
-            found[worst].verdict = _words(found[worst])
-        return found[worst]
+        several = len(read) > 1
+        found = [measure(profile, self.first[pid], self.last[pid], window, pid if several else 0)
+                 for pid in read]  # fmt: skip
+        return max(found, key=lambda gc: (gc.pause_share, gc.counts()[0]))
 
 
-def measure(profile: Profile, first: Reading | None, last: Reading | None, window: float) -> Gc:
+def measure(
+    profile: Profile, first: Reading | None, last: Reading | None, window: float, pid: int = 0
+) -> Gc:
     """The collector's share of the samples and, from the counters, its collections over the
-    window, its pause time and the heap's fill; the verdict in words."""
-    gc = Gc()
+    window, its pause time and the heap's fill; the verdict in words (naming `pid` if given)."""
+    gc = Gc(pid=pid)
     threads: dict[str, int] = {}
     for (thread, frames), n in profile.stacks.items():
         if in_gc(thread, frames):

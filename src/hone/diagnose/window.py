@@ -265,7 +265,7 @@ class _PerfMap:
     under a shell script, a service's second JVM), added as the window finds them."""
 
     def __init__(self, pids: list[int]) -> None:
-        self.pids = pids[:JVMS]
+        self.pids = list(pids)
         self.jcmd = tool_path("jcmd")
         self.written: set[int] = set()
         self.lock = threading.Lock()  # the last write comes after the first has ended
