@@ -79,13 +79,16 @@ def named_tasks(tasks_dir: Path, names: list[str]) -> dict[str, Task]:
     them to find a saved run's few took half a minute."""
     index = pool_index()
     held_out = {task_name(p): p for p in holdout_tables()}
+    pooled: dict[float, list[str]] = {}  # noise level -> the suite's tables named at it
     found: dict[str, Task] = {}
     for name in names:
         for table, noise in _name_readings(name):
             if table in index:
-                found[name] = pool_tasks([table], (noise,))[0]
+                pooled.setdefault(noise, []).append(table)
             elif table in held_out:
                 found[name] = path_tasks([held_out[table]], (noise,))[0]
+    for noise, tables in pooled.items():  # pools.yaml read once a level, not once a task
+        found |= {t.name: t for t in pool_tasks(tables, (noise,))}
     if not set(names) <= found.keys():  # the synthetic, COCO and measured tasks
         rest = [t for t in default_tasks(tasks_dir, False, names) if t.name in names]
         found |= {t.name: t for t in rest if t.name not in found}

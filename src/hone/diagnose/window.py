@@ -576,8 +576,12 @@ def _record(
             for name, job in late.items():
                 jobs[name] = job
                 job.start()
-        perf_map.add(targets.listed)
-        collector.add(perf_map.pids)
+
+        def jvms_among(pids: list[int]) -> None:  # their perf maps, names and GC counters
+            perf_map.add(pids)
+            collector.add(perf_map.pids)
+
+        jvms_among(targets.listed)
         early_names, _, early_dumps = _thread_names(pid, language, perf_map.pids)
         oncpu = jobs["oncpu"]
         # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
@@ -593,8 +597,7 @@ def _record(
                 kids.sample()
                 sampler.follow(kids.followed)  # forked in the window: perf follows them
                 calls.follow(kids.followed)
-                perf_map.add(kids.followed)
-                collector.add(perf_map.pids)
+                jvms_among(kids.followed)
                 collector.sample()
                 calls.sample()
                 if titles:
@@ -647,7 +650,7 @@ def _record(
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
                     frequency, memory.result(caps.has("hardware counters")), network.result(),
                     kids.result(sampled), collector if perf_map.pids else None,
-                    made, list(recorded), bool(perf_map.pids))  # fmt: skip
+                    made, list(recorded))  # fmt: skip
 
 
 def _thread_names(
@@ -738,7 +741,6 @@ def _analyse(
     collector: jvmgc.Watch | None = None,
     calls: syscalls.Syscalls | None = None,
     processes: list[int] | None = None,
-    jvms: bool = False,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
     if oncpu.error:
@@ -767,7 +769,7 @@ def _analyse(
     if calls:
         used.append(f"tracepoint {syscalls.EVENT}")
     used += {"java": ["jstack", "jcmd"], "python": ["py-spy"]}.get(language, [])
-    if jvms and language != "java":  # JVMs among the other processes
+    if collector and language != "java":  # JVMs among the other processes
         used += ["jstack", "jcmd"]
     off = jobs["offcpu"].result if "offcpu" in jobs else None
     found = jobs["locks"].result if "locks" in jobs else None
