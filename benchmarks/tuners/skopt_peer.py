@@ -5,6 +5,8 @@ as the worst value seen (scikit-optimize cannot take a missing value)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from hone.optimizers import Observation
@@ -59,7 +61,11 @@ class SkoptAtune:
         return point
 
     def ask(self) -> Config:
-        return self._decode(self.optimizer.ask())
+        # On a small grid it proposes a point told already and says so, then takes a random
+        # one: what A-Tune runs too, but a warning per ask buries the harness's progress lines.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "The objective has been evaluated", UserWarning)
+            return self._decode(self.optimizer.ask())
 
     def tell(self, config: Config, value: float | None) -> None:
         self.history.append(Observation(config, value))
