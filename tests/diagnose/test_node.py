@@ -70,3 +70,19 @@ def test_node_options_keep_the_users_own() -> None:
     assert nodejs.options(mine) == (
         "--max-old-space-size=512 --perf-basic-prof --interpreted-frames-native-stack"
     )
+
+
+@pytest.mark.slow
+def test_node_under_a_shell_is_named_and_offered_no_compiler_flags(hone_cli, tmp_path) -> None:
+    """The shell is the native main process; its node child's JavaScript is the hot code, and
+    no build flag of anyone's reaches it."""
+    folder = tmp_path / "rep"
+    script = f"node {PRIMES} 3; true"  # `; true`: the shell waits instead of exec'ing node
+    done = hone_cli("diagnose", "-o", str(folder), "--no-locks", "--", "sh", "-c", script)
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(folder / "diagnosis.hone")
+    assert d.language == "native"
+    cpu = next(f for f in d.findings if f.kind == "cpu")
+    assert "function countPrimesBelow of module primes.js" in cpu.headline
+    assert not d.builds_faster()
+    assert "compiler-flags" not in done.stdout
