@@ -9,8 +9,9 @@
     profile.save("run.hone"); Profile.load("run.hone")
 
 Frames are root first; `Frame.module` is the shared object, executable or `[kernel.kallsyms]`
-that perf named for the frame. A `.hone` file is gzip-compressed JSON with a frame table, so a
-profile of 100k stacks stays a few megabytes; `format` and `version` let later versions read it.
+that perf named for the frame (a JavaScript frame's is its script: hone.diagnose.nodejs). A
+`.hone` file is gzip-compressed JSON with a frame table, so a profile of 100k stacks stays a few
+megabytes; `format` and `version` let later versions read it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hone.diagnose.fold import Frame, Stack, first_event, parse_folded, parse_perf_script
+from hone.diagnose.nodejs import script_frames
 from hone.errors import HoneError
 from hone.outfile import write_atomic
 
@@ -49,13 +51,15 @@ class Profile:
         """A profile of `perf script` text, counted in samples (events of one type). With
         `per_process` (perf script's lines name pid/tid) and samples of more than one process,
         each root frame is the thread's name and its process's pid, `nginx-2922`: the flame
-        graph splits by process first."""
+        graph splits by process first. Node's JavaScript frames are named by function and
+        script, as Python's are."""
         parsed = parse_perf_script(data, count="samples", event=event, include_pid=per_process)
         # one process: its threads' names alone, as perf script without pids gives them
         alone = per_process and len({thread.rpartition("-")[2] for thread, _ in parsed}) < 2
         stacks: dict[tuple[str, Stack], int] = {}
         for (thread, frames), count in parsed.items():
-            key = (thread.rpartition("-")[0] if alone else thread, _inlined_in_place(frames))
+            named = script_frames(_inlined_in_place(frames))
+            key = (thread.rpartition("-")[0] if alone else thread, named)
             stacks[key] = stacks.get(key, 0) + count
         return cls(stacks=stacks, event=event or first_event(data) or "cpu-clock", **meta)
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hone.diagnose import catalogue
 from hone.diagnose.catalogue import Suggestion
-from hone.diagnose.fold import Frame
+from hone.diagnose.fold import Frame, is_kernel
 from hone.diagnose.heap import Heap
 from hone.diagnose.jvmgc import Gc
 from hone.diagnose.kernel import without_tracing
@@ -36,6 +37,14 @@ from hone.errors import HoneError
 from hone.outfile import write_atomic
 
 DIAGNOSIS_VERSION = 1
+
+
+#: Code of a runtime, not of a program its user builds: a JVM's, Python's or node's own binary,
+#: JIT-compiled code (a perf map) and JavaScript or Python sources.
+_RUNTIME = re.compile(
+    r"^(node|nodejs|java|python[\d.]*|pypy[\d.]*|lib(jvm|python[\d.]*|node)\.so.*|perf-\d+\.map)$"
+    r"|\.(m?js|cjs|py)$"
+)
 
 
 @dataclass
@@ -76,15 +85,20 @@ class Diagnosis:
 
     def builds_faster(self) -> bool:
         """Whether the process's own top finding is hot code that compiler flags can make
-        cheaper (`--suggest-project` then writes a compiler-flags project). Not for Python or
-        Java: their hot code runs in the interpreter or the JIT, which no build flag of the
-        program's reaches."""
+        cheaper (`--suggest-project` then writes a compiler-flags project). Not for Python,
+        Java or Node.js: their hot code runs in the interpreter or the JIT, which no build flag
+        of the program's reaches; nor for a native process (a shell script) whose children
+        run such code."""
         own = self.own_findings()
-        return (
-            bool(own)
-            and catalogue.project_kind(own[0].kind) == "compiler-flags"
-            and self.language == "native"
-        )
+        if (
+            not own
+            or catalogue.project_kind(own[0].kind) != "compiler-flags"
+            or self.language != "native"
+            or (self.language_profile is not None and self.language_profile.total)
+        ):
+            return False
+        rows = [row for row in function_table(self.profile, "self") if not is_kernel(row.module)]
+        return not rows or not _RUNTIME.search(module_name(rows[0].module))
 
     def knob_kinds(self) -> list[str]:
         """The kinds whose knobs to suggest: the process's own findings that knobs act on."""

@@ -253,7 +253,7 @@ def parse_py_spy(text: str) -> dict[int, tuple[str, list[str]]]:
 
 
 def language_of(pid: int) -> str:
-    """java, python or native, from the executable's name."""
+    """java, python, node or native, from the executable's name."""
     try:
         exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
     except OSError:
@@ -262,6 +262,8 @@ def language_of(pid: int) -> str:
         return "java"
     if exe.startswith("python") or exe.startswith("pypy"):
         return "python"
+    if exe in ("node", "nodejs"):
+        return "node"
     return "native"
 
 

@@ -27,6 +27,7 @@ from hone.diagnose import (
     heap,
     jvmgc,
     locks,
+    nodejs,
     offcpu,
     pgwaits,
     softirq,
@@ -444,8 +445,9 @@ def _language_jobs(
     perf_map: _PerfMap,
     notes: list[str],
 ) -> dict[str, _Job]:
-    """py-spy for Python, the perf map for Java: when the process starts, or later when a
-    wrapper (a shell script, pyenv's `python3` shim) has exec'd the runtime."""
+    """py-spy for Python, the perf map for Java, a note for node writing no perf map: when the
+    process starts, or later when a wrapper (a shell script, pyenv's `python3` shim) has exec'd
+    the runtime."""
     jobs = {}
     if language == "python":
         argv = threads.py_spy_record_argv(pid, data, bound, frequency)
@@ -453,6 +455,8 @@ def _language_jobs(
             jobs["py-spy"] = _Job("py-spy", _py_spy(procs.run, argv, data))
         else:
             notes.append("py-spy not found: no Python-level stacks")
+    if language == "node" and (unnamed := nodejs.unnamed_note(pid)):
+        notes.append(unnamed)
     if language == "java":
         perf_map.add([pid])
         jobs["perfmap"] = _Job("perfmap", perf_map.write)
@@ -835,11 +839,12 @@ def run_command(
     the command is held at its first instruction after exec (module hold) and continued
     (SIGCONT) when every recorder has started and the window begins: perf takes 0.5-1.7 s to
     start, and a command that ran meanwhile had spent most of a short run's CPU time before the
-    window, so its thread counters showed only the tail and the time after its exit as sleep. With
+    window, so its thread counters showed only the tail and the time after its exit as sleep.
+    NODE_OPTIONS has node write the perf map that names its JavaScript (module nodejs). With
     `to_stderr` (--json) what the command prints goes to stderr: stdout holds the JSON alone."""
     options.setdefault("caps", probe())
     mark = uuid.uuid4().hex  # in its environment: finds the daemons it leaves
-    env = {**os.environ, descendants.MARK: mark}
+    env = {**os.environ, descendants.MARK: mark, "NODE_OPTIONS": nodejs.options(os.environ)}
     try:
         proc = start_held(command, stdout=2 if to_stderr else None, env=env)
     except OSError as error:
