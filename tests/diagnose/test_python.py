@@ -80,3 +80,32 @@ def test_the_workers_of_a_python_parent_are_sampled_by_py_spy(diagnose_running) 
     assert busiest.name == "MainThread" and busiest.frames[0].startswith("crunch ("), busiest
     assert "function crunch" in done.stdout
     assert f"MainThread-{worker}" in (folder / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_the_python_programs_of_a_shell_are_sampled(hone_cli, tmp_path: Path) -> None:
+    """A shell script that starts Python programs (workers, a supervisor's children): the main
+    process is the shell, whose Python children were left to perf alone, so the threads had no
+    Python names and the verdict named the interpreter's loop (_PyEval_EvalFrameDefault)."""
+    worker = f"{shlex.quote(sys.executable)} {shlex.quote(str(PROGRAMS / 'shell_worker.py'))} 30"
+    folder = tmp_path / "rep"
+    done = hone_cli("diagnose", "-o", str(folder), "--duration", "3", "--no-locks", "--no-offcpu",
+                    "--", "sh", "-c", f"{worker} & {worker} & wait")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(folder / "diagnosis.hone")
+    assert d.language == "python"
+    hot = [t for t in d.threads if t.name == "hot-worker"]  # named by py-spy dump
+    assert len({t.pid for t in hot}) == 2, d.threads
+    assert all(t.frames and t.frames[0].startswith("churn_for_the_shell (") for t in hot), hot
+    assert any("thread names of 2 of 2 processes" in n for n in d.notes), d.notes
+    profile = d.language_profile
+    assert profile is not None and profile.total > 0
+    # two processes' samples in one profile, each thread naming its process (the busiest two:
+    # a main thread may be caught awake once or twice)
+    busiest = set(list(profile.threads())[:2])
+    assert busiest == {f"hot-worker-{t.pid}" for t in hot}, profile.threads()
+    cpu = next(f for f in d.findings if f.kind == "cpu")
+    assert "function churn_for_the_shell of module shell_worker.py" in cpu.headline
+    spy = d.capabilities.get("py-spy")
+    assert spy is not None and spy.used, spy
+    assert "Python stacks (py-spy)" in (folder / "report.html").read_text()

@@ -114,7 +114,7 @@ def test_a_process_that_exited_is_not_counted_asleep_after_its_exit() -> None:
 
 
 def test_parse_py_spy_raw_names_each_process_of_several() -> None:
-    from hone.diagnose.threads import parse_py_spy_raw
+    from hone.diagnose.threads import parse_py_spy_raw, py_spy_processes
 
     parent = 'process 20:"python3 server.py --mode a;b"'  # a command line may hold ';'
     text = (
@@ -129,6 +129,7 @@ def test_parse_py_spy_raw_names_each_process_of_several() -> None:
     }
     one = 'process 20:"python3 app.py";thread (21): hot;spin (app.py:3) 4\n'
     assert parse_py_spy_raw(one) == {("hot", (("spin", "app.py"),)): 4}
+    assert py_spy_processes(text) == {20, 31, 32} and py_spy_processes(one) == {20}
 
 
 def test_parse_py_spy_raw_drops_line_numbers() -> None:

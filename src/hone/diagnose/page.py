@@ -175,9 +175,10 @@ def _section_cpu(d: Diagnosis) -> str:
     ]
     lp = d.language_profile
     if lp is not None and lp.total:
-        out.append(f"<h3>{escape(d.language.title())} stacks ({escape(lp.event)})</h3>")
+        # py-spy's, also of a native process's Python programs
+        out.append(f"<h3>Python stacks ({escape(lp.event)})</h3>")
         out.append(f"<p>{lp.total} samples of the busy threads: {escape(summary(lp))}</p>")
-        out.append(_flame(lp.folded(), f"{d.language.title()} on-CPU: {d.target}", modules_of(lp)))
+        out.append(_flame(lp.folded(), f"Python on-CPU: {d.target}", modules_of(lp)))
         rows = [
             [r.name, r.module, f"{100 * r.self_share:.1f}", f"{100 * r.total_share:.1f}"]
             for r in function_table(lp, "self")[:15]

@@ -260,8 +260,8 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
         hot = function_table(d.profile, "self")[:5]
         lines.append("hottest functions (self % of the machine's samples): " + ", ".join(
             f"{r.name} ({module_name(r.module)}) {r.self_share:.0%}" for r in hot))  # fmt: skip
-    if d.language_profile is not None and d.language_profile.total:
-        lines.append(f"{d.language} stacks ({d.language_profile.event}): "
+    if d.language_profile is not None and d.language_profile.total:  # py-spy's, whatever the main
+        lines.append(f"python stacks ({d.language_profile.event}): "
                      f"{summary(d.language_profile)}")  # fmt: skip
     if d.topdown.available:
         parts = ", ".join(f"{k} {v:.1f}%" for k, v in d.topdown.level1.items())

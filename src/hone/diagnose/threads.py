@@ -356,12 +356,10 @@ PY_THREAD = re.compile(r"^thread \(\d+\): ")
 PY_PROCESS = re.compile(r'^process (?P<pid>\d+):"')
 
 
-def parse_py_spy_raw(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], int]:
-    """`py-spy record --format raw --threads [--subprocesses]` lines -> {(thread name,
-    ((function, file), ...)): samples}, root first, line numbers dropped so that a function is
-    one frame. With `--subprocesses` a line starts with its process's ancestry (`process
-    PID:"command line"` frames, whose command line may hold `;`); when the samples are of more
-    than one process each thread is named `name-PID`, as perf's root frames are."""
+def _py_spy_lines(text: str) -> list[tuple[str, str, list[str], int]]:
+    """`py-spy record --format raw --threads [--subprocesses]` lines as (thread name, its
+    process's pid or "", frames, samples). With `--subprocesses` a line starts with its
+    process's ancestry (`process PID:"command line"` frames, whose command line may hold `;`)."""
     lines: list[tuple[str, str, list[str], int]] = []
     for line in text.splitlines():
         body, _, count = line.rpartition(" ")
@@ -373,6 +371,20 @@ def parse_py_spy_raw(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]],
         root, *frames = pieces[at:]
         thread = root.split(": ", 1)[1] if ": " in root else root
         lines.append((thread, pids[-1] if pids else "", frames, int(count)))
+    return lines
+
+
+def py_spy_processes(text: str) -> set[int]:
+    """The processes whose samples `py-spy record --subprocesses` raw lines hold."""
+    return {int(pid) for _, pid, _, _ in _py_spy_lines(text) if pid}
+
+
+def parse_py_spy_raw(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], int]:
+    """`py-spy record --format raw --threads [--subprocesses]` lines -> {(thread name,
+    ((function, file), ...)): samples}, root first, line numbers dropped so that a function is
+    one frame. When the samples are of more than one process (`--subprocesses`) each thread is
+    named `name-PID`, as perf's root frames are."""
+    lines = _py_spy_lines(text)
     several = len({pid for _, pid, _, _ in lines}) > 1
     stacks: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
     for thread, pid, frames, count in lines:

@@ -102,7 +102,7 @@ class Unit:
 
     def main(self, look: float = 0.3) -> int:
         """The main process, which names the diagnosis and which the language's own recorders
-        take: the one that took the most CPU time over a short look, a busy worker rather than
+        take first: the one that took the most CPU time over a short look, a busy worker rather than
         nginx's master or the postmaster, which only hand out work; where none ran, the oldest,
         the one that started the service. The window's perf recorders take every process."""
         table = processes()

@@ -3,7 +3,8 @@ the same window (on-CPU samples with perf record -g, scheduler switches for off-
 and kernel lock events, per-thread /proc counters, the top-down counters when the machine has
 them), stops together, and its data is analysed into a Diagnosis. The perf recorders and the
 thread counters take every process of the process's tree or the service's group (`_Targets`),
-the language's own tools the main process. The command line is in module cli."""
+the languages' own tools the JVMs and the Python processes among them (`_PerfMap`, `_Pythons`).
+The command line is in module cli."""
 
 from __future__ import annotations
 
@@ -226,19 +227,15 @@ def _text(job: _Job | None) -> str:
 
 def _py_spy(
     run: Callable[..., subprocess.CompletedProcess], argv: list[str], data: Path
-) -> Callable[[], Profile]:
-    def work() -> Profile:
+) -> Callable[[], str]:
+    """py-spy record, its raw output once it has ended (module threads parses it)."""
+
+    def work() -> str:
         done = run(argv)
         if not data.exists():
             lines = (done.stderr.strip() or done.stdout.strip()).splitlines() or ["no output"]
             raise HoneError(f"py-spy record failed: {lines[-1]}")
-        stacks = threads.parse_py_spy_raw(data.read_text())
-        return Profile(
-            stacks={
-                (t, tuple(Frame(f, m) for f, m in frames)): n for (t, frames), n in stacks.items()
-            },
-            event="py-spy",
-        )
+        return data.read_text()
 
     return work
 
@@ -306,6 +303,84 @@ class _PerfMap:
         return f"Java JIT frames named from {maps} (jcmd Compiler.perfmap){unnamed}"
 
 
+#: At most this many Python processes get a py-spy record and dump of their own (the main
+#: process first, then the earliest found); each takes with it the Python processes it forks.
+PYTHONS = 4
+
+
+def _parent(pid: int) -> int:
+    """The process's parent (0 once it has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+class _Pythons:
+    """py-spy record of the Python processes among those recorded: the main process, or the
+    Python programs a native one starts (a shell script's workers, a supervisor's children),
+    added as the window finds them. `--subprocesses` takes the Python processes a Python one
+    forks, so a process whose parent chain leads to one taken is left to that one's py-spy.
+    Given a native parent, py-spy record follows its Python descendants too, but not those of
+    a service's group that are not its descendants, nor those started once all it sampled have
+    ended, and py-spy dump fails on it (`Failed to find python version`): so each Python
+    process is asked itself."""
+
+    def __init__(
+        self, work: Path, bound: float, frequency: int, procs: _Processes, notes: list[str]
+    ) -> None:
+        self.work, self.bound, self.frequency = work, bound, frequency
+        self.procs, self.notes = procs, notes
+        self.pids: list[int] = []
+        self.jobs: list[_Job] = []
+
+    def add(self, pids: list[int]) -> list[_Job]:
+        """The py-spy recorders of the Python processes among `pids` that none takes yet, not
+        started (the window starts them)."""
+        new = []
+        for pid in pids:
+            if (
+                len(self.pids) < PYTHONS
+                and pid not in self.pids
+                and threads.language_of(pid) == "python"
+                and not self._taken(pid)
+            ):
+                self.pids.append(pid)
+                data = self.work / f"py-spy-{pid}.txt"
+                argv = threads.py_spy_record_argv(pid, data, self.bound, self.frequency)
+                if argv:
+                    new.append(_Job(f"py-spy {pid}", _py_spy(self.procs.run, argv, data)))
+                elif len(self.pids) == 1:  # said once
+                    self.notes.append("py-spy not found: no Python-level stacks")
+        self.jobs += new
+        return new
+
+    def _taken(self, pid: int) -> bool:
+        """Whether a py-spy takes the process already: one of its ancestors'."""
+        while pid > 1:
+            pid = _parent(pid)
+            if pid in self.pids:
+                return True
+        return False
+
+    def recorded(self) -> tuple[Profile | None, set[int]]:
+        """The recordings' samples as one profile (None when none worked) and the processes
+        sampled. Their lines are parsed together, each naming its process, so that with more
+        than one process sampled each thread is `name-PID`, whichever py-spy sampled it."""
+        text = "\n".join(job.result for job in self.jobs if isinstance(job.result, str))
+        if not text:
+            return None, set()
+        stacks = threads.parse_py_spy_raw(text)
+        profile = Profile(
+            stacks={
+                (t, tuple(Frame(f, m) for f, m in frames)): n for (t, frames), n in stacks.items()
+            },
+            event="py-spy",
+        )
+        return profile, threads.py_spy_processes(text)
+
+
 def _plan(
     targets: _Targets,
     duration: float,
@@ -318,12 +393,11 @@ def _plan(
     frequency: int,
     want_offcpu: bool,
     want_locks: bool,
-) -> tuple[dict[str, _Job], locks.Symbolizer | None, _PerfMap]:
+) -> tuple[dict[str, _Job], locks.Symbolizer | None, _PerfMap, _Pythons]:
     """The recorders this machine and these processes allow, not yet started, the lock
-    recorder's symbolizer (the window reads the main process's mappings again once it runs) and
-    the JVM's perf map (wanted once the main process is known to be a JVM). The perf recorders
-    take every process of `targets`; the language's own (py-spy, jstack, the perf map) the
-    main one.
+    recorder's symbolizer (the window reads the main process's mappings again once it runs),
+    the JVMs' perf maps and the Python processes' py-spy (the main process's now, the others'
+    as the window finds them). The perf recorders take every process of `targets`.
 
     Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
     itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
@@ -333,6 +407,7 @@ def _plan(
     bound = duration + 60
     event = event_of(caps)
     perf_map = _PerfMap([pid] if language == "java" else [])
+    pythons = _Pythons(work, bound, frequency, procs, notes)
     perf_data = keep / "perf.data"
 
     def oncpu_once(pids: list[int]) -> object:
@@ -430,31 +505,17 @@ def _plan(
                 raise NotStarted(str(error)) from None
 
         jobs["syscalls"] = _Job("syscalls", partial(_started, procs, targets, count), counts)
-    jobs.update(_language_jobs(pid, language, work / "py-spy.txt", bound, frequency, procs,
-                               perf_map, notes))  # fmt: skip
-    return jobs, symbolizer, perf_map
+    jobs.update(_language_jobs(pid, language, pythons, perf_map, notes))
+    return jobs, symbolizer, perf_map, pythons
 
 
 def _language_jobs(
-    pid: int,
-    language: str,
-    data: Path,
-    bound: float,
-    frequency: int,
-    procs: _Processes,
-    perf_map: _PerfMap,
-    notes: list[str],
+    pid: int, language: str, pythons: _Pythons, perf_map: _PerfMap, notes: list[str]
 ) -> dict[str, _Job]:
     """py-spy for Python, the perf map for Java, a note for node writing no perf map: when the
     process starts, or later when a wrapper (a shell script, pyenv's `python3` shim) has exec'd
     the runtime."""
-    jobs = {}
-    if language == "python":
-        argv = threads.py_spy_record_argv(pid, data, bound, frequency)
-        if argv:
-            jobs["py-spy"] = _Job("py-spy", _py_spy(procs.run, argv, data))
-        else:
-            notes.append("py-spy not found: no Python-level stacks")
+    jobs = {job.name: job for job in pythons.add([pid])} if language == "python" else {}
     if language == "node" and (unnamed := nodejs.unnamed_note(pid)):
         notes.append(unnamed)
     if language == "java":
@@ -549,8 +610,9 @@ def _record(
     notes: list[str] = []
     procs = _Processes()
     targets = _Targets(pid, unit)
-    jobs, symbolizer, perf_map = _plan(targets, duration, language, caps, work, keep, procs,
-                                       notes, frequency, want_offcpu, want_locks)  # fmt: skip
+    jobs, symbolizer, perf_map, pythons = _plan(targets, duration, language, caps, work, keep,
+                                                procs, notes, frequency, want_offcpu,
+                                                want_locks)  # fmt: skip
     for job in jobs.values():
         job.start()
     try:
@@ -575,18 +637,21 @@ def _record(
             symbolizer.refresh()
         if language == "native" and _alive(pid):  # a wrapper may have exec'd the runtime by now
             language = threads.language_of(pid)
-            late = _language_jobs(pid, language, work / "py-spy.txt", duration + 60, frequency,
-                                  procs, perf_map, notes)  # fmt: skip
+            late = _language_jobs(pid, language, pythons, perf_map, notes)
             for name, job in late.items():
                 jobs[name] = job
                 job.start()
 
-        def jvms_among(pids: list[int]) -> None:  # their perf maps, names and GC counters
+        def runtimes_among(pids: list[int]) -> None:
+            """The JVMs' perf maps, names and GC counters; the Python processes' py-spy."""
             perf_map.add(pids)
             collector.add(perf_map.pids)
+            for job in pythons.add(pids):
+                jobs[job.name] = job
+                job.start()
 
-        jvms_among(targets.listed)
-        early_names, _, early_dumps = _thread_names(pid, language, perf_map.pids)
+        runtimes_among(targets.listed)
+        early_names, _, early_dumps = _thread_names(pid, language, perf_map.pids, pythons.pids)
         oncpu = jobs["oncpu"]
         # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
         while (
@@ -601,7 +666,7 @@ def _record(
                 kids.sample()
                 sampler.follow(kids.followed)  # forked in the window: perf follows them
                 calls.follow(kids.followed)
-                jvms_among(kids.followed)
+                runtimes_among(kids.followed)
                 collector.sample()
                 calls.sample()
                 if titles:
@@ -616,8 +681,8 @@ def _record(
         procs.stop()
     ended = sampler.elapsed < duration and not _alive(pid)
     # the late thread names (jstack: a second or two) while perf script reads the recordings
-    late = _Job("names", lambda: _thread_names(pid, language, perf_map.pids))
-    if any(map(_alive, [pid, *perf_map.pids])):
+    late = _Job("names", lambda: _thread_names(pid, language, perf_map.pids, pythons.pids))
+    if any(map(_alive, [pid, *perf_map.pids, *pythons.pids])):
         late.start()
     for job in [*jobs.values(), late]:
         if job.is_alive():
@@ -638,8 +703,8 @@ def _record(
     if titles and isinstance(jobs["pgwaits"].result, pgwaits.PgWaits):
         jobs["pgwaits"].result.waiting = titles.waiting
     if note or early_names:
-        runtime = "java" if language == "native" else language  # its JVMs'
-        notes.append(note or f"{runtime} thread names taken early in the window")
+        runtime = "" if language == "native" else f"{language} "  # its JVMs' or Pythons'
+        notes.append(note or f"{runtime}thread names taken early in the window")
     counted = jobs["syscalls"].result if "syscalls" in jobs else None
     made = (
         syscalls.measure(counted, calls, sampler.elapsed, held=release is not None)
@@ -654,17 +719,18 @@ def _record(
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
                     frequency, memory.result(caps.has("hardware counters")), network.result(),
                     kids.result(sampled), collector if perf_map.pids else None,
-                    made, list(recorded))  # fmt: skip
+                    made, list(recorded), pythons)  # fmt: skip
 
 
 def _thread_names(
-    pid: int, language: str, jvms: list[int]
+    pid: int, language: str, jvms: list[int], pythons: list[int]
 ) -> tuple[dict[int, tuple[str, list[str]]], str, list[str]]:
-    """Thread names (thread id -> name and top frames) from the main process's language tool
-    (py-spy's dump takes the processes it forks too) and jstack's of the other JVMs, each tool
-    in a thread of its own (a jstack is a JVM starting: a second or two); one note for them
-    all, and jstack's outputs (which say who is blocked on which monitor)."""
-    asked = {pid: language, **{jvm: "java" for jvm in jvms}}
+    """Thread names (thread id -> name and top frames) from the main process's language tool,
+    jstack's of the other JVMs and py-spy's of the other Python processes (a dump takes the
+    processes one forks too), each tool in a thread of its own (a jstack is a JVM starting: a
+    second or two); one note for them all, and jstack's outputs (which say who is blocked on
+    which monitor)."""
+    asked = {pid: language, **{jvm: "java" for jvm in jvms}, **{p: "python" for p in pythons}}
     asked = {p: lang for p, lang in asked.items() if lang != "native" and _alive(p)}
     if not asked:
         return {}, "", []
@@ -724,6 +790,11 @@ def _await_start(recorders: list[_Job]) -> None:
         time.sleep(0.05)
 
 
+def _cpu_of(stats: list[threads.ThreadStat], pids: set[int] | None = None) -> float:
+    """The CPU time of the threads (of those processes), in percent of one CPU."""
+    return sum(t.cpu_pct for t in stats if pids is None or t.pid in pids)
+
+
 #: The findings in the kernel's time that system calls lead to.
 SYSCALL_KINDS = ("kernel-network", "kernel-files", "kernel-switch", "kernel-other")
 
@@ -745,6 +816,7 @@ def _analyse(
     collector: jvmgc.Watch | None = None,
     calls: syscalls.Syscalls | None = None,
     processes: list[int] | None = None,
+    pythons: _Pythons | None = None,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
     if oncpu.error:
@@ -772,9 +844,10 @@ def _analyse(
                  "tracepoint lock:contention_begin"]  # fmt: skip
     if calls:
         used.append(f"tracepoint {syscalls.EVENT}")
-    used += {"java": ["jstack", "jcmd"], "python": ["py-spy"]}.get(language, [])
-    if collector and language != "java":  # JVMs among the other processes
+    if language == "java" or collector:  # the main process or JVMs among the others
         used += ["jstack", "jcmd"]
+    if pythons and pythons.pids:
+        used.append("py-spy")
     off = jobs["offcpu"].result if "offcpu" in jobs else None
     found = jobs["locks"].result if "locks" in jobs else None
     for label, recording, size in (("off-CPU", off, offcpu.MAX_SIZE),
@@ -793,9 +866,15 @@ def _analyse(
         td.software = topdown.software_split(stats)
     caps.mark_used(*used)
     cpus = os.cpu_count() or 1
-    language_profile = jobs["py-spy"].result if "py-spy" in jobs else None
+    language_profile, spied = pythons.recorded() if pythons else (None, set())
+    if language == "native" and 2 * _cpu_of(stats, spied) >= _cpu_of(stats) > 0:
+        language = "python"  # a shell's or a supervisor's Python programs did most of the work
     # Name the hot function in the program's own language when its stacks are there.
-    named = language_profile if language_profile and language_profile.total else profile
+    named = (
+        language_profile
+        if language == "python" and language_profile and language_profile.total
+        else profile
+    )
     pg = jobs["pgwaits"].result if "pgwaits" in jobs else None
     gc = collector.result(profile, window) if collector else None
     findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive,
