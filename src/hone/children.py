@@ -72,13 +72,18 @@ def stop_orphans(timeout: float = 10.0) -> list[str]:
         if _alive(data["owner"], data["owner_started"]):
             continue  # its hone is still running and will reap it
         if _alive(data["pgid"], data["started"]):
-            grace = float(data.get("grace") or 0.0)
-            if grace:
-                _signal_until_gone(data["pgid"], signal.SIGTERM, grace)
-            _signal_until_gone(data["pgid"], signal.SIGKILL, timeout)
+            stop_group(data["pgid"], float(data.get("grace") or 0.0), timeout)
             stopped.append(data["command"])
         record.unlink(missing_ok=True)
     return stopped
+
+
+def stop_group(pgid: int, grace: float, timeout: float = 10.0) -> None:
+    """SIGTERM to the process group and `grace` seconds to end (none: straight to SIGKILL),
+    then SIGKILL, and wait until no live member is left."""
+    if grace:
+        _signal_until_gone(pgid, signal.SIGTERM, grace)
+    _signal_until_gone(pgid, signal.SIGKILL, timeout)
 
 
 def _signal_until_gone(pgid: int, sig: int, timeout: float) -> None:

@@ -139,3 +139,34 @@ def test_a_daemon_the_command_started_is_recorded(
         d.notes
     )
     assert os.path.exists(f"/proc/{daemon}")  # still serving: hone does not stop it
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for init to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.slow
+def test_a_shells_background_jobs_end_with_the_command(hone_cli, tmp_path: Path) -> None:
+    """A non-interactive shell's background jobs ignore SIGINT: hone stopped the shell at the
+    window's end and they ran on after it (and held a pipe's reader open until they ended)."""
+    pids = tmp_path / "pids"
+    script = (
+        f"sleep 120 </dev/null >/dev/null 2>&1 & echo $! >> {pids}; "
+        f"sleep 121 </dev/null >/dev/null 2>&1 & echo $! >> {pids}; wait"
+    )
+    done = hone_cli("diagnose", "--duration", "1.5", "--no-locks", "--no-offcpu",
+                    "-o", str(tmp_path / "rep"), "--", "sh", "-c", script)  # fmt: skip
+    jobs = [int(line) for line in pids.read_text().split()]
+    try:
+        assert done.returncode == 0, done.stderr
+        assert len(jobs) == 2
+        assert not [pid for pid in jobs if _running(pid)]
+    finally:
+        for pid in jobs:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)

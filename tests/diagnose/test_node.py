@@ -19,7 +19,8 @@ def test_a_node_command_gets_its_javascript_named(hone_cli, tmp_path: Path) -> N
     """hone runs node with the flags that have V8 write its perf map: before, the verdict was
     'CPU-bound in function [perf-26086.map]' and the advice a compiler-flags project."""
     folder = tmp_path / "rep"
-    done = hone_cli("diagnose", "-o", str(folder), "--no-locks", "--", "node", str(PRIMES), "3")
+    done = hone_cli("diagnose", "-o", str(folder), "--no-locks", "--", "node", str(PRIMES), "3",
+                    cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     d = Diagnosis.load(folder / "diagnosis.hone")
     assert d.language == "node"
@@ -30,6 +31,7 @@ def test_a_node_command_gets_its_javascript_named(hone_cli, tmp_path: Path) -> N
     assert not d.builds_faster()
     assert "compiler-flags" not in done.stdout
     assert not any("perf-basic-prof" in note for note in d.notes)
+    assert not list(tmp_path.glob("isolate-*.log"))  # V8's log of --perf-basic-prof
 
 
 @pytest.mark.slow
@@ -39,7 +41,7 @@ def test_a_running_node_without_a_perf_map_is_told_how_to_restart(diagnose_runni
     _, d, folder = diagnose_running(["node", str(PRIMES), "60"], 0.5, "--duration", "1.5",
                                   "--no-locks", "--no-offcpu")  # fmt: skip
     assert d.language == "node"
-    assert any("NODE_OPTIONS='--perf-basic-prof" in note for note in d.notes), d.notes
+    assert any("NODE_OPTIONS='--perf-basic-prof-only-functions" in n for n in d.notes), d.notes
     assert "node without --perf-basic-prof" in (folder / "report.html").read_text()
 
 
@@ -65,10 +67,12 @@ def test_v8_map_names_become_function_and_script() -> None:
 
 
 def test_node_options_keep_the_users_own() -> None:
-    assert nodejs.options({}) == "--perf-basic-prof --interpreted-frames-native-stack"
-    mine = {"NODE_OPTIONS": "--max-old-space-size=512 --perf-basic-prof"}
+    flags = "--perf-basic-prof-only-functions --interpreted-frames-native-stack"
+    assert nodejs.options({}) == flags
+    mine = {"NODE_OPTIONS": "--max-old-space-size=512 --interpreted-frames-native-stack"}
     assert nodejs.options(mine) == (
-        "--max-old-space-size=512 --perf-basic-prof --interpreted-frames-native-stack"
+        "--max-old-space-size=512 --interpreted-frames-native-stack "
+        "--perf-basic-prof-only-functions"
     )
 
 

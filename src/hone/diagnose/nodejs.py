@@ -1,9 +1,11 @@
 """Node.js: V8 tells perf the names of its compiled JavaScript only when node starts with
-`--perf-basic-prof`; it then writes /tmp/perf-PID.map, which perf script reads, and with
-`--interpreted-frames-native-stack` the functions still interpreted are named too. Without
-them every JavaScript frame is one anonymous `[perf-PID.map]`. hone adds both flags to the
-commands it starts (NODE_OPTIONS reaches the node processes a script starts as well); a process
-it attaches to gets a note saying how to restart it."""
+`--perf-basic-prof-only-functions` (or `--perf-basic-prof`); it then writes /tmp/perf-PID.map,
+which perf script reads, and with `--interpreted-frames-native-stack` the functions still
+interpreted are named too. Without them every JavaScript frame is one anonymous
+`[perf-PID.map]`. hone adds the flags to the commands it starts (NODE_OPTIONS reaches the node
+processes a script starts as well): `-only-functions`, since `--perf-basic-prof` also has V8
+write an `isolate-*-v8.log` into the working directory, and the stubs it maps besides are
+nothing a person changes. A process it attaches to gets a note saying how to restart it."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from pathlib import Path
 
 from hone.diagnose.fold import Frame
 
-FLAGS = ("--perf-basic-prof", "--interpreted-frames-native-stack")
-#: V8's own perf support writes the same map (--perf-prof writes jitdump files instead).
+FLAGS = ("--perf-basic-prof-only-functions", "--interpreted-frames-native-stack")
+#: Either writes the map (--perf-prof writes jitdump files instead).
 _MAPPING = ("--perf-basic-prof", "--perf-basic-prof-only-functions")
 
 
@@ -39,8 +41,9 @@ def unnamed_note(pid: int) -> str | None:
     if any(arg.split("=")[0] in _MAPPING for arg in given):
         return None
     return (
-        "node without --perf-basic-prof: its JavaScript frames are unnamed ([perf-PID.map]); "
-        f"start it with NODE_OPTIONS='{' '.join(FLAGS)}' (hone adds them to the commands it runs)"
+        "node without --perf-basic-prof-only-functions: its JavaScript frames are unnamed "
+        f"([perf-PID.map]); start it with NODE_OPTIONS='{' '.join(FLAGS)}' (hone adds them to "
+        "the commands it runs)"
     )
 
 

@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from hone.children import stop_group
 from hone.diagnose import (
     descendants,
     heap,
@@ -967,6 +968,10 @@ def run_command(
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        # a shell's background jobs (`sh -c "a & b & wait"`) ignore the SIGINT that ends the
+        # shell, as every non-interactive shell's do, and kept running after hone (a daemon
+        # has a session of its own and is not in the group)
+        stop_group(proc.pid, grace=5.0)
     left = _daemons(mark, proc.pid)
     if left:
         result.notes.append(
