@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from hone.diagnose import golang
+from hone.diagnose.comparison import compare_text
 from hone.diagnose.fold import Frame
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis
@@ -116,3 +117,15 @@ def test_samples_split_into_marking_sweeping_and_allocation() -> None:
     assert gc.verdict.startswith("Go program in garbage collection: 60% of its on-CPU samples")
     assert "GOGC=200" in gc.verdict
     assert golang.without_gc(profile).total == 2
+
+
+def test_compare_sets_the_collectors_shares_side_by_side() -> None:
+    """GOGC=100 against GOGC=400: the collector's share and the allocator's, each side's."""
+    stacks = {("prog", _stack("main.main", "main.work")): 1}
+    before, after = (Diagnosis(profile=Profile(stacks=dict(stacks)), language="go")
+                     for _ in range(2))  # fmt: skip
+    before.go_gc = golang.GoGc(mark=0.3, sweep=0.11, alloc=0.4)
+    after.go_gc = golang.GoGc(mark=0.12, sweep=0.11, alloc=0.5)
+    text = compare_text(before, after)
+    assert "Go GC % of on-CPU samples: 41.0 -> 23.0" in text
+    assert "Go allocation % of on-CPU samples: 40.0 -> 50.0" in text
