@@ -24,11 +24,12 @@ from pathlib import Path
 
 from hone.diagnose.profile import Profile
 
-#: The collector's share of the on-CPU samples from which it is a finding. Measured (4 s windows,
-#: Go 1.19): a program building linked lists 41 % (GOGC=50: 49 %, GOGC=400: 21 %), a JSON
-#: encode/decode loop 18 %, fmt.Sprintf and strings.Split into a map 17 %, sorting fresh slices
-#: 2 %, arithmetic 0 %. While a cycle runs Go's background marking takes a quarter of GOMAXPROCS;
-#: beyond that share the collector runs all the time or the allocators assist it.
+#: The collector's share of the on-CPU samples from which it is a finding. Measured (3-4 s
+#: windows, Go 1.19 and 1.26): a program building linked lists 34-44 % (GOGC=50: 49-51 %,
+#: GOGC=400: 21-23 %), a JSON encode/decode loop 18-19 %, fmt.Sprintf and strings.Split into a
+#: map 17 %, sorting fresh slices 2-3 %, arithmetic 0 %. While a cycle runs Go's background
+#: marking takes a quarter of GOMAXPROCS; beyond that share the collector runs all the time or
+#: the allocators assist it.
 GC_SHARE = 0.25
 #: What the Go linker writes at the start of `.go.buildinfo`.
 MAGIC = b"\xff Go buildinf:"
