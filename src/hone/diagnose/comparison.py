@@ -7,6 +7,7 @@ from typing import Any
 
 from hone.diagnose.diff import diff, diff_summary, format_diff, moves
 from hone.diagnose.flamegraph import diff_flamegraph_svg
+from hone.diagnose.golang import GoGc
 from hone.diagnose.jvmgc import Gc, megabytes
 from hone.diagnose.page import document, escape, table
 from hone.diagnose.report import Diagnosis
@@ -53,7 +54,15 @@ def _runtime_rows(a: Diagnosis, b: Diagnosis) -> list[tuple[str, str, str]]:
         names = ("GC % of on-CPU samples", "GC collections", "GC pauses % of the window",
                  "heap used / max")  # fmt: skip
         rows += zip(names, _gc_cells(a.gc, a.window_s), _gc_cells(b.gc, b.window_s), strict=True)
+    if a.go_gc or b.go_gc:  # a Go program before and after a change of GOGC
+        names = ("Go GC % of on-CPU samples", "Go allocation % of on-CPU samples")
+        rows += zip(names, _go_gc_cells(a.go_gc), _go_gc_cells(b.go_gc), strict=True)
     return rows
+
+
+def _go_gc_cells(gc: GoGc | None) -> tuple[str, str]:
+    """A Go program's collector and allocator (module golang), `-` where it is no Go program."""
+    return (f"{100 * gc.share:.1f}", f"{100 * gc.alloc:.1f}") if gc else ("-", "-")
 
 
 def _gc_cells(gc: Gc | None, window: float) -> tuple[str, str, str, str]:

@@ -298,7 +298,9 @@ def _section_knobs(d: Diagnosis) -> str:
             "<code>hone tune</code> project.</p>"
         )
     measured = [(what, m.verdict) for what, m in (("Heap", d.heap), ("Receive path", d.softirq),
-                                                  ("Garbage collection", d.gc)) if m]  # fmt: skip
+                                                  ("Garbage collection", d.gc),
+                                                  ("Go's garbage collection", d.go_gc))
+                if m]  # fmt: skip
     if measured:
         out.append("<h3>Evidence for memory, network and garbage collection</h3><ul>")
         out += [f"<li>{escape(what)}: {escape(text)}</li>" for what, text in measured]

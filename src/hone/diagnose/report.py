@@ -18,6 +18,7 @@ from pathlib import Path
 from hone.diagnose import catalogue
 from hone.diagnose.catalogue import Suggestion
 from hone.diagnose.fold import Frame, is_kernel
+from hone.diagnose.golang import GoGc
 from hone.diagnose.heap import Heap
 from hone.diagnose.jvmgc import Gc
 from hone.diagnose.kernel import without_tracing
@@ -69,6 +70,7 @@ class Diagnosis:
     heap: Heap | None = None  # the process's memory and page faults (module heap)
     softirq: Softirq | None = None  # the machine's receive path per CPU (module softirq)
     gc: Gc | None = None  # a JVM's garbage collection (module jvmgc)
+    go_gc: GoGc | None = None  # a Go program's collector and allocator (module golang)
     system: Machine | None = None  # `--system`: CPU split and process table (module machine)
     syscalls: Syscalls | None = None  # the process's system calls per second (module syscalls)
     #: the processes recorded, `pid` first (nginx's workers, a service's group); empty in a
@@ -87,8 +89,8 @@ class Diagnosis:
         """Whether the process's own top finding is hot code that compiler flags can make
         cheaper (`--suggest-project` then writes a compiler-flags project). Not for Python,
         Java or Node.js: their hot code runs in the interpreter or the JIT, which no build flag
-        of the program's reaches; nor for a native process (a shell script) whose children
-        run such code."""
+        of the program's reaches; nor for Go, which gcc's flags do not build; nor for a native
+        process (a shell script) whose children run such code."""
         own = self.own_findings()
         if (
             not own
@@ -99,6 +101,18 @@ class Diagnosis:
             return False
         rows = [row for row in function_table(self.profile, "self") if not is_kernel(row.module)]
         return not rows or not _RUNTIME.search(module_name(rows[0].module))
+
+    def tunes_go_runtime(self) -> bool:
+        """Whether `--suggest-project` writes a Go runtime project (module goproject): a Go
+        command that hone ran, whose CPU time (its code, its collector, its demand for CPUs)
+        is its own top finding; GOGC and GOMAXPROCS act on that, at the program's start."""
+        own = self.own_findings()
+        return (
+            self.language == "go"
+            and bool(self.command)
+            and bool(own)
+            and own[0].kind in ("cpu", "go-gc", "runqueue")
+        )
 
     def knob_kinds(self) -> list[str]:
         """The kinds whose knobs to suggest: the process's own findings that knobs act on."""
@@ -150,6 +164,7 @@ class Diagnosis:
             "heap": self.heap.to_dict() if self.heap else None,
             "softirq": self.softirq.to_dict() if self.softirq else None,
             "gc": self.gc.to_dict() if self.gc else None,
+            "go_gc": self.go_gc.to_dict() if self.go_gc else None,
             "system": self.system.to_dict() if self.system else None,
             "syscalls": self.syscalls.to_dict() if self.syscalls else None,
             "processes": self.processes,
@@ -196,6 +211,7 @@ class Diagnosis:
                 heap=Heap.from_dict(data["heap"]) if data.get("heap") else None,
                 softirq=Softirq.from_dict(data["softirq"]) if data.get("softirq") else None,
                 gc=Gc.from_dict(data["gc"]) if data.get("gc") else None,
+                go_gc=GoGc.from_dict(data["go_gc"]) if data.get("go_gc") else None,
                 system=Machine.from_dict(data["system"]) if data.get("system") else None,
                 syscalls=Syscalls.from_dict(data["syscalls"]) if data.get("syscalls") else None,
                 processes=[int(p) for p in data.get("processes", [])],
@@ -229,8 +245,20 @@ TRACING_SAID = ("{share:.0%} of samples (the kernel's syscall slow path and trac
 
 def _advised(kind: str) -> bool:
     """Whether the terminal spells out a top finding's advice: time in the kernel or in a JVM's
-    collector, which neither compiler flags nor the program's hot function explain."""
-    return kind.startswith("kernel-") or kind == "gc"
+    or Go's collector, which neither compiler flags nor the program's hot function explain."""
+    return kind.startswith("kernel-") or kind in ("gc", "go-gc")
+
+
+#: A CPU-bound Go program's line: Go's own profile-guided optimisation, not gcc's. `go build
+#: -pgo` refuses hone's pprof (perf's samples carry no source lines: `profile missing
+#: Function.start_line data`), so the line says which profile Go takes.
+GO_CPU = ("Go code: gcc's flags do not build it; Go's profile-guided optimisation (Go 1.21+) "
+          "takes a CPU profile from Go's own profiler (runtime/pprof, net/http/pprof's "
+          "/debug/pprof/profile), which has the source lines perf's samples lack: save it as "
+          "default.pgo beside the main package and go build (-pgo=auto)")  # fmt: skip
+#: What `--suggest-project` writes for a Go command (module goproject).
+GO_PROJECT = ("--suggest-project DIR writes a project that runs the command with GOGC and "
+              "GOMAXPROCS as knobs")  # fmt: skip
 
 
 def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None) -> str:
@@ -278,6 +306,8 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
         lines.append(f"receive path: {d.softirq.verdict}")
     if d.gc and d.gc.verdict not in shown:
         lines.append(f"gc: {d.gc.verdict}")
+    if d.go_gc and d.go_gc.verdict not in shown:
+        lines.append(f"gc: {d.go_gc.verdict}")
     by_evidence: dict[str, list[str]] = {}
     for s in d.suggestions:
         if s.present:
@@ -294,6 +324,10 @@ def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None
         lines += [f"advice: {tip}" for tip in catalogue.advice(d.own_findings()[0].kind)]
     elif d.own_findings() and d.own_findings()[0].kind == "pg-lock":
         lines += [line for line in d.own_findings()[0].details if line.startswith("advice: ")]
+    if d.language == "go" and d.own_findings() and d.own_findings()[0].kind == "cpu":
+        lines.append(GO_CPU)
+    if d.tunes_go_runtime():
+        lines.append(GO_PROJECT)
     used = [i.name for i in d.capabilities.items if i.used]
     if used:
         lines.append(f"used: {', '.join(used)}")

@@ -67,7 +67,8 @@ def build(d: Diagnosis) -> dict:
 
 def write(d: Diagnosis, directory: str | Path) -> Path:
     """Write DIRECTORY/hone.yaml (never over an existing one); returns its path. CPU-bound
-    native code gets a compiler-flags project (module flags), everything else kernel knobs."""
+    native code gets a compiler-flags project (module flags), a Go command the Go runtime's
+    knobs (module goproject), everything else kernel knobs."""
     folder = Path(directory)
     path = folder / "hone.yaml"
     if path.exists():
@@ -76,6 +77,10 @@ def write(d: Diagnosis, directory: str | Path) -> Path:
         from hone.diagnose import flags
 
         return flags.write(d, folder)
+    if d.tunes_go_runtime():
+        from hone.diagnose import goproject
+
+        return goproject.write(d, folder)
     project = build(d)
     folder.mkdir(parents=True, exist_ok=True)
     header = [

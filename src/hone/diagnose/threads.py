@@ -18,6 +18,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from hone.diagnose.golang import is_go
 from hone.diagnose.machine import describe
 from hone.diagnose.probe import tool_path
 
@@ -253,11 +254,14 @@ def parse_py_spy(text: str) -> dict[int, tuple[str, list[str]]]:
 
 
 def language_of(pid: int) -> str:
-    """java, python, node or native, from the executable's name."""
+    """go, java, python, node or native: Go by its executable's build info (module golang),
+    which a name cannot fake (Prometheus' node_exporter is Go), the others by its name."""
     try:
         exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
     except OSError:
         return "native"
+    if is_go(f"/proc/{pid}/exe"):
+        return "go"
     if exe == "java":
         return "java"
     if exe.startswith("python") or exe.startswith("pypy"):

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 
 from hone.diagnose.descendants import Child
 from hone.diagnose.fold import is_kernel
+from hone.diagnose.golang import GoGc
+from hone.diagnose.golang import without_gc as without_go_gc
 from hone.diagnose.heap import Heap
 from hone.diagnose.jvmgc import Gc, is_gc_thread, without_gc
 from hone.diagnose.kernel import KernelTime, split, without_tracing
@@ -42,7 +44,7 @@ MIN_PG_SHARE = 0.2
 @dataclass
 class Finding:
     kind: str  # cpu, kernel-{network,files,memory,other}, runqueue, lock, io, idle, memory,
-    # frontend, speculation, heap, gc, softirq, children, pg-lock
+    # frontend, speculation, heap, gc, go-gc, softirq, children, pg-lock
     score: float  # thread-seconds per second (weighted for locks)
     headline: str
     details: list[str] = field(default_factory=list)
@@ -321,6 +323,18 @@ def _gc(gc: Gc, threads: list[ThreadStat], cpu: float) -> Finding:
     return Finding("gc", score, gc.verdict, details)
 
 
+def _go_gc(gc: GoGc, cpu: float) -> Finding:
+    """A Go program collecting garbage: its CPU time in the collector and in the allocator
+    that makes the work (the same goroutines do both; allocating less cuts both)."""
+    details = [f"marking (background workers, assists): {gc.mark:.1%} of the samples",
+               f"sweeping and returning memory: {gc.sweep:.1%}",
+               f"allocating (runtime.mallocgc): {gc.alloc:.1%}"]  # fmt: skip
+    details += [f"allocates: {name} ({share:.0%} of the allocating samples)"
+                for name, share in gc.callers.items()]  # fmt: skip
+    details += [f"environment: {name}={value}" for name, value in gc.settings.items()]
+    return Finding("go-gc", cpu * (gc.share + gc.alloc), gc.verdict, details)
+
+
 def _softirq(softirq: Softirq) -> Finding:
     """NET_RX piled on one CPU while another idles: its softirq time is what RPS can move."""
     busy = next(c for c in softirq.cpus if c.cpu == softirq.busy_cpu)
@@ -363,6 +377,7 @@ def decide(
     native: Profile | None = None,
     pg: PgWaits | None = None,
     gc: Gc | None = None,
+    go_gc: GoGc | None = None,
 ) -> list[Finding]:
     """Findings, the top bottleneck first; 'mostly idle' when nothing stands out. A heap and
     the receive path become findings only on their evidence (modules heap and softirq), the
@@ -371,6 +386,8 @@ def decide(
     `pg` is PostgreSQL's lock waits in the process and its backends (module pgwaits). `gc` is a
     JVM's collector (module jvmgc): when it is a finding, the collector's samples and its
     threads' run-queue wait are its own, not the application's code or demand for CPUs.
+    `go_gc` is a Go program's collector and allocator (module golang): when the collector is a
+    finding, their samples are its own, and the CPU-bound verdict names the program's code.
     Samples of the kernel's tracing (hone's own recorders: module kernel) are left out of every
     share, and their part of the CPU time out of the scores; the demand for CPUs keeps it."""
     whole = native or profile
@@ -388,6 +405,11 @@ def decide(
         rest = split(profile)
         code_share = (rest.samples - rest.kernel) / total if total else 0.0
         samples = "the on-CPU samples outside the collector"
+    elif go_gc and go_gc.evidence:
+        total, profile = profile.total, without_go_gc(profile)
+        rest = split(profile)
+        code_share = (rest.samples - rest.kernel) / total if total else 0.0
+        samples = "the on-CPU samples outside Go's collector and allocator"
     runq = sum(t.runq_pct for t in app) / 100
     cpu_finding = _cpu(profile, app, cpu * code_share, samples)
     findings = [cpu_finding, _runqueue(app, runq, demand, cpus), _io(offcpu, threads, window_s)]
@@ -407,6 +429,8 @@ def decide(
         findings.append(_heap(heap, cpu))
     if gc and collecting:
         findings.append(_gc(gc, threads, cpu))
+    if go_gc and go_gc.evidence:
+        findings.append(_go_gc(go_gc, cpu))
     if softirq and softirq.concentrated:
         findings.append(_softirq(softirq))
     if children:

@@ -26,6 +26,7 @@ from typing import TypeVar
 from hone.children import stop_group
 from hone.diagnose import (
     descendants,
+    golang,
     heap,
     jvmgc,
     locks,
@@ -642,6 +643,8 @@ def _record(
             for name, job in late.items():
                 jobs[name] = job
                 job.start()
+        # GOGC and the like as the Go program started with them (gone once it has ended)
+        go_env = golang.settings(pid) if language == "go" else {}
 
         def runtimes_among(pids: list[int]) -> None:
             """The JVMs' perf maps, names and GC counters; the Python processes' py-spy."""
@@ -720,7 +723,7 @@ def _record(
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
                     frequency, memory.result(caps.has("hardware counters")), network.result(),
                     kids.result(sampled), collector if perf_map.pids else None,
-                    made, list(recorded), pythons)  # fmt: skip
+                    made, list(recorded), pythons, go_env)  # fmt: skip
 
 
 def _thread_names(
@@ -818,6 +821,7 @@ def _analyse(
     calls: syscalls.Syscalls | None = None,
     processes: list[int] | None = None,
     pythons: _Pythons | None = None,
+    go_env: dict[str, str] | None = None,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
     if oncpu.error:
@@ -868,7 +872,7 @@ def _analyse(
     caps.mark_used(*used)
     cpus = os.cpu_count() or 1
     language_profile, spied = pythons.recorded() if pythons else (None, set())
-    if language == "native" and 2 * _cpu_of(stats, spied) >= _cpu_of(stats) > 0:
+    if language in ("native", "go") and 2 * _cpu_of(stats, spied) >= _cpu_of(stats) > 0:
         language = "python"  # a shell's or a supervisor's Python programs did most of the work
     # Name the hot function in the program's own language when its stacks are there.
     named = (
@@ -878,8 +882,9 @@ def _analyse(
     )
     pg = jobs["pgwaits"].result if "pgwaits" in jobs else None
     gc = collector.result(profile, window) if collector else None
+    go_gc = golang.measure(profile, go_env) if language == "go" else None
     findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive,
-                              children, native=profile, pg=pg, gc=gc)  # fmt: skip
+                              children, native=profile, pg=pg, gc=gc, go_gc=go_gc)  # fmt: skip
     if calls:  # beside the time in system calls, how many there were
         for finding in findings:
             if finding.kind in SYSCALL_KINDS:
@@ -902,6 +907,7 @@ def _analyse(
         heap=memory,
         softirq=receive,
         gc=gc,
+        go_gc=go_gc,
         syscalls=calls,
         processes=processes or [pid],
     )

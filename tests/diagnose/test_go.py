@@ -1,0 +1,131 @@
+"""A Go program: known as Go, its collector's time a finding in Go's terms (GOGC, GOMEMLIMIT),
+its hot code named, and no gcc compiler-flags project offered."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hone.diagnose import golang
+from hone.diagnose.comparison import compare_text
+from hone.diagnose.fold import Frame
+from hone.diagnose.profile import Profile
+from hone.diagnose.report import Diagnosis
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+def go_binary() -> str:
+    """Debian's Go (deps/apt-diagnose-profile.txt installs golang-go), else the one on PATH."""
+    debian = "/usr/lib/go/bin/go"
+    found = debian if os.path.exists(debian) else shutil.which("go")
+    assert found, "go is installed by deps/apt-diagnose-profile.txt (golang-go)"
+    return found
+
+
+@pytest.fixture(scope="module")
+def go_programs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """programs/*.go built once, with a build cache of their own (half a second each)."""
+    out = tmp_path_factory.mktemp("go")
+    env = {**os.environ, "GOCACHE": str(out / "cache")}
+    for source in ("gcheavy.go", "collatz.go"):
+        argv = [go_binary(), "build", "-o", str(out / Path(source).stem), str(PROGRAMS / source)]
+        subprocess.run(argv, env=env, check=True, timeout=300)
+    return out
+
+
+@pytest.mark.slow
+def test_a_go_program_in_its_collector_is_told_gogc(hone_cli, go_programs, tmp_path) -> None:
+    """A Go program building linked lists: before, `native`, 'CPU-bound in function
+    runtime.mallocgc...' and a gcc compiler-flags project."""
+    folder, project = tmp_path / "rep", tmp_path / "proj"
+    done = hone_cli("diagnose", "-o", str(folder), "--no-locks", "--suggest-project",
+                    str(project), "--", str(go_programs / "gcheavy"), "3")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(folder / "diagnosis.hone")
+    assert d.language == "go"
+    assert d.go_gc is not None and d.go_gc.evidence, d.go_gc
+    assert d.go_gc.share >= golang.GC_SHARE
+    assert next(iter(d.go_gc.callers)) == "main.build"
+    finding = next(f for f in d.findings if f.kind == "go-gc")
+    assert "Go program in garbage collection" in finding.headline
+    assert "main.build" in finding.headline
+    assert "advice: GOGC" in done.stdout and "GOMEMLIMIT" in done.stdout
+    assert not d.builds_faster() and "compiler-flags" not in done.stdout
+    written = yaml.safe_load((project / "hone.yaml").read_text())
+    assert written["knobs"]["gogc"]["config"]["key"] == "GOGC"
+    assert "GOGC=100" in (project / "go.env").read_text().splitlines()
+    assert str(go_programs / "gcheavy") in (project / "run.sh").read_text()
+    assert hone_cli("check", str(project)).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_cpu_bound_go_program_is_not_offered_gcc_flags(hone_cli, go_programs, tmp_path) -> None:
+    """Arithmetic in one function: named as Go's, no compiler-flags project (gcc's flags do
+    not build Go), Go's own profile-guided optimisation instead."""
+    folder = tmp_path / "rep"
+    done = hone_cli("diagnose", "-o", str(folder), "--no-locks", "--no-offcpu", "--",
+                    str(go_programs / "collatz"), "2")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(folder / "diagnosis.hone")
+    assert d.language == "go"
+    assert " s (go, " in done.stdout
+    assert d.findings[0].kind == "cpu"
+    assert "function main.collatzSteps" in d.findings[0].headline
+    assert d.go_gc is not None and not d.go_gc.evidence
+    assert "go-gc" not in d.kinds
+    assert not d.builds_faster() and "compiler-flags" not in done.stdout
+    assert "default.pgo" in done.stdout
+
+
+def test_only_go_binaries_are_go(go_programs, tmp_path) -> None:
+    """The build info, not the name: the interpreter running this test, a shell and a script
+    are not Go; a Go binary renamed `node` is."""
+    assert golang.is_go(go_programs / "collatz")
+    renamed = tmp_path / "node"
+    shutil.copy(go_programs / "collatz", renamed)
+    assert golang.is_go(renamed)
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\necho go buildinf\n")
+    for path in (sys.executable, "/bin/sh", script, tmp_path / "missing"):
+        assert not golang.is_go(path), path
+
+
+def _stack(*names: str) -> tuple[Frame, ...]:
+    return tuple(Frame(name, "prog") for name in names)
+
+
+def test_samples_split_into_marking_sweeping_and_allocation() -> None:
+    root = ("runtime.goexit.abi0", "runtime.main", "main.main", "main.build")
+    profile = Profile(stacks={
+        ("prog", _stack("runtime.goexit.abi0", "runtime.gcBgMarkWorker", "runtime.gcDrain")): 3,
+        ("prog", _stack(*root, "runtime.newobject", "runtime.mallocgc",
+                        "runtime.deductAssistCredit", "runtime.gcAssistAlloc")): 1,
+        ("prog", _stack("runtime.goexit.abi0", "runtime.bgsweep", "runtime.sweepone")): 2,
+        ("prog", _stack(*root, "runtime.newobject", "runtime.memclrNoHeapPointers")): 2,
+        ("prog", _stack(*root)): 2,
+    })  # fmt: skip
+    gc = golang.measure(profile, {"GOGC": "200"})
+    assert (gc.mark, gc.sweep, gc.alloc) == (0.4, 0.2, 0.2)
+    assert gc.evidence and gc.callers == {"main.build": 1.0}
+    assert gc.verdict.startswith("Go program in garbage collection: 60% of its on-CPU samples")
+    assert "GOGC=200" in gc.verdict
+    assert golang.without_gc(profile).total == 2
+
+
+def test_compare_sets_the_collectors_shares_side_by_side() -> None:
+    """GOGC=100 against GOGC=400: the collector's share and the allocator's, each side's."""
+    stacks = {("prog", _stack("main.main", "main.work")): 1}
+    before, after = (Diagnosis(profile=Profile(stacks=dict(stacks)), language="go")
+                     for _ in range(2))  # fmt: skip
+    before.go_gc = golang.GoGc(mark=0.3, sweep=0.11, alloc=0.4)
+    after.go_gc = golang.GoGc(mark=0.12, sweep=0.11, alloc=0.5)
+    text = compare_text(before, after)
+    assert "Go GC % of on-CPU samples: 41.0 -> 23.0" in text
+    assert "Go allocation % of on-CPU samples: 40.0 -> 50.0" in text
