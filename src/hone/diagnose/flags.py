@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 
 from hone.diagnose import catalogue
+from hone.diagnose.catalogue import Suggestion
 from hone.diagnose.report import Diagnosis
+from hone.diagnose.verdict import Finding
 from hone.project.yamlio import dump_with_header
 
 SOURCES = {".c": "gcc", ".cc": "g++", ".cpp": "g++", ".cxx": "g++"}
@@ -100,6 +102,30 @@ def knobs() -> dict[str, dict]:
     return found
 
 
+def beside(d: Diagnosis) -> tuple[Finding, list[Suggestion]]:
+    """The process's top finding, and the knobs of its other findings measured beside it (a
+    large heap beside hot code: huge pages), which a project of the program's own knobs takes
+    too."""
+    finding, *others = d.own_findings()
+    kinds = [f.kind for f in others if f.knobs]
+    return finding, [s for s in catalogue.knobs_for(kinds, d.evidence(), d.context()) if s.present]
+
+
+def header_of(d: Diagnosis, finding: Finding, also: list[Suggestion], why: list[str]) -> list[str]:
+    """The comment that opens such a project's hone.yaml: where it came from, what was
+    measured, `why` its knobs, and the other findings' knobs with their evidence."""
+    header = [
+        f"# Written by `hone diagnose --suggest-project` on {time.strftime('%Y-%m-%d %H:%M')}",
+        f"# from the diagnosis of {d.target}.",
+        f"# Measured: {finding.headline}",
+        *why,
+    ]
+    if also:
+        header.append("# Also measured, with the knobs it points to:")
+        header += [f"#   {s.name}: {s.evidence or s.why}" for s in also]
+    return header
+
+
 def write(d: Diagnosis, folder: Path) -> Path:
     """Write hone.yaml, flags.conf and build_and_run.sh into `folder`; returns hone.yaml."""
     source = source_of(d.command)
@@ -114,13 +140,7 @@ def write(d: Diagnosis, folder: Path) -> Path:
             " >&2; exit 1"
         )
         run = shlex.join(d.command) if d.command else 'echo "TODO: run your program here"'
-    finding, *others = d.own_findings()
-    # knobs of the other findings measured beside the hot code (a large heap: huge pages)
-    also = [
-        s
-        for s in catalogue.knobs_for([f.kind for f in others if f.knobs], d.evidence(), d.context())
-        if s.present
-    ]
+    finding, also = beside(d)
     project = {
         "name": f"flags-{name}"[:60],
         "description": f"Compiler flags for: {finding.headline}"[:200],
@@ -134,17 +154,11 @@ def write(d: Diagnosis, folder: Path) -> Path:
     script = folder / "build_and_run.sh"
     script.write_text(SCRIPT.format(name=name, build=build, run=run))
     script.chmod(0o755)
-    header = [
-        f"# Written by `hone diagnose --suggest-project` on {time.strftime('%Y-%m-%d %H:%M')}",
-        f"# from the diagnosis of {d.target}.",
-        f"# Measured: {finding.headline}",
+    header = header_of(d, finding, also, [
         "# No kernel knob makes this code cheaper; its build can: optimisation level, target ISA,",
         "# loop unrolling, link-time optimisation and profile-guided optimisation (flags.conf,",
         "# read by build_and_run.sh, which prints the fastest of three runs).",
-    ]
-    if also:
-        header.append("# Also measured, with the knobs it points to:")
-        header += [f"#   {s.name}: {s.evidence or s.why}" for s in also]
+    ])  # fmt: skip
     if source is None:
         header += [
             "# TODO: the build line in build_and_run.sh is a placeholder: build your program",

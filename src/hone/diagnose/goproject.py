@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 import shlex
-import time
 from pathlib import Path
 
-from hone.diagnose import catalogue
+from hone.diagnose.flags import beside, header_of
 from hone.diagnose.report import Diagnosis
 from hone.project.yamlio import dump_with_header
 
@@ -63,9 +62,7 @@ def write(d: Diagnosis, folder: Path) -> Path:
     if "/" in program and Path(program).exists():
         program = str(Path(program).resolve())
     run = shlex.join([program, *d.command[1:]])
-    finding, *others = d.own_findings()
-    also = [s for s in catalogue.knobs_for([f.kind for f in others if f.knobs], d.evidence(),
-                                           d.context()) if s.present]  # fmt: skip
+    finding, also = beside(d)
     name = Path(program).name
     project = {
         "name": f"go-{name}"[:60],
@@ -82,18 +79,12 @@ def write(d: Diagnosis, folder: Path) -> Path:
     script = folder / "run.sh"
     script.write_text(SCRIPT.format(directory=shlex.quote(os.getcwd()), run=run))
     script.chmod(0o755)
-    header = [
-        f"# Written by `hone diagnose --suggest-project` on {time.strftime('%Y-%m-%d %H:%M')}",
-        f"# from the diagnosis of {d.target}.",
-        f"# Measured: {finding.headline}",
+    header = header_of(d, finding, also, [
         "# Go's runtime reads GOGC (how far the heap grows between collections: larger is fewer",
         "# collections, more memory) and GOMAXPROCS (the threads running Go code) at its start:",
         "# go.env holds them, run.sh exports them and times the command. With GOGC raised, a",
         "# GOMEMLIMIT (a soft memory cap, e.g. GOMEMLIMIT=1GiB in go.env) keeps the heap bounded.",
-    ]
-    if also:
-        header.append("# Also measured, with the knobs it points to:")
-        header += [f"#   {s.name}: {s.evidence or s.why}" for s in also]
+    ])  # fmt: skip
     path = folder / "hone.yaml"
     path.write_text(dump_with_header(header, project))
     return path
