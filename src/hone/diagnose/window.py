@@ -735,7 +735,8 @@ def _thread_names(
     second or two); one note for them all, and jstack's outputs (which say who is blocked on
     which monitor)."""
     asked = {pid: language, **{jvm: "java" for jvm in jvms}, **{p: "python" for p in pythons}}
-    asked = {p: lang for p, lang in asked.items() if lang != "native" and _alive(p)}
+    # Go and node have no such tool: their threads keep the kernel's names
+    asked = {p: lang for p, lang in asked.items() if lang in ("java", "python") and _alive(p)}
     if not asked:
         return {}, "", []
     with ThreadPoolExecutor(len(asked)) as pool:
