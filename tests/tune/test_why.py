@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -293,3 +294,34 @@ def test_a_launched_server_is_explained_not_its_load_generator(
     assert "missing" not in why, why
     assert why["process"] == "redis-server", why["process"]
     assert "redis-benchmark" not in why["text"]
+
+
+@pytest.mark.slow
+def test_a_node_benchmark_is_explained_by_its_javascript(hone_cli, tmp_path: Path) -> None:
+    """The profiled readings run node with the flags that have V8 write its perf map (module
+    hone.diagnose.nodejs): without them the JavaScript was one anonymous `[perf-PID.map]`."""
+    program = ROOT / "tests" / "tune" / "programs" / "checksum.js"
+    project = tmp_path / "hone.yaml"
+    project.write_text(
+        textwrap.dedent(f"""\
+        name: why-node
+        knobs:
+          mode:
+            type: categorical
+            values: [slow, fast]
+            shell:
+              get: cat "$HONE_WORKDIR/mode" 2>/dev/null || printf slow
+              set: printf %s $value > "$HONE_WORKDIR/mode"
+        benchmark: 'node {program} "$HONE_WORKDIR/mode"'
+        metrics: {{ops: {{pattern: 'ops (\\d+)', direction: maximize}}}}
+        tuning: {{budget: 3, baseline: 2, engine: random, seed: 1}}
+        """)
+    )
+    run = hone_cli("tune", str(project), "--why")
+    assert run.returncode == 0, run.stderr
+    why = json.loads(hone_cli("show", "why-node", "--json").stdout)["study"]["attrs"]["why"]
+    assert "missing" not in why, why
+    # node's idle threads' waits are most of its time: the checksum is 10-15 % of it
+    slow = [c for c in why["changes"] if c["name"] == "slowChecksum"]
+    assert slow and slow[0]["before"] > 0.05 and slow[0]["after"] < 0.01, why["changes"]
+    assert re.search(r"(slow|fast)Checksum itself (fell|rose)", why["text"]), why["text"]

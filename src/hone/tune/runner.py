@@ -652,10 +652,10 @@ class Tuner:
         data, served = folder / f"{label}.data", folder / f"{label}-workload.data"
         process = self.system.workload.process
         if process is None or process.poll() is not None:
-            readings[label] = self.system.run_benchmark(prefix=why.record_argv(data))
+            readings[label] = self.system.run_benchmark(prefix=why.benchmark_argv(data))
             return [data]
         with why.attached(lambda: [process.pid, *descendants(process.pid)], served):
-            readings[label] = self.system.run_benchmark(prefix=why.record_argv(data))
+            readings[label] = self.system.run_benchmark(prefix=why.benchmark_argv(data))
         return [data, served]
 
     def _importance(self, study: StudyRecord) -> dict[str, float]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hone.diagnose import offcpu
+from hone.diagnose import nodejs, offcpu
 from hone.diagnose.diff import Change, diff, notable
 from hone.diagnose.fold import Frame, parse_perf_script
 from hone.diagnose.perf_record import scratch_record
@@ -125,6 +125,13 @@ def record_argv(output: Path) -> list[str]:
         *scratch_record(), "-q", "-g", "--switch-events", "-e", ON_CPU,
         "-e", "sched:sched_switch", "--max-size", MAX_SIZE, "-o", str(output), "--",
     ]  # fmt: skip
+
+
+def benchmark_argv(output: Path) -> list[str]:
+    """The benchmark's prefix for a profiled reading: `record_argv`, and node writing the perf
+    map that names its JavaScript (hone.diagnose.nodejs), given through the environment to
+    every node process the benchmark starts (no shell sees the value)."""
+    return [*record_argv(output), "env", f"NODE_OPTIONS={nodejs.options(os.environ)}"]
 
 
 def attach_argv(pids: list[int], output: Path, control: Path) -> list[str]:
@@ -239,7 +246,7 @@ def _time_profile(data: Path) -> Profile:
         raise HoneError(f"perf script failed: {done.stderr.decode(errors='replace')[:200]}")
     on_cpu = parse_perf_script(done.stdout, count="period", event=ON_CPU)
     for (thread, frames), nanoseconds in on_cpu.items():
-        add(thread, frames, nanoseconds / 1000)
+        add(thread, nodejs.script_frames(frames), nanoseconds / 1000)
     off = offcpu.analyse(offcpu.script(data), None)
     for kind, folded in off.stacks.items():
         for line, us in folded.items():
