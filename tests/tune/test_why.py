@@ -65,21 +65,12 @@ def test_without_perf_the_study_finishes_and_says_why(
     for name in ("sh", "cat", "grep", "printf"):
         os.symlink(shutil.which(name), tools / name)
     monkeypatch.setenv("PATH", str(tools))
-    project = tmp_path / "hone.yaml"
-    project.write_text(
-        textwrap.dedent("""\
-        name: why-missing
-        knobs:
-          mode:
-            type: categorical
-            values: [slow, fast]
-            shell:
-              get: cat "$HONE_WORKDIR/mode" 2>/dev/null || printf slow
-              set: printf %s $value > "$HONE_WORKDIR/mode"
-        benchmark: 'grep -q fast "$HONE_WORKDIR/mode" && printf "x 200" || printf "x 100"'
-        metrics: {x: {pattern: 'x (\\d+)', direction: maximize}}
-        tuning: {budget: 4, baseline: 2, engine: random, seed: 1}
-        """)
+    project = _mode_project(
+        tmp_path,
+        "why-missing",
+        """'grep -q fast "$HONE_WORKDIR/mode" && printf "x 200" || printf "x 100"'""",
+        "x",
+        budget=4,
     )
     asked = hone_cli("tune", str(project), "--why")
     assert asked.returncode != 0 and "--why: perf is not installed" in asked.stderr
@@ -301,22 +292,8 @@ def test_a_node_benchmark_is_explained_by_its_javascript(hone_cli, tmp_path: Pat
     """The profiled readings run node with the flags that have V8 write its perf map (module
     hone.diagnose.nodejs): without them the JavaScript was one anonymous `[perf-PID.map]`."""
     program = ROOT / "tests" / "tune" / "programs" / "checksum.js"
-    project = tmp_path / "hone.yaml"
-    project.write_text(
-        textwrap.dedent(f"""\
-        name: why-node
-        knobs:
-          mode:
-            type: categorical
-            values: [slow, fast]
-            shell:
-              get: cat "$HONE_WORKDIR/mode" 2>/dev/null || printf slow
-              set: printf %s $value > "$HONE_WORKDIR/mode"
-        benchmark: 'node {program} "$HONE_WORKDIR/mode"'
-        metrics: {{ops: {{pattern: 'ops (\\d+)', direction: maximize}}}}
-        tuning: {{budget: 3, baseline: 2, engine: random, seed: 1}}
-        """)
-    )
+    benchmark = f"""'node {program} "$HONE_WORKDIR/mode"'"""
+    project = _mode_project(tmp_path, "why-node", benchmark, "ops", budget=3)
     run = hone_cli("tune", str(project), "--why")
     assert run.returncode == 0, run.stderr
     why = json.loads(hone_cli("show", "why-node", "--json").stdout)["study"]["attrs"]["why"]
@@ -325,3 +302,25 @@ def test_a_node_benchmark_is_explained_by_its_javascript(hone_cli, tmp_path: Pat
     slow = [c for c in why["changes"] if c["name"] == "slowChecksum"]
     assert slow and slow[0]["before"] > 0.05 and slow[0]["after"] < 0.01, why["changes"]
     assert re.search(r"(slow|fast)Checksum itself (fell|rose)", why["text"]), why["text"]
+
+
+def _mode_project(folder: Path, name: str, benchmark: str, metric: str, budget: int) -> Path:
+    """A project of one knob, `mode` (slow or fast, kept in a file of the study's folder), whose
+    benchmark prints `METRIC N` (maximised)."""
+    project = folder / "hone.yaml"
+    project.write_text(
+        textwrap.dedent(f"""\
+        name: {name}
+        knobs:
+          mode:
+            type: categorical
+            values: [slow, fast]
+            shell:
+              get: cat "$HONE_WORKDIR/mode" 2>/dev/null || printf slow
+              set: printf %s $value > "$HONE_WORKDIR/mode"
+        benchmark: {benchmark}
+        metrics: {{{metric}: {{pattern: '{metric} (\\d+)', direction: maximize}}}}
+        tuning: {{budget: {budget}, baseline: 2, engine: random, seed: 1}}
+        """)
+    )
+    return project
