@@ -211,10 +211,13 @@ def test_every_process_of_a_unit_is_recorded(hone_cli, group, run, nginx_conf, t
                                    str(conf.parent), "-c", str(conf)])).pid  # fmt: skip
     try:
         _reload_in_the_window(hone_cli, folder, master, port, tmp_path, run)
-    finally:  # the workers outlive a killed master
-        for pid in Unit([folder.name], [folder]).pids():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    finally:  # the workers outlive a killed master, which may fork one more as it is killed
+        deadline = time.monotonic() + 10
+        while (left := Unit([folder.name], [folder]).pids()) and time.monotonic() < deadline:
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
 
 
 def _reload_in_the_window(hone_cli, folder: Path, master: int, port: int, tmp_path: Path,
