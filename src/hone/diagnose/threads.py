@@ -253,14 +253,25 @@ def parse_py_spy(text: str) -> dict[int, tuple[str, list[str]]]:
     return threads
 
 
+#: Whether each executable (device, inode) is Go's: the window asks of every process it follows
+#: at each look, and the answer for a binary does not change (a pid that execs another has
+#: another inode).
+_GO: dict[tuple[int, int], bool] = {}
+
+
 def language_of(pid: int) -> str:
     """go, java, python, node or native: Go by its executable's build info (module golang),
     which a name cannot fake (Prometheus' node_exporter is Go), the others by its name."""
+    link = f"/proc/{pid}/exe"
     try:
-        exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+        exe = os.path.basename(os.readlink(link))
+        binary = os.stat(link)
     except OSError:
         return "native"
-    if is_go(f"/proc/{pid}/exe"):
+    key = (binary.st_dev, binary.st_ino)
+    if key not in _GO:
+        _GO[key] = is_go(link)
+    if _GO[key]:
         return "go"
     if exe == "java":
         return "java"
