@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hone.diagnose import threads, window
+from hone.diagnose import threads
+from hone.diagnose.runtimes import PerfMap
 
 
 @pytest.mark.slow
@@ -80,7 +81,7 @@ def test_a_held_jvm_survives_the_attach_tools(java_classes: Path) -> None:
     program = subprocess.Popen(["java", "-cp", str(java_classes), "BusyWorker", "60"])
     try:
         os.kill(program.pid, signal.SIGSTOP)
-        perf_map = window._PerfMap([program.pid])
+        perf_map = PerfMap([program.pid])
         names = threading.Thread(target=threads.language_names, args=(program.pid, "java"))
         attach = [threading.Thread(target=perf_map.write), names]
         for thread in attach:

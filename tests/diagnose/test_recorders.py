@@ -9,11 +9,12 @@ from functools import partial
 from pathlib import Path
 
 from hone.diagnose import offcpu, window
+from hone.diagnose.jobs import Job, Processes
 from hone.diagnose.perf_record import finished
 
 
-def _run(targets, argv_of, data: Path) -> window._Job:
-    job = window._recorder("offcpu", window._Processes(), targets, argv_of, data, lambda d: d)
+def _run(targets, argv_of, data: Path) -> Job:
+    job = window._recorder("offcpu", Processes(), targets, argv_of, data, lambda d: d)
     job.start()
     job.join()
     return job

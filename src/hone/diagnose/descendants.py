@@ -137,6 +137,24 @@ def marked(mark: str, session: int) -> list[int]:
     ]
 
 
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def parent(pid: int) -> int:
+    """The process's parent (0 once it has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
 def _session(pid: int) -> int | None:
     """The process's session id (field 6 of /proc/PID/stat), None when it is gone."""
     try:

@@ -3,7 +3,7 @@ the same window (on-CPU samples with perf record -g, scheduler switches for off-
 and kernel lock events, per-thread /proc counters, the top-down counters when the machine has
 them), stops together, and its data is analysed into a Diagnosis. The perf recorders and the
 thread counters take every process of the process's tree or the service's group (`_Targets`),
-the languages' own tools the JVMs and the Python processes among them (`_PerfMap`, `_Pythons`).
+the languages' own tools the JVMs and the Python processes among them (module runtimes).
 The command line is in module cli."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -39,83 +38,20 @@ from hone.diagnose import (
     topdown,
     verdict,
 )
-from hone.diagnose.fold import Frame
+from hone.diagnose.descendants import alive
 from hone.diagnose.hold import start_held
+from hone.diagnose.jobs import Job, Processes
 from hone.diagnose.machine import describe as _describe
 from hone.diagnose.perf_record import enabled_outputs, finished, reached
-from hone.diagnose.probe import Capabilities, probe, stack_depth_check, tool_path
-from hone.diagnose.profile import Profile
+from hone.diagnose.probe import Capabilities, probe, stack_depth_check
 from hone.diagnose.record import Recording, failure
 from hone.diagnose.report import Diagnosis
+from hone.diagnose.runtimes import PerfMap, Pythons, language_jobs
 from hone.diagnose.unit import Unit, find
 from hone.errors import HoneError
 from hone.shell import command_line
 
 Waits = TypeVar("Waits", offcpu.OffCpu, locks.Locks)
-
-
-class _Job(threading.Thread):
-    """A recorder running in the background; its result or its error, afterwards. `output`:
-    the file its `perf record` writes, by which the window knows when it records."""
-
-    def __init__(self, name: str, work: Callable[[], object], output: Path | None = None) -> None:
-        super().__init__(name=name, daemon=True)
-        self.work = work
-        self.output = output
-        self.result: object = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.result = self.work()
-        except BaseException as error:  # reported as a note, the other recorders go on
-            self.error = error
-
-
-class _Processes:
-    """The recorders' processes, so that the window's end can stop them all (SIGINT: perf then
-    writes its data and ends its `sleep`). System-wide recorders and `perf stat -p` do not end
-    when the diagnosed process does."""
-
-    def __init__(self) -> None:
-        self.running: list[subprocess.Popen] = []
-        self.lock = threading.Lock()
-        self.stopped = False
-
-    def start(self, argv: list[str], **popen: object) -> subprocess.Popen:
-        """A recorder started where `stop` reaches it."""
-        process = subprocess.Popen(argv, **popen)  # type: ignore[call-overload]
-        with self.lock:
-            self.running.append(process)
-            if self.stopped:
-                process.send_signal(signal.SIGINT)
-        return process
-
-    def run(self, argv: list[str], **_: object) -> subprocess.CompletedProcess:
-        process = self.start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        out, err = process.communicate()
-        return subprocess.CompletedProcess(argv, process.returncode, out, err)
-
-    def stop(self, grace: float = 30.0) -> None:
-        """SIGINT every recorder and wait until each has ended. A SIGINT that reaches perf while
-        it is still starting can be lost, so it is sent again every half second; a recorder
-        still running after `grace` seconds gets SIGTERM, then SIGKILL. Their ends are looked
-        for every 20 ms: perf writes its data within a few hundred, and the analysis waits for
-        it. On Ctrl-C the interpreter exits right after this, so nothing may be left to the
-        recorder threads."""
-        with self.lock:
-            self.stopped = True
-            running = list(self.running)
-        deadline = time.monotonic() + grace
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-            while any(p.poll() is None for p in running) and time.monotonic() < deadline:
-                for process in running:
-                    if process.poll() is None:
-                        process.send_signal(sig)
-                again = time.monotonic() + 0.5
-                while any(p.poll() is None for p in running) and time.monotonic() < again:
-                    time.sleep(0.02)
-            deadline = time.monotonic() + 2
 
 
 #: Starts of a recorder of several processes before it gives up: perf fails its whole list
@@ -150,7 +86,7 @@ T = TypeVar("T")
 
 
 def _started(
-    procs: _Processes,
+    procs: Processes,
     targets: Callable[[float], list[int]],
     attempt: Callable[[list[int]], T],
 ) -> T:
@@ -166,9 +102,9 @@ def _started(
         except NotStarted as error:
             said = str(error)
         # the diagnosed process ended, or none did: no use trying again
-        if procs.stopped or tries == TRIES or not listed or not _alive(listed[0]):
+        if procs.stopped or tries == TRIES or not listed or not alive(listed[0]):
             break
-        if all(_alive(pid) for pid in listed):
+        if all(alive(pid) for pid in listed):
             break
         settled = SETTLED
     if procs.stopped:
@@ -180,12 +116,12 @@ def _started(
 
 def _recorder(
     name: str,
-    procs: _Processes,
+    procs: Processes,
     targets: Callable[[float], list[int]],
     argv_of: Callable[[list[int]], list[str]],
     data: Path,
     analyse: Callable[[Path], object],
-) -> _Job:
+) -> Job:
     """perf record of the processes `targets` lists into `data` (started again when one of
     them ended as perf started: `_started`), then the analysis of it (perf script and more),
     as one background job."""
@@ -197,7 +133,7 @@ def _recorder(
             raise NotStarted(failure(done.stderr, done.returncode, 0))
         return analyse(data)
 
-    return _Job(name, partial(_started, procs, targets, attempt), data)
+    return Job(name, partial(_started, procs, targets, attempt), data)
 
 
 def _everywhere(settled: float) -> list[int]:
@@ -211,7 +147,7 @@ def _capped(result: Waits, data: Path, max_size: str) -> Waits:
     return result
 
 
-def _wait(job: _Job | None) -> dict[int, list[float]] | None:
+def _wait(job: Job | None) -> dict[int, list[float]] | None:
     """The wake-up times when that recorder worked (off-CPU analysis goes on without them)."""
     if job is None:
         return None
@@ -219,168 +155,12 @@ def _wait(job: _Job | None) -> dict[int, list[float]] | None:
     return job.result if isinstance(job.result, dict) else None
 
 
-def _text(job: _Job | None) -> str:
+def _text(job: Job | None) -> str:
     """A recorder's perf script text when it worked (the analysis goes on without it)."""
     if job is None:
         return ""
     job.join()
     return job.result if isinstance(job.result, str) else ""
-
-
-def _py_spy(
-    run: Callable[..., subprocess.CompletedProcess], argv: list[str], data: Path
-) -> Callable[[], str]:
-    """py-spy record, its raw output once it has ended (module threads parses it)."""
-
-    def work() -> str:
-        done = run(argv)
-        if not data.exists():
-            lines = (done.stderr.strip() or done.stdout.strip()).splitlines() or ["no output"]
-            raise HoneError(f"py-spy record failed: {lines[-1]}")
-        return data.read_text()
-
-    return work
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-#: At most this many JVMs of a diagnosis are named by jstack and mapped by jcmd (the main
-#: process first): each attach starts a JVM of its own, a second of CPU or two.
-JVMS = 4
-
-
-class _PerfMap:
-    """Has each JVM write /tmp/perf-PID.map (jcmd Compiler.perfmap), from which perf script names
-    JIT-compiled frames: once as the window starts (should the JVM end with it) and again just
-    before perf script reads the on-CPU samples. Each write replaces the file, so it is the last
-    one that names the code compiled during the window; writes every 2 s through the window
-    left the code compiled after the last of them unnamed, more often on a busy machine.
-    The JVMs are the main process and those among the others recorded (a cluster's brokers
-    under a shell script, a service's second JVM), added as the window finds them."""
-
-    def __init__(self, pids: list[int]) -> None:
-        self.pids = list(pids)
-        self.jcmd = tool_path("jcmd")
-        self.written: set[int] = set()
-        self.lock = threading.Lock()  # the last write comes after the first has ended
-
-    @property
-    def wanted(self) -> bool:
-        return bool(self.pids)
-
-    def add(self, pids: list[int]) -> None:
-        """The JVMs among `pids` (a wrapper that has exec'd java, a JVM forked in the window).
-        Not under the lock: a write holds it for a second or more, the window's loop calls this."""
-        for pid in pids:
-            if (
-                len(self.pids) < JVMS
-                and pid not in self.pids
-                and threads.language_of(pid) == "java"
-            ):
-                self.pids.append(pid)
-
-    def write(self) -> None:
-        with self.lock:
-            for pid in list(self.pids):
-                if self.jcmd and _alive(pid) and threads.jvm_attachable(pid):
-                    done = subprocess.run([self.jcmd, str(pid), "Compiler.perfmap"],
-                                          capture_output=True, text=True, check=False)  # fmt: skip
-                    if done.returncode == 0:
-                        self.written.add(pid)
-
-    def note(self) -> str:
-        if not self.jcmd:
-            return "jcmd not found: Java JIT frames stay unnamed in perf stacks"
-        if not self.written:
-            return "jcmd Compiler.perfmap failed: Java JIT frames stay unnamed"
-        maps = ", ".join(f"/tmp/perf-{pid}.map" for pid in sorted(self.written))
-        failed = len(self.pids) - len(self.written)
-        unnamed = f"; {failed} JVM{'s' if failed > 1 else ''} left unnamed" if failed else ""
-        return f"Java JIT frames named from {maps} (jcmd Compiler.perfmap){unnamed}"
-
-
-#: At most this many Python processes get a py-spy record and dump of their own (the main
-#: process first, then the earliest found); each takes with it the Python processes it forks.
-PYTHONS = 4
-
-
-def _parent(pid: int) -> int:
-    """The process's parent (0 once it has ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
-    except OSError:
-        return 0
-    return int(stat.rsplit(")", 1)[1].split()[1])
-
-
-class _Pythons:
-    """py-spy record of the Python processes among those recorded: the main process, or the
-    Python programs a native one starts (a shell script's workers, a supervisor's children),
-    added as the window finds them. `--subprocesses` takes the Python processes a Python one
-    forks, so a process whose parent chain leads to one taken is left to that one's py-spy.
-    Given a native parent, py-spy record follows its Python descendants too, but not those of
-    a service's group that are not its descendants, nor those started once all it sampled have
-    ended, and py-spy dump fails on it (`Failed to find python version`): so each Python
-    process is asked itself."""
-
-    def __init__(
-        self, work: Path, bound: float, frequency: int, procs: _Processes, notes: list[str]
-    ) -> None:
-        self.work, self.bound, self.frequency = work, bound, frequency
-        self.procs, self.notes = procs, notes
-        self.pids: list[int] = []
-        self.jobs: list[_Job] = []
-
-    def add(self, pids: list[int]) -> list[_Job]:
-        """The py-spy recorders of the Python processes among `pids` that none takes yet, not
-        started (the window starts them)."""
-        new = []
-        for pid in pids:
-            if (
-                len(self.pids) < PYTHONS
-                and pid not in self.pids
-                and threads.language_of(pid) == "python"
-                and not self._taken(pid)
-            ):
-                self.pids.append(pid)
-                data = self.work / f"py-spy-{pid}.txt"
-                argv = threads.py_spy_record_argv(pid, data, self.bound, self.frequency)
-                if argv:
-                    new.append(_Job(f"py-spy {pid}", _py_spy(self.procs.run, argv, data)))
-                elif len(self.pids) == 1:  # said once
-                    self.notes.append("py-spy not found: no Python-level stacks")
-        self.jobs += new
-        return new
-
-    def _taken(self, pid: int) -> bool:
-        """Whether a py-spy takes the process already: one of its ancestors'."""
-        while pid > 1:
-            pid = _parent(pid)
-            if pid in self.pids:
-                return True
-        return False
-
-    def recorded(self) -> tuple[Profile | None, set[int]]:
-        """The recordings' samples as one profile (None when none worked) and the processes
-        sampled. Their lines are parsed together, each naming its process, so that with more
-        than one process sampled each thread is `name-PID`, whichever py-spy sampled it."""
-        text = "\n".join(job.result for job in self.jobs if isinstance(job.result, str))
-        if not text:
-            return None, set()
-        stacks = threads.parse_py_spy_raw(text)
-        profile = Profile(
-            stacks={
-                (t, tuple(Frame(f, m) for f, m in frames)): n for (t, frames), n in stacks.items()
-            },
-            event="py-spy",
-        )
-        return profile, threads.py_spy_processes(text)
 
 
 def _plan(
@@ -390,12 +170,12 @@ def _plan(
     caps: Capabilities,
     work: Path,
     keep: Path,
-    procs: _Processes,
+    procs: Processes,
     notes: list[str],
     frequency: int,
     want_offcpu: bool,
     want_locks: bool,
-) -> tuple[dict[str, _Job], locks.Symbolizer | None, _PerfMap, _Pythons]:
+) -> tuple[dict[str, Job], locks.Symbolizer | None, PerfMap, Pythons]:
     """The recorders this machine and these processes allow, not yet started, the lock
     recorder's symbolizer (the window reads the main process's mappings again once it runs),
     the JVMs' perf maps and the Python processes' py-spy (the main process's now, the others'
@@ -408,8 +188,8 @@ def _plan(
     pid = targets.pid
     bound = duration + 60
     event = event_of(caps)
-    perf_map = _PerfMap([pid] if language == "java" else [])
-    pythons = _Pythons(work, bound, frequency, procs, notes)
+    perf_map = PerfMap([pid] if language == "java" else [])
+    pythons = Pythons(work, bound, frequency, procs, notes)
     perf_data = keep / "perf.data"
 
     def oncpu_once(pids: list[int]) -> object:
@@ -430,7 +210,7 @@ def _plan(
             notes.append(perf_map.note())
         return recording
 
-    jobs = {"oncpu": _Job("oncpu", oncpu, perf_data)}
+    jobs = {"oncpu": Job("oncpu", oncpu, perf_data)}
     off_ok = want_offcpu and caps.has("tracepoint sched:sched_switch")
     if off_ok:
         wake_data = work / "wakeups.data"
@@ -494,7 +274,7 @@ def _plan(
         )
     elif want_locks:
         notes.append("locks: the syscalls:sys_enter_futex tracepoint is not available")
-    jobs["topdown"] = _Job("topdown", lambda: topdown.measure(targets(), bound, caps, procs.run))
+    jobs["topdown"] = Job("topdown", lambda: topdown.measure(targets(), bound, caps, procs.run))
     if caps.has(f"tracepoint {syscalls.EVENT}"):
         counts = work / "syscalls.csv"
 
@@ -506,30 +286,9 @@ def _plan(
             except HoneError as error:
                 raise NotStarted(str(error)) from None
 
-        jobs["syscalls"] = _Job("syscalls", partial(_started, procs, targets, count), counts)
-    jobs.update(_language_jobs(pid, language, pythons, perf_map, notes))
+        jobs["syscalls"] = Job("syscalls", partial(_started, procs, targets, count), counts)
+    jobs.update(language_jobs(pid, language, pythons, perf_map, notes))
     return jobs, symbolizer, perf_map, pythons
-
-
-def _language_jobs(
-    pid: int, language: str, pythons: _Pythons, perf_map: _PerfMap, notes: list[str]
-) -> dict[str, _Job]:
-    """py-spy for Python, the perf map for Java, a note for node writing no perf map: when the
-    process starts, or later when a wrapper (a shell script, pyenv's `python3` shim) has exec'd
-    the runtime."""
-    jobs = {job.name: job for job in pythons.add([pid])} if language == "python" else {}
-    if language == "node" and (unnamed := nodejs.unnamed_note(pid)):
-        notes.append(unnamed)
-    if language == "java":
-        perf_map.add([pid])
-        jobs["perfmap"] = _Job("perfmap", perf_map.write)
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            cmdline = ""
-        if "PreserveFramePointer" not in cmdline:
-            notes.append("Java without -XX:+PreserveFramePointer: JIT stacks may be cut short")
-    return jobs
 
 
 def collect(
@@ -552,7 +311,7 @@ def collect(
     of, whose other processes count beside it."""
     if not Path(f"/proc/{pid}").exists():
         raise HoneError(f"no process with pid {pid}")
-    if not _alive(pid):
+    if not alive(pid):
         raise HoneError(
             f"pid {pid} is a zombie: it has exited and its parent has not reaped it yet; "
             "nothing runs to diagnose"
@@ -569,7 +328,7 @@ def collect(
     except TooShort:
         raise
     except HoneError as error:
-        if _alive(pid):
+        if alive(pid):
             raise
         # perf's own words name the syscall that failed, not that the process is gone
         raise HoneError(f"pid {pid} ended before perf could attach ({error})") from None
@@ -610,7 +369,7 @@ def _record(
 ) -> Diagnosis:
     """One window: start the recorders, sample the threads, stop everything, analyse."""
     notes: list[str] = []
-    procs = _Processes()
+    procs = Processes()
     targets = _Targets(pid, unit)
     jobs, symbolizer, perf_map, pythons = _plan(targets, duration, language, caps, work, keep,
                                                 procs, notes, frequency, want_offcpu,
@@ -625,7 +384,7 @@ def _record(
         titles = pgwaits.Titles(pid, unit) if "pgwaits" in jobs else None
         # a --pid that ended while the recorders started has no window: perf may have failed
         # to attach, or recorded nothing of it (on a loaded machine the start takes seconds)
-        began = _alive(pid)
+        began = alive(pid)
         # the window starts here: a held command is released right after the first snapshot,
         # or its stopped time before the release would count as sleep
         sampler = threads.ThreadSampler([*targets.listed, *kids.followed]).start()
@@ -633,13 +392,13 @@ def _record(
             release()
         # a command may exit early: the window ends with it, not half a second later
         early = time.monotonic() + min(0.5, duration / 4)
-        while time.monotonic() < early and _alive(pid):
+        while time.monotonic() < early and alive(pid):
             time.sleep(0.02)
         if symbolizer:  # a held command has loaded its libraries by now
             symbolizer.refresh()
-        if language == "native" and _alive(pid):  # a wrapper may have exec'd the runtime by now
+        if language == "native" and alive(pid):  # a wrapper may have exec'd the runtime by now
             language = threads.language_of(pid)
-            late = _language_jobs(pid, language, pythons, perf_map, notes)
+            late = language_jobs(pid, language, pythons, perf_map, notes)
             for name, job in late.items():
                 jobs[name] = job
                 job.start()
@@ -660,7 +419,7 @@ def _record(
         # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
         while (
             time.monotonic() - sampler.started < duration
-            and _alive(pid)
+            and alive(pid)
             and (oncpu.is_alive() or oncpu.error is None)
         ):
             time.sleep(0.05)
@@ -683,10 +442,10 @@ def _record(
         calls.sample()
     finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
         procs.stop()
-    ended = sampler.elapsed < duration and not _alive(pid)
+    ended = sampler.elapsed < duration and not alive(pid)
     # the late thread names (jstack: a second or two) while perf script reads the recordings
-    late = _Job("names", lambda: _thread_names(pid, language, perf_map.pids, pythons.pids))
-    if any(map(_alive, [pid, *perf_map.pids, *pythons.pids])):
+    late = Job("names", lambda: _thread_names(pid, language, perf_map.pids, pythons.pids))
+    if any(map(alive, [pid, *perf_map.pids, *pythons.pids])):
         late.start()
     for job in [*jobs.values(), late]:
         if job.is_alive():
@@ -736,7 +495,7 @@ def _thread_names(
     which monitor)."""
     asked = {pid: language, **{jvm: "java" for jvm in jvms}, **{p: "python" for p in pythons}}
     # Go and node have no such tool: their threads keep the kernel's names
-    asked = {p: lang for p, lang in asked.items() if lang in ("java", "python") and _alive(p)}
+    asked = {p: lang for p, lang in asked.items() if lang in ("java", "python") and alive(p)}
     if not asked:
         return {}, "", []
     with ThreadPoolExecutor(len(asked)) as pool:
@@ -781,7 +540,7 @@ def _processes(recorded: dict[int, str]) -> str:
     return f"{len(recorded)} processes: {named}{more}"
 
 
-def _await_start(recorders: list[_Job]) -> None:
+def _await_start(recorders: list[Job]) -> None:
     """Wait (up to 15 s) until each perf recorder (by its output file) has enabled its events:
     perf takes a while to start on a busy machine (1.5 s at a load of 9 on 2 CPUs), and the
     window (and the thread sampling) starts after. perf writes its file's header, reads the
@@ -809,7 +568,7 @@ def _analyse(
     target: str,
     language: str,
     caps: Capabilities,
-    jobs: dict[str, _Job],
+    jobs: dict[str, Job],
     stats: list[threads.ThreadStat],
     window: float,
     work: Path,
@@ -821,7 +580,7 @@ def _analyse(
     collector: jvmgc.Watch | None = None,
     calls: syscalls.Syscalls | None = None,
     processes: list[int] | None = None,
-    pythons: _Pythons | None = None,
+    pythons: Pythons | None = None,
     go_env: dict[str, str] | None = None,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
