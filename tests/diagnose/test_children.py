@@ -72,8 +72,10 @@ def test_a_command_whose_child_does_the_work(hone_cli, tmp_path: Path) -> None:
     done = hone_cli("diagnose", "-o", str(tmp_path / "rep"), "--", "sh", "-c", f"{hot} 2; true")
     assert done.returncode == 0, done.stderr
     d = Diagnosis.load(tmp_path / "rep" / "diagnosis.hone")
-    top = d.findings[0]
-    assert top.kind == "cpu", [f.headline for f in d.findings]
+    # the process's own finding: beside other work a run-queue wait of the neighbours' doing
+    # (not `own`) rightly comes first
+    top = next(f for f in d.findings if f.own)
+    assert top.kind == "cpu" and "hot_work" in top.headline, [f.headline for f in d.findings]
     assert "children" not in d.kinds
     child = d.processes[1]
     assert any(t.pid == child and t.cpu_pct > 20 for t in d.threads), d.threads
