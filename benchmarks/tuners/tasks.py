@@ -71,30 +71,28 @@ class TabularTask(Task):
             if knob["type"] == "bool":
                 flags = {_flag(v) for v in values}
                 if None in flags:
-                    raise TaskError(f"{at('knobs', name)}: values must be true or false")
+                    raise TaskError(f"{at('knobs', name, 'values')}: must be true or false")
                 # a knob held at one value: the other is not in the grid, never to be proposed
                 held = Categorical((str(flags.pop()),)) if len(flags) == 1 else None
                 domains[name] = held or Boolean("True", "False")
             elif knob["type"] == "categorical":
-                if None in values:  # YAML's null: its text in the CSV is anyone's guess
-                    raise TaskError(f'{at("knobs", name)}: values: null must be quoted ("null")')
-                domains[name] = Categorical(tuple(str(v) for v in values))
+                domains[name] = Categorical(tuple(values))
             else:
                 numbers = [_number(v, knob["type"]) for v in values]
                 if None in numbers:
                     kind = "whole numbers" if knob["type"] == "int" else "numbers"
-                    raise TaskError(f"{at('knobs', name)}: values must be {kind}")
+                    raise TaskError(f"{at('knobs', name, 'values')}: must be {kind}")
                 pair = _alike(numbers)
                 if pair:  # their rows would be pooled into one configuration
                     raise TaskError(
-                        f"{at('knobs', name)}: {pair[0]:g} and {pair[1]:g} are one value to "
-                        "the tuners, which tell values apart to 10 decimals: give the knob "
-                        "in a smaller unit"
+                        f"{at('knobs', name, 'values')}: {pair[0]:g} and {pair[1]:g} are one "
+                        "value to the tuners, which tell values apart to 10 decimals: give the "
+                        "knob in a smaller unit"
                     )
                 try:
                     domains[name] = Ordinal(tuple(numbers))
                 except ValueError as exc:  # beyond what a knob may be: 1e15 either way
-                    raise TaskError(f"{at('knobs', name)}: values: {exc}") from None
+                    raise TaskError(f"{at('knobs', name, 'values')}: {exc}") from None
         objective = spec["objective"]
         bools = {name for name, knob in spec["knobs"].items() if knob["type"] == "bool"}
         try:
@@ -132,8 +130,6 @@ class TabularTask(Task):
         config: Config = {}
         for name, domain in domains.items():
             value = raw[name]
-            if value is None:  # the default's YAML null, as the values refuse it
-                raise BadValue(name, 'null must be quoted ("null")')
             text = str(value).strip()
             if name in bools:
                 if text.lower() not in ("true", "false"):
@@ -223,9 +219,8 @@ def _choice(domain: Ordinal, text: str) -> int | float:
 
 
 def _spelled(domain: Categorical, text: str) -> str | None:
-    """The categorical value `true` or `false` in another case: a YAML value written
-    unquoted, `[true, false]`, is a boolean to YAML 1.2, whose text is True or False, while
-    the CSV holds what was written."""
+    """The categorical value `true` or `false` in another case: the format writes booleans
+    `True` / `False` in the CSV, and a YAML holds what was typed, `[true, false]`."""
     word = text.lower()
     if word not in ("true", "false"):
         return None
@@ -233,26 +228,27 @@ def _spelled(domain: Categorical, text: str) -> str | None:
 
 
 def _flag(value: Any) -> bool | None:
-    """A bool knob's value as YAML gives it (true, or the text "True"), or None."""
-    if isinstance(value, bool):
-        return value
+    """A bool knob's value as the YAML writes it (true, True), or None."""
     text = str(value).strip().lower()
     return text == "true" if text in ("true", "false") else None
 
 
 def _number(value: Any, kind: str) -> int | float | None:
-    """A numeric knob's value, or None if it is not one. `1e3` is a number to YAML 1.2 but a
-    string to the YAML 1.1 rules PyYAML follows, so a numeric string is read as its number."""
-    if isinstance(value, str):
+    """A numeric knob's value from its text (`010` is 10, `1e3` 1000), or None if it is not
+    one; a whole number is read exactly, past 2**53 too."""
+    text = str(value).strip()
+    try:
+        number: int | float = int(text)
+    except ValueError:
         try:
-            value = float(value)
+            number = float(text)
         except ValueError:
             return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not math.isfinite(number):
         return None
     if kind == "int":
-        return int(value) if float(value).is_integer() else None
-    return value
+        return int(number) if float(number).is_integer() else None
+    return number
 
 
 class SyntheticTask(Task):

@@ -160,7 +160,7 @@ def test_numbers_in_yaml_1_2_spelling_and_whole_numbers(tmp_path: Path) -> None:
     assert task.truth({"conns": 100, "ratio": 1.0}) == 4.0 and task.optimum() == 4.0
     spec = (tmp_path / "n.yaml").read_text().replace("[1e1, 1e2]", "[10, 2.5]")
     (tmp_path / "n.yaml").write_text(spec)
-    with pytest.raises(TaskError, match=r"n.yaml:1: knobs.conns: values must be whole numbers$"):
+    with pytest.raises(TaskError, match=r"n.yaml:1: knobs.conns.values: must be whole numbers$"):
         TabularTask(tmp_path / "n.yaml")
 
 
