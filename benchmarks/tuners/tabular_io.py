@@ -126,6 +126,8 @@ def read_rows(
     rows = []
     reader = csv.reader(io.StringIO(read_text(path), newline=""))
     header = [name.strip() for name in next(reader, [])]  # `a, b, ops` as written by hand
+    if not any(header):
+        raise TaskError(f"{path}:1: no header: the knobs' names, then the metrics'")
     missing = [c for c in [*knobs, metric] if c not in header]
     if missing:
         raise TaskError(f"{path}:1: {missing[0]}: no such column")
@@ -144,6 +146,8 @@ def read_rows(
         except (ValueError, KeyError) as exc:
             raise TaskError(f"{path}:{line}: {exc.args[0]}") from None
         rows.append((config, reading(row[metric], f"{path}:{line}: {metric}")))
+    if not rows:
+        raise TaskError(f"{path}:2: no rows below the header")
     return rows
 
 

@@ -7,8 +7,8 @@ Synthetic tasks are knob-like functions with a known optimum (documented in docs
 
 from __future__ import annotations
 
+import itertools
 import math
-import sys
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -107,20 +107,23 @@ class TabularTask(Task):
             table, list(domains), objective["metric"], lambda row: self._typed(domains, row, bools)
         ):
             self.rows[space.key(config)].append(value)
+        grid = math.prod(len(d.values() or []) for d in domains.values())
+        if len(self.rows) < grid:  # a tuner asking for one would be told it failed: a cliff
+            # that was never measured
+            combos = itertools.product(*(d.values() or [] for d in domains.values()))
+            first = next(
+                c for c in combos if space.key(dict(zip(domains, c, strict=True))) not in self.rows
+            )
+            named = ", ".join(f"{n}={_text(v)}" for n, v in zip(domains, first, strict=True))
+            raise TaskError(
+                f"{table}: no row of {named}: every configuration of the grid needs one "
+                f"({grid - len(self.rows)} of {grid} have none)"
+            )
         for key, values in self.rows.items():
             ok = [v for v in values if v is not None]
             self.truths[key] = float(np.mean(ok)) if len(ok) * 2 >= len(values) else None
         if not any(t is not None for t in self.truths.values()):
             raise TaskError(f"{table}: {objective['metric']}: no configuration has a truth")
-        if self.space.key(defaults) not in self.rows:
-            raise TaskError(f"{table}: the default configuration has no rows")
-        grid = math.prod(len(d.values() or []) for d in domains.values())
-        if len(self.rows) < grid:  # the format wants them all: those missing run as failures
-            print(
-                f"{table}: {grid - len(self.rows)} of {grid} configurations have no rows; "
-                "they fail when asked for",
-                file=sys.stderr,
-            )
 
     @staticmethod
     def _typed(domains: dict, raw: dict[str, Any], bools: set[str]) -> Config:
@@ -191,6 +194,14 @@ class TabularTask(Task):
 
     def truth(self, config: Config) -> float | None:
         return self.truths.get(self.space.key(config))
+
+
+def _text(value: Any) -> str:
+    """A knob's value as a message names it: a text that is empty or holds a space, a comma
+    or an `=` quoted, so the list of a configuration's values reads unambiguously."""
+    text = str(value)
+    plain = text and not any(c.isspace() or c in ",=" for c in text)
+    return text if plain or not isinstance(value, str) else repr(text)
 
 
 def _alike(numbers: list) -> tuple[float, float] | None:

@@ -386,3 +386,32 @@ def test_a_misspelt_key_is_named_with_its_line(
     if "valeus" in right:
         spec = spec.replace("values: valeus:", "valeus:")
     assert refused(write(tmp_path, spec=spec)).startswith(f"{tmp_path / 't.yaml'}:{said}")
+
+
+@pytest.mark.parametrize(
+    ("rows", "said"),
+    [
+        (ROWS[:-1], "t.csv: no row of a=3, m='y z': every configuration of the grid needs one "),
+        ([], "t.csv:1: no header: the knobs' names, then the metrics'"),
+        (ROWS[:1], "t.csv:2: no rows below the header"),
+    ],
+)
+def test_a_table_short_of_the_grid_is_refused_in_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    rows: list[str],
+    said: str,
+) -> None:
+    """A configuration of the grid without a row was a warning, and it ran as a failure
+    whenever asked for: a cliff that was never measured, and a tuner steering around it
+    scored as if it had learnt something. An empty table was 'a: no such column'."""
+    path = write(tmp_path, rows)
+    if not rows:
+        (tmp_path / "t.csv").write_text("")
+    monkeypatch.setattr(sys, "argv", ["x", "--task", str(path), "--output", str(tmp_path / "r")])
+    with pytest.raises(SystemExit) as done:
+        harness_main.main()
+    assert done.value.code == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"{tmp_path / said}") and error.count("\n") == 1
