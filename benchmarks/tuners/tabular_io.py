@@ -46,7 +46,11 @@ class Where:
     def _note(self, node: yaml.Node | None, keys: tuple[str, ...]) -> None:
         for key, value in node.value if isinstance(node, yaml.MappingNode) else []:
             inner = (*keys, str(key.value))
-            self.lines.setdefault(inner, key.start_mark.line + 1)
+            if inner in self.lines:  # YAML keeps the last silently: a knob pasted twice
+                first = self.lines[inner]
+                raise TaskError(f"{self.path}:{key.start_mark.line + 1}: {'.'.join(inner)}: "
+                                f"given twice (first at line {first})")  # fmt: skip
+            self.lines[inner] = key.start_mark.line + 1
             self._note(value, inner)
 
     def __call__(self, *keys: Any) -> str:
@@ -136,8 +140,8 @@ def read_rows(
         raise TaskError(f"{path}:1: {twice}: two columns of that name")
     for cells in reader:
         line = reader.line_num
-        if not cells:
-            continue
+        if len(cells) < 2 and not "".join(cells).strip():
+            continue  # an empty line, or one of spaces an editor left at the end
         if len(cells) != len(header):  # a cut or shifted row: its cells would be misread
             raise TaskError(f"{path}:{line}: {len(cells)} cells, the header has {len(header)}")
         row = dict(zip(header, cells, strict=True))

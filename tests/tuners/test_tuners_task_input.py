@@ -415,3 +415,28 @@ def test_a_table_short_of_the_grid_is_refused_in_one_line(
     assert done.value.code == 2
     error = capsys.readouterr().err
     assert error.startswith(f"{tmp_path / said}") and error.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "bytes_of",
+    [
+        lambda text: b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode(),  # Windows' editors
+        lambda text: text.encode() + (b"   \n\n \t\n" if text.startswith("a,") else b""),
+    ],
+    ids=["crlf-and-bom", "blank-lines-of-spaces-at-the-end"],
+)
+def test_files_as_editors_save_them_are_read(tmp_path: Path, bytes_of) -> None:
+    """A line of spaces left at the end of the table was '1 cells, the header has 3'."""
+    path = write(tmp_path)
+    for file in (path, tmp_path / "t.csv"):
+        file.write_bytes(bytes_of(file.read_text()))
+    task = TabularTask(path)
+    assert task.truth({"a": 3, "m": "y z"}) == 6.0 and len(task.truths) == 6
+
+
+def test_a_key_given_twice_is_refused(tmp_path: Path) -> None:
+    """A knob pasted twice with other values: YAML kept the second silently, and the rows of
+    the first's values were refused as not its values, far from the cause."""
+    spec = YAML.replace("  m: {", "  a: {type: int, values: [1, 3]}\n  m: {")
+    expected = f"{tmp_path / 't.yaml'}:3: knobs.a: given twice (first at line 2)"
+    assert refused(write(tmp_path, spec=spec)) == expected
