@@ -41,10 +41,9 @@ class Task:
         return self._extremes()[0]
 
     def scale(self) -> float:
-        """What a gap is relative to: the optimum's size (COCO tasks override it); for an
-        optimum of 0 (a count of errors), the median configuration's distance from it."""
-        optimum, _, median = self._extremes()
-        return abs(optimum) or abs(median - optimum) or 1.0
+        """What a gap is relative to (gap_scale; COCO tasks override it)."""
+        optimum, worst, median = self._extremes()
+        return gap_scale(optimum, worst, median)
 
     def worst(self) -> float:
         return self._extremes()[1]
@@ -60,6 +59,17 @@ class Task:
             extremes = (float(best), float(worst), float(np.median(values)))
             self._cached = (len(self.truths), extremes)
         return self._cached[1]
+
+
+def gap_scale(optimum: float, worst: float, median: float) -> float:
+    """What a gap is relative to: the optimum's size where every truth is on its side of 0;
+    where the optimum is 0 (a count of errors) or the truths cross 0 (a difference, a score
+    with an offset), whose 0 says nothing of size, the median truth's distance from the
+    optimum. |optimum| there made 'within 2 %' depend on where 0 happened to be: an optimum
+    of -0.05 among truths up to 5 left no configuration but itself within 2 %."""
+    if optimum and not min(optimum, worst) < 0 < max(optimum, worst):
+        return abs(optimum)
+    return abs(median - optimum) or abs(optimum) or 1.0
 
 
 class TabularTask(Task):

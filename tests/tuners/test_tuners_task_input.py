@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks.tuners import __main__ as harness_main
 from benchmarks.tuners.harness import TUNERS, run
+from benchmarks.tuners.harness import _gap as harness_gap
 from benchmarks.tuners.suite import path_tasks
 from benchmarks.tuners.tabular_io import TaskError
 from benchmarks.tuners.tasks import TabularTask
@@ -440,3 +441,32 @@ def test_a_key_given_twice_is_refused(tmp_path: Path) -> None:
     spec = YAML.replace("  m: {", "  a: {type: int, values: [1, 3]}\n  m: {")
     expected = f"{tmp_path / 't.yaml'}:3: knobs.a: given twice (first at line 2)"
     assert refused(write(tmp_path, spec=spec)) == expected
+
+
+@pytest.mark.parametrize(
+    ("readings", "direction", "scale"),
+    [
+        ([1, 2, 3, 4], "maximize", 4.0),  # a gap is a share of the optimum
+        ([-10, -8, -6, -4], "minimize", 10.0),  # negative, on one side of 0: the same
+        ([0, 2, 4, 6], "minimize", 3.0),  # an optimum of 0: the median's distance (3 - 0)
+        ([-1, 1, 2, 5], "maximize", 3.5),  # across 0: the median's distance (5 - 1.5)
+        ([-0.05, 1, 2, 5], "minimize", 1.55),  # ... not 0.05, which left nothing within 2 %
+        ([5, 5, 5, 5], "minimize", 5.0),  # all alike: every gap is 0 whatever the scale
+        ([0, 0, 0, 0], "maximize", 1.0),
+    ],
+)
+def test_gaps_are_relative_to_a_size_the_truths_have(
+    tmp_path: Path, readings: list[float], direction: str, scale: float
+) -> None:
+    """A gap is a share of |optimum| while every truth is on the optimum's side of 0; across
+    0 (or at 0) it is a share of the median truth's distance from the optimum."""
+    spec = (
+        "knobs:\n  a: {type: int, values: [1, 2, 3, 4]}\n"
+        f"objective: {{metric: y, direction: {direction}}}\ndefault: {{a: 1}}\n"
+    )
+    rows = ["a,y"] + [f"{a},{y}" for a, y in enumerate(readings, start=1)]
+    task = TabularTask(write(tmp_path, rows, spec))
+    assert task.scale() == pytest.approx(scale)
+    best = min(readings) if direction == "minimize" else max(readings)
+    expected = abs(readings[0] - best) / scale  # the default's gap
+    assert harness_gap(task, task.truth(task.space.defaults)) == pytest.approx(expected)
