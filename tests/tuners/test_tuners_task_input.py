@@ -88,10 +88,13 @@ def test_a_default_naming_no_knob_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_task_named_yml_is_a_task_not_a_pool_table(tmp_path: Path) -> None:
-    """NAME.yml was read as a pool table: "no objective column" for a YAML file."""
+    """NAME.yml was read as a pool table: "no objective column" for a YAML file; so was the
+    CSV of a tabular task given for its YAML (`--task t.csv`), its objective in the YAML."""
     path = write(tmp_path).rename(tmp_path / "t.yml")
     (task,) = path_tasks([path])
     assert isinstance(task, TabularTask) and task.optimum() == 6.0
+    (task,) = path_tasks([tmp_path / "t.csv"])
+    assert isinstance(task, TabularTask) and task.name == "t" and task.optimum() == 6.0
 
 
 def test_a_categorical_value_with_spaces_around_it_is_read(tmp_path: Path) -> None:
