@@ -89,7 +89,9 @@ def load_spec(path: Path) -> tuple[dict[str, Any], Where]:
     if not isinstance(spec, dict):
         raise TaskError(f"{path}:1: expected a mapping with knobs, objective and default")
     for section in KEYS["a task"]:
-        if not isinstance(spec.get(section), dict) or not spec[section]:
+        if spec.get(section) and not isinstance(spec[section], dict):  # a list, a text
+            raise TaskError(f"{at(section)}: expected a mapping of names to values")
+        if not spec.get(section):
             raise at.missing(spec, (), "a task", section)
     for name, knob in spec["knobs"].items():
         if not isinstance(knob, dict):

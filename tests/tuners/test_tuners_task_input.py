@@ -379,13 +379,15 @@ def test_numeric_values_and_knob_names_are_read_from_their_text(tmp_path: Path) 
         ("direction:", "dirction:", "4: objective.dirction: not a key of the objective"),
         ("{type: int,", "{tpye: int,", "2: knobs.a.tpye: not a key of a knob (type, values); t"),
         ("[x, ", "valeus: [x, ", "3: knobs.m.valeus: not a key of a knob (type, values); v"),
+        ("{metric: ops, direction: maximize}", "maximize ops", "4: objective: expected a map"),
     ],
 )
 def test_a_misspelt_key_is_named_with_its_line(
     tmp_path: Path, wrong: str, right: str, said: str
 ) -> None:
     """`objectve:` was "objective: missing or empty", naming neither the line nor the key
-    typed; a misspelt key of a knob was "values must be a non-empty list"."""
+    typed; a misspelt key of a knob was "values must be a non-empty list"; an objective
+    written as a text was "missing or empty" too."""
     spec = YAML.replace(wrong, right, 1)
     if "valeus" in right:
         spec = spec.replace("values: valeus:", "valeus:")
