@@ -174,6 +174,8 @@ class TabularTask(Task):
         """How finely the rows pin the truth down, which says what "within 2 %" can mean here:
         the spread of a configuration's rows, the standard error of its mean, and how far the
         configurations nearest the optimum are from it."""
+        from benchmarks.tuners.scoring import is_within  # scoring imports the harness
+
         spreads, counts, repeated = [], [], False
         for values in self.rows.values():
             ok = [v for v in values if v is not None]
@@ -184,8 +186,8 @@ class TabularTask(Task):
         rows = float(np.median(counts))
         best = self.optimum()
         gaps = sorted(abs(t - best) / self.scale() for t in self.truths.values() if t is not None)
-        within = sum(g <= 0.02 for g in gaps)
-        nearest = next((g for g in gaps if g > 0.02), None)
+        within = sum(is_within(g, 0.02) for g in gaps)
+        nearest = next((g for g in gaps if not is_within(g, 0.02)), None)
         closest = f"{within} configuration(s) within 2 % of the optimum, "
         closest += "no other." if nearest is None else f"the next at {100 * nearest:.1f} %."
         if not spreads:

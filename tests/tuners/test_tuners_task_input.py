@@ -14,6 +14,7 @@ import pytest
 from benchmarks.tuners import __main__ as harness_main
 from benchmarks.tuners.harness import TUNERS, run
 from benchmarks.tuners.harness import _gap as harness_gap
+from benchmarks.tuners.scoring import evals_to_stay
 from benchmarks.tuners.suite import path_tasks
 from benchmarks.tuners.tabular_io import TaskError
 from benchmarks.tuners.tasks import TabularTask
@@ -475,3 +476,29 @@ def test_gaps_are_relative_to_a_size_the_truths_have(
     best = min(readings) if direction == "minimize" else max(readings)
     expected = abs(readings[0] - best) / scale  # the default's gap
     assert harness_gap(task, task.truth(task.space.defaults)) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("truths", "direction"),
+    [
+        ([1.0, 1.02, 1.2], "minimize"),
+        ([0.5, 0.51, 0.6], "minimize"),
+        ([10.0, 9.8, 8.0], "maximize"),
+    ],
+)
+def test_a_configuration_exactly_2_percent_away_is_within_2_percent(
+    tmp_path: Path, truths: list[float], direction: str
+) -> None:
+    """1.02 against an optimum of 1.00 is a gap of 0.020000000000000018 in floating point: a
+    tuner deploying it was never 'within 2 %', and the noise line counted it outside. The
+    default is that configuration: random deploys it until it measures the optimum."""
+    spec = (
+        "knobs:\n  a: {type: int, values: [1, 2, 3]}\n"
+        f"objective: {{metric: y, direction: {direction}}}\ndefault: {{a: 2}}\n"
+    )
+    task = TabularTask(
+        write(tmp_path, ["a,y"] + [f"{a},{y}" for a, y in enumerate(truths, 1)], spec)
+    )
+    result = run(task, "random", seed=0, budget=2)  # deploys the default until it finds better
+    assert result.gaps[0] == pytest.approx(0.02) and evals_to_stay(result, 0.02) == 1
+    assert "2 configuration(s) within 2 % of the optimum" in task.resolution()
