@@ -136,7 +136,10 @@ def read_rows(
         raise TaskError(f"{path}:1: no header: the knobs' names, then the metrics'")
     missing = [c for c in [*knobs, metric] if c not in header]
     if missing:
-        raise TaskError(f"{path}:1: {missing[0]}: no such column")
+        # one cell holding every name: a table separated by semicolons or tabs
+        apart = next((c for c in ";\t|" if len(header) == 1 and c in header[0]), None)
+        hint = f" (the header is one cell: columns are separated by commas, not {apart!r})"
+        raise TaskError(f"{path}:1: {missing[0]}: no such column{hint if apart else ''}")
     twice = next((c for c in header if header.count(c) > 1), None)
     if twice is not None:  # which of the two holds the readings is anyone's guess
         raise TaskError(f"{path}:1: {twice}: two columns of that name")

@@ -401,6 +401,11 @@ def test_a_misspelt_key_is_named_with_its_line(
         (ROWS[:-1], "t.csv: no row of a=3, m='y z': every configuration of the grid needs one "),
         ([], "t.csv:1: no header: the knobs' names, then the metrics'"),
         (ROWS[:1], "t.csv:2: no rows below the header"),
+        (
+            [row.replace(",", ";") for row in ROWS],  # as a spreadsheet in some locales saves it
+            "t.csv:1: a: no such column (the header is one cell: columns are separated by "
+            "commas, not ';')",
+        ),
     ],
 )
 def test_a_table_short_of_the_grid_is_refused_in_one_line(
@@ -412,7 +417,8 @@ def test_a_table_short_of_the_grid_is_refused_in_one_line(
 ) -> None:
     """A configuration of the grid without a row was a warning, and it ran as a failure
     whenever asked for: a cliff that was never measured, and a tuner steering around it
-    scored as if it had learnt something. An empty table was 'a: no such column'."""
+    scored as if it had learnt something. An empty table was 'a: no such column', and so was
+    one separated by semicolons, without saying why."""
     path = write(tmp_path, rows)
     if not rows:
         (tmp_path / "t.csv").write_text("")
