@@ -16,7 +16,9 @@ a tuner with no successful reading yet deploys nothing, and the default is score
   by chance and leave it again; *first at 2 %*, the first evaluation at which the deployed
   configuration is within 2 % at all, shows that; *measured 2 %*, the first evaluation after
   which the tuner has measured a configuration within 2 % (deployed or not), is its search
-  alone: the gap to "to 2 %" is what its decisions under noise cost.
+  alone: the gap to "to 2 %" is what its decisions under noise cost. A gap is a share of
+  |optimum|; where the optimum is 0 or the truths cross 0 (a count of errors, a difference),
+  whose 0 says nothing of size, a share of the median truth's distance from the optimum.
 - *regret@b*: median normalised regret after b evaluations, (deployed - optimum) / (default -
   optimum), clipped to [0, 1] (if the default is the optimum: relative to the worst).
 - *AUC*: mean of the normalised regret curve (lower is better); *final gap*: median relative gap

@@ -24,7 +24,7 @@ import numpy as np
 import yaml
 
 from benchmarks.tuners.pools.table import Table, read_table
-from benchmarks.tuners.tasks import Task
+from benchmarks.tuners.tasks import Task, gap_scale
 from hone.space import Categorical, Config, SearchSpace
 
 NOISE_LEVELS = (0.0, 0.03, 0.10)  # noise-free and multiplicative noise of 3 % and 10 % CV
@@ -94,8 +94,7 @@ class PoolTask(Task):
         }
         self._optimum = float(table.values.min() if minimize else table.values.max())
         self._worst = float(table.values.max() if minimize else table.values.min())
-        spread = abs(float(np.median(table.values)) - self._optimum)
-        self._scale = abs(self._optimum) or spread or 1.0
+        self._scale = gap_scale(self._optimum, self._worst, float(np.median(table.values)))
         self._cache: dict[tuple, int] = {}
 
     def row(self, config: Config) -> int:
@@ -122,8 +121,8 @@ class PoolTask(Task):
         return self._worst
 
     def scale(self) -> float:
-        """|optimum|, as for the other real tables (a table whose optimum is 0: the median's
-        distance from it)."""
+        """As for the other real tables (tasks.gap_scale): |optimum|, or where the optimum is
+        0 or the values cross 0, the median's distance from it."""
         return self._scale
 
 

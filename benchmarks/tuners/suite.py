@@ -106,12 +106,17 @@ def _name_readings(name: str) -> list[tuple[str, float]]:
 
 
 def path_tasks(paths: list[Path], noise_levels=NOISE_LEVELS) -> list[Task]:
-    """Tasks given by path: a tabular task (.yaml) or a pool table (.csv, .csv.gz)."""
+    """Tasks given by path: a tabular task (.yaml, or the .csv beside it) or a pool table
+    (.csv, .csv.gz)."""
     from benchmarks.tuners.tasks import TabularTask
 
     index = pool_index()
     tasks: list[Task] = []
     for path in paths:
+        # a tabular task's table given for its YAML: read as a pool table it was "no
+        # objective column ($<NAME, NAME+ or NAME-)", a convention of the pools' sources
+        spec = [path.with_suffix(s) for s in (".yaml", ".yml")] if path.suffix == ".csv" else []
+        path = next((p for p in spec if p.is_file()), path)
         if path.suffix in (".yaml", ".yml"):
             tasks.append(TabularTask(path))
             continue

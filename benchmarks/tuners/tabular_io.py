@@ -1,7 +1,8 @@
 """Reading a tabular task (shared/spec/tabular-tasks.md) that nobody here has seen: its YAML
-with YAML 1.2's booleans (a categorical value `off`, as the format's own example has it, stays
-the CSV's text), and every mistake in either file as one line naming the file, the
-line and the key, never a traceback halfway through a benchmark."""
+with every value the text written (a categorical value `off`, `010`, `1:30` or `null` is the
+CSV's text, not a boolean, a number or nothing; numbers are read from their text by the knob's
+type), and every mistake in either file as one line naming the file, the line and the key,
+never a traceback halfway through a benchmark."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ from typing import Any
 
 import yaml
 
-from hone.project.yamlio import CoreSafeLoader
-
 KNOB_TYPES = ("int", "float", "categorical", "bool")
+#: the keys of a task's YAML, of a knob and of the objective
+KEYS = {
+    "a task": ("knobs", "objective", "default"),
+    "a knob": ("type", "values"),
+    "the objective": ("metric", "direction"),
+}
 
 
 class TaskError(ValueError):
@@ -36,11 +41,17 @@ class Where:
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.lines: dict[tuple[str, ...], int] = {}
-        root = yaml.compose(text, Loader=CoreSafeLoader)
-        for key, value in root.value if isinstance(root, yaml.MappingNode) else []:
-            self.lines[(key.value,)] = key.start_mark.line + 1
-            for inner, _ in value.value if isinstance(value, yaml.MappingNode) else []:
-                self.lines[(key.value, inner.value)] = inner.start_mark.line + 1
+        self._note(yaml.compose(text, Loader=yaml.BaseLoader), ())
+
+    def _note(self, node: yaml.Node | None, keys: tuple[str, ...]) -> None:
+        for key, value in node.value if isinstance(node, yaml.MappingNode) else []:
+            inner = (*keys, str(key.value))
+            if inner in self.lines:  # YAML keeps the last silently: a knob pasted twice
+                first = self.lines[inner]
+                raise TaskError(f"{self.path}:{key.start_mark.line + 1}: {'.'.join(inner)}: "
+                                f"given twice (first at line {first})")  # fmt: skip
+            self.lines[inner] = key.start_mark.line + 1
+            self._note(value, inner)
 
     def __call__(self, *keys: Any) -> str:
         """The file, the line of the deepest of `keys` written in it, and the keys."""
@@ -49,13 +60,27 @@ class Where:
                      if texts[:n] in self.lines), None)  # fmt: skip
         return f"{self.path}{'' if line is None else f':{line}'}: {'.'.join(texts)}"
 
+    def missing(self, mapping: dict, keys: tuple[str, ...], what: str, key: str) -> TaskError:
+        """`key` of `mapping` (at `keys`) is missing or empty: the line of a key of that
+        mapping that is none of `what`'s, likely the missing one misspelt, else the mapping's."""
+        stray = next((k for k in mapping if k not in KEYS[what]), None)
+        if stray is None:
+            return TaskError(f"{self(*keys, key)}: missing or empty")
+        expected = ", ".join(KEYS[what])
+        return TaskError(
+            f"{self(*keys, stray)}: not a key of {what} ({expected}); {key} is missing"
+        )
+
 
 def load_spec(path: Path) -> tuple[dict[str, Any], Where]:
     """The task's YAML, checked: knobs with a known type and values, an objective, and a
-    default that is a point of the grid; and where each of its keys is written."""
+    default that is a point of the grid; and where each of its keys is written. Every value
+    is the text written (YAML's BaseLoader): YAML's own types for unquoted values (1.1's
+    `off` a boolean, `010` octal 8, `1:30` the number 90, `null` nothing) were not what the
+    CSV holds; a knob's type says how its text reads."""
     text = read_text(path)
     try:
-        spec = yaml.load(text, Loader=CoreSafeLoader)
+        spec = yaml.load(text, Loader=yaml.BaseLoader)
         at = Where(path, text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -63,22 +88,31 @@ def load_spec(path: Path) -> tuple[dict[str, Any], Where]:
         raise TaskError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
     if not isinstance(spec, dict):
         raise TaskError(f"{path}:1: expected a mapping with knobs, objective and default")
-    for section in ("knobs", "objective", "default"):
-        if not isinstance(spec.get(section), dict) or not spec[section]:
-            raise TaskError(f"{at(section)}: missing or empty")
+    for section in KEYS["a task"]:
+        if spec.get(section) and not isinstance(spec[section], dict):  # a list, a text
+            raise TaskError(f"{at(section)}: expected a mapping of names to values")
+        if not spec.get(section):
+            raise at.missing(spec, (), "a task", section)
     for name, knob in spec["knobs"].items():
-        if not isinstance(name, str):  # 1 or true, read as a number or a boolean
-            raise TaskError(f"{at('knobs', name)}: a knob's name is its column's text: quote it")
-        if not isinstance(knob, dict) or knob.get("type") not in KNOB_TYPES:
-            raise TaskError(f"{at('knobs', name)}: type must be one of {', '.join(KNOB_TYPES)}")
-        if not isinstance(knob.get("values"), list) or not knob["values"]:
-            raise TaskError(f"{at('knobs', name)}: values must be a non-empty list")
+        if not isinstance(knob, dict):
+            raise TaskError(f"{at('knobs', name)}: expected {{type: ..., values: [...]}}")
+        if "type" not in knob or "values" not in knob:
+            raise at.missing(
+                knob, ("knobs", name), "a knob", "type" if "values" in knob else "values"
+            )
+        if knob["type"] not in KNOB_TYPES:
+            raise TaskError(f"{at('knobs', name, 'type')}: must be one of {', '.join(KNOB_TYPES)}")
+        if not isinstance(knob["values"], list) or not knob["values"]:
+            raise TaskError(f"{at('knobs', name, 'values')}: must be a non-empty list")
+        if any(not isinstance(v, str) for v in knob["values"]):
+            raise TaskError(f"{at('knobs', name, 'values')}: each value must be a single value")
     objective = spec["objective"]
-    if not isinstance(objective.get("metric"), str):
-        raise TaskError(f"{at('objective', 'metric')}: missing")
+    for key in KEYS["the objective"]:
+        if not objective.get(key):
+            raise at.missing(objective, ("objective",), "the objective", key)
     if objective["metric"] in spec["knobs"]:  # its values would be read as the readings
         raise TaskError(f"{at('objective', 'metric')}: {objective['metric']} is a knob")
-    if objective.get("direction") not in ("maximize", "minimize"):
+    if objective["direction"] not in ("maximize", "minimize"):
         raise TaskError(f"{at('objective', 'direction')}: must be maximize or minimize")
     for name in spec["knobs"]:
         if name not in spec["default"]:
@@ -98,16 +132,21 @@ def read_rows(
     rows = []
     reader = csv.reader(io.StringIO(read_text(path), newline=""))
     header = [name.strip() for name in next(reader, [])]  # `a, b, ops` as written by hand
+    if not any(header):
+        raise TaskError(f"{path}:1: no header: the knobs' names, then the metrics'")
     missing = [c for c in [*knobs, metric] if c not in header]
     if missing:
-        raise TaskError(f"{path}:1: {missing[0]}: no such column")
+        # one cell holding every name: a table separated by semicolons or tabs
+        apart = next((c for c in ";\t|" if len(header) == 1 and c in header[0]), None)
+        hint = f" (the header is one cell: columns are separated by commas, not {apart!r})"
+        raise TaskError(f"{path}:1: {missing[0]}: no such column{hint if apart else ''}")
     twice = next((c for c in header if header.count(c) > 1), None)
     if twice is not None:  # which of the two holds the readings is anyone's guess
         raise TaskError(f"{path}:1: {twice}: two columns of that name")
     for cells in reader:
         line = reader.line_num
-        if not cells:
-            continue
+        if len(cells) < 2 and not "".join(cells).strip():
+            continue  # an empty line, or one of spaces an editor left at the end
         if len(cells) != len(header):  # a cut or shifted row: its cells would be misread
             raise TaskError(f"{path}:{line}: {len(cells)} cells, the header has {len(header)}")
         row = dict(zip(header, cells, strict=True))
@@ -116,6 +155,8 @@ def read_rows(
         except (ValueError, KeyError) as exc:
             raise TaskError(f"{path}:{line}: {exc.args[0]}") from None
         rows.append((config, reading(row[metric], f"{path}:{line}: {metric}")))
+    if not rows:
+        raise TaskError(f"{path}:2: no rows below the header")
     return rows
 
 

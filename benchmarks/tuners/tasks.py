@@ -7,8 +7,8 @@ Synthetic tasks are knob-like functions with a known optimum (documented in docs
 
 from __future__ import annotations
 
+import itertools
 import math
-import sys
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -41,10 +41,9 @@ class Task:
         return self._extremes()[0]
 
     def scale(self) -> float:
-        """What a gap is relative to: the optimum's size (COCO tasks override it); for an
-        optimum of 0 (a count of errors), the median configuration's distance from it."""
-        optimum, _, median = self._extremes()
-        return abs(optimum) or abs(median - optimum) or 1.0
+        """What a gap is relative to (gap_scale; COCO tasks override it)."""
+        optimum, worst, median = self._extremes()
+        return gap_scale(optimum, worst, median)
 
     def worst(self) -> float:
         return self._extremes()[1]
@@ -62,6 +61,17 @@ class Task:
         return self._cached[1]
 
 
+def gap_scale(optimum: float, worst: float, median: float) -> float:
+    """What a gap is relative to: the optimum's size where every truth is on its side of 0;
+    where the optimum is 0 (a count of errors) or the truths cross 0 (a difference, a score
+    with an offset), whose 0 says nothing of size, the median truth's distance from the
+    optimum. |optimum| there made 'within 2 %' depend on where 0 happened to be: an optimum
+    of -0.05 among truths up to 5 left no configuration but itself within 2 %."""
+    if optimum and not min(optimum, worst) < 0 < max(optimum, worst):
+        return abs(optimum)
+    return abs(median - optimum) or abs(optimum) or 1.0
+
+
 class TabularTask(Task):
     def __init__(self, path: Path) -> None:
         spec, at = load_spec(path)
@@ -71,30 +81,28 @@ class TabularTask(Task):
             if knob["type"] == "bool":
                 flags = {_flag(v) for v in values}
                 if None in flags:
-                    raise TaskError(f"{at('knobs', name)}: values must be true or false")
+                    raise TaskError(f"{at('knobs', name, 'values')}: must be true or false")
                 # a knob held at one value: the other is not in the grid, never to be proposed
                 held = Categorical((str(flags.pop()),)) if len(flags) == 1 else None
                 domains[name] = held or Boolean("True", "False")
             elif knob["type"] == "categorical":
-                if None in values:  # YAML's null: its text in the CSV is anyone's guess
-                    raise TaskError(f'{at("knobs", name)}: values: null must be quoted ("null")')
-                domains[name] = Categorical(tuple(str(v) for v in values))
+                domains[name] = Categorical(tuple(values))
             else:
                 numbers = [_number(v, knob["type"]) for v in values]
                 if None in numbers:
                     kind = "whole numbers" if knob["type"] == "int" else "numbers"
-                    raise TaskError(f"{at('knobs', name)}: values must be {kind}")
+                    raise TaskError(f"{at('knobs', name, 'values')}: must be {kind}")
                 pair = _alike(numbers)
                 if pair:  # their rows would be pooled into one configuration
                     raise TaskError(
-                        f"{at('knobs', name)}: {pair[0]:g} and {pair[1]:g} are one value to "
-                        "the tuners, which tell values apart to 10 decimals: give the knob "
-                        "in a smaller unit"
+                        f"{at('knobs', name, 'values')}: {pair[0]:g} and {pair[1]:g} are one "
+                        "value to the tuners, which tell values apart to 10 decimals: give the "
+                        "knob in a smaller unit"
                     )
                 try:
                     domains[name] = Ordinal(tuple(numbers))
                 except ValueError as exc:  # beyond what a knob may be: 1e15 either way
-                    raise TaskError(f"{at('knobs', name)}: values: {exc}") from None
+                    raise TaskError(f"{at('knobs', name, 'values')}: {exc}") from None
         objective = spec["objective"]
         bools = {name for name, knob in spec["knobs"].items() if knob["type"] == "bool"}
         try:
@@ -109,20 +117,23 @@ class TabularTask(Task):
             table, list(domains), objective["metric"], lambda row: self._typed(domains, row, bools)
         ):
             self.rows[space.key(config)].append(value)
+        grid = math.prod(len(d.values() or []) for d in domains.values())
+        if len(self.rows) < grid:  # a tuner asking for one would be told it failed: a cliff
+            # that was never measured
+            combos = itertools.product(*(d.values() or [] for d in domains.values()))
+            first = next(
+                c for c in combos if space.key(dict(zip(domains, c, strict=True))) not in self.rows
+            )
+            named = ", ".join(f"{n}={_text(v)}" for n, v in zip(domains, first, strict=True))
+            raise TaskError(
+                f"{table}: no row of {named}: every configuration of the grid needs one "
+                f"({grid - len(self.rows)} of {grid} have none)"
+            )
         for key, values in self.rows.items():
             ok = [v for v in values if v is not None]
             self.truths[key] = float(np.mean(ok)) if len(ok) * 2 >= len(values) else None
         if not any(t is not None for t in self.truths.values()):
             raise TaskError(f"{table}: {objective['metric']}: no configuration has a truth")
-        if self.space.key(defaults) not in self.rows:
-            raise TaskError(f"{table}: the default configuration has no rows")
-        grid = math.prod(len(d.values() or []) for d in domains.values())
-        if len(self.rows) < grid:  # the format wants them all: those missing run as failures
-            print(
-                f"{table}: {grid - len(self.rows)} of {grid} configurations have no rows; "
-                "they fail when asked for",
-                file=sys.stderr,
-            )
 
     @staticmethod
     def _typed(domains: dict, raw: dict[str, Any], bools: set[str]) -> Config:
@@ -132,8 +143,6 @@ class TabularTask(Task):
         config: Config = {}
         for name, domain in domains.items():
             value = raw[name]
-            if value is None:  # the default's YAML null, as the values refuse it
-                raise BadValue(name, 'null must be quoted ("null")')
             text = str(value).strip()
             if name in bools:
                 if text.lower() not in ("true", "false"):
@@ -165,6 +174,8 @@ class TabularTask(Task):
         """How finely the rows pin the truth down, which says what "within 2 %" can mean here:
         the spread of a configuration's rows, the standard error of its mean, and how far the
         configurations nearest the optimum are from it."""
+        from benchmarks.tuners.scoring import is_within  # scoring imports the harness
+
         spreads, counts, repeated = [], [], False
         for values in self.rows.values():
             ok = [v for v in values if v is not None]
@@ -175,8 +186,8 @@ class TabularTask(Task):
         rows = float(np.median(counts))
         best = self.optimum()
         gaps = sorted(abs(t - best) / self.scale() for t in self.truths.values() if t is not None)
-        within = sum(g <= 0.02 for g in gaps)
-        nearest = next((g for g in gaps if g > 0.02), None)
+        within = sum(is_within(g, 0.02) for g in gaps)
+        nearest = next((g for g in gaps if not is_within(g, 0.02)), None)
         closest = f"{within} configuration(s) within 2 % of the optimum, "
         closest += "no other." if nearest is None else f"the next at {100 * nearest:.1f} %."
         if not spreads:
@@ -195,6 +206,14 @@ class TabularTask(Task):
 
     def truth(self, config: Config) -> float | None:
         return self.truths.get(self.space.key(config))
+
+
+def _text(value: Any) -> str:
+    """A knob's value as a message names it: a text that is empty or holds a space, a comma
+    or an `=` quoted, so the list of a configuration's values reads unambiguously."""
+    text = str(value)
+    plain = text and not any(c.isspace() or c in ",=" for c in text)
+    return text if plain or not isinstance(value, str) else repr(text)
 
 
 def _alike(numbers: list) -> tuple[float, float] | None:
@@ -223,9 +242,8 @@ def _choice(domain: Ordinal, text: str) -> int | float:
 
 
 def _spelled(domain: Categorical, text: str) -> str | None:
-    """The categorical value `true` or `false` in another case: a YAML value written
-    unquoted, `[true, false]`, is a boolean to YAML 1.2, whose text is True or False, while
-    the CSV holds what was written."""
+    """The categorical value `true` or `false` in another case: the format writes booleans
+    `True` / `False` in the CSV, and a YAML holds what was typed, `[true, false]`."""
     word = text.lower()
     if word not in ("true", "false"):
         return None
@@ -233,26 +251,27 @@ def _spelled(domain: Categorical, text: str) -> str | None:
 
 
 def _flag(value: Any) -> bool | None:
-    """A bool knob's value as YAML gives it (true, or the text "True"), or None."""
-    if isinstance(value, bool):
-        return value
+    """A bool knob's value as the YAML writes it (true, True), or None."""
     text = str(value).strip().lower()
     return text == "true" if text in ("true", "false") else None
 
 
 def _number(value: Any, kind: str) -> int | float | None:
-    """A numeric knob's value, or None if it is not one. `1e3` is a number to YAML 1.2 but a
-    string to the YAML 1.1 rules PyYAML follows, so a numeric string is read as its number."""
-    if isinstance(value, str):
+    """A numeric knob's value from its text (`010` is 10, `1e3` 1000), or None if it is not
+    one; a whole number is read exactly, past 2**53 too."""
+    text = str(value).strip()
+    try:
+        number: int | float = int(text)
+    except ValueError:
         try:
-            value = float(value)
+            number = float(text)
         except ValueError:
             return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not math.isfinite(number):
         return None
     if kind == "int":
-        return int(value) if float(value).is_integer() else None
-    return value
+        return int(number) if float(number).is_integer() else None
+    return number
 
 
 class SyntheticTask(Task):
