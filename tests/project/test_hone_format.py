@@ -6,11 +6,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from hone.errors import HoneError
 from hone.project import load_project
 from hone.project.convert import to_hone_yaml
 from hone.project.model import Project
+from hone.project.yamlio import CoreSafeLoader, dump_with_header
 from hone.space import Boolean, Categorical, FloatRange, IntRange, Ordinal
 
 GOOD = """\
@@ -84,6 +86,25 @@ def test_on_off_yes_no_are_values_where_values_are_meant(tmp_path: Path) -> None
     assert project.space().defaults["mode"] == "off" and project.knob("mode").restart
     fast = project.knob("fast").domain
     assert isinstance(fast, Boolean) and (fast.format(True), fast.format(False)) == ("yes", "no")
+
+
+def test_numbers_are_yaml_1_2s_and_text_written_back_reads_the_same(tmp_path: Path) -> None:
+    """YAML 1.1 read `1e3` as text (so `range: [1e3, 1e6]` was "not a number"), `010` as eight
+    and `1:30` as ninety; a file hone writes must read back as the same values, here and in
+    YAML 1.1 readers such as A-Tune's."""
+    text = (
+        GOOD.replace("range: [0.01, 10]", "range: [1e-2, 1e1]")
+        .replace("values: [a, b]", "values: [1:30, 2024-01-01, '1e3']")
+        .replace('get: "echo a"', 'get: "echo 1:30"')
+        .replace("range: [1, 16]", "range: [01, 0x10]")
+    )
+    project = load_project(write(tmp_path, text))
+    assert project.knob("ratio").domain == FloatRange(0.01, 10.0, log=True)
+    assert project.knob("mode").domain == Categorical(("1:30", "2024-01-01", "1e3"))
+    assert project.knob("threads").domain == IntRange(1, 16)
+    data = {"values": ["1e3", "010", "on", ".5", "0x1F", 1e3, 10, True, "true", None]}
+    written = dump_with_header(["# a file hone writes"], data)
+    assert yaml.load(written, Loader=CoreSafeLoader) == data == yaml.safe_load(written)
 
 
 def test_values_read_from_the_system_are_references_only_inside_the_space(tmp_path: Path) -> None:

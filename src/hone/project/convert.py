@@ -11,6 +11,7 @@ import yaml
 from hone.knobs.shell import ShellActuator
 from hone.project.describe import select_data
 from hone.project.model import Knob, Project
+from hone.project.yamlio import CoreSafeDumper
 from hone.space import Boolean, Categorical, Domain, FloatRange, IntRange, Ordinal
 
 
@@ -55,7 +56,7 @@ def to_hone_yaml(project: Project, destination: Path | None = None) -> str:
         objective=tuning.objective,
         select=select_data(tuning.feature_filter),
     )
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+    return yaml.dump(doc, Dumper=CoreSafeDumper, sort_keys=False, allow_unicode=True, width=100)
 
 
 def _given(**fields: Any) -> dict[str, Any]:

@@ -36,19 +36,59 @@ class NodeList(list):
 
 
 class CoreSafeLoader(yaml.SafeLoader):
-    """YAML 1.2's booleans: only true and false. YAML 1.1 also read on, off, yes and no as
-    booleans, so a value list `[on, off]` became True/False and hone would have written
-    `sendfile True` into nginx.conf; settings that are flags accept those words anyway
-    (`common.boolean`, `Boolean.parse`)."""
+    """YAML 1.2's core schema for plain values. YAML 1.1 read on, off, yes and no as booleans,
+    so a value list `[on, off]` became True/False and hone would have written `sendfile True`
+    into nginx.conf (settings that are flags accept those words anyway: `common.boolean`,
+    `Boolean.parse`); it read `1e3` as text (a float needed a dot), `010` as eight and `1:30`
+    as ninety, and `2024-01-01` as a date. Here only true and false are booleans, `1e3` is a
+    thousand, `010` is ten, `0o10` eight, `0x10` sixteen, `1_000` a thousand still, and `1:30`
+    and `2024-01-01` are text."""
 
 
+_OWN = {f"tag:yaml.org,2002:{tag}" for tag in ("bool", "int", "float", "timestamp")}
 CoreSafeLoader.yaml_implicit_resolvers = {
-    first: [(tag, rule) for tag, rule in resolvers if tag != "tag:yaml.org,2002:bool"]
+    first: [(tag, rule) for tag, rule in resolvers if tag not in _OWN]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-CoreSafeLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
+for _tag, _rule, _first in (
+    ("bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+    ("int", r"[-+]?[0-9][0-9_]*|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+    ("float", r"[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?", "-+.0123456789"),
+    ("float", r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)", "-+."),
+):
+    CoreSafeLoader.add_implicit_resolver(
+        f"tag:yaml.org,2002:{_tag}", re.compile(f"^(?:{_rule})$"), list(_first)
+    )
+
+
+def _core_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
+    base = {"0o": 8, "0x": 16}.get(text[:2])
+    return int(text[2:], base) if base else int(text)
+
+
+def _core_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
+    text = str(loader.construct_scalar(node)).lower()
+    return float(text.replace(".inf", "inf").replace(".nan", "nan"))
+
+
+CoreSafeLoader.add_constructor("tag:yaml.org,2002:int", _core_int)
+CoreSafeLoader.add_constructor("tag:yaml.org,2002:float", _core_float)
+
+
+class CoreSafeDumper(yaml.SafeDumper):
+    """Writes text that CoreSafeLoader, and YAML 1.1 readers such as A-Tune's, read back as the
+    same text: a string either would take for a number, a boolean or a date is quoted (`'1e3'`,
+    `'on'`, `'010'`)."""
+
+
+CoreSafeDumper.yaml_implicit_resolvers = {
+    first: [
+        *yaml.SafeDumper.yaml_implicit_resolvers.get(first, []),
+        *CoreSafeLoader.yaml_implicit_resolvers.get(first, []),
+    ]
+    for first in {*yaml.SafeDumper.yaml_implicit_resolvers, *CoreSafeLoader.yaml_implicit_resolvers}
+}
 
 
 def _loader_for(file: str) -> type[yaml.SafeLoader]:
@@ -125,5 +165,7 @@ def dump_with_header(header: list[str], data: dict[str, Any]) -> str:
     holds line breaks (a diagnosed process's command line: a script given with `-c`); each is
     kept on its line, or the rest would be read as YAML."""
     lines = [re.sub(r"\s*[\r\n]+\s*", " ", line) for line in header]
-    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    body = yaml.dump(
+        data, Dumper=CoreSafeDumper, sort_keys=False, default_flow_style=None, width=100
+    )
     return "\n".join(lines) + "\n" + body
