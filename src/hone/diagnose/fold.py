@@ -415,6 +415,7 @@ class _BlockResolver:
         self.java = java
         self.opts = opts
         self.lines: dict[bytes, list[Frame] | None] = {}
+        self.addressed: dict[bytes, list[int]] = {}  # a line's address for each of its frames
 
     def frames(self, block: bytes) -> Stack | None:
         """None when the block holds a line of spaces (an event boundary: the reference)."""
@@ -433,9 +434,12 @@ class _BlockResolver:
         """The address of each of the block's frames (after `frames`), root first."""
         found: list[int] = []
         for line in reversed(block.split(b"\n")):
-            pc = line.split(None, 1)[0] if line.strip() else b""
-            address = int(pc, 16) if pc and _HEX.issuperset(pc.decode("ascii", "replace")) else 0
-            found += [address] * len(self.lines[line] or ())
+            addressed = self.addressed.get(line)
+            if addressed is None:
+                pc = line.split(None, 1)[0].decode("ascii", "replace") if line.strip() else ""
+                address = int(pc, 16) if pc and _HEX.issuperset(pc) else 0
+                addressed = self.addressed[line] = [address] * len(self.lines[line] or ())
+            found += addressed
         return tuple(found)
 
     def _parse(self, line: bytes) -> list[Frame] | None:

@@ -61,6 +61,8 @@ class LineTable:
         pairs = struct.unpack_from(f"{self.order}{2 * count}I", table, functab)
         self.entries = pairs[0::2]  # entry offsets from the start of the text, ascending
         self.records = [functab + offset for offset in pairs[1::2]]
+        # the pc-value tables read: (offset, function entry) -> pc range ends, values
+        self.decoded: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
 
     @classmethod
     def open(cls, path: str | Path) -> LineTable | None:
@@ -121,19 +123,30 @@ class LineTable:
         return None
 
     def _value(self, offset: int, entry: int, target: int) -> int:
-        """The value a pc-value table (runtime/symtab.go's pcvalue) gives `target`: pairs of
-        varints, a zig-zag value delta and a pc delta in instruction quanta, from the entry."""
-        data, at, pc, value, first = self.data, self.pcs + offset, entry, -1, True
+        """The value a pc-value table gives `target` (-1 past its end)."""
+        key = (offset, entry)  # functions share identical tables
+        if key not in self.decoded:
+            self.decoded[key] = self._decode(offset, entry)
+        ends, values = self.decoded[key]
+        at = bisect_right(ends, target)
+        return values[at] if at < len(values) else -1
+
+    def _decode(self, offset: int, entry: int) -> tuple[list[int], list[int]]:
+        """A pc-value table (runtime/symtab.go's pcvalue): pairs of varints, a zig-zag value
+        delta and a pc delta in instruction quanta, from the function's entry on; as the end
+        of each pc range and its value."""
+        data, at, pc, value = self.data, self.pcs + offset, entry, -1
+        ends: list[int] = []
+        values: list[int] = []
         while True:
             delta, at = _uvarint(data, at)
-            if delta == 0 and not first:
-                return -1
-            first = False
+            if delta == 0 and ends:
+                return ends, values
             value += -(delta >> 1) - 1 if delta & 1 else delta >> 1
             step, at = _uvarint(data, at)
             pc += step * self.quantum
-            if target < pc:
-                return value
+            ends.append(pc)
+            values.append(value)
 
     def _file(self, cu: int, number: int) -> str:
         if number < 0:
