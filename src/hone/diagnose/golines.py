@@ -88,16 +88,19 @@ class LineTable:
         of a binary's frames as offsets into its file)."""
         return offset - self.text.offset + self.text.address
 
-    def lines(self, address: int, function: str) -> list[Line] | None:
+    def lines(self, address: int, function: str | None) -> list[Line] | None:
         """The lines of `address` (innermost first), or None when it is not in the code of
-        `function` (perf's name for its frame: the two readings must agree)."""
+        `function` (perf's name for its frame: the two readings must agree) or, for None (perf
+        named no function: a stripped binary), not in the text."""
+        if not self.text.address <= address < self.text.address + self.text.size:
+            return None
         at = bisect_right(self.entries, address - self.text.address) - 1
         if at < 0 or at >= len(self.records):
             return None
         record = struct.unpack_from(self.order + _FUNC, self.data, self.records[at])
         entry_off, name_off, _, _, _, pcfile, pcln, npcdata, cu, start = record[:10]
         name = self._string(self.names + name_off)
-        if function.removesuffix(".abi0") != name.removesuffix(".abi0"):
+        if function is not None and function.removesuffix(".abi0") != name.removesuffix(".abi0"):
             return None
         entry = self.text.address + entry_off
         after = self.records[at] + struct.calcsize(_FUNC)
@@ -227,10 +230,12 @@ class Lookup:
         table = self.tables[frame.module]
         if table is None:
             return None
-        # perf (6.1) prints an offset into the binary's file; else it is the address itself
+        # perf (6.1) prints an offset into the binary's file; else it is the address itself.
+        # A frame perf could not name ([prog], a stripped binary) is placed by the table alone.
+        named = None if frame.function.startswith("[") else frame.function
         for address in (table.address(pc), pc):
             address -= 0 if leaf else 1
-            lines = table.lines(address, frame.function)
+            lines = table.lines(address, named)
             if lines:
                 return address, lines
         return None
