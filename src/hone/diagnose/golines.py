@@ -12,7 +12,8 @@ later), and tables from code address to file, line and inlined call (runtime/sym
 
 An address in code the compiler inlined gives one Line per inlined call, innermost first, as
 runtime/pprof lists them; the inlined calls' table is found by the binary's `go:func.*`
-symbol, so a binary stripped of its symbols gives the outer function's line only.
+symbol, so in a binary stripped of its symbols an address in inlined code has no lines (rather
+than the outer function named with the inlined code's line).
 """
 
 from __future__ import annotations
@@ -235,7 +236,10 @@ class Lookup:
         named = None if frame.function.startswith("[") else frame.function
         for address in (table.address(pc), pc):
             address -= 0 if leaf else 1
-            lines = table.lines(address, named)
+            try:
+                lines = table.lines(address, named)
+            except (struct.error, IndexError, ValueError):  # a table it cannot read: no lines
+                return None
             if lines:
                 return address, lines
         return None
