@@ -3,6 +3,7 @@ its hot code named, and no gcc compiler-flags project offered."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import subprocess
@@ -15,8 +16,11 @@ import yaml
 from hone.diagnose import golang
 from hone.diagnose.comparison import compare_text
 from hone.diagnose.fold import Frame
+from hone.diagnose.golines import Line
+from hone.diagnose.pprof import to_pprof
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis
+from tests.diagnose.test_formats import _varints, decode
 
 PROGRAMS = Path(__file__).parent / "programs"
 
@@ -82,6 +86,92 @@ def test_a_cpu_bound_go_program_is_not_offered_gcc_flags(hone_cli, go_programs, 
     assert "go-gc" not in d.kinds
     assert not d.builds_faster() and "compiler-flags" not in done.stdout
     assert "default.pgo" in done.stdout
+
+
+def pgo_go() -> str | None:
+    """A Go with profile-guided optimisation (1.21 and later): the one on PATH, the machine's
+    own (Debian's 1.19 has none)."""
+    for go in (shutil.which("go"), "/usr/local/go/bin/go"):
+        if go and os.path.exists(go):
+            said = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True)
+            version = said.stdout.strip().removeprefix("go").split(".")
+            if said.returncode == 0 and tuple(map(int, version[:2])) >= (1, 21):
+                return go
+    return None
+
+
+@pytest.mark.slow
+def test_go_build_pgo_takes_hones_profile(hone_cli, tmp_path) -> None:
+    """A hot interface call in a loop: Go's PGO, given hone's oncpu.pb.gz, devirtualises the
+    call and inlines the callee, as with Go's own profile. Before, it refused the profile:
+    `profile missing Function.start_line data`. The profile goes through what `go build -pgo`
+    runs (preprofile, then the compiler on the main package): a whole `go build -pgo` compiles
+    the runtime again with each new profile, 10 s here."""
+    go = pgo_go()
+    if go is None:
+        pytest.skip("no Go 1.21+ here (profile-guided optimisation)")
+    source, binary, folder = PROGRAMS / "ifacecall.go", tmp_path / "ifacecall", tmp_path / "rep"
+    # the user's build cache: the first build compiles the runtime (14 s), later ones reuse it
+    subprocess.run([go, "build", "-o", str(binary), str(source)], check=True, timeout=300)
+    done = hone_cli("diagnose", "-o", str(folder), "--no-locks", "--no-offcpu", "--", str(binary))
+    assert done.returncode == 0, done.stderr
+    assert "cp oncpu.pb.gz default.pgo" in done.stdout
+    profile = tmp_path / "default.pgo"
+    tool = [go, "tool", "preprofile", "-i", str(folder / "oncpu.pb.gz"), "-o", str(profile)]
+    read = subprocess.run(tool, capture_output=True, text=True, timeout=60)
+    assert read.returncode == 0, read.stderr
+    compile_ = [go, "tool", "compile", "-p", "main", "-o", str(tmp_path / "main.o"),
+                f"-pgoprofile={profile}", "-m", "-d=pgodebug=1", str(source)]  # fmt: skip
+    built = subprocess.run(compile_, capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    said = built.stdout + built.stderr
+    assert "PGO devirtualizing interface call s.Score to Mixer.Score" in said
+    assert "allows inlining for call main.Mixer.Score" in said
+    assert "in function main.rounds" in said
+
+
+def test_pprof_places_go_frames_by_address_and_line() -> None:
+    """A Go binary's frames as Go's own profiler writes them: a Location with its address and
+    a Line per inlined call (innermost first), Functions with file and start line; a kernel
+    frame of the same stack as before, by name and module."""
+    prog, kernel = "/srv/prog", "[kernel.kallsyms]"
+    frames = (Frame("main.main", prog), Frame("main.work", prog), Frame("write", kernel))
+    key = ("prog", frames)
+    addresses = {key: {(0x10, 0x20, 0x99): 2, (0x10, 0x24, 0x99): 1}}
+    profile = Profile(stacks={key: 3}, frequency_hz=100, addresses=addresses)
+    work = "main.work", "/src/main.go"
+    source = {0x10: [Line("main.main", "/src/main.go", 9, 5)],
+              0x20: [Line("main.add", "/src/add.go", 3, 2), Line(*work, 20, 14)],
+              0x24: [Line(*work, 21, 14)]}  # fmt: skip
+
+    def lines(frame: Frame, pc: int, leaf: bool) -> tuple[int, list[Line]] | None:
+        assert leaf == (frame.module == kernel)
+        return (pc - 1, source[pc]) if frame.module == prog else None
+
+    message = decode(gzip.decompress(to_pprof(profile, lines)))
+    strings = [value.decode() for field, value in message if field == 6]
+    functions = {}
+    for value in (value for field, value in message if field == 5):
+        parts = dict(decode(value))
+        functions[parts[1]] = (strings[parts[2]], strings[parts.get(4, 0)], parts.get(5, 0))
+    locations = {}
+    for value in (value for field, value in message if field == 4):
+        parts = decode(value)
+        calls = [dict(decode(line)) for field, line in parts if field == 4]
+        where = [(*functions[call[1]], call.get(2, 0)) for call in calls]
+        locations[dict(parts)[1]] = (dict(parts).get(3, 0), where)
+    samples = []
+    for value in (value for field, value in message if field == 2):
+        parts = dict(decode(value))
+        stack = [locations[i] for i in _varints(parts[1])]
+        samples.append((stack, _varints(parts[2])[0]))
+    leaf = (0, [("write", kernel, 0, 0)])
+    main = (0xF, [("main.main", "/src/main.go", 5, 9)])
+    inlined = [("main.add", "/src/add.go", 2, 3), ("main.work", "/src/main.go", 14, 20)]
+    assert samples == [
+        ([leaf, (0x1F, inlined), main], 2),
+        ([leaf, (0x23, [("main.work", "/src/main.go", 14, 21)]), main], 1),
+    ]
 
 
 def test_only_go_binaries_are_go(go_programs, tmp_path) -> None:

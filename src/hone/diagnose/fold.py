@@ -43,6 +43,8 @@ class Frame(NamedTuple):
 Stack = tuple[Frame, ...]
 # (root frame: process name with -pid or -pid/tid when asked, frames root first) -> count
 Stacks = dict[tuple[str, Stack], int]
+# the same stacks -> {the addresses of their frames, root first: count}
+Addresses = dict[tuple[str, Stack], dict[tuple[int, ...], int]]
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,16 @@ def parse_perf_script(data: str | bytes, **options: object) -> Stacks:
     raw = data.encode() if isinstance(data, str) else data
     stacks = _fold_blocks(raw, opts)
     return _fold_lines(raw, opts) if stacks is None else stacks
+
+
+def frame_addresses(data: str | bytes, **options: object) -> Addresses | None:
+    """For each stack as `parse_perf_script` keys it, the addresses perf printed for its frames
+    (root first, as the frames; 0 where a line has none) with the samples of each; None for
+    input that the fast path does not take (the line-by-line reference keeps no addresses)."""
+    opts = FoldOptions(**options)  # type: ignore[arg-type]
+    raw = data.encode() if isinstance(data, str) else data
+    counts = _count_blocks(raw, opts)
+    return None if counts is None else _resolve(counts, opts, addresses=True)  # type: ignore[return-value]
 
 
 def to_folded(stacks: Stacks) -> dict[str, int]:
@@ -313,6 +325,12 @@ _EVENT_HEAD = re.compile(rb"(.*?) +([0-9/]+) ")
 def _fold_blocks(raw: bytes, opts: FoldOptions) -> Stacks | None:
     """Count (process, stack block) pairs, then parse each unique block once; None when the
     input needs the line-by-line reference."""
+    counts = _count_blocks(raw, opts)
+    return None if counts is None else _resolve(counts, opts)  # type: ignore[return-value]
+
+
+def _count_blocks(raw: bytes, opts: FoldOptions) -> dict[tuple[bytes, bytes], int] | None:
+    """The samples of each (event line up to the pid, stack block) pair."""
     if raw.startswith(b"#") or b"\n#" in raw or b"\r" in raw:
         return None
     wanted = opts.event.encode() if opts.event is not None else None
@@ -346,7 +364,7 @@ def _fold_blocks(raw: bytes, opts: FoldOptions) -> Stacks | None:
                 continue
         key = (head[: found.end()], block)
         counts[key] = counts.get(key, 0) + (1 if samples or period is None else period)
-    return _resolve(counts, opts)
+    return counts
 
 
 def _parse_tail(tail: bytes) -> tuple[bytes | None, int | None] | None:
@@ -364,8 +382,11 @@ def _parse_tail(tail: bytes) -> tuple[bytes | None, int | None] | None:
     return words[-1], period
 
 
-def _resolve(counts: dict[tuple[bytes, bytes], int], opts: FoldOptions) -> Stacks | None:
-    stacks: Stacks = {}
+def _resolve(
+    counts: dict[tuple[bytes, bytes], int], opts: FoldOptions, addresses: bool = False
+) -> Stacks | Addresses | None:
+    """The stacks' samples, or with `addresses` the samples of each stack's address stacks."""
+    stacks: dict = {}
     roots: dict[bytes, str] = {}
     resolvers = {java: _BlockResolver(java, opts) for java in (False, True)}
     for (head, block), count in counts.items():
@@ -377,7 +398,11 @@ def _resolve(counts: dict[tuple[bytes, bytes], int], opts: FoldOptions) -> Stack
         frames = resolvers[root.startswith("java")].frames(block)
         if frames is None:
             return None
-        if frames:
+        if frames and addresses:
+            spread = stacks.setdefault((root, frames), {})
+            pcs = resolvers[root.startswith("java")].addresses(block)
+            spread[pcs] = spread.get(pcs, 0) + count
+        elif frames:
             key = (root, frames)
             stacks[key] = stacks.get(key, 0) + count
     return stacks
@@ -390,6 +415,7 @@ class _BlockResolver:
         self.java = java
         self.opts = opts
         self.lines: dict[bytes, list[Frame] | None] = {}
+        self.addressed: dict[bytes, list[int]] = {}  # a line's address for each of its frames
 
     def frames(self, block: bytes) -> Stack | None:
         """None when the block holds a line of spaces (an event boundary: the reference)."""
@@ -403,6 +429,18 @@ class _BlockResolver:
                 return None
             frames += parsed
         return tuple(frames)
+
+    def addresses(self, block: bytes) -> tuple[int, ...]:
+        """The address of each of the block's frames (after `frames`), root first."""
+        found: list[int] = []
+        for line in reversed(block.split(b"\n")):
+            addressed = self.addressed.get(line)
+            if addressed is None:
+                pc = line.split(None, 1)[0].decode("ascii", "replace") if line.strip() else ""
+                address = int(pc, 16) if pc and _HEX.issuperset(pc) else 0
+                addressed = self.addressed[line] = [address] * len(self.lines[line] or ())
+            found += addressed
+        return tuple(found)
 
     def _parse(self, line: bytes) -> list[Frame] | None:
         text = line.decode("utf-8", "replace").rstrip()

@@ -21,6 +21,7 @@ import re
 import struct
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import BinaryIO, NamedTuple
 
 from hone.diagnose.profile import Profile
 
@@ -56,8 +57,50 @@ _ALLOC = re.compile(
 
 
 #: ELF32 and ELF64 header fields: where e_shoff is and its format, where e_shentsize, e_shnum
-#: and e_shstrndx are, and a section header's name, offset and size (the fields before offset).
+#: and e_shstrndx are, and a section header's name, type, flags, address, offset and size.
 _ELF = {1: (32, "I", 46, "IIIIII"), 2: (40, "Q", 58, "IIQQQQ")}
+
+
+class Section(NamedTuple):
+    """Where an ELF section is: its address when loaded, its offset in the file, its size."""
+
+    address: int
+    offset: int
+    size: int
+
+
+class Elf(NamedTuple):
+    """An ELF file's byte order (struct's `<` or `>`), whether it is 64-bit, its sections."""
+
+    order: str
+    wide: bool
+    sections: dict[str, Section]
+
+
+def elf_of(stream: BinaryIO) -> Elf | None:
+    """The sections of an open ELF file, from its header, its section table and the table's
+    names (a few small reads); None for a file that is no ELF."""
+    head = stream.read(64)
+    if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in _ELF:
+        return None
+    order = "<" if head[5] == 1 else ">"
+    at, offset_format, counts_at, layout = _ELF[head[4]]
+    (table_at,) = struct.unpack_from(order + offset_format, head, at)
+    size, count, names = struct.unpack_from(order + "HHH", head, counts_at)
+    layout = order + layout
+    if not table_at or not 0 < count <= 1024 or names >= count or size < struct.calcsize(layout):
+        return None
+    stream.seek(table_at)
+    table = stream.read(size * count)
+    headers = [struct.unpack_from(layout, table, i * size) for i in range(count)]
+    stream.seek(headers[names][4])
+    strings = stream.read(min(headers[names][5], 1 << 16))
+    sections = {}
+    for name, _, _, address, offset, length in headers:
+        end = strings.find(b"\0", name)
+        if end > name:
+            sections[strings[name:end].decode(errors="replace")] = Section(address, offset, length)
+    return Elf(order, head[4] == 2, sections)
 
 
 def is_go(path: str | Path) -> bool:
@@ -66,30 +109,14 @@ def is_go(path: str | Path) -> bool:
     names), not the whole binary: 0.1 ms."""
     try:
         with open(path, "rb") as stream:
-            head = stream.read(64)
-            if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in _ELF:
+            elf = elf_of(stream)
+            info = elf.sections.get(".go.buildinfo") if elf else None
+            if info is None:
                 return False
-            order = "<" if head[5] == 1 else ">"
-            at, offset_format, counts_at, layout = _ELF[head[4]]
-            (table_at,) = struct.unpack_from(order + offset_format, head, at)
-            size, count, names = struct.unpack_from(order + "HHH", head, counts_at)
-            layout = order + layout
-            if not table_at or not 0 < count <= 1024 or names >= count:
-                return False
-            if size < struct.calcsize(layout):
-                return False
-            stream.seek(table_at)
-            table = stream.read(size * count)
-            sections = [struct.unpack_from(layout, table, i * size) for i in range(count)]
-            stream.seek(sections[names][4])
-            strings = stream.read(min(sections[names][5], 1 << 16))
-            for name, *_, offset, _length in sections:
-                if strings[name : name + 14] == b".go.buildinfo\0":
-                    stream.seek(offset)
-                    return stream.read(len(MAGIC)) == MAGIC
+            stream.seek(info.offset)
+            return stream.read(len(MAGIC)) == MAGIC
     except (OSError, struct.error):
         return False
-    return False
 
 
 def settings(pid: int) -> dict[str, str]:

@@ -23,7 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hone.diagnose.fold import Frame, Stack, first_event, parse_folded, parse_perf_script
+from hone.diagnose.fold import (
+    Addresses,
+    Frame,
+    Stack,
+    first_event,
+    frame_addresses,
+    parse_folded,
+    parse_perf_script,
+)
 from hone.diagnose.nodejs import script_frames
 from hone.errors import HoneError
 from hone.outfile import write_atomic
@@ -43,25 +51,49 @@ class Profile:
     target: str = ""  # "pid 1234" or the profiled command line
     perf_data: str | None = None  # the raw perf.data, when it was kept
     created: float = field(default_factory=time.time)
+    #: the addresses perf printed for each stack's frames (`from_perf_script(addresses=True)`),
+    #: by which a Go program's pprof names source lines (module pprof); not saved
+    addresses: Addresses | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_perf_script(
-        cls, data: str | bytes, *, event: str | None = None, per_process: bool = False, **meta: Any
+        cls,
+        data: str | bytes,
+        *,
+        event: str | None = None,
+        per_process: bool = False,
+        addresses: bool = False,
+        **meta: Any,
     ) -> Profile:
         """A profile of `perf script` text, counted in samples (events of one type). With
         `per_process` (perf script's lines name pid/tid) and samples of more than one process,
         each root frame is the thread's name and its process's pid, `nginx-2922`: the flame
         graph splits by process first. Node's JavaScript frames are named by function and
-        script, as Python's are."""
-        parsed = parse_perf_script(data, count="samples", event=event, include_pid=per_process)
+        script, as Python's are. With `addresses`, the profile keeps the address perf printed
+        for each frame of each sample (`Profile.addresses`)."""
+        options = {"count": "samples", "event": event, "include_pid": per_process}
+        parsed = parse_perf_script(data, **options)
         # one process: its threads' names alone, as perf script without pids gives them
         alone = per_process and len({thread.rpartition("-")[2] for thread, _ in parsed}) < 2
+
+        def key_of(thread: str, frames: Stack) -> tuple[str, Stack]:
+            named = script_frames(_inlined_in_place(frames))
+            return (thread.rpartition("-")[0] if alone else thread, named)
+
         stacks: dict[tuple[str, Stack], int] = {}
         for (thread, frames), count in parsed.items():
-            named = script_frames(_inlined_in_place(frames))
-            key = (thread.rpartition("-")[0] if alone else thread, named)
+            key = key_of(thread, frames)
             stacks[key] = stacks.get(key, 0) + count
-        return cls(stacks=stacks, event=event or first_event(data) or "cpu-clock", **meta)
+        found = frame_addresses(data, **options) if addresses else None
+        if found is not None:
+            keyed: Addresses = {}
+            for (thread, frames), spread in found.items():
+                into = keyed.setdefault(key_of(thread, frames), {})
+                for pcs, count in spread.items():
+                    into[pcs] = into.get(pcs, 0) + count
+            found = keyed
+        event = event or first_event(data) or "cpu-clock"
+        return cls(stacks=stacks, event=event, addresses=found, **meta)
 
     @classmethod
     def from_folded(cls, folded: dict[str, int], **meta: Any) -> Profile:

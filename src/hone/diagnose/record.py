@@ -63,10 +63,13 @@ class Recording:
         recording of several processes or of the whole system names them; others give none)."""
         return {int(pid) for pid in _SAMPLED.findall(self.script)}
 
-    def profile(self) -> Profile:
+    def profile(self, addresses: bool = False) -> Profile:
+        """The recording's profile; with `addresses`, its frames' addresses kept besides (a Go
+        program's, whose pprof then names source lines)."""
         return Profile.from_perf_script(
             self.script,
             per_process=self.processes,
+            addresses=addresses,
             event=self.event,
             frequency_hz=self.frequency_hz,
             duration_s=self.duration_s,

@@ -249,13 +249,12 @@ def _advised(kind: str) -> bool:
     return kind.startswith("kernel-") or kind in ("gc", "go-gc")
 
 
-#: A CPU-bound Go program's line: Go's own profile-guided optimisation, not gcc's. `go build
-#: -pgo` refuses hone's pprof (perf's samples carry no source lines: `profile missing
-#: Function.start_line data`), so the line says which profile Go takes.
+#: A CPU-bound Go program's line: Go's own profile-guided optimisation, not gcc's, from the
+#: diagnosis's pprof, whose Go frames carry the source lines Go's PGO matches call sites by
+#: (module golines: read from binaries of Go 1.20 and later).
 GO_CPU = ("Go code: gcc's flags do not build it; Go's profile-guided optimisation (Go 1.21+) "
-          "takes a CPU profile from Go's own profiler (runtime/pprof, net/http/pprof's "
-          "/debug/pprof/profile), which has the source lines perf's samples lack: save it as "
-          "default.pgo beside the main package and go build (-pgo=auto)")  # fmt: skip
+          "takes this diagnosis's CPU profile: cp oncpu.pb.gz default.pgo (from the report's "
+          "folder to the main package's) and go build (-pgo=auto)")  # fmt: skip
 #: What `--suggest-project` writes for a Go command (module goproject).
 GO_PROJECT = ("--suggest-project DIR writes a project that runs the command with GOGC and "
               "GOMAXPROCS as knobs")  # fmt: skip

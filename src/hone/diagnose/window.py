@@ -586,7 +586,8 @@ def _analyse(
     oncpu = jobs["oncpu"]
     if oncpu.error:
         raise oncpu.error
-    profile = oncpu.result.profile()  # type: ignore[union-attr]
+    # a Go program's pprof names the source lines of its frames' addresses (module golines)
+    profile = oncpu.result.profile(addresses=language == "go")  # type: ignore[union-attr]
     if profile.frequency_hz and profile.frequency_hz < frequency:
         notes.append(
             f"on-CPU sampled at {profile.frequency_hz:g} Hz, not -F {frequency}: perf lowered it "

@@ -1,0 +1,245 @@
+"""Source lines of a Go binary's code addresses, read from the line table the Go linker writes.
+
+`go build -pgo` matches a CPU profile's samples to its code by call site: the caller's name and
+the call's line counted from the caller's `func` line. perf's samples name functions only;
+this module gives the lines for the addresses perf sampled. Every Go binary carries them, in
+`.gopclntab` (kept in stripped binaries too: the runtime's tracebacks read it), with no Go
+toolchain needed: for each function its name, entry, `func` line (`startLine`, Go 1.20 and
+later), and tables from code address to file, line and inlined call (runtime/symtab.go).
+
+    table = LineTable.open("/srv/prog")        # None: no Go 1.20+ line table
+    table.lines(0x8e2d8, "main.rounds")        # [Line("main.rounds", "/src/prog.go", 50, 47)]
+
+An address in code the compiler inlined gives one Line per inlined call, innermost first, as
+runtime/pprof lists them; the inlined calls' table is found by the binary's `go:func.*`
+symbol, so in a binary stripped of its symbols an address in inlined code has no lines (rather
+than the outer function named with the inlined code's line).
+"""
+
+from __future__ import annotations
+
+import struct
+from bisect import bisect_right
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+from hone.diagnose.fold import Frame
+from hone.diagnose.golang import Elf, Section, elf_of
+
+#: The line table's header magic since Go 1.20 (1.18 and 1.19 wrote no start lines).
+MAGIC = 0xFFFFFFF1
+#: runtime/symtab.go: the pcdata table of a PC's inlined call, the funcdata of the calls.
+_INLINE_INDEX, _INLINE_TREE = 2, 3
+#: A function's record (runtime._func) up to its pcdata offsets: entryOff, nameOff, args,
+#: deferreturn, pcsp, pcfile, pcln, npcdata, cuOffset, startLine, funcID, flag, pad, nfuncdata.
+_FUNC = "IiiIIIIIIiBBxB"
+#: An inlined call (runtime.inlinedCall): funcID, pad, nameOff, parentPc, startLine.
+_INLINED = "B3xiii"
+
+
+class Line(NamedTuple):
+    """What pprof's Line and Function say of an address: the function, its file, the line
+    and the function's `func` line."""
+
+    function: str
+    file: str
+    line: int
+    start_line: int
+
+
+class LineTable:
+    """A Go binary's line table (its `.gopclntab`), read once."""
+
+    def __init__(self, elf: Elf, table: bytes, gofunc: bytes | None, text: Section) -> None:
+        self.order = elf.order
+        self.data = table
+        self.gofunc = gofunc  # the bytes from go:func.* on: the inlined calls' tables
+        self.text = text
+        self.quantum = table[6]
+        pointer = "Q" if table[7] == 8 else "I"
+        fields = struct.unpack_from(self.order + pointer * 8, table, 8)
+        count, _, _, self.names, self.cus, self.files, self.pcs, functab = fields
+        pairs = struct.unpack_from(f"{self.order}{2 * count}I", table, functab)
+        self.entries = pairs[0::2]  # entry offsets from the start of the text, ascending
+        self.records = [functab + offset for offset in pairs[1::2]]
+        # the pc-value tables read: (offset, function entry) -> pc range ends, values
+        self.decoded: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+
+    @classmethod
+    def open(cls, path: str | Path) -> LineTable | None:
+        """The table of a Go 1.20+ binary; None for another file or an older Go's table."""
+        try:
+            with open(path, "rb") as stream:
+                elf = elf_of(stream)
+                if elf is None or ".gopclntab" not in elf.sections or ".text" not in elf.sections:
+                    return None
+                where = elf.sections[".gopclntab"]
+                stream.seek(where.offset)
+                table = stream.read(where.size)
+                (magic,) = struct.unpack_from(elf.order + "I", table)
+                if magic != MAGIC or table[4:6] != b"\0\0" or table[7] not in (4, 8):
+                    return None
+                gofunc = _gofunc(stream, elf)
+                return cls(elf, table, gofunc, elf.sections[".text"])
+        except (OSError, struct.error, IndexError, ValueError):
+            return None
+
+    def address(self, offset: int) -> int:
+        """The code address of a file offset in the text (perf prints the sampled addresses
+        of a binary's frames as offsets into its file)."""
+        return offset - self.text.offset + self.text.address
+
+    def lines(self, address: int, function: str | None) -> list[Line] | None:
+        """The lines of `address` (innermost first), or None when it is not in the code of
+        `function` (perf's name for its frame: the two readings must agree) or, for None (perf
+        named no function: a stripped binary), not in the text."""
+        if not self.text.address <= address < self.text.address + self.text.size:
+            return None
+        at = bisect_right(self.entries, address - self.text.address) - 1
+        if at < 0 or at >= len(self.records):
+            return None
+        record = struct.unpack_from(self.order + _FUNC, self.data, self.records[at])
+        entry_off, name_off, _, _, _, pcfile, pcln, npcdata, cu, start = record[:10]
+        name = self._string(self.names + name_off)
+        if function is not None and function.removesuffix(".abi0") != name.removesuffix(".abi0"):
+            return None
+        entry = self.text.address + entry_off
+        after = self.records[at] + struct.calcsize(_FUNC)
+        inline = self._word(after + 4 * _INLINE_INDEX) if npcdata > _INLINE_INDEX else 0
+        tree = None
+        if inline and self.gofunc is not None and record[12] > _INLINE_TREE:
+            offset = self._word(after + 4 * npcdata + 4 * _INLINE_TREE)
+            tree = offset if offset != 0xFFFFFFFF else None
+        found = []
+        pc = address
+        for _ in range(64):  # an inlined call's parent PC leads out; a bad table could loop
+            file = self._file(cu, self._value(pcfile, entry, pc))
+            line = self._value(pcln, entry, pc)
+            index = self._value(inline, entry, pc) if inline else -1
+            if index < 0:
+                return [*found, Line(name, file, line, start)]
+            if tree is None:  # inlined code, and no table of the calls: no lines, not wrong ones
+                return None
+            call = struct.unpack_from(self.order + _INLINED, self.gofunc or b"", tree + 16 * index)
+            _, inlined_name, parent, inlined_start = call
+            found.append(Line(self._string(self.names + inlined_name), file, line, inlined_start))
+            pc = entry + parent
+        return None
+
+    def _value(self, offset: int, entry: int, target: int) -> int:
+        """The value a pc-value table gives `target` (-1 past its end)."""
+        key = (offset, entry)  # functions share identical tables
+        if key not in self.decoded:
+            self.decoded[key] = self._decode(offset, entry)
+        ends, values = self.decoded[key]
+        at = bisect_right(ends, target)
+        return values[at] if at < len(values) else -1
+
+    def _decode(self, offset: int, entry: int) -> tuple[list[int], list[int]]:
+        """A pc-value table (runtime/symtab.go's pcvalue): pairs of varints, a zig-zag value
+        delta and a pc delta in instruction quanta, from the function's entry on; as the end
+        of each pc range and its value."""
+        data, at, pc, value = self.data, self.pcs + offset, entry, -1
+        ends: list[int] = []
+        values: list[int] = []
+        while True:
+            delta, at = _uvarint(data, at)
+            if delta == 0 and ends:
+                return ends, values
+            value += -(delta >> 1) - 1 if delta & 1 else delta >> 1
+            step, at = _uvarint(data, at)
+            pc += step * self.quantum
+            ends.append(pc)
+            values.append(value)
+
+    def _file(self, cu: int, number: int) -> str:
+        if number < 0:
+            return ""
+        return self._string(self.files + self._word(self.cus + 4 * (cu + number)))
+
+    def _word(self, at: int) -> int:
+        return struct.unpack_from(self.order + "I", self.data, at)[0]
+
+    def _string(self, at: int) -> str:
+        return self.data[at : self.data.index(b"\0", at)].decode(errors="replace")
+
+
+def _uvarint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def _gofunc(stream: BinaryIO, elf: Elf) -> bytes | None:
+    """The bytes of the binary from its `go:func.*` symbol to the end of that symbol's section
+    (where the funcdata of its functions are, the inlined calls' tables among them); None
+    without a symbol table."""
+    symbols, names = elf.sections.get(".symtab"), elf.sections.get(".strtab")
+    if symbols is None or names is None:
+        return None
+    stream.seek(names.offset)
+    at = stream.read(names.size).find(b"\0go:func.*\0")
+    if at < 0:
+        return None
+    stream.seek(symbols.offset)
+    table = stream.read(symbols.size)
+    layout = elf.order + ("IBBHQQ" if elf.wide else "IIIBBH")
+    size = struct.calcsize(layout)
+    name = struct.pack(elf.order + "I", at + 1)  # a symbol's first field: its name's offset
+    found = table.find(name)
+    while found >= 0 and found % size:
+        found = table.find(name, found + 1)
+    if found < 0:
+        return None
+    symbol = struct.unpack_from(layout, table, found)
+    value = symbol[4] if elf.wide else symbol[1]
+    for section in elf.sections.values():
+        if section.size and section.address <= value < section.address + section.size:
+            stream.seek(section.offset + value - section.address)
+            return stream.read(section.address + section.size - value)
+    return None
+
+
+class Lookup:
+    """The lines of a profile's frames in Go binaries, by the addresses perf printed for them:
+    each binary's table read once, each address looked up once."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, LineTable | None] = {}
+        self.found: dict[tuple[str, str, int, bool], tuple[int, list[Line]] | None] = {}
+
+    def __call__(self, frame: Frame, pc: int, leaf: bool) -> tuple[int, list[Line]] | None:
+        """The frame's code address and its lines, innermost first; None for a frame outside
+        a Go 1.20+ binary or one whose address the table does not place in its function. A
+        caller's address is its return address less one (inside the call, whose line it is),
+        as runtime/pprof writes it."""
+        key = (frame.module, frame.function, pc, leaf)
+        if key not in self.found:
+            self.found[key] = self._lines(frame, pc, leaf)
+        return self.found[key]
+
+    def _lines(self, frame: Frame, pc: int, leaf: bool) -> tuple[int, list[Line]] | None:
+        if not pc or not frame.module.startswith("/"):
+            return None
+        if frame.module not in self.tables:
+            self.tables[frame.module] = LineTable.open(frame.module)
+        table = self.tables[frame.module]
+        if table is None:
+            return None
+        # perf (6.1) prints an offset into the binary's file; else it is the address itself.
+        # A frame perf could not name ([prog], a stripped binary) is placed by the table alone.
+        named = None if frame.function.startswith("[") else frame.function
+        for address in (table.address(pc), pc):
+            address -= 0 if leaf else 1
+            try:
+                lines = table.lines(address, named)
+            except (struct.error, IndexError, ValueError):  # a table it cannot read: no lines
+                return None
+            if lines:
+                return address, lines
+        return None
