@@ -80,8 +80,8 @@ def test_a_cpu_bound_go_program_is_not_offered_gcc_flags(hone_cli, go_programs, 
     d = Diagnosis.load(folder / "diagnosis.hone")
     assert d.language == "go"
     assert " s (go, " in done.stdout
-    assert d.findings[0].kind == "cpu"
-    assert "function main.collatzSteps" in d.findings[0].headline
+    top = next(f for f in d.findings if f.own)  # beside other work a run-queue wait may lead
+    assert top.kind == "cpu" and "function main.collatzSteps" in top.headline
     assert d.go_gc is not None and not d.go_gc.evidence
     assert "go-gc" not in d.kinds
     assert not d.builds_faster() and "compiler-flags" not in done.stdout
