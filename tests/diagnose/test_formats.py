@@ -13,6 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from hone.diagnose.golines import uvarint
 from hone.diagnose.pprof import to_pprof
 from hone.diagnose.profile import Profile
 from hone.diagnose.speedscope import speedscope_json, to_speedscope
@@ -60,14 +61,8 @@ def decode(data: bytes) -> list[tuple[int, int | bytes]]:
 
     def varint() -> int:
         nonlocal at
-        value = shift = 0
-        while True:
-            byte = data[at]
-            at += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return value
+        value, at = uvarint(data, at)
+        return value
 
     while at < len(data):
         key = varint()

@@ -143,11 +143,11 @@ class LineTable:
         ends: list[int] = []
         values: list[int] = []
         while True:
-            delta, at = _uvarint(data, at)
+            delta, at = uvarint(data, at)
             if delta == 0 and ends:
                 return ends, values
             value += -(delta >> 1) - 1 if delta & 1 else delta >> 1
-            step, at = _uvarint(data, at)
+            step, at = uvarint(data, at)
             pc += step * self.quantum
             ends.append(pc)
             values.append(value)
@@ -164,7 +164,8 @@ class LineTable:
         return self.data[at : self.data.index(b"\0", at)].decode(errors="replace")
 
 
-def _uvarint(data: bytes, at: int) -> tuple[int, int]:
+def uvarint(data: bytes, at: int) -> tuple[int, int]:
+    """The unsigned varint (LEB128, as Go and protobuf write them) at `at`, and where it ends."""
     value = shift = 0
     while True:
         byte = data[at]
