@@ -35,7 +35,7 @@ def test_the_kafka_example_tunes_the_cluster_and_leaves_it_as_it_was(tmp_path: P
         )  # fmt: skip
         assert result["returncode"] == 0, (tmp_path / "tune.log").read_text()[-3000:]
         trials = result["study"]["trials"]
-        assert [t["phase"] for t in trials] == ["baseline", "search"], trials
+        assert not [t for t in trials if t["phase"] == "confirm"], trials
         search = [t for t in trials if t["phase"] == "search"]
         assert [t["state"] for t in search] == ["complete"], trials
         done = [t for t in trials if t["state"] == "complete"]
