@@ -8,6 +8,7 @@ the value itself is never parsed by the shell."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shlex
@@ -110,11 +111,14 @@ _DECLARE = {"declare", "typeset", "local", "export", "readonly"}
 SAFE_NESTED_VALUE = re.compile(r"[A-Za-z0-9 _.,:+=@%-]*")
 
 
+@functools.lru_cache(maxsize=4096)
 def nested_interpreter(template: str, placeholder: str) -> str | None:
     """The interpreter that would read `placeholder` as part of its own program text (sed's
     script, `sh -c`, `eval`, awk's program, `python -c`, ...), or None when the placeholder is
     only ever an argument. hone quotes placeholders for the outer shell; a nested interpreter
-    parses the value again, which no quoting of the outer shell can prevent."""
+    parses the value again, which no quoting of the outer shell can prevent. Kept per (template,
+    placeholder): a knob's set command is asked once for each value it declares (thousands for
+    a wide range), and each answer lexes the whole command."""
     braced = "${" + placeholder.lstrip("$") + "}"
     marked = template.replace(braced, "\x00").replace(placeholder, "\x00")
     if "\x00" not in marked:

@@ -2,9 +2,11 @@
 hone launches), applied, then `hone restore`: every value back, no server left running.
 
 The example's workload, knobs, constraint and metric as they are; its benchmark runs 1 s instead
-of 4 (a run takes 2.3 s: memcaslap's own start and end), two trials are searched and one
-candidate is confirmed in one round (the example: twenty, then two in three), without the
-profiling of the winner (tests/tune/test_why.py checks that on a launched server)."""
+of 4 (a run takes 2.3 s: memcaslap's own start and end), one trial is searched and its
+configuration confirmed in one round (the example: twenty, then two in three), without the
+profiling of the winner (tests/tune/test_why.py checks that on a launched server). The server
+is still launched again for each configuration it runs with: the baseline, the trial, then
+each side of the round."""
 
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def test_memcached_tune_apply_and_restore(hone_cli, somaxconn: int, tmp_path: Pa
         "tune",
         str(shortened_example(tmp_path)),
         "--budget",
-        "2",
+        "1",
         "--baseline",
         "1",
         "--apply",

@@ -26,14 +26,16 @@ def test_the_kafka_example_tunes_the_cluster_and_leaves_it_as_it_was(tmp_path: P
         ]
         before = [f.read_text() for f in files]
         pids = [(d / "broker.pid").read_text() for d in data[:BROKERS]]
-        # one trial, one confirmation round, no warm-up runs: every restart is still real (the
-        # trial's values, then the baseline's and the candidate's in the round, then restore)
+        # one trial, no confirmation, no warm-up runs: every restart is still real (the
+        # trial's values, then restore). A confirmation round only restarted the brokers twice
+        # more (the baseline's values, the candidate's), 10-13 s a restart and reading here;
+        # rounds on the cluster bed are tests/cluster/test_host_metrics.py's
         result = tune(
-            case, tmp_path, 1, 5_000, 1, "{candidates: 1, rounds: 1}",
-            options=("--max-repeats", "2"), limit=300, warmup=False,
+            case, tmp_path, 1, 5_000, 1, "{candidates: 0, rounds: 1}", limit=300, warmup=False,
         )  # fmt: skip
         assert result["returncode"] == 0, (tmp_path / "tune.log").read_text()[-3000:]
         trials = result["study"]["trials"]
+        assert not [t for t in trials if t["phase"] == "confirm"], trials
         search = [t for t in trials if t["phase"] == "search"]
         assert [t["state"] for t in search] == ["complete"], trials
         done = [t for t in trials if t["state"] == "complete"]

@@ -537,7 +537,11 @@ class Tuner:
     def _candidates(
         self, study: StudyRecord, space: SearchSpace, baseline: Config, recommended: Config | None
     ) -> list[Config]:
-        """The optimiser's pick first, then the best distinct configurations by mean score."""
+        """The optimiser's pick first, then the best distinct configurations by mean score;
+        none with `confirm: {candidates: 0}` (no confirmation: nothing is confirmed, so every
+        knob is put back)."""
+        if self.tuning.confirm_candidates < 1:
+            return []
         means: dict[tuple, list[float]] = defaultdict(list)
         configs: dict[tuple, Config] = {}
         for trial in self._db(self.store.trials, study):
