@@ -108,8 +108,7 @@ def test_go_build_pgo_takes_hones_profile(hone_cli, tmp_path) -> None:
     runs (preprofile, then the compiler on the main package): a whole `go build -pgo` compiles
     the runtime again with each new profile, 10 s here."""
     go = pgo_go()
-    if go is None:
-        pytest.skip("no Go 1.21+ here (profile-guided optimisation)")
+    assert go, "no Go 1.21+ on PATH (the machine's own Go: Debian's 1.19 has no PGO)"
     source, binary, folder = PROGRAMS / "ifacecall.go", tmp_path / "ifacecall", tmp_path / "rep"
     # the user's build cache: the first build compiles the runtime (14 s), later ones reuse it
     subprocess.run([go, "build", "-o", str(binary), str(source)], check=True, timeout=300)
