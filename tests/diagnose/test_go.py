@@ -101,6 +101,26 @@ def pgo_go() -> str | None:
 
 
 @pytest.mark.slow
+def test_a_stripped_go_binary_is_named_by_its_line_table(hone_cli, tmp_path) -> None:
+    """Built with `-ldflags='-s -w'`, as release builds often are: perf names every Go frame
+    `[ifacecall]`, and the verdict was `CPU-bound in function [ifacecall]`. The binary's own
+    line table, which stripping keeps, names them."""
+    go = pgo_go()
+    assert go, "no Go 1.21+ on PATH (the machine's own Go)"
+    binary, folder = tmp_path / "ifacecall", tmp_path / "rep"
+    build = [go, "build", "-ldflags=-s -w", "-o", str(binary), str(PROGRAMS / "ifacecall.go")]
+    subprocess.run(build, check=True, timeout=300)
+    done = hone_cli("diagnose", "-o", str(folder), "--no-locks", "--no-offcpu", "--", str(binary))
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(folder / "diagnosis.hone")
+    frames = {frame for (_, stack) in d.profile.stacks for frame in stack}
+    named = {f.function for f in frames if f.module == str(binary)}
+    assert {"main.main", "main.rounds"} <= named and not any(f.startswith("[") for f in named)
+    top = next(f for f in d.findings if f.own)
+    assert top.kind == "cpu" and "Mixer).Score of module ifacecall" in top.headline
+
+
+@pytest.mark.slow
 def test_go_build_pgo_takes_hones_profile(hone_cli, tmp_path) -> None:
     """A hot interface call in a loop: Go's PGO, given hone's oncpu.pb.gz, devirtualises the
     call and inlines the callee, as with Go's own profile. Before, it refused the profile:

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from hone.diagnose.fold import Frame
+from hone.diagnose.fold import Addresses, Frame
 from hone.diagnose.golang import Elf, Section, elf_of
+from hone.diagnose.profile import Profile
 
 #: The line table's header magic since Go 1.20 (1.18 and 1.19 wrote no start lines).
 MAGIC = 0xFFFFFFF1
@@ -93,14 +95,11 @@ class LineTable:
         """The lines of `address` (innermost first), or None when it is not in the code of
         `function` (perf's name for its frame: the two readings must agree) or, for None (perf
         named no function: a stripped binary), not in the text."""
-        if not self.text.address <= address < self.text.address + self.text.size:
+        found_at = self._function_at(address)
+        if found_at is None:
             return None
-        at = bisect_right(self.entries, address - self.text.address) - 1
-        if at < 0 or at >= len(self.records):
-            return None
-        record = struct.unpack_from(self.order + _FUNC, self.data, self.records[at])
-        entry_off, name_off, _, _, _, pcfile, pcln, npcdata, cu, start = record[:10]
-        name = self._string(self.names + name_off)
+        at, record, name = found_at
+        entry_off, _, _, _, _, pcfile, pcln, npcdata, cu, start = record[:10]
         if function is not None and function.removesuffix(".abi0") != name.removesuffix(".abi0"):
             return None
         entry = self.text.address + entry_off
@@ -125,6 +124,22 @@ class LineTable:
             found.append(Line(self._string(self.names + inlined_name), file, line, inlined_start))
             pc = entry + parent
         return None
+
+    def function(self, address: int) -> str | None:
+        """The function whose code holds `address` (the physical one: an inlined call's code
+        is its caller's), None outside the text."""
+        found_at = self._function_at(address)
+        return found_at[2] if found_at else None
+
+    def _function_at(self, address: int) -> tuple[int, tuple, str] | None:
+        """The index, record and name of the function whose code holds `address`."""
+        if not self.text.address <= address < self.text.address + self.text.size:
+            return None
+        at = bisect_right(self.entries, address - self.text.address) - 1
+        if at < 0 or at >= len(self.records):
+            return None
+        record = struct.unpack_from(self.order + _FUNC, self.data, self.records[at])
+        return at, record, self._string(self.names + record[1])
 
     def _value(self, offset: int, entry: int, target: int) -> int:
         """The value a pc-value table gives `target` (-1 past its end)."""
@@ -224,12 +239,30 @@ class Lookup:
             self.found[key] = self._lines(frame, pc, leaf)
         return self.found[key]
 
-    def _lines(self, frame: Frame, pc: int, leaf: bool) -> tuple[int, list[Line]] | None:
+    def function(self, frame: Frame, pc: int, leaf: bool) -> str | None:
+        """The name of the function whose code holds the frame's address, for a frame perf
+        could not name ([prog]: a stripped binary); None where the table does not place it."""
+        table = self._table(frame, pc)
+        if table is None:
+            return None
+        for address in (table.address(pc), pc):
+            try:
+                name = table.function(address - (0 if leaf else 1))
+            except (struct.error, IndexError, ValueError):  # a table it cannot read
+                return None
+            if name:
+                return name
+        return None
+
+    def _table(self, frame: Frame, pc: int) -> LineTable | None:
         if not pc or not frame.module.startswith("/"):
             return None
         if frame.module not in self.tables:
             self.tables[frame.module] = LineTable.open(frame.module)
-        table = self.tables[frame.module]
+        return self.tables[frame.module]
+
+    def _lines(self, frame: Frame, pc: int, leaf: bool) -> tuple[int, list[Line]] | None:
+        table = self._table(frame, pc)
         if table is None:
             return None
         # perf (6.1) prints an offset into the binary's file; else it is the address itself.
@@ -244,3 +277,32 @@ class Lookup:
             if lines:
                 return address, lines
         return None
+
+
+def named_frames(profile: Profile, lookup: Lookup | None = None) -> Profile:
+    """The profile with the frames perf could not name in a stripped Go binary (`[prog]`: built
+    with `-ldflags=-s`, as release builds often are) named by the function whose code holds
+    their address. perf gave every such frame one name, so stacks that differ only there are
+    split again by their addresses; without addresses (not a Go program) it is returned as it
+    is. Before, a stripped Go server's verdict was `CPU-bound in function [prog]`."""
+    if not profile.addresses or not any(
+        frame.function.startswith("[") for _, frames in profile.stacks for frame in frames
+    ):
+        return profile
+    lookup = lookup or Lookup()
+    stacks: dict[tuple[str, tuple[Frame, ...]], int] = {}
+    addresses: Addresses = {}
+    for (thread, frames), count in profile.stacks.items():
+        spread = profile.addresses.get((thread, frames)) or {(0,) * len(frames): count}
+        for pcs, n in spread.items():
+            renamed = list(frames)
+            for i, frame in enumerate(frames):
+                if frame.function.startswith("[") and pcs[i]:
+                    name = lookup.function(frame, pcs[i], i == len(frames) - 1)
+                    if name:
+                        renamed[i] = Frame(name, frame.module)
+            key = (thread, tuple(renamed))
+            stacks[key] = stacks.get(key, 0) + n
+            into = addresses.setdefault(key, {})
+            into[pcs] = into.get(pcs, 0) + n
+    return replace(profile, stacks=stacks, addresses=addresses)

@@ -26,6 +26,7 @@ from hone.children import stop_group
 from hone.diagnose import (
     descendants,
     golang,
+    golines,
     heap,
     jvmgc,
     locks,
@@ -588,6 +589,7 @@ def _analyse(
         raise oncpu.error
     # a Go program's pprof names the source lines of its frames' addresses (module golines)
     profile = oncpu.result.profile(addresses=language == "go")  # type: ignore[union-attr]
+    profile = golines.named_frames(profile)  # a stripped Go binary's frames
     if profile.frequency_hz and profile.frequency_hz < frequency:
         notes.append(
             f"on-CPU sampled at {profile.frequency_hz:g} Hz, not -F {frequency}: perf lowered it "
