@@ -32,6 +32,9 @@ def test_a_node_command_gets_its_javascript_named(hone_cli, tmp_path: Path) -> N
     assert "compiler-flags" not in done.stdout
     assert not any("perf-basic-prof" in note for note in d.notes)
     assert not list(tmp_path.glob("isolate-*.log"))  # V8's log of --perf-basic-prof
+    # V8's map of the ended node, moved out of /tmp beside perf.data
+    assert not Path(f"/tmp/perf-{d.pid}.map").exists()
+    assert "countPrimesBelow" in (folder / f"perf-{d.pid}.map").read_text()
 
 
 @pytest.mark.slow

@@ -5,9 +5,11 @@ adds the runtimes it finds as the window goes."""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from hone.diagnose import nodejs, threads
@@ -177,3 +179,22 @@ def language_jobs(
         if "PreserveFramePointer" not in cmdline:
             notes.append("Java without -XX:+PreserveFramePointer: JIT stacks may be cut short")
     return jobs
+
+
+def keep_perf_maps(pids: Iterable[int], folder: Path | None) -> list[Path]:
+    """The JIT perf maps (`/tmp/perf-PID.map`: a JVM's, node's) of the given processes that have
+    ended, moved into `folder` beside perf.data (removed without one), where they were read:
+    nothing else removes them, a later process given the same pid would be named by a stale
+    map, and a run of the test suite had left 312 in /tmp. perf reads them only from /tmp:
+    `perf script -i perf.data` names JIT frames again once they are copied back."""
+    moved = []
+    for pid in pids:
+        found = Path(f"/tmp/perf-{pid}.map")
+        if alive(pid) or not found.is_file():
+            continue
+        with contextlib.suppress(OSError):
+            if folder is None:
+                found.unlink()
+            else:
+                moved.append(Path(shutil.move(found, folder / found.name)))
+    return moved

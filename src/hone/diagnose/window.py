@@ -47,7 +47,7 @@ from hone.diagnose.perf_record import enabled_outputs, finished, reached
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check
 from hone.diagnose.record import Recording, failure
 from hone.diagnose.report import Diagnosis
-from hone.diagnose.runtimes import PerfMap, Pythons, language_jobs
+from hone.diagnose.runtimes import PerfMap, Pythons, keep_perf_maps, language_jobs
 from hone.diagnose.unit import Unit, find
 from hone.errors import HoneError
 from hone.shell import command_line
@@ -741,6 +741,8 @@ def run_command(
         # shell, as every non-interactive shell's do, and kept running after hone (a daemon
         # has a session of its own and is not in the group)
         stop_group(proc.pid, grace=5.0)
+    keep = options.get("keep")
+    keep_perf_maps(result.processes, keep if isinstance(keep, Path) else None)
     left = _daemons(mark, proc.pid)
     if left:
         result.notes.append(
