@@ -294,8 +294,10 @@ def test_a_node_benchmark_is_explained_by_its_javascript(hone_cli, tmp_path: Pat
     program = ROOT / "tests" / "tune" / "programs" / "checksum.js"
     benchmark = f"""'node {program} "$HONE_WORKDIR/mode"'"""
     project = _mode_project(tmp_path, "why-node", benchmark, "ops", budget=3)
+    maps = set(Path("/tmp").glob("perf-*.map"))
     run = hone_cli("tune", str(project), "--why")
     assert run.returncode == 0, run.stderr
+    assert set(Path("/tmp").glob("perf-*.map")) <= maps  # the readings' maps, once read
     why = json.loads(hone_cli("show", "why-node", "--json").stdout)["study"]["attrs"]["why"]
     assert "missing" not in why, why
     # node's idle threads' waits are most of its time: the checksum is 10-15 % of it

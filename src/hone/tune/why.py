@@ -38,6 +38,7 @@ from hone.diagnose.diff import Change, diff, notable
 from hone.diagnose.fold import Frame, parse_perf_script
 from hone.diagnose.perf_record import scratch_record
 from hone.diagnose.profile import Profile
+from hone.diagnose.runtimes import keep_perf_maps
 from hone.errors import HoneError
 
 #: On-CPU sampling rate: higher than diagnose's 99 Hz, as a benchmark reading may be short.
@@ -99,6 +100,10 @@ KNOWN: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
 
 #: The known kinds that are wait states (the I/O wait, the run queue), not what the code did.
 WAIT_KINDS = {m for p, m, _ in KNOWN if any(p.search(w) for w in WAIT_FRAMES.values())}
+
+
+#: a JIT perf map's path, its process id
+_MAP = re.compile(r"/tmp/perf-(\d+)\.map")
 
 
 def unavailable() -> str | None:
@@ -247,6 +252,9 @@ def _time_profile(data: Path) -> Profile:
     on_cpu = parse_perf_script(done.stdout, count="period", event=ON_CPU)
     for (thread, frames), nanoseconds in on_cpu.items():
         add(thread, nodejs.script_frames(frames), nanoseconds / 1000)
+    # the perf maps the reading's node processes wrote for it (benchmark_argv), once read
+    mapped = {m[1] for (_, frames) in on_cpu for f in frames if (m := _MAP.fullmatch(f.module))}
+    keep_perf_maps(map(int, mapped), None)
     off = offcpu.analyse(offcpu.script(data), None)
     for kind, folded in off.stacks.items():
         for line, us in folded.items():
