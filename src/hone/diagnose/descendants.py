@@ -118,13 +118,15 @@ def members(pid: int, unit: Unit | None = None, settled: float = 0.0) -> list[in
 MARK = "HONE_DIAGNOSE"
 
 
-def carries(pid: int, mark: str) -> bool:
-    """Whether the process's environment (as it was at its exec) holds MARK=`mark`."""
+def carries(pid: int, mark: str) -> bool | None:
+    """Whether the process's environment (as it was at its exec) holds MARK=`mark`; None when
+    it reads empty: a kernel thread, or a process caught in an exec, whose new environment is
+    not in place yet (a shell that exec's its daemon right after writing its pid file)."""
     try:
         environ = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:  # gone, or not ours to read
         return False
-    return f"{MARK}={mark}".encode() in environ.split(b"\0")
+    return f"{MARK}={mark}".encode() in environ.split(b"\0") if environ else None
 
 
 def marked(mark: str, session: int) -> list[int]:
@@ -228,8 +230,10 @@ class Watch:
         if first:
             self.checked = set(table)
         for pid in table.keys() - self.checked - tree - {self.pid, os.getpid()}:
-            self.checked.add(pid)
-            if carries(pid, self.mark):
+            carried = carries(pid, self.mark)
+            if carried is not None or pid == 2 or table[pid][0] == 2:  # kthreadd's: no environ
+                self.checked.add(pid)  # else looked at again at the next sample
+            if carried:
                 self.daemons.add(pid)
         return [pid for pid in self.daemons if pid in table and pid not in tree]
 
