@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -28,21 +31,39 @@ def java_classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group `pgid`."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(ProcessLookupError):
+                if os.getpgid(int(entry.name)) == pgid:
+                    members.append(int(entry.name))
+    return members
+
+
 @pytest.fixture
 def start() -> Iterator[Callable[..., subprocess.Popen]]:
-    """Start a program for the test and give it `settle` seconds (threads start, a JVM
-    compiles); every program started is killed when the test ends."""
+    """Start a program for the test, in a process group of its own, and give it `settle`
+    seconds (threads start, a JVM compiles). When the test ends every process of each group is
+    killed (a shell's two JVMs had outlived the shell, spinning for a minute beside the tests
+    that followed) and the perf maps jcmd had them write are removed (hone leaves a process it
+    attached to its own map)."""
     started: list[subprocess.Popen] = []
 
     def run(argv: list[str], settle: float) -> subprocess.Popen:
-        started.append(subprocess.Popen(argv))
+        started.append(subprocess.Popen(argv, start_new_session=True))
         time.sleep(settle)
         return started[-1]
 
     yield run
     for program in started:
-        program.kill()
+        members = _group(program.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(program.pid, signal.SIGKILL)
         program.wait()
+        for pid in members:
+            Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
 
 
 @pytest.fixture

@@ -96,3 +96,4 @@ def test_a_held_jvm_survives_the_attach_tools(java_classes: Path) -> None:
     finally:
         program.kill()
         program.wait()
+        Path(f"/tmp/perf-{program.pid}.map").unlink(missing_ok=True)
