@@ -89,11 +89,12 @@ def _on_cpu_s(pid: int) -> float:
 
 @pytest.mark.slow
 def test_the_busier_program_comes_first_with_its_pid(hone_cli, start, tmp_path: Path) -> None:
-    # Each in a session of its own: with autogroup scheduling (kernel.sched_autogroup_enabled)
-    # a session shares the CPUs equally with the others, so on a machine busy with other work
-    # the two programs get their own share, not a part of the test runner's.
-    heavy = start(["setsid", str(build("spinners", tmp_path)), "2", "30"], 0)
-    light = start(["setsid", sys.executable, "-c", LIGHT, "30"], 0.5)
+    # Each in a session of its own (`start`): with autogroup scheduling
+    # (kernel.sched_autogroup_enabled) a session shares the CPUs equally with the others, so on
+    # a machine busy with other work the two programs get their own share, not a part of the
+    # test runner's.
+    heavy = start([str(build("spinners", tmp_path)), "2", "30"], 0)
+    light = start([sys.executable, "-c", LIGHT, "30"], 0.5)
     folder = tmp_path / "rep"
     ran, since = _on_cpu_s(light.pid), time.monotonic()
     done = hone_cli("diagnose", "--system", "-d", "4", "-o", str(folder))
