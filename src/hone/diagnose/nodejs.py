@@ -70,5 +70,15 @@ def _script_frame(frame: Frame) -> Frame:
     return Frame(named["name"] or "(anonymous)", named["source"])
 
 
+#: a JIT perf map's path, its process id
+_MAP = re.compile(r"/tmp/perf-(\d+)\.map")
+
+
+def map_pid(module: str) -> int | None:
+    """The process whose JIT perf map `module` is (a frame perf named from it), else None."""
+    found = _MAP.fullmatch(module)
+    return int(found[1]) if found else None
+
+
 def _is_map(module: str) -> bool:
-    return module.startswith("/tmp/perf-") and module.endswith(".map")
+    return map_pid(module) is not None

@@ -102,10 +102,6 @@ KNOWN: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
 WAIT_KINDS = {m for p, m, _ in KNOWN if any(p.search(w) for w in WAIT_FRAMES.values())}
 
 
-#: a JIT perf map's path, its process id
-_MAP = re.compile(r"/tmp/perf-(\d+)\.map")
-
-
 def unavailable() -> str | None:
     """Why profiling cannot run here, or None: perf present and allowed both events."""
     perf = shutil.which("perf")
@@ -253,8 +249,8 @@ def _time_profile(data: Path) -> Profile:
     for (thread, frames), nanoseconds in on_cpu.items():
         add(thread, nodejs.script_frames(frames), nanoseconds / 1000)
     # the perf maps the reading's node processes wrote for it (benchmark_argv), once read
-    mapped = {m[1] for (_, frames) in on_cpu for f in frames if (m := _MAP.fullmatch(f.module))}
-    keep_perf_maps(map(int, mapped), None)
+    mapped = {nodejs.map_pid(f.module) for (_, frames) in on_cpu for f in frames}
+    keep_perf_maps((pid for pid in mapped if pid is not None), None)
     off = offcpu.analyse(offcpu.script(data), None)
     for kind, folded in off.stacks.items():
         for line, us in folded.items():
