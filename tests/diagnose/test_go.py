@@ -88,28 +88,40 @@ def test_a_cpu_bound_go_program_is_not_offered_gcc_flags(hone_cli, go_programs, 
     assert "default.pgo" in done.stdout
 
 
-def pgo_go() -> str | None:
+def pgo_go() -> str:
     """A Go with profile-guided optimisation (1.21 and later): the one on PATH, the machine's
     own (Debian's 1.19 has none)."""
     for go in (shutil.which("go"), "/usr/local/go/bin/go"):
         if go and os.path.exists(go):
-            said = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True)
+            said = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True,
+                                  timeout=60)  # fmt: skip
             version = said.stdout.strip().removeprefix("go").split(".")
             if said.returncode == 0 and tuple(map(int, version[:2])) >= (1, 21):
                 return go
-    return None
+    raise AssertionError("no Go 1.21+ on PATH (the machine's own Go: Debian's 1.19 has no PGO)")
+
+
+@pytest.fixture(scope="module")
+def ifacecall(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """ifacecall.go built plain and stripped by a PGO-capable Go, once, with a build cache of
+    its own: a build sharing the user's cache once waited on it past the test's timeout. The
+    first build compiles the runtime (14 s), the second reuses it."""
+    go, out = pgo_go(), tmp_path_factory.mktemp("pgo")
+    env = {**os.environ, "GOCACHE": str(out / "cache"), "GOTOOLCHAIN": "local",
+           "GOTELEMETRY": "off", "GOFLAGS": ""}  # fmt: skip
+    built = {"plain": out / "plain" / "ifacecall", "stripped": out / "stripped" / "ifacecall"}
+    for kind, flags in (("plain", []), ("stripped", ["-ldflags=-s -w"])):
+        argv = [go, "build", *flags, "-o", str(built[kind]), str(PROGRAMS / "ifacecall.go")]
+        subprocess.run(argv, env=env, check=True, timeout=240)
+    return built
 
 
 @pytest.mark.slow
-def test_a_stripped_go_binary_is_named_by_its_line_table(hone_cli, tmp_path) -> None:
+def test_a_stripped_go_binary_is_named_by_its_line_table(hone_cli, ifacecall, tmp_path) -> None:
     """Built with `-ldflags='-s -w'`, as release builds often are: perf names every Go frame
     `[ifacecall]`, and the verdict was `CPU-bound in function [ifacecall]`. The binary's own
     line table, which stripping keeps, names them."""
-    go = pgo_go()
-    assert go, "no Go 1.21+ on PATH (the machine's own Go)"
-    binary, folder = tmp_path / "ifacecall", tmp_path / "rep"
-    build = [go, "build", "-ldflags=-s -w", "-o", str(binary), str(PROGRAMS / "ifacecall.go")]
-    subprocess.run(build, check=True, timeout=300)
+    binary, folder = ifacecall["stripped"], tmp_path / "rep"
     done = hone_cli("diagnose", "-o", str(folder), "--no-locks", "--no-offcpu", "--", str(binary))
     assert done.returncode == 0, done.stderr
     d = Diagnosis.load(folder / "diagnosis.hone")
@@ -121,17 +133,14 @@ def test_a_stripped_go_binary_is_named_by_its_line_table(hone_cli, tmp_path) -> 
 
 
 @pytest.mark.slow
-def test_go_build_pgo_takes_hones_profile(hone_cli, tmp_path) -> None:
+def test_go_build_pgo_takes_hones_profile(hone_cli, ifacecall, tmp_path) -> None:
     """A hot interface call in a loop: Go's PGO, given hone's oncpu.pb.gz, devirtualises the
     call and inlines the callee, as with Go's own profile. Before, it refused the profile:
     `profile missing Function.start_line data`. The profile goes through what `go build -pgo`
     runs (preprofile, then the compiler on the main package): a whole `go build -pgo` compiles
     the runtime again with each new profile, 10 s here."""
-    go = pgo_go()
-    assert go, "no Go 1.21+ on PATH (the machine's own Go: Debian's 1.19 has no PGO)"
-    source, binary, folder = PROGRAMS / "ifacecall.go", tmp_path / "ifacecall", tmp_path / "rep"
-    # the user's build cache: the first build compiles the runtime (14 s), later ones reuse it
-    subprocess.run([go, "build", "-o", str(binary), str(source)], check=True, timeout=300)
+    go, source, folder = pgo_go(), PROGRAMS / "ifacecall.go", tmp_path / "rep"
+    binary = ifacecall["plain"]
     done = hone_cli("diagnose", "-o", str(folder), "--no-locks", "--no-offcpu", "--", str(binary))
     assert done.returncode == 0, done.stderr
     assert "cp oncpu.pb.gz default.pgo" in done.stdout
