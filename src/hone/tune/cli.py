@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -226,12 +227,26 @@ JSON = typer.Option(False, "--json", help="machine-readable output (docs/serve.m
 
 
 def _project_name(project: str) -> str:
-    """A project name, or the name inside a project folder or file."""
-    if Path(project).exists():
-        from hone.project import load_project
+    """A project name, or the name inside a project folder or file. The way back must not
+    hang on the project file: one edited since into a project that no longer loads still
+    names its journal (its name read alone), and a word that names a project with changes to
+    put back is that project, whatever folder of that name the working folder holds."""
+    if not Path(project).exists():
+        return project
+    from hone.cluster.restore import has_changes
+    from hone.project import load_project
+    from hone.project.load import declared_name
 
+    try:
         return load_project(project).name
-    return project
+    except HoneError as exc:
+        name = declared_name(project)
+        if name is None and has_changes(project):
+            name = project
+        if name is None:
+            raise
+        print(f"hone: warning: {exc} (restoring project {name})", file=sys.stderr)
+        return name
 
 
 def require_existing(storage: str | None) -> None:
