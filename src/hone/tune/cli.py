@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from hone.cli.values import finite_float
 from hone.errors import HoneError
-from hone.output import output_console, print_json
+from hone.output import one_line_text, output_console, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -185,6 +185,7 @@ def restore(
         print_json(
             {
                 "project": name,
+                "stopped": stopped,
                 "knobs": [
                     {
                         "host": item.host or None,
@@ -202,7 +203,7 @@ def restore(
     else:
         console = output_console()
         for command in stopped:
-            console.print(f"stopped, left by a killed run: {command}", markup=False)
+            console.print(f"stopped, left by a killed run: {one_line_text(command)}")
         if not outcomes:
             console.print(f"nothing to restore for {name}: no recorded changes")
         for item in outcomes:

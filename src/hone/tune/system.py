@@ -23,6 +23,7 @@ from hone.cluster.restore import SERVICE, SERVICE_OUTCOME, restore_project
 from hone.errors import ActuationError, BenchmarkError, HoneError
 from hone.journal import Journal
 from hone.knobs.shell import ShellActuator
+from hone.output import one_line_text
 from hone.paths import work_dir
 from hone.project.model import Project
 from hone.space import Config, Value
@@ -76,7 +77,7 @@ class System:
         First, what a killed run left running: a server it launched would go on holding its
         port with a trial's flags, and answer in place of the one this run starts."""
         for command in children.stop_orphans():
-            self.reporter.warn(f"stopped, left by a killed run: {command}")
+            self.reporter.warn(f"stopped, left by a killed run: {one_line_text(command)}")
         self._stop_left_service()
         self.workdir.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("HONE_PORT", str(_free_port()))
