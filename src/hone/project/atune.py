@@ -221,6 +221,7 @@ def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, s
         reference=reference,
         description=text(info, "desc") or "",
         risk=catalogued([name]),  # A-Tune's format has no risk: the catalogue's, by name
+        source=(info.file, info.line_of(said := "get" if "get" in info else "set"), said),
     )
 
 

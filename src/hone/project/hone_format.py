@@ -225,7 +225,8 @@ def _knob(
         raise node.error("restart", f"knob {name!r} needs a restart but {where}")
     description = text(node, "description") or ""
     risk = _risk(name, node, domain, actuator)
-    return Knob(name, domain, actuator, restart, reference, description, risk, group)
+    source = (node.file, node.line_of(chosen[0]), chosen[0])
+    return Knob(name, domain, actuator, restart, reference, description, risk, group, source)
 
 
 def _risk(name: str, node: Node, domain: Domain, actuator: Actuator) -> Risk | None:

@@ -125,7 +125,10 @@ class System:
         on_hosts = self.cluster.baseline() if self.cluster else {}
         for knob in self.project.knobs:
             if knob.group is None:
-                knob.actuator.check_writable()  # stops here, before anything changed
+                try:  # stops here, before anything changed
+                    knob.actuator.check_writable()
+                except ActuationError as exc:
+                    raise knob.located(exc) from None
         config: Config = {}
         for knob in self.project.knobs:
             original = None if knob.group else self.journal.original_of(knob.name, knob.actuator)
@@ -134,11 +137,11 @@ class System:
             elif original is not None:
                 text = original.value
             elif knob.actuator.readable:
-                text = knob.actuator.get()  # a failing get stops here: nothing changed yet
-                try:  # and so does a value it could never write back
-                    knob.actuator.check_value(text)
+                try:  # a failing get stops here: nothing changed yet
+                    text = knob.actuator.get()
+                    knob.actuator.check_value(text)  # and so does a value it could never write back
                 except ActuationError as exc:
-                    raise ActuationError(f"knob {knob.name}: {exc.message}") from None
+                    raise knob.located(exc) from None
             elif knob.reference is not None:
                 config[knob.name] = knob.reference
                 continue
