@@ -136,8 +136,18 @@ def test_values_read_from_the_system_are_references_only_inside_the_space(tmp_pa
         (("sysctl: vm.swappiness", "sysctl: /etc/passwd"), "not under /proc/sys"),
         (("sysctl: vm.swappiness", "sysctl: {key: ~}"), "missing required key 'key'"),
         (("sysctl: vm.swappiness", 'sysctl: "vm.swap piness"'), "not a sysctl name"),
+        # an int range of a fraction searched int()'s range, not the one given
+        (("range: [1, 16], shell", "range: [1.5, 16], shell"), "1.5 is not a whole number"),
+        # a step of 0 was named as `range`; a step wider than the range searched one value
+        (("range: [1, 16], shell", "range: [1, 16], step: 0, shell"), "step: must be a whole"),
+        (("range: [1, 16], shell", "range: [1, 16], step: 20, shell"), "step: knob 'threads': "
+                                                        "step 20 is wider than the range [1, 16]"),
+        (("range: [0.01, 10], log", "range: [0.01, 10], step: 0, log"), "step: knob 'ratio': "
+                                                                "must be a number above 0, not 0"),
+        (("range: [0.01, 10], log", "range: [0.01, 10], step: 11, log"), "step 11 is wider"),
+        (("range: [0, 100]", "range: [true, 100]"), "range: true is not a number"),
     ],
-)
+)  # fmt: skip
 def test_bad_input_names_file_line_and_key(
     tmp_path: Path, change: tuple[str, str], words: str
 ) -> None:
@@ -179,6 +189,38 @@ def test_convert_round_trips_an_atune_pair(tmp_path: Path) -> None:
     assert again.benchmark.command == original.benchmark.command
     assert again.directory == original.directory
     assert again.tuning.engine == "gbrt" and again.tuning.objective == "atune"
+
+
+SERVER = """\
+project: "{name}"
+object:
+  - name: fin
+    info: {{get: "echo 60", set: "true", type: discrete, dtype: float, scope: [20, 80], step: 100}}
+"""
+CLIENT = """\
+project: "{name}"
+benchmark: "echo score 1"
+evaluations:
+  - {{name: score, info: {{get: "echo 1", type: positive, weight: 100}}}}
+"""
+
+
+@pytest.mark.parametrize("name", ["my project", "spark_hibench_{program}", "/"])
+def test_a_converted_pair_loads_whatever_its_names_and_steps(tmp_path: Path, name: str) -> None:
+    """A-Tune takes any project name and a step wider than the range; the file convert wrote
+    of them was one hone refused (`name: must be 1-128 letters, ...`, `step ... is wider`)."""
+    (tmp_path / "s.yaml").write_text(SERVER.format(name=name))
+    (tmp_path / "c.yaml").write_text(CLIENT.format(name=name))
+    original = load_project(tmp_path)
+    assert original.name == name
+    converted = tmp_path / "hone.yaml"
+    converted.write_text(to_hone_yaml(original, converted))
+    again = load_project(converted)
+    domain = again.knob("fin").domain
+    assert again.name != name and (domain.low, domain.high) == (20, 20)  # A-Tune's one value
+    assert converted.read_text().startswith(f'# A-Tune\'s project name "{name}" spelt as')
+    other = replace(original, name=name + " ")  # another name, another spelling
+    assert to_hone_yaml(other).splitlines()[1] != converted.read_text().splitlines()[1]
 
 
 def _selection(project: Project) -> tuple[int, int] | None:

@@ -77,6 +77,8 @@ DOMAIN_KEYS = (
     "group",
 )
 KNOB_TYPES = ("int", "float", "ordinal", "categorical", "bool")
+#: A project's name: it names the journal, the studies and the work folder.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 #: A bool knob's words for its two values, and their defaults.
 BOOL_WORDS = (("on", "1"), ("off", "0"))
 #: The field a scalar actuator value fills, e.g. `sysctl: vm.swappiness`.
@@ -146,7 +148,7 @@ def _error(path: Path, message: str) -> Exception:
 
 def _name(doc: Node) -> str:
     name = text(doc, "name") or ""
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", name):
+    if not NAME.fullmatch(name):
         raise doc.error("name", "must be 1-128 letters, digits, '_', '.' or '-'")
     return name
 
@@ -277,10 +279,20 @@ def _domain(name: str, node: Node) -> Domain:
             low, high = _numbers(node, "range")
             log = boolean(node, "log", False)
             if kind == "int":
+                for bound in (low, high):  # int() would search another range than the one given
+                    if bound != int(bound):
+                        raise node.error(
+                            "range", f"knob {name!r}: {bound!r} is not a whole number (type int)"
+                        )
                 # a step is as large as the range may be (a byte size), not a count
-                step = number(node, "step", 1, integer=True, high=LIMIT)
+                step = number(node, "step", 1, integer=True, low=1, high=LIMIT)
+                _step_fits(node, name, step, low, high)
                 return IntRange(int(low), int(high), step, log)
-            return FloatRange(float(low), float(high), number(node, "step", None), log)
+            step = number(node, "step", None)
+            if step is not None and step <= 0:
+                raise node.error("step", f"knob {name!r}: must be a number above 0, not {step:g}")
+            _step_fits(node, name, step, low, high)
+            return FloatRange(float(low), float(high), step, log)
         values = node.get("values")
         if kind == "bool":
             on, off = (words(node, key, [node.get(key, text)])[0] for key, text in BOOL_WORDS)
@@ -296,11 +308,23 @@ def _domain(name: str, node: Node) -> Domain:
         ) from None
 
 
+def _step_fits(node: Node, name: str, step: float | None, low: float, high: float) -> None:
+    """A step wider than the range leaves one value of it to search: a typo (`step: 200` for
+    `range: [10, 90]`, or a range missing a zero), not a search."""
+    if step is not None and high > low and step > high - low:
+        raise node.error(
+            "step",
+            f"knob {name!r}: step {step:g} is wider than the range [{low:g}, {high:g}]: "
+            f"only {low:g} could be tried",
+        )
+
+
 def _numbers(node: Node, key: str) -> list[int | float]:
     result: list[int | float] = []
     for value in node[key]:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise node.error(key, f"{value!r} is not a number")
+            shown = str(value).lower() if isinstance(value, bool) else repr(value)
+            raise node.error(key, f"{shown} is not a number")
         if not (math.isfinite(value) and abs(value) <= LIMIT):
             raise node.error(key, f"{value!r} is not a finite number within +-{LIMIT:g}")
         result.append(value)
