@@ -218,8 +218,9 @@ def restore(
                 f"{escape(where)}{escape(outcome.name)} = {escape(repr(outcome.value))}  {status}",
                 markup=True,
             )
-        if outcomes and not failed:
-            console.print(f"restored {len(outcomes)} knob(s) of {name}")
+        if outcomes and not failed:  # a workload's line is not a knob's
+            knobs = sum(not item.outcome.workload for item in outcomes)
+            console.print(f"restored {knobs} knob(s) of {name}")
     if failed:
         raise HoneError(f"{len(failed)} knob(s) could not be restored; journal kept")
 
