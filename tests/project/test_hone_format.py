@@ -13,7 +13,7 @@ from hone.project import load_project
 from hone.project.convert import to_hone_yaml
 from hone.project.model import Project
 from hone.project.yamlio import CoreSafeLoader, dump_with_header
-from hone.space import Boolean, Categorical, FloatRange, IntRange, Ordinal
+from hone.space import Boolean, Categorical, Constraint, FloatRange, IntRange, Ordinal
 
 GOOD = """\
 name: demo
@@ -146,6 +146,15 @@ def test_values_read_from_the_system_are_references_only_inside_the_space(tmp_pa
                                                                 "must be a number above 0, not 0"),
         (("range: [0.01, 10], log", "range: [0.01, 10], step: 11, log"), "step 11 is wider"),
         (("range: [0, 100]", "range: [true, 100]"), "range: true is not a number"),
+        # constraints the search could not compute: each was a traceback at its first proposal
+        # (a MemoryError for the string of 100 GB), after hone check had passed them
+        (('"size >= threads * 8"', '"size << 2 > threads"'), "'<<' is not allowed"),
+        (('"size >= threads * 8"', '"mode > 3"'), "'>' not supported between instances of"),
+        (('"size >= threads * 8"', '"mode * 99999999999 == mode"'), "'a' is not a number"),
+        (('"size >= threads * 8"', '"-mode == 1"'), "'a' is not a number"),
+        (('"size >= threads * 8"', '"max() > 1"'), "max() takes 2 or more arguments"),
+        (('"size >= threads * 8"', '"abs(size, 1) > 1"'), "abs() takes one argument"),
+        (('"size >= threads * 8"', '"size > None"'), "'None' is not allowed"),
     ],
 )  # fmt: skip
 def test_bad_input_names_file_line_and_key(
@@ -159,6 +168,24 @@ def test_bad_input_names_file_line_and_key(
     message = str(info.value)
     assert message.startswith(f"{path}:{line}:"), message
     assert words in message
+
+
+def test_constraints_no_configuration_satisfies_are_refused(tmp_path: Path) -> None:
+    """`size > 5000` of values up to 1024 stopped the run at its first proposal with a
+    traceback (`could not find a configuration that satisfies the constraints`)."""
+    path = write(tmp_path, GOOD.replace('"size >= threads * 8"', '"size > 5000"'))
+    line = GOOD[: GOOD.index("constraints:")].count("\n") + 1
+    with pytest.raises(HoneError) as info:
+        load_project(path)
+    assert str(info.value).startswith(f"{path}:{line}: constraints: no configuration of 1000")
+
+
+def test_a_constraint_is_false_where_it_divides_by_zero() -> None:
+    """Not a ZeroDivisionError traceback in the middle of a run: such a configuration is not
+    allowed, the others are."""
+    constraint = Constraint.parse("size // (threads - 4) >= 8", {"size", "threads"})
+    assert not constraint.holds({"size": 64, "threads": 4})
+    assert constraint.holds({"size": 64, "threads": 8})
 
 
 def test_missing_benchmark_and_yaml_syntax(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hone.errors import ActuationError
 from hone.knobs import Actuator, actuator_from_spec, actuator_kinds
 from hone.knobs.risk import Risk, catalogued, identities, parse_risk, same_value
@@ -43,6 +45,7 @@ from hone.space import (
     FloatRange,
     IntRange,
     Ordinal,
+    SearchSpace,
     Value,
 )
 from hone.space.domains import LIMIT
@@ -101,7 +104,7 @@ def load_hone(path: Path) -> Project:
         _knob(name, expect_mapping(spec, knobs_node, name), directory, workload, cluster.workloads)
         for name, spec in knobs_node.items()
     ]
-    constraints = _constraints(doc, {k.name for k in knobs})
+    constraints = _constraints(doc, {k.name: k.domain for k in knobs})
     _check_groups(knobs_node, knobs, groups)
     benchmark = _benchmark(doc)
     if benchmark.host is not None and benchmark.host not in hosts:
@@ -397,7 +400,10 @@ def _options(kind: str, node: Node) -> dict[str, Any]:
     return options
 
 
-def _constraints(doc: Node, names: set[str]) -> list[Constraint]:
+def _constraints(doc: Node, domains: dict[str, Domain]) -> list[Constraint]:
+    """The constraints, each checked before any run (the search would stop at its first
+    proposal): one that mixes text and numbers, and all of them together satisfied by none of
+    the configurations the search would sample."""
     items = doc.get("constraints")
     if items is None:
         return []
@@ -406,9 +412,14 @@ def _constraints(doc: Node, names: set[str]) -> list[Constraint]:
     result = []
     for index, item in enumerate(items):
         try:
-            result.append(Constraint.parse(str(item), names))
+            result.append(Constraint.parse(str(item), set(domains)))
+            SearchSpace(domains, result[-1:]).check_types()
         except ValueError as exc:
             raise items.error(index, str(exc)) from None
+    try:
+        SearchSpace(domains, result).sample(np.random.default_rng(0))
+    except ValueError as exc:
+        raise doc.error("constraints", str(exc)) from None
     return result
 
 
