@@ -155,6 +155,12 @@ def test_values_read_from_the_system_are_references_only_inside_the_space(tmp_pa
         (('"size >= threads * 8"', '"max() > 1"'), "max() takes 2 or more arguments"),
         (('"size >= threads * 8"', '"abs(size, 1) > 1"'), "abs() takes one argument"),
         (('"size >= threads * 8"', '"size > None"'), "'None' is not allowed"),
+        # a control character in a name or a value reached every line that shows it, raw: an
+        # escape that recoloured `hone studies | cat`, a line break that split a table row
+        (("swappiness: {type", '"swap\\e[31mpiness": {type'), "knob name 'swap\\x1b[31mpiness' "
+                                                                "holds a control character"),
+        (("values: [a, b]", 'values: [a, "b\\e[0m"]'), "values: value 'b\\x1b[0m' holds a"),
+        (("tps: {pattern", '"tps\\n": {pattern'), "metric name 'tps\\n' holds a control"),
     ],
 )  # fmt: skip
 def test_bad_input_names_file_line_and_key(
@@ -248,6 +254,28 @@ def test_a_converted_pair_loads_whatever_its_names_and_steps(tmp_path: Path, nam
     assert converted.read_text().startswith(f'# A-Tune\'s project name "{name}" spelt as')
     other = replace(original, name=name + " ")  # another name, another spelling
     assert to_hone_yaml(other).splitlines()[1] != converted.read_text().splitlines()[1]
+
+
+@pytest.mark.parametrize(("part", "old", "new"), [
+    ("server", 'project: "{name}"', 'project: "ev\\e[31mil"'),
+    ("server", "- name: fin", '- name: "f\\rin"'),
+    ("server", "dtype: float, scope: [20, 80], step: 100",
+     'dtype: string, options: [a, "b\\e[0m"]'),
+    ("client", "{{name: score,", '{{name: "sc\\nore",'),
+])  # fmt: skip
+def test_an_atune_name_or_option_with_a_control_character_is_refused(
+    tmp_path: Path, part: str, old: str, new: str
+) -> None:
+    texts = {"server": SERVER, "client": CLIENT}
+    assert old in texts[part]
+    texts[part] = texts[part].replace(old, new)
+    if "ev" in new:
+        texts["client"] = texts["client"].replace('"{name}"', '"ev\\e[31mil"')
+    (tmp_path / "s.yaml").write_text(texts["server"].format(name="p"))
+    (tmp_path / "c.yaml").write_text(texts["client"].format(name="p"))
+    with pytest.raises(HoneError, match="holds a control character") as info:
+        load_project(tmp_path)
+    assert "\x1b" not in str(info.value) and "\n" not in str(info.value)
 
 
 def _selection(project: Project) -> tuple[int, int] | None:

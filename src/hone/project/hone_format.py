@@ -21,6 +21,7 @@ from hone.project.common import (
     check_output_command,
     expect_mapping,
     number,
+    refuse_control,
     text,
     words,
 )
@@ -101,7 +102,13 @@ def load_hone(path: Path) -> Project:
     if not knobs_node:
         raise doc.error("knobs", "needs at least one knob")
     knobs = [
-        _knob(name, expect_mapping(spec, knobs_node, name), directory, workload, cluster.workloads)
+        _knob(
+            refuse_control(knobs_node, name, name, "knob name"),
+            expect_mapping(spec, knobs_node, name),
+            directory,
+            workload,
+            cluster.workloads,
+        )
         for name, spec in knobs_node.items()
     ]
     constraints = _constraints(doc, {k.name: k.domain for k in knobs})
@@ -304,7 +311,12 @@ def _domain(name: str, node: Node) -> Domain:
             raise node.error("values", f"knob {name!r}: needs a non-empty values list")
         if kind == "ordinal":
             return Ordinal(tuple(_numbers(node, "values")))
-        return Categorical(tuple(words(node, "values", values)))
+        return Categorical(
+            tuple(
+                refuse_control(node, "values", v, "value", tab=True)
+                for v in words(node, "values", values)
+            )
+        )
     except ValueError as exc:
         raise node.error(
             "range" if "range" in node else "values", f"knob {name!r}: {exc}"
@@ -447,6 +459,7 @@ def _metrics(doc: Node, hosts: dict[str, Any], groups: dict[str, list[str]]) -> 
         raise doc.error("metrics", "needs at least one metric")
     metrics = []
     for name, spec in node.items():
+        refuse_control(node, name, name, "metric name")
         spec = expect_mapping(spec, node, name)
         check_keys(
             spec,
