@@ -187,10 +187,31 @@ def test_a_full_disk_keeps_the_old_report_whole(figures: Figures, small_disk) ->
     disk = small_disk("4k")
     old = disk / "r.html"
     old.write_text("<p>the report of yesterday</p>\n")
-    written = figures.cli("report", "report-figures", "-o", str(old))
+    written = figures.cli("report", "report-figures", "-o", str(old), "--force")
     assert written.returncode == 2, written.stderr
     assert "Traceback" not in written.stderr
     assert len(written.stderr.strip().splitlines()) == 1, written.stderr
     assert str(old) in written.stderr
     assert old.read_text() == "<p>the report of yesterday</p>\n"
     assert [p.name for p in disk.iterdir()] == ["r.html"]
+
+
+def test_a_file_that_is_no_report_is_kept_without_force(figures: Figures, tmp_path: Path) -> None:
+    """`hone report NAME -o hone.yaml` (a slip of the tab key) replaced the project file with
+    the page, silently; -o of convert, collect and train keep an existing file. A report
+    written before is still replaced: that is the report of a study that went on."""
+    project = tmp_path / "hone.yaml"
+    project.write_text(textwrap.dedent(PROJECT))
+    refused = figures.cli("report", "report-figures", "-o", str(project))
+    assert refused.returncode == 2
+    assert (
+        refused.stderr
+        == f"hone: {project}: exists: give --force to replace it, or write elsewhere\n"
+    )
+    assert project.read_text() == textwrap.dedent(PROJECT)
+
+    page = tmp_path / "r.html"
+    for _ in range(2):  # the second replaces the first without --force
+        assert figures.cli("report", "report-figures", "-o", str(page)).returncode == 0
+    assert figures.cli("report", "report-figures", "-o", str(project), "--force").returncode == 0
+    assert project.read_text() == page.read_text()

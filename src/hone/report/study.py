@@ -29,6 +29,19 @@ th{background:#f1f1f1}td.l,th.l{text-align:left}td.p{white-space:nowrap}.fail{ba
 """
 
 
+#: How every report hone writes begins (is_report).
+_HEAD = '<!doctype html><html lang="en"><meta charset="utf-8">\n<title>hone report: '
+
+
+def is_report(path: Path) -> bool:
+    """Whether the file is a report hone wrote (one `hone report` may replace)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(_HEAD.encode())) == _HEAD.encode()
+    except OSError:
+        return False
+
+
 def write_report(name: str, output: Path | None, storage: str | None) -> Path:
     store = StudyStore(storage)
     study = store.find(name)
@@ -89,8 +102,9 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
     summary_rows = "".join(
         f"<tr><th class=l>{k}</th><td>{escape(str(v))}</td></tr>" for k, v in summary
     )
-    html = f"""<!doctype html><html lang="en"><meta charset="utf-8">
-<title>hone report: {escape(study.name)}</title><style>{STYLE}</style>
+    html = (
+        _HEAD
+        + f"""{escape(study.name)}</title><style>{STYLE}</style>
 <h1>hone tuning report: {escape(study.name)}</h1>
 <table class="summary">{summary_rows}</table>
 {_why_section(attrs.get("why"))}
@@ -101,6 +115,7 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
 <tr><th>#</th><th class=l>phase</th>{head}<th>score</th><th class=l>state</th></tr>
 {"".join(rows)}</table></html>
 """
+    )
     write_atomic(path, html.encode())
     return path
 

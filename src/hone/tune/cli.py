@@ -350,13 +350,17 @@ def report(
     study: str = typer.Argument(..., help="study name (project#n) or project name"),
     output: Path = typer.Option(None, "-o", "--output", help="HTML file to write"),
     storage: str = typer.Option(None, help="SQLAlchemy URL"),
+    force: bool = typer.Option(False, "--force", help="replace an existing file of -o"),
 ) -> None:
     """Write one self-contained HTML report of a study."""
     require_existing(storage)
-    from hone.outfile import require_folder
-    from hone.report.study import write_report
+    from hone.outfile import refuse_existing, require_folder
+    from hone.report.study import is_report, write_report
 
     if output is not None:
+        # a report written before is replaced (the report of a study that went on); another
+        # file (`-o hone.yaml`, a slip of the tab key) only with --force
+        refuse_existing(output, force or is_report(output))
         require_folder(output)
 
     path = write_report(study, output, storage)
