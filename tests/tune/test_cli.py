@@ -225,3 +225,25 @@ def test_a_benchmark_cut_off_by_its_own_timeout_says_so(tmp_path: Path, hone_cli
     failed = [t for t in shown["trials"] if t["state"] == "fail"]
     assert failed and failed[0]["config"]["workers"] == 8
     assert failed[0]["error"] == "benchmark exited 124 (its `timeout` ran out)"
+
+
+def test_a_worker_says_its_knobs_are_back_once(tmp_path: Path, hone_cli) -> None:
+    """`...; knobs put back (not better than the baseline beyond the noise (...): knobs put
+    back)`: the worker's last line said it twice."""
+    (tmp_path / "level.txt").write_text("5\n")
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: worker-line
+        knobs:
+          level: {type: int, range: [1, 9], config: {file: level.txt, format: regex,
+                  pattern: '^(.*)$', restart: false}}
+        benchmark: {command: 'echo "score: 5"'}
+        metrics: {score: {pattern: 'score: (\\S+)', direction: maximize}}
+        tuning: {budget: 2, baseline: 1, confirm: {candidates: 1, rounds: 1}}
+    """)
+    )
+    result = hone_cli("worker", str(tmp_path), "--storage", f"sqlite:///{tmp_path}/w.db")
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.splitlines()[-1]
+    assert last.endswith("): knobs put back") and last.count("put back") == 1, last
+    assert (tmp_path / "level.txt").read_text() == "5\n"

@@ -158,10 +158,13 @@ def worker(
         best = ", ".join(f"{k}={v}" for k, v in result.best.items())
         console.print(f"best of the study: {best} ({result.best_gain:+.1f} %)", markup=False)
     where = "winner applied here" if result.outcome == "applied" else "knobs put back"
+    if result.reason and "put back" in result.reason:  # it says so itself: not twice
+        where = result.reason
+    elif result.reason:
+        where += f" ({result.reason})"
     console.print(
         f"worker {result.worker}: {result.trials} trials ({result.failures} failed) in "
         f"{result.elapsed:.0f} s; study {result.study} {result.study_state}; {where}"
-        + (f" ({result.reason})" if result.reason else "")
     )
 
 
