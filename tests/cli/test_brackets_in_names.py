@@ -42,7 +42,10 @@ def test_tune_and_show_print_bracketed_names_whole(tmp_path: Path, hone_cli) -> 
 def test_restore_names_a_project_with_brackets(hone_run) -> None:
     ran = hone_run("restore", "x[/y]")
     assert ran.code == 0, ran.stderr
-    assert ran.stdout == "nothing to restore for x[/y]: no recorded changes\n"
+    assert ran.stdout == (
+        "nothing to restore for x[/y]: no recorded changes "
+        "(no run of a project of that name here: `hone studies` lists them)\n"
+    )
 
 
 def test_the_progress_bar_shows_the_best_with_its_metric_names() -> None:

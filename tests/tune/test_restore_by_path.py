@@ -60,3 +60,12 @@ def test_a_name_is_restored_beside_a_folder_of_that_name(tmp_path: Path, hone_cl
     assert result.returncode == 0, result.stderr
     assert (project / "app.conf").read_text() == "level=5\n"
     assert "restored 1 knob(s) of by-path" in result.stdout
+
+    again = hone_cli("restore", "by-path")
+    assert again.stdout == "nothing to restore for by-path: no recorded changes\n"
+    # a typo is not told the all-clear of the project meant without a word
+    typo = hone_cli("restore", "by-pahth")
+    assert typo.returncode == 0 and typo.stdout == (
+        "nothing to restore for by-pahth: no recorded changes "
+        "(no run of a project of that name here: `hone studies` lists them)\n"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import sys
 from pathlib import Path
 
@@ -208,7 +209,7 @@ def restore(
         for command in stopped:
             console.print(f"stopped, left by a killed run: {one_line_text(command)}")
         if not outcomes:
-            console.print(f"nothing to restore for {name}: no recorded changes")
+            console.print(f"nothing to restore for {name}: no recorded changes{_never(name)}")
         for item in outcomes:
             outcome = item.outcome
             where = f"{item.host}: " if item.host else ""
@@ -229,6 +230,17 @@ def restore(
 
 
 JSON = typer.Option(False, "--json", help="machine-readable output (docs/serve.md's shapes)")
+
+
+def _never(name: str) -> str:
+    """For a name no run of this machine has ever journaled (a typo: `memcahced`): said, so
+    that `nothing to restore` is not taken for the all-clear of the project meant."""
+    from hone.journal import Journal
+
+    path = Journal.for_project(name).path
+    if path.parent.is_dir() and any(path.parent.glob(f"{glob.escape(path.stem)}*")):
+        return ""
+    return " (no run of a project of that name here: `hone studies` lists them)"
 
 
 def _project_name(project: str) -> str:
