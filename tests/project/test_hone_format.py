@@ -194,6 +194,45 @@ def test_a_constraint_is_false_where_it_divides_by_zero() -> None:
     assert constraint.holds({"size": 64, "threads": 8})
 
 
+@pytest.mark.parametrize(
+    "second",
+    [
+        "swap2: {type: int, range: [1, 60], sysctl: vm.swappiness}",
+        "level: {type: int, range: [1, 9], config: {file: ./sub/../app.conf, key: level}}",
+    ],
+)
+def test_two_knobs_that_set_one_thing_are_refused(tmp_path: Path, second: str) -> None:
+    """They were loaded and tuned: the second's value overwrote the first's, and every trial
+    recorded a value for the first that was never in effect."""
+    (tmp_path / "app.conf").write_text("level=1\n")
+    text = GOOD.replace(
+        "  swappiness:",
+        "  lvl: {type: int, range: [1, 9], config: {file: app.conf, key: level}}\n  swappiness:",
+    ).replace("constraints:", f"  {second}\nconstraints:")
+    path = write(tmp_path, text)
+    line = text[: text.index(second)].count("\n") + 1
+    with pytest.raises(HoneError) as info:
+        load_project(path)
+    assert str(info.value).startswith(f"{path}:{line}: ")
+    assert "sets what knob" in str(info.value) and str(info.value).endswith(": keep one")
+
+
+def test_an_atune_knob_with_another_ones_set_command_is_loaded_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A-Tune's kafka example sets buffer.memory from two knobs (a copy and paste): loaded, as
+    A-Tune loads it, and named."""
+    server = SERVER.format(name="p") + (
+        "  - name: twin\n"
+        '    info: {get: "echo 60", set: "true", type: discrete, dtype: int, scope: [1, 9]}\n'
+    )
+    (tmp_path / "s.yaml").write_text(server)
+    (tmp_path / "c.yaml").write_text(CLIENT.format(name="p"))
+    assert [k.name for k in load_project(tmp_path).knobs] == ["fin", "twin"]
+    (warning,) = capsys.readouterr().err.splitlines()
+    assert warning.startswith(f"hone: warning: {tmp_path / 's.yaml'}:6: knob 'twin' has the set")
+
+
 def test_missing_benchmark_and_yaml_syntax(tmp_path: Path) -> None:
     text = "\n".join(line for line in GOOD.splitlines() if not line.startswith("benchmark"))
     with pytest.raises(HoneError, match="missing required key 'benchmark'"):

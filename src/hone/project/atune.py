@@ -6,6 +6,7 @@ but values reach commands quoted, numeric discrete knobs stay ordered and intege
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from hone.project.common import (
     expect_mapping,
     number,
     refuse_control,
+    same_setting,
     text,
     words,
 )
@@ -133,10 +135,20 @@ def load_server(path: Path) -> tuple[str, list[Knob], Workload, int | None]:
     directory = _working_directory(path)
     env = device_environment()
     knobs = []
+    seen: dict[str, str] = {}
     for i, item in enumerate(_objects(server)):
         knob = _knob(item, i, server, directory, env)
         if any(k.name == knob.name for k in knobs):  # the second would never be set
             raise item.error("name", f"knob {knob.name!r} is named twice")
+        first = seen.setdefault(same_setting(knob.actuator), knob.name)
+        if first != knob.name:  # A-Tune's own examples do it (kafka, mysql_sysbench): loaded
+            where = item["info"].error("set", "")
+            print(
+                f"hone: warning: {where.file}:{where.line}: knob {knob.name!r} has the set "
+                f"command of knob {first!r}: it changes what that one changes, and its "
+                "values are recorded for a setting they never reached",
+                file=sys.stderr,
+            )
         knobs.append(knob)
     max_iterations = number(server, "maxiterations", None, integer=True)
     if max_iterations is not None and max_iterations <= 0:

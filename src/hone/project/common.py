@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import json
 import math
+import os
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
@@ -11,7 +13,7 @@ from typing import Any
 from hone.errors import ActuationError
 from hone.knobs import Actuator
 from hone.project.yamlio import Node
-from hone.shell import nested_interpreter
+from hone.shell import expand, nested_interpreter
 from hone.space import Domain
 
 
@@ -77,6 +79,21 @@ def refuse_control(node: Node, key: str | None, said: str, what: str, tab: bool 
             error.key = None if key == said else key  # the line shows it quoted, not raw
             raise error
     return said
+
+
+#: What an actuator's spec says beside the setting it changes.
+_BESIDE = ("restart", "timeout", "env", "cwd", "get_command", "style", "format")
+
+
+def same_setting(actuator: Actuator, group: str | None = None) -> str:
+    """What a knob changes, the same text for two knobs that change one thing (one sysctl, one
+    key of one file after symlinks, one flag, one set command): the second would overwrite the
+    first, and the trials would record values that were not in effect."""
+    spec = {k: v for k, v in actuator.spec().items() if k not in _BESIDE}
+    for key in ("file", "path"):
+        if isinstance(spec.get(key), str):
+            spec[key] = os.path.realpath(expand(spec[key]))
+    return json.dumps([group, spec], sort_keys=True)
 
 
 def _spelled(value: Any) -> str | None:

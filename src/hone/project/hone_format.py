@@ -22,6 +22,7 @@ from hone.project.common import (
     expect_mapping,
     number,
     refuse_control,
+    same_setting,
     text,
     words,
 )
@@ -111,6 +112,17 @@ def load_hone(path: Path) -> Project:
         )
         for name, spec in knobs_node.items()
     ]
+    seen: dict[str, str] = {}
+    for knob in knobs:
+        if knob.actuator.kind == "shell":  # a set command's text does not say what it changes
+            continue
+        first = seen.setdefault(same_setting(knob.actuator, knob.group), knob.name)
+        if first != knob.name:
+            raise knobs_node.error(
+                knob.name,
+                f"knob {knob.name!r} sets what knob {first!r} sets "
+                f"({knob.actuator.describe()}): keep one",
+            )
     constraints = _constraints(doc, {k.name: k.domain for k in knobs})
     _check_groups(knobs_node, knobs, groups)
     benchmark = _benchmark(doc)
