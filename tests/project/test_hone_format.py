@@ -134,7 +134,9 @@ def test_values_read_from_the_system_are_references_only_inside_the_space(tmp_pa
         (("sysctl: vm.swappiness", "sysctl: ../../etc/passwd"), "not under /proc/sys"),
         (("sysctl: vm.swappiness", "sysctl: ......etc.shadow"), "not under /proc/sys"),
         (("sysctl: vm.swappiness", "sysctl: /etc/passwd"), "not under /proc/sys"),
-        (("sysctl: vm.swappiness", "sysctl: {key: ~}"), "missing required key 'key'"),
+        (("sysctl: vm.swappiness", "sysctl: {key: ~}"), "key: is empty"),
+        # a key that is there but empty was `missing required key` at the top of the file
+        (('benchmark: {command: "echo tps 5"', 'benchmark: {command: ""'), "command: is empty"),
         (("sysctl: vm.swappiness", 'sysctl: "vm.swap piness"'), "not a sysctl name"),
         # an int range of a fraction searched int()'s range, not the one given
         (("range: [1, 16], shell", "range: [1.5, 16], shell"), "1.5 is not a whole number"),

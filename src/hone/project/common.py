@@ -43,8 +43,10 @@ def check_keys(node: Node, allowed: Iterable[str], required: Iterable[str] = ())
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise node.error(key, f"unknown key{hint}")
     for key in required:
-        if key not in node or node[key] in (None, ""):
+        if key not in node:
             raise node.error(None, f"missing required key {key!r}")
+        if node[key] in (None, ""):  # there, at its own line: not "missing" at the file's top
+            raise node.error(key, "is empty")
 
 
 def text(node: Node, key: str, default: str | None = None) -> str | None:
