@@ -27,3 +27,17 @@ def test_other_yaml_is_still_not_a_project(tmp_path: Path, hone_run) -> None:
     other.write_text("global:\n  user: tidb\n")
     line = hone_run("check", str(other)).one_line()
     assert line.endswith("not a hone project nor an A-Tune server or client file")
+
+
+def test_a_symlink_to_nothing_is_not_called_missing(tmp_path: Path, hone_run) -> None:
+    """`no such file or folder` for a link that is there sent the user looking for a typo."""
+    dangling = tmp_path / "hone.yaml"
+    dangling.symlink_to(tmp_path / "gone" / "hone.yaml")
+    line = hone_run("check", str(dangling)).one_line()
+    assert line == f"hone: {dangling}: a symlink to {tmp_path}/gone/hone.yaml, which does not exist"
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(tmp_path / "back.yaml")
+    (tmp_path / "back.yaml").symlink_to(loop)
+    assert hone_run("check", str(loop)).one_line() == (
+        f"hone: {loop}: a symlink that loops back on itself"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -28,7 +29,7 @@ def load_project(
         raise HoneError("name a project: a folder, a hone YAML file, or --server/--client")
     target = Path(path)
     if not target.exists():
-        raise HoneError("no such file or folder", file=target)
+        raise HoneError(_missing(target), file=target)
     if target.is_file():
         return load_hone(target)
     for name in ("hone.yaml", "hone.yml"):
@@ -36,6 +37,21 @@ def load_project(
             return load_hone(target / name)
     server_file, client_file = find_atune_pair(target)
     return atune.load_pair(server_file, client_file)
+
+
+def _missing(target: Path) -> str:
+    """Why a path names nothing: a symlink there whose target is gone (or that loops) is not
+    `no such file`, which sends the user looking for a typo in a name that is right."""
+    if not target.is_symlink():
+        return "no such file or folder"
+    try:
+        target.resolve(strict=True)
+    except RuntimeError:  # Python 3.11's word for a loop; later ones raise ELOOP
+        return "a symlink that loops back on itself"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symlink that loops back on itself"
+    return f"a symlink to {os.readlink(target)}, which does not exist"
 
 
 def load_atune_folder(
