@@ -90,9 +90,9 @@ def test_a_closed_output_stops_the_run_and_says_so(tmp_path: Path, hone_home: Pa
         knobs:
           level: {type: int, range: [1, 9], config: {file: level.txt, format: regex,
                   pattern: '^(.*)$', restart: false}}
-        benchmark: {command: 'sleep 0.2; echo "score: $(cat level.txt)"', timeout: 20}
+        benchmark: {command: 'sleep 0.1; echo "score: $(cat level.txt)"', timeout: 20}
         metrics: {score: {pattern: 'score: (\\S+)', direction: maximize}}
-        tuning: {engine: random, budget: 20, baseline: 2, seed: 1}
+        tuning: {engine: random, budget: 20, baseline: 1, seed: 1}
         """)
     )
     env = {**os.environ, "HONE_HOME": str(hone_home)}
