@@ -35,9 +35,54 @@ def _quoted(expansion: str, context: str) -> str:
     """The expansion written so that it yields exactly one literal string in this context."""
     if context == _SINGLE:
         return "'\"" + expansion + "\"'"
-    if context == _DOUBLE:
+    if context in (_DOUBLE, _HEREDOC):  # a here-document's quotes are text: none around it
         return expansion
     return '"' + expansion + '"'
+
+
+_HEREDOC = "heredoc"
+#: `<<WORD` or `<<-WORD` (not the here-string `<<<`): the delimiter as written.
+_HEREDOC_START = re.compile(r"<<(-?)[ \t]*((?:[^\s;|&<>()'\"\\]|'[^']*'|\"[^\"]*\"|\\.)+)")
+
+
+def _heredoc_body(
+    template: str, i: int, delimiter: str, tabs: bool, quoted: bool, expansions: Mapping[str, str]
+) -> tuple[str, int]:
+    """A here-document's lines from `i` up to and with its delimiter line, each placeholder
+    expanded bare (quotes there are text, which the file would get: `"ab c"` for `ab c`). In
+    a quoted one (`<<'EOF'`) the shell expands nothing: a placeholder there is refused."""
+    out: list[str] = []
+    ordered = sorted(expansions, key=len, reverse=True)
+    while i < len(template):
+        end = template.find("\n", i)
+        end = len(template) if end < 0 else end + 1
+        line = template[i:end]
+        i = end
+        if (line.lstrip("\t") if tabs else line).rstrip("\n") == delimiter:
+            out.append(line)
+            break
+        if quoted:
+            found = next((p for p in ordered if p in line), None)
+            if found is not None:
+                raise ValueError(
+                    f"{found} stands in a quoted here-document (<<'{delimiter}'), where the "
+                    f"shell expands nothing: write <<{delimiter} without quotes"
+                )
+            out.append(line)
+            continue
+        j = 0
+        while j < len(line):
+            placeholder = next((p for p in ordered if line.startswith(p, j)), None)
+            if placeholder is not None:
+                out.append(_quoted(expansions[placeholder], _HEREDOC))
+                j += len(placeholder)
+            elif line[j] == "\\":
+                out.append(line[j : j + 2])
+                j += 2
+            else:
+                out.append(line[j])
+                j += 1
+    return "".join(out), i
 
 
 def render(template: str, expansions: Mapping[str, str]) -> str:
@@ -47,6 +92,7 @@ def render(template: str, expansions: Mapping[str, str]) -> str:
     stack: list[str] = [_NORMAL]
     i, n = 0, len(template)
     ordered = sorted(expansions, key=len, reverse=True)
+    pending: list[tuple[str, bool, bool]] = []  # here-documents whose body starts next line
     while i < n:
         context = stack[-1]
         placeholder = next((p for p in ordered if template.startswith(p, i)), None)
@@ -55,8 +101,24 @@ def render(template: str, expansions: Mapping[str, str]) -> str:
             i += len(placeholder)
             continue
         ch = template[i]
+        if context in (_NORMAL, _BACKTICK) and template.startswith("<<", i):
+            start = _HEREDOC_START.match(template, i)
+            if start is not None and not template.startswith("<<<", i):
+                word = start.group(2)
+                quoted = any(c in word for c in "'\"\\")
+                delimiter = re.sub(r"\\(.)|['\"]", lambda m: m.group(1) or "", word)
+                pending.append((delimiter, bool(start.group(1)), quoted))
+                out.append(start.group(0))
+                i = start.end()
+                continue
         out.append(ch)
         i += 1
+        if ch == "\n" and pending and context in (_NORMAL, _BACKTICK):
+            for delimiter, tabs, quoted in pending:
+                body, i = _heredoc_body(template, i, delimiter, tabs, quoted, expansions)
+                out.append(body)
+            pending.clear()
+            continue
         if context == _SINGLE:
             if ch == "'":
                 stack.pop()

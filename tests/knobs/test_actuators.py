@@ -273,3 +273,21 @@ def test_a_value_read_that_is_not_utf8_is_refused_not_mangled(tmp_path, monkeypa
     monkeypatch.setenv("HONE_SCRIPT_PATH", str(tmp_path / "scripts"))
     with pytest.raises(ActuationError, match=r"get\.sh printed bytes that are not UTF-8"):
         ScriptActuator(name="latin").get()
+
+
+def test_a_value_in_a_here_document_arrives_without_quotes(tmp_path) -> None:
+    """A here-document's quotes are text: `$value` became `"${HONE_VALUE}"` there, and the file
+    got `k="ab c"` for `ab c` (its get then read back another value than the one set). In a
+    quoted here-document (`<<'EOF'`) the shell expands nothing: refused when the knob is made,
+    where it wrote `${HONE_VALUE}` into the file."""
+    value = 'ab c"$(touch PWNED)`x`'
+    for template in (
+        "cat > out <<EOF\nk=$value\nEOF",
+        "cat > out <<-EOF\n\tk=$value\n\tEOF",
+        "cat > out <<A; true <<B\nk=${value}\nA\n$value\nB",
+    ):
+        ShellActuator(set_command=template, cwd=str(tmp_path)).set(value)
+        assert (tmp_path / "out").read_text() == f"k={value}\n", template
+    assert not (tmp_path / "PWNED").exists()
+    with pytest.raises(ActuationError, match=r"stands in a quoted here-document \(<<'EOF'\)"):
+        ShellActuator(set_command="cat > out <<'EOF'\nk=$value\nEOF", cwd=str(tmp_path))

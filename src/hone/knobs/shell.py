@@ -28,6 +28,12 @@ class ShellActuator(Actuator):
     env: dict[str, str] = field(default_factory=dict)
     kind = "shell"
 
+    def __post_init__(self) -> None:
+        try:  # a $value the shell would never expand (a quoted here-document): at load
+            set_script(self.set_command)
+        except ValueError as exc:
+            raise ActuationError(str(exc), key=self.set_command[:80]) from None
+
     @property
     def readable(self) -> bool:
         return bool(self.get_command)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hone.errors import HoneError
+from hone.errors import ActuationError, HoneError
 from hone.knobs.risk import catalogued
 from hone.knobs.shell import ShellActuator
 from hone.project.common import (
@@ -211,12 +211,15 @@ def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, s
         domain = _domain(info)
     except ValueError as exc:
         raise info.error("scope", f"knob {name!r}: {exc}") from None
-    actuator = ShellActuator(
-        set_command=render(_required_text(info, "set"), DEVICE_PLACEHOLDERS),
-        get_command=render(text(info, "get") or "", DEVICE_PLACEHOLDERS) or None,
-        cwd=str(directory),
-        env=dict(env),
-    )
+    try:
+        actuator = ShellActuator(
+            set_command=render(_required_text(info, "set"), DEVICE_PLACEHOLDERS),
+            get_command=render(text(info, "get") or "", DEVICE_PLACEHOLDERS) or None,
+            cwd=str(directory),
+            env=dict(env),
+        )
+    except ActuationError as exc:
+        raise info.error("set", f"knob {name!r}: {exc.message}") from None
     check_declared_values(info, "set", name, actuator, domain)
     reference = None
     if info.get("ref") is not None:

@@ -13,7 +13,7 @@ from typing import Any
 from hone.errors import ActuationError
 from hone.knobs import Actuator
 from hone.project.yamlio import Node
-from hone.shell import expand, nested_interpreter
+from hone.shell import expand, nested_interpreter, render
 from hone.space import Domain
 
 
@@ -175,6 +175,10 @@ def check_declared_values(
 def check_output_command(node: Node, key: str, name: str, command: str | None) -> None:
     """A metric command must not hand the benchmark's output to a nested interpreter: that
     text comes from the benchmark, and an interpreter would run it."""
+    try:  # `$out` in a quoted here-document, which the shell never expands
+        render(command or "", {"$out": "${OUT}"})
+    except ValueError as exc:
+        raise node.error(key, f"metric {name!r}: {exc}") from None
     interpreter = nested_interpreter(command or "", "$out")
     if interpreter:
         raise node.error(
