@@ -202,7 +202,75 @@ def nested_interpreter(template: str, placeholder: str) -> str | None:
             command = []
         else:
             command.append(token)
+    return _fed_to_interpreter(marked)
+
+
+def _fed_to_interpreter(marked: str) -> str | None:
+    """The interpreter that reads the marked placeholder as its program on standard input:
+    through a pipe (`echo $value | sh`) or in the here-document it is given (`sh <<EOF`,
+    `python3 - <<EOF`), where the value is expanded into the program text it then runs."""
+    for start in _HEREDOC_START.finditer(marked):
+        head = re.split(r"[;&|(\n]", marked[: start.start()])[-1].split()
+        line_end = marked.find("\n", start.end())
+        delimiter = re.sub(r"['\"\\]", "", start.group(2))
+        body_end = marked.find("\n" + delimiter, line_end) if line_end >= 0 else -1
+        body = marked[line_end : body_end if body_end >= 0 else len(marked)]
+        if "\x00" not in body:
+            continue
+        # the command the document is given to, and those its output is piped into
+        rest = marked[start.end() : line_end if line_end >= 0 else len(marked)]
+        for words in [head, *(part.split() for part in re.split(r"\|(?!\|)", rest)[1:])]:
+            program = _stdin_program(words)
+            if program:
+                return program
+    lexer = shlex.shlex(marked.replace("\n", " ;\n"), posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return None  # nested_interpreter has said so already
+    segments: list[list[str]] = [[]]
+    for token in [*tokens, ";"]:
+        if token == "|":
+            segments.append([])
+        elif token and set(token) <= set(";|&()"):  # the pipeline ends
+            marked_at = next((i for i, s in enumerate(segments) if "\x00" in "".join(s)), None)
+            if marked_at is not None:
+                for later in segments[marked_at + 1 :]:
+                    program = _stdin_program(later)
+                    if program:
+                        return program
+            segments = [[]]
+        else:
+            segments[-1].append(token)
     return None
+
+
+def _stdin_program(words: list[str]) -> str | None:
+    """The interpreter a simple command runs on its standard input (`sh`, `bash -s`,
+    `python3 -`, `perl`), else None (`sh script.sh`, `sh -c '...'`, `cat`)."""
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif (word and set(word) <= set("<>&")) or re.fullmatch(r"\d*[<>]+&?\d*", word or "x"):
+            skip = not re.fullmatch(r".*&\d+", word)
+        elif word not in _KEYWORDS:
+            kept.append(word)
+    while kept and (("=" in kept[0] and not kept[0].startswith("=")) or kept[0] in _PREFIXES):
+        kept = kept[1:]
+    if not kept:
+        return None
+    program, args = os.path.basename(kept[0]), kept[1:]
+    base = re.sub(r"[\d.]+$", "", program)
+    if program not in _SHELLS and base not in _SCRIPTED:
+        return None
+    if set(args) & (_SCRIPT_FLAGS | {"-c"}):
+        return None  # a program given in its arguments: nested_interpreter looks at those
+    # (a file descriptor's number before a redirection is a word of its own here: `2>&1`)
+    operands = [a for a in args if (not a.startswith("-") or a == "-") and not a.isdigit()]
+    return program if "-s" in args or not operands or operands[0] == "-" else None
 
 
 def _nested_in(words: list[str]) -> str | None:

@@ -48,10 +48,34 @@ SED_SET = "sed -i 's/^OPT=.*/OPT=$value/' flags.conf"
         ("[[ $value == on ]] && echo on > f", "$value", None),
         ("echo ${X:-$value} > f", "$value", None),  # a default, not an offset
         ("echo '$((' $value", "$value", None),  # quoted: no arithmetic
+        # a program on standard input: the value is expanded into the text the shell runs
+        # (each of these ran `$(touch PWNED)` from a value, unrefused)
+        ("echo $value | sh", "$value", "sh"),
+        ("echo $value | tee f | bash -s > /dev/null 2>&1", "$value", "bash"),
+        ('printf %s "$out" | perl', "$out", "perl"),
+        ("sh <<EOF\necho $value > f\nEOF", "$value", "sh"),
+        ("cat <<EOF | sh\necho $value\nEOF", "$value", "sh"),
+        ("python3 - <<EOF\nprint('$value')\nEOF", "$value", "python3"),
+        ("echo $value | python3 set.py", "$value", None),  # stdin is data to set.py
+        ("cat > f <<EOF\nk=$value\nEOF", "$value", None),  # a file's text, not a program
+        ("cat <<EOF | grep k\nk=$value\nEOF", "$value", None),
+        ("echo $value > f; sh set.sh", "$value", None),
     ],
 )
 def test_nested_interpreters_are_recognised(template, placeholder, interpreter) -> None:
     assert nested_interpreter(template, placeholder) == interpreter
+
+
+def test_a_value_piped_into_a_shell_is_refused_before_it_runs(tmp_path: Path) -> None:
+    from hone.errors import ActuationError
+    from hone.knobs.shell import ShellActuator
+
+    for template in ("echo $value | sh", "sh <<EOF\necho $value\nEOF"):
+        actuator = ShellActuator(set_command=template, cwd=str(tmp_path))
+        with pytest.raises(ActuationError, match="would be read as code by sh"):
+            actuator.set("$(touch PWNED)")
+        actuator.set("true")  # a plain word stays accepted
+    assert not (tmp_path / "PWNED").exists()
 
 
 def atune_pair(folder: Path, options: str = '["-O1", "-O2"]', get: str | None = None) -> Path:
