@@ -42,7 +42,8 @@ def _quoted(expansion: str, context: str) -> str:
 
 _HEREDOC = "heredoc"
 #: `<<WORD` or `<<-WORD` (not the here-string `<<<`): the delimiter as written.
-_HEREDOC_START = re.compile(r"<<(-?)[ \t]*((?:[^\s;|&<>()'\"\\]|'[^']*'|\"[^\"]*\"|\\.)+)")
+#: A word with `$` is no delimiter anyone writes, but the shifted operand of `$(( 1 << $value ))`.
+_HEREDOC_START = re.compile(r"<<(-?)[ \t]*((?:[^\s;|&<>()'\"\\$]|'[^']*'|\"[^\"]*\"|\\.)+)")
 
 
 def _heredoc_body(

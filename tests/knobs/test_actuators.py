@@ -13,7 +13,7 @@ from hone.errors import ActuationError
 from hone.journal import Journal
 from hone.knobs import actuator_from_spec
 from hone.knobs.script import ScriptActuator
-from hone.knobs.shell import ShellActuator
+from hone.knobs.shell import ShellActuator, set_script
 from hone.workload.launch import LaunchSpec
 
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"
@@ -289,5 +289,7 @@ def test_a_value_in_a_here_document_arrives_without_quotes(tmp_path) -> None:
         ShellActuator(set_command=template, cwd=str(tmp_path)).set(value)
         assert (tmp_path / "out").read_text() == f"k={value}\n", template
     assert not (tmp_path / "PWNED").exists()
+    # a shift is no here-document: its operand is expanded as it was before
+    assert set_script("echo $(( 1 << $value )) > f") == 'echo $(( 1 << "${HONE_VALUE}" )) > f'
     with pytest.raises(ActuationError, match=r"stands in a quoted here-document \(<<'EOF'\)"):
         ShellActuator(set_command="cat > out <<'EOF'\nk=$value\nEOF", cwd=str(tmp_path))
