@@ -135,6 +135,11 @@ def test_values_read_from_the_system_are_references_only_inside_the_space(tmp_pa
         (("sysctl: vm.swappiness", "sysctl: ......etc.shadow"), "not under /proc/sys"),
         (("sysctl: vm.swappiness", "sysctl: /etc/passwd"), "not under /proc/sys"),
         (("sysctl: vm.swappiness", "sysctl: {key: ~}"), "key: is empty"),
+        # int(nan) and int(inf) were a ValueError and an OverflowError traceback
+        (("default: 4}", "default: .nan}"), "default: nan is not in int [1, 16]"),
+        (("default: 4}", "default: -.inf}"), "default: -inf is not in int [1, 16]"),
+        # a NUL byte in a path was a ValueError traceback (embedded null byte)
+        (("sysctl: vm.swappiness", 'config: {file: "a\\0.conf", key: k}'), "file holds a NUL"),
         # a key that is there but empty was `missing required key` at the top of the file
         (('benchmark: {command: "echo tps 5"', 'benchmark: {command: ""'), "command: is empty"),
         (("sysctl: vm.swappiness", 'sysctl: "vm.swap piness"'), "not a sysctl name"),

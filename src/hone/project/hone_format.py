@@ -398,6 +398,9 @@ def _actuator(name: str, kind: str, node: Node, directory: Path, workload: Workl
         spec["style"] = text(node, "flag_style")
     if kind in ("flag", "env") and workload.launch is None:
         raise node.error(kind, f"knob {name!r}: a {kind} knob needs workload: process")
+    for field_, value in spec.items():  # a path with one was a ValueError traceback
+        if isinstance(value, str) and "\x00" in value:
+            raise node.error(kind, f"knob {name!r}: its {field_} holds a NUL byte")
     try:
         return actuator_from_spec(spec, launch=workload.launch)
     except ActuationError as exc:

@@ -93,13 +93,15 @@ class IntRange(Domain):
             raise ValueError("a log-scale range must be positive")
 
     def contains(self, value: Value) -> bool:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if not math.isfinite(value) or value != int(value):  # int(nan) raised, mid-load
             return False
         return self.low <= value <= self.high and (int(value) - self.low) % self.step == 0
 
     def parse(self, text: str) -> int:
         number = float(str(text).strip())
-        if number != int(number):
+        if not math.isfinite(number) or number != int(number):  # int(inf): OverflowError
             raise ValueError(f"{text!r} is not an integer")
         return int(number)
 
