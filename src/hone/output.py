@@ -9,6 +9,7 @@ import io
 import json
 import math
 import sys
+import unicodedata
 from typing import Any
 
 from rich.console import Console, RenderableType
@@ -52,6 +53,16 @@ class DataTable(Table):
     def add_row(self, *renderables: RenderableType | None, **options: Any) -> None:
         cells = [Text(cell) if isinstance(cell, str) else cell for cell in renderables]
         super().add_row(*cells, **options)
+
+
+def one_line_text(text: str) -> str:
+    """A command or value shown on one line of output: a line break (a set command written
+    over two lines, `printf '%s\\n'` in a YAML double-quoted string) or another control
+    character is written as its escape, `\\n`, not as a break that starts a second line."""
+    return "".join(
+        c.encode("unicode_escape").decode("ascii") if unicodedata.category(c) == "Cc" else c
+        for c in text
+    )
 
 
 def help_settings() -> dict[str, Any]:

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +247,9 @@ class Result:
     stderr: str
     seconds: float
     timed_out: bool = False
+    #: stdout's bytes: `stdout` has U+FFFD for those that are not UTF-8, which a value read
+    #: by a get command (a Latin-1 file) must not be taken for.
+    raw_stdout: bytes = field(default=b"", repr=False)
 
     @property
     def ok(self) -> bool:
@@ -352,6 +355,7 @@ def run_argv(
         err.decode(errors="replace"),
         time.monotonic() - started,
         timed_out,
+        out,
     )
 
 

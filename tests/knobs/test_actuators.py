@@ -12,6 +12,7 @@ import pytest
 from hone.errors import ActuationError
 from hone.journal import Journal
 from hone.knobs import actuator_from_spec
+from hone.knobs.script import ScriptActuator
 from hone.knobs.shell import ShellActuator
 from hone.workload.launch import LaunchSpec
 
@@ -251,3 +252,24 @@ def test_journal_survives_a_crash_and_restores_newest_first(tmp_path) -> None:
     assert [p.read_text() for p in files] == ["0\n", "1\n", "2\n"]
     assert not Journal.for_project("crash").has_changes()
     assert os.listdir(journal.path.parent)  # the archive is kept
+
+
+def test_a_value_read_that_is_not_utf8_is_refused_not_mangled(tmp_path, monkeypatch) -> None:
+    """A get that prints a Latin-1 byte (`café` in ISO-8859-1) was read as `caf\ufffd`: recorded
+    as the original, restore wrote U+FFFD's three bytes over the one that was there. Refused,
+    as a config knob refuses such a value, before anything changes."""
+    (tmp_path / "out").write_bytes(b"caf\xe9\n")
+    actuator = ShellActuator(set_command='printf %s "$value" > out', get_command="cat out",
+                             cwd=str(tmp_path))  # fmt: skip
+    with pytest.raises(ActuationError, match=r"bytes that are not UTF-8 \(byte 3\)"):
+        actuator.get()
+    (tmp_path / "out").write_bytes("café\n".encode())
+    assert actuator.get() == "café"
+
+    folder = tmp_path / "scripts" / "latin"
+    folder.mkdir(parents=True)
+    (folder / "get.sh").write_bytes(b"printf 'caf\\351\\n'\n")
+    (folder / "set.sh").write_text("true\n")
+    monkeypatch.setenv("HONE_SCRIPT_PATH", str(tmp_path / "scripts"))
+    with pytest.raises(ActuationError, match=r"get\.sh printed bytes that are not UTF-8"):
+        ScriptActuator(name="latin").get()

@@ -69,6 +69,14 @@ def test_redis_reads_the_last_of_a_key_set_twice_and_hone_refuses_the_file(
     assert conf.read_bytes() == before
 
 
+def _where(folder: Path) -> str:
+    """How an error of `_tune`'s knob begins: the project file, the line of its `config` and
+    the knob, as every bad input is named."""
+    lines = (folder / "hone.yaml").read_text().splitlines()
+    line = lines.index("    config:") + 1
+    return f"hone: {folder / 'hone.yaml'}:{line}: config: knob 'maxmemory': "
+
+
 def _tune(folder: Path) -> subprocess.CompletedProcess[str]:
     """`hone tune` of a project whose one knob is redis.conf's maxmemory in `folder`."""
     project = {
@@ -112,7 +120,8 @@ def test_an_immutable_file_stops_tune_before_the_baseline(tmp_path: Path) -> Non
         subprocess.run(["chattr", "-i", str(conf)], check=True)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"hone: maxmemory: cannot write {conf}: read-only (a read-only mount, or immutable: lsattr)"
+        f"{_where(tmp_path)}cannot write {conf}: read-only "
+        "(a read-only mount, or immutable: lsattr)"
     ]
     assert "baseline" not in done.stdout
 
@@ -127,12 +136,24 @@ def test_a_hard_linked_file_stops_tune_before_the_baseline(tmp_path: Path) -> No
     done = _tune(tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"hone: maxmemory: {conf} has 2 hard links: hone replaces a file by rename, which would "
+        f"{_where(tmp_path)}{conf} has 2 hard links: hone replaces a file by rename, which would "
         "leave the other names with the old text (the program may read one of them) and never "
         "join them again; make it one file, or a symlink"
     ]
     assert "baseline" not in done.stdout
     assert os.path.samefile(conf, other) and conf.read_bytes() == b"maxmemory 100mb\n"
+
+
+def test_a_folder_named_as_the_file_is_said_to_be_one(tmp_path: Path) -> None:
+    """A folder's link count (2 and one per subfolder) was taken for other names of a file:
+    `redis.conf has 3 hard links: hone replaces a file by rename, ...`."""
+    (tmp_path / "redis.conf" / "sub").mkdir(parents=True)
+    done = _tune(tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"{_where(tmp_path)}{tmp_path / 'redis.conf'} is a folder, not a file"
+    ]
+    assert "baseline" not in done.stdout
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from hone.project import load_project
 from hone.project.convert import to_hone_yaml
 from hone.project.model import Project
 from hone.project.yamlio import CoreSafeLoader, dump_with_header
-from hone.space import Boolean, Categorical, FloatRange, IntRange, Ordinal
+from hone.space import Boolean, Categorical, Constraint, FloatRange, IntRange, Ordinal
 
 GOOD = """\
 name: demo
@@ -138,8 +138,33 @@ def test_values_read_from_the_system_are_references_only_inside_the_space(tmp_pa
         (("sysctl: vm.swappiness", 'sysctl: "vm.swap piness"'), "not a sysctl name"),
         (("values: [a, b]", "values: [a, 0644]"), "420 in YAML 1.1 (A-Tune) and 644 in YAML 1.2"),
         (("values: [a, b]", "values: [a, 08]"), "quote it for the text ('08')"),
+        # an int range of a fraction searched int()'s range, not the one given
+        (("range: [1, 16], shell", "range: [1.5, 16], shell"), "1.5 is not a whole number"),
+        # a step of 0 was named as `range`; a step wider than the range searched one value
+        (("range: [1, 16], shell", "range: [1, 16], step: 0, shell"), "step: must be a whole"),
+        (("range: [1, 16], shell", "range: [1, 16], step: 20, shell"), "step: knob 'threads': "
+                                                        "step 20 is wider than the range [1, 16]"),
+        (("range: [0.01, 10], log", "range: [0.01, 10], step: 0, log"), "step: knob 'ratio': "
+                                                                "must be a number above 0, not 0"),
+        (("range: [0.01, 10], log", "range: [0.01, 10], step: 11, log"), "step 11 is wider"),
+        (("range: [0, 100]", "range: [true, 100]"), "range: true is not a number"),
+        # constraints the search could not compute: each was a traceback at its first proposal
+        # (a MemoryError for the string of 100 GB), after hone check had passed them
+        (('"size >= threads * 8"', '"size << 2 > threads"'), "'<<' is not allowed"),
+        (('"size >= threads * 8"', '"mode > 3"'), "'>' not supported between instances of"),
+        (('"size >= threads * 8"', '"mode * 99999999999 == mode"'), "'a' is not a number"),
+        (('"size >= threads * 8"', '"-mode == 1"'), "'a' is not a number"),
+        (('"size >= threads * 8"', '"max() > 1"'), "max() takes 2 or more arguments"),
+        (('"size >= threads * 8"', '"abs(size, 1) > 1"'), "abs() takes one argument"),
+        (('"size >= threads * 8"', '"size > None"'), "'None' is not allowed"),
+        # a control character in a name or a value reached every line that shows it, raw: an
+        # escape that recoloured `hone studies | cat`, a line break that split a table row
+        (("swappiness: {type", '"swap\\e[31mpiness": {type'), "knob name 'swap\\x1b[31mpiness' "
+                                                                "holds a control character"),
+        (("values: [a, b]", 'values: [a, "b\\e[0m"]'), "values: value 'b\\x1b[0m' holds a"),
+        (("tps: {pattern", '"tps\\n": {pattern'), "metric name 'tps\\n' holds a control"),
     ],
-)
+)  # fmt: skip
 def test_bad_input_names_file_line_and_key(
     tmp_path: Path, change: tuple[str, str], words: str
 ) -> None:
@@ -151,6 +176,24 @@ def test_bad_input_names_file_line_and_key(
     message = str(info.value)
     assert message.startswith(f"{path}:{line}:"), message
     assert words in message
+
+
+def test_constraints_no_configuration_satisfies_are_refused(tmp_path: Path) -> None:
+    """`size > 5000` of values up to 1024 stopped the run at its first proposal with a
+    traceback (`could not find a configuration that satisfies the constraints`)."""
+    path = write(tmp_path, GOOD.replace('"size >= threads * 8"', '"size > 5000"'))
+    line = GOOD[: GOOD.index("constraints:")].count("\n") + 1
+    with pytest.raises(HoneError) as info:
+        load_project(path)
+    assert str(info.value).startswith(f"{path}:{line}: constraints: no configuration of 1000")
+
+
+def test_a_constraint_is_false_where_it_divides_by_zero() -> None:
+    """Not a ZeroDivisionError traceback in the middle of a run: such a configuration is not
+    allowed, the others are."""
+    constraint = Constraint.parse("size // (threads - 4) >= 8", {"size", "threads"})
+    assert not constraint.holds({"size": 64, "threads": 4})
+    assert constraint.holds({"size": 64, "threads": 8})
 
 
 def test_missing_benchmark_and_yaml_syntax(tmp_path: Path) -> None:
@@ -181,6 +224,60 @@ def test_convert_round_trips_an_atune_pair(tmp_path: Path) -> None:
     assert again.benchmark.command == original.benchmark.command
     assert again.directory == original.directory
     assert again.tuning.engine == "gbrt" and again.tuning.objective == "atune"
+
+
+SERVER = """\
+project: "{name}"
+object:
+  - name: fin
+    info: {{get: "echo 60", set: "true", type: discrete, dtype: float, scope: [20, 80], step: 100}}
+"""
+CLIENT = """\
+project: "{name}"
+benchmark: "echo score 1"
+evaluations:
+  - {{name: score, info: {{get: "echo 1", type: positive, weight: 100}}}}
+"""
+
+
+@pytest.mark.parametrize("name", ["my project", "spark_hibench_{program}", "/"])
+def test_a_converted_pair_loads_whatever_its_names_and_steps(tmp_path: Path, name: str) -> None:
+    """A-Tune takes any project name and a step wider than the range; the file convert wrote
+    of them was one hone refused (`name: must be 1-128 letters, ...`, `step ... is wider`)."""
+    (tmp_path / "s.yaml").write_text(SERVER.format(name=name))
+    (tmp_path / "c.yaml").write_text(CLIENT.format(name=name))
+    original = load_project(tmp_path)
+    assert original.name == name
+    converted = tmp_path / "hone.yaml"
+    converted.write_text(to_hone_yaml(original, converted))
+    again = load_project(converted)
+    domain = again.knob("fin").domain
+    assert again.name != name and (domain.low, domain.high) == (20, 20)  # A-Tune's one value
+    assert converted.read_text().startswith(f'# A-Tune\'s project name "{name}" spelt as')
+    other = replace(original, name=name + " ")  # another name, another spelling
+    assert to_hone_yaml(other).splitlines()[1] != converted.read_text().splitlines()[1]
+
+
+@pytest.mark.parametrize(("part", "old", "new"), [
+    ("server", 'project: "{name}"', 'project: "ev\\e[31mil"'),
+    ("server", "- name: fin", '- name: "f\\rin"'),
+    ("server", "dtype: float, scope: [20, 80], step: 100",
+     'dtype: string, options: [a, "b\\e[0m"]'),
+    ("client", "{{name: score,", '{{name: "sc\\nore",'),
+])  # fmt: skip
+def test_an_atune_name_or_option_with_a_control_character_is_refused(
+    tmp_path: Path, part: str, old: str, new: str
+) -> None:
+    texts = {"server": SERVER, "client": CLIENT}
+    assert old in texts[part]
+    texts[part] = texts[part].replace(old, new)
+    if "ev" in new:
+        texts["client"] = texts["client"].replace('"{name}"', '"ev\\e[31mil"')
+    (tmp_path / "s.yaml").write_text(texts["server"].format(name="p"))
+    (tmp_path / "c.yaml").write_text(texts["client"].format(name="p"))
+    with pytest.raises(HoneError, match="holds a control character") as info:
+        load_project(tmp_path)
+    assert "\x1b" not in str(info.value) and "\n" not in str(info.value)
 
 
 def _selection(project: Project) -> tuple[int, int] | None:

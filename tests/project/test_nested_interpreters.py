@@ -137,7 +137,7 @@ def test_a_value_read_from_the_system_never_runs_in_bash_arithmetic(
     result = hone_cli("tune", str(tmp_path), "--no-why")
     assert result.returncode == 2, result.stdout
     assert "would be read as code by bash arithmetic" in result.stderr, result.stderr
-    assert "knob level" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "knob 'level'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert (tmp_path / "level.txt").read_text() == hostile + "\n"  # nothing changed
     assert not (tmp_path / "PWNED").exists()
 

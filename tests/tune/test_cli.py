@@ -79,6 +79,30 @@ def test_a_knob_whose_get_fails(tmp_path: Path, hone_cli) -> None:
     )
     line = one_line_error(hone_cli("tune", str(tmp_path)))
     assert "get failed (exit 1)" in line and "No such file" in line
+    # the project's file, line and key, as for every bad input (it used to name none of them)
+    assert line.startswith(f"hone: {tmp_path / 'hone.yaml'}:3: shell: knob 'x': ")
+
+
+def test_a_sysctl_the_kernel_lacks_names_the_project_line(tmp_path: Path, hone_cli) -> None:
+    """A typo in a kernel parameter's name: `hone: net.core.somaxcon: cannot read: ...` named
+    neither the project file nor the knob."""
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: sysctl-typo
+        knobs:
+          backlog:
+            type: int
+            range: [128, 4096]
+            sysctl: net.core.somaxcon
+        benchmark: {command: "echo v 1"}
+        metrics: {v: {pattern: 'v (\\\\d+)', direction: maximize}}
+    """)
+    )
+    line = one_line_error(hone_cli("tune", str(tmp_path)))
+    assert line == (
+        f"hone: {tmp_path / 'hone.yaml'}:6: sysctl: knob 'backlog': net.core.somaxcon: "
+        "cannot read: No such file or directory"
+    )
 
 
 def test_a_damaged_study_database_is_one_line(hone_home, hone_cli) -> None:

@@ -115,7 +115,7 @@ def test_restore_after_kill_9(tmp_path: Path, hone_home: Path, hone_cli, swappin
     assert set(restored) == {"level", "swappiness"}
     assert restored["swappiness"]["value"] == str(swappiness) and restored["level"]["ok"]
     again = hone_cli("restore", "crash-test", "--json")
-    assert json.loads(again.stdout) == {"project": "crash-test", "knobs": []}
+    assert json.loads(again.stdout) == {"project": "crash-test", "stopped": [], "knobs": []}
 
 
 def test_resume_after_kill_9_keeps_every_finished_trial(

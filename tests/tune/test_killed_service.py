@@ -102,6 +102,8 @@ def test_restore_stops_the_workload_a_killed_run_started_for_itself(
     result = hone_cli("restore", "service")
     assert result.returncode == 0, result.stderr
     assert "workload = 'stopped'  ok" in result.stdout
+    # one knob: the workload's line is not counted as one (it said `restored 2 knob(s)`)
+    assert result.stdout.splitlines()[-1] == "restored 1 knob(s) of service"
     assert (service / "app.conf").read_text() == "level=5\n"
     assert served(service) is None
 

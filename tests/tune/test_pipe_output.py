@@ -4,10 +4,12 @@ whole lines and whole cells (no 80-column wrapping, no `cach…`), numbers as pe
 from __future__ import annotations
 
 import os
+import subprocess
 import textwrap
 from pathlib import Path
 
 from forked_hone import run_hone
+from started_hone import start_hone
 
 MODE = "compression-level-maximum-with-a-dictionary"
 
@@ -75,3 +77,32 @@ def test_help_through_a_pipe_gives_each_option_one_whole_line(hone_home: Path) -
     assert restore.rstrip().endswith("(on every host of a cluster project)."), restore
     remote = piped(hone_home, "remote", "--help")
     assert any(line.strip().startswith("--token-file") for line in remote.splitlines())
+
+
+def test_a_closed_output_stops_the_run_and_says_so(tmp_path: Path, hone_home: Path) -> None:
+    """`hone tune ... | head -1`: once head has gone, Rich ended hone with a silent exit code
+    1, which said nothing of the knobs (they were put back). Now one line on stderr says the
+    run stopped and that every knob is back, and the exit code is a SIGPIPE death's."""
+    (tmp_path / "level.txt").write_text("5\n")
+    (tmp_path / "hone.yaml").write_text(
+        textwrap.dedent("""\
+        name: closed-output
+        knobs:
+          level: {type: int, range: [1, 9], config: {file: level.txt, format: regex,
+                  pattern: '^(.*)$', restart: false}}
+        benchmark: {command: 'sleep 0.2; echo "score: $(cat level.txt)"', timeout: 20}
+        metrics: {score: {pattern: 'score: (\\S+)', direction: maximize}}
+        tuning: {engine: random, budget: 20, baseline: 2, seed: 1}
+        """)
+    )
+    env = {**os.environ, "HONE_HOME": str(hone_home)}
+    proc = start_hone("tune", str(tmp_path), "--no-why", env=env, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith("hone tune closed-output:")
+    proc.stdout.close()  # as head does once it has its line
+    assert proc.wait(timeout=60) == 141
+    assert proc.stderr.read().splitlines() == [
+        "hone: stopped: its output was closed (broken pipe); every knob put back"
+    ]
+    assert (tmp_path / "level.txt").read_text() == "5\n"

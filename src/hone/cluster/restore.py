@@ -75,8 +75,8 @@ def settle_service(journal: Journal) -> list[RestoreOutcome]:
         else:
             manager.stop()
     except HoneError as exc:
-        return [RestoreOutcome(SERVICE_OUTCOME, done, str(exc))]
-    return [RestoreOutcome(SERVICE_OUTCOME, done)]
+        return [RestoreOutcome(SERVICE_OUTCOME, done, str(exc), workload=True)]
+    return [RestoreOutcome(SERVICE_OUTCOME, done, workload=True)]
 
 
 def settle_workloads(journal: Journal) -> list[RestoreOutcome]:
@@ -95,9 +95,10 @@ def settle_workloads(journal: Journal) -> list[RestoreOutcome]:
             else:
                 stop(host, workload)
         except (HoneError, TypeError, KeyError) as exc:
-            outcomes.append(RestoreOutcome(name, "", str(exc)))
+            outcomes.append(RestoreOutcome(name, "", str(exc), workload=True))
             continue
-        outcomes.append(RestoreOutcome(name, "restarted" if record["running"] else "stopped"))
+        done = "restarted" if record["running"] else "stopped"
+        outcomes.append(RestoreOutcome(name, done, workload=True))
     return outcomes
 
 

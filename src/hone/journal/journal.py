@@ -51,6 +51,8 @@ class RestoreOutcome:
     #: Set when a file or folder hone created was left in place: it holds what someone
     #: else wrote since.
     kept: str | None = None
+    #: A workload restarted or stopped once the originals were back, not a knob.
+    workload: bool = False
 
     @property
     def ok(self) -> bool:

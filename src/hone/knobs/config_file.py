@@ -441,8 +441,11 @@ class ConfigFileActuator(Actuator):
 
 def refuse_hard_links(path: str | Path, key: str) -> None:
     """ActuationError for a file with other hard links: hone replaces a file by rename, which
-    gives this name a new file and leaves the other names with the old text."""
+    gives this name a new file and leaves the other names with the old text. And for a folder
+    where a file is named."""
     target = Path(os.path.realpath(path))
+    if target.is_dir():  # a folder's link count is its subfolders', not other names of it
+        raise ActuationError(f"{target} is a folder, not a file", key=key)
     links = target.stat().st_nlink if target.exists() else 1
     if links > 1:
         raise ActuationError(

@@ -63,7 +63,14 @@ class ScriptActuator(Actuator):
         if result.returncode != 0:
             reason = " ".join(result.stderr.split())[:300] or f"exit {result.returncode}"
             raise ActuationError(f"{script} failed: {reason}", key=self.name)
-        return result.stdout
+        try:  # `stdout` has U+FFFD for what is not UTF-8: not a value to write back
+            return result.raw_stdout.decode()
+        except UnicodeDecodeError as exc:
+            raise ActuationError(
+                f"{script} printed bytes that are not UTF-8 (byte {exc.start}): its value "
+                "could not be written back as it was",
+                key=self.name,
+            ) from None
 
     def get(self) -> str:
         return self._run("get.sh").strip()

@@ -39,7 +39,16 @@ class ShellActuator(Actuator):
         if not result.ok:
             why = "timed out" if result.timed_out else f"exit {result.returncode}"
             raise ActuationError(f"get failed ({why}): {result.tail()}", key=self.get_command[:80])
-        return result.stdout.strip()
+        try:  # stdout's text has U+FFFD for such bytes: recorded as the original, restore
+            # would write U+FFFD back over the Latin-1 byte that was there (as a config knob,
+            # a value hone cannot give back exactly stops the run before anything changes)
+            return result.raw_stdout.decode().strip()
+        except UnicodeDecodeError as exc:
+            raise ActuationError(
+                f"the value it printed holds bytes that are not UTF-8 (byte {exc.start}): "
+                "it could not be written back as it was",
+                key=self.get_command[:80],
+            ) from None
 
     def check_value(self, value: str) -> None:
         """A value that reaches a nested interpreter (sed's script, `sh -c`, `eval`, ...) is

@@ -19,6 +19,7 @@ from hone.project.common import (
     check_output_command,
     expect_mapping,
     number,
+    refuse_control,
     text,
     words,
 )
@@ -170,7 +171,7 @@ def _project_name(node: Node) -> str:
     name = _required_text(node, "project")
     if not 1 <= len(name) <= 128:
         raise node.error("project", "must be 1 to 128 characters")
-    return name
+    return refuse_control(node, "project", name, "project name")
 
 
 def _required_text(node: Node, key: str) -> str:
@@ -191,7 +192,7 @@ def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, s
     if not isinstance(item, Node):
         raise server.error("object", f"entry {index + 1} must be a mapping with name and info")
     check_keys(item, ("name", "info"), required=("name", "info"))
-    name = _required_text(item, "name")
+    name = refuse_control(item, "name", _required_text(item, "name"), "knob name")
     info = expect_mapping(item["info"], item, "info")
     check_keys(info, INFO_KEYS, required=("set", "type"))
     try:
@@ -221,6 +222,7 @@ def _knob(item: Any, index: int, server: Node, directory: Path, env: dict[str, s
         reference=reference,
         description=text(info, "desc") or "",
         risk=catalogued([name]),  # A-Tune's format has no risk: the catalogue's, by name
+        source=(info.file, info.line_of(said := "get" if "get" in info else "set"), said),
     )
 
 
@@ -236,7 +238,10 @@ def _domain(info: Node) -> Domain:
         if not isinstance(options, list) or not options:
             raise info.error("options", "a string knob needs a non-empty options list")
         if dtype == "string":
-            return Categorical(tuple(words(info, "options", options)))
+            said = words(info, "options", options)
+            return Categorical(
+                tuple(refuse_control(info, "options", v, "option", True) for v in said)
+            )
         return Ordinal(tuple(_numbers(info, "options", options, dtype)))
     scope = info.get("scope")
     if not isinstance(scope, list) or len(scope) < 2:
@@ -329,7 +334,8 @@ def _metrics(client: Node) -> list[Metric]:
             raise info.error(
                 "type", f"must be negative (maximise) or positive (minimise), not {kind!r}"
             )
-        check_output_command(info, "get", _required_text(item, "name"), text(info, "get"))
+        name = refuse_control(item, "name", _required_text(item, "name"), "metric name")
+        check_output_command(info, "get", name, text(info, "get"))
         number(info, "threshold", None, low=-LIMIT, high=LIMIT)  # only with relations, unused
         metrics.append(
             Metric(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,6 +65,18 @@ def words(node: Node, key: str, values: Iterable[Any]) -> list[str]:
             raise node.error(key, f"{value!r} is not one value (text or a number)")
         result.append(found)
     return result
+
+
+def refuse_control(node: Node, key: str | None, said: str, what: str, tab: bool = False) -> str:
+    """A name or a value is printed on every line that shows it: a control character in it (an
+    escape that recolours the terminal and ends up in `| cat`, a line break that splits a table
+    row) is refused. `tab`: a value may hold tabs (the kernel prints net.ipv4.tcp_rmem so)."""
+    for char in said:
+        if unicodedata.category(char) == "Cc" and not (tab and char == "\t"):
+            error = node.error(key, f"{what} {said!r} holds a control character ({char!r})")
+            error.key = None if key == said else key  # the line shows it quoted, not raw
+            raise error
+    return said
 
 
 def _spelled(value: Any) -> str | None:

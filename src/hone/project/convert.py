@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,9 @@ from typing import Any
 import yaml
 
 from hone.knobs.shell import ShellActuator
+from hone.paths import safe_name
 from hone.project.describe import select_data
+from hone.project.hone_format import NAME
 from hone.project.model import Knob, Project
 from hone.project.yamlio import CoreSafeDumper
 from hone.space import Boolean, Categorical, Domain, FloatRange, IntRange, Ordinal
@@ -21,7 +24,7 @@ def to_hone_yaml(project: Project, destination: Path | None = None) -> str:
     directory = (
         os.path.relpath(project.directory, base) if base is not None else str(project.directory)
     )
-    doc: dict[str, Any] = {"name": project.name}
+    doc: dict[str, Any] = {"name": hone_name(project.name)}
     if project.description:
         doc["description"] = project.description
     doc["directory"] = directory
@@ -56,7 +59,18 @@ def to_hone_yaml(project: Project, destination: Path | None = None) -> str:
         objective=tuning.objective,
         select=select_data(tuning.feature_filter),
     )
-    return yaml.dump(doc, Dumper=CoreSafeDumper, sort_keys=False, allow_unicode=True, width=100)
+    text = yaml.dump(doc, Dumper=CoreSafeDumper, sort_keys=False, allow_unicode=True, width=100)
+    if doc["name"] != project.name:
+        said = json.dumps(project.name, ensure_ascii=False)
+        text = f"# A-Tune's project name {said} spelt as a hone name\n{text}"
+    return text
+
+
+def hone_name(name: str) -> str:
+    """A-Tune names a project with any text; hone's names are letters, digits, `_`, `.` and
+    `-`, as they name files. Another is spelt as the work folder's is (safe_name: its plain
+    characters and a digest of the exact name, which keeps two such names apart)."""
+    return name if NAME.fullmatch(name) else safe_name(name).lstrip("_-.")
 
 
 def _given(**fields: Any) -> dict[str, Any]:
@@ -70,7 +84,9 @@ def domain_entry(domain: Domain) -> dict[str, Any]:
     if isinstance(domain, IntRange | FloatRange):
         entry["type"] = "int" if isinstance(domain, IntRange) else "float"
         entry["range"] = [domain.low, domain.high]
-        if domain.step not in (None, 1):
+        if domain.step not in (None, 1) and domain.step > domain.high - domain.low:
+            entry["range"] = [domain.low, domain.low]  # one value, as hone writes it
+        elif domain.step not in (None, 1):
             entry["step"] = domain.step
         if domain.log:
             entry["log"] = True

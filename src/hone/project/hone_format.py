@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hone.errors import ActuationError
 from hone.knobs import Actuator, actuator_from_spec, actuator_kinds
 from hone.knobs.risk import Risk, catalogued, identities, parse_risk, same_value
@@ -19,6 +21,7 @@ from hone.project.common import (
     check_output_command,
     expect_mapping,
     number,
+    refuse_control,
     text,
     words,
 )
@@ -43,6 +46,7 @@ from hone.space import (
     FloatRange,
     IntRange,
     Ordinal,
+    SearchSpace,
     Value,
 )
 from hone.space.domains import LIMIT
@@ -77,6 +81,8 @@ DOMAIN_KEYS = (
     "group",
 )
 KNOB_TYPES = ("int", "float", "ordinal", "categorical", "bool")
+#: A project's name: it names the journal, the studies and the work folder.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 #: A bool knob's words for its two values, and their defaults.
 BOOL_WORDS = (("on", "1"), ("off", "0"))
 #: The field a scalar actuator value fills, e.g. `sysctl: vm.swappiness`.
@@ -96,10 +102,16 @@ def load_hone(path: Path) -> Project:
     if not knobs_node:
         raise doc.error("knobs", "needs at least one knob")
     knobs = [
-        _knob(name, expect_mapping(spec, knobs_node, name), directory, workload, cluster.workloads)
+        _knob(
+            refuse_control(knobs_node, name, name, "knob name"),
+            expect_mapping(spec, knobs_node, name),
+            directory,
+            workload,
+            cluster.workloads,
+        )
         for name, spec in knobs_node.items()
     ]
-    constraints = _constraints(doc, {k.name for k in knobs})
+    constraints = _constraints(doc, {k.name: k.domain for k in knobs})
     _check_groups(knobs_node, knobs, groups)
     benchmark = _benchmark(doc)
     if benchmark.host is not None and benchmark.host not in hosts:
@@ -146,7 +158,7 @@ def _error(path: Path, message: str) -> Exception:
 
 def _name(doc: Node) -> str:
     name = text(doc, "name") or ""
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", name):
+    if not NAME.fullmatch(name):
         raise doc.error("name", "must be 1-128 letters, digits, '_', '.' or '-'")
     return name
 
@@ -225,7 +237,8 @@ def _knob(
         raise node.error("restart", f"knob {name!r} needs a restart but {where}")
     description = text(node, "description") or ""
     risk = _risk(name, node, domain, actuator)
-    return Knob(name, domain, actuator, restart, reference, description, risk, group)
+    source = (node.file, node.line_of(chosen[0]), chosen[0])
+    return Knob(name, domain, actuator, restart, reference, description, risk, group, source)
 
 
 def _risk(name: str, node: Node, domain: Domain, actuator: Actuator) -> Risk | None:
@@ -276,10 +289,20 @@ def _domain(name: str, node: Node) -> Domain:
             low, high = _numbers(node, "range")
             log = boolean(node, "log", False)
             if kind == "int":
+                for bound in (low, high):  # int() would search another range than the one given
+                    if bound != int(bound):
+                        raise node.error(
+                            "range", f"knob {name!r}: {bound!r} is not a whole number (type int)"
+                        )
                 # a step is as large as the range may be (a byte size), not a count
-                step = number(node, "step", 1, integer=True, high=LIMIT)
+                step = number(node, "step", 1, integer=True, low=1, high=LIMIT)
+                _step_fits(node, name, step, low, high)
                 return IntRange(int(low), int(high), step, log)
-            return FloatRange(float(low), float(high), number(node, "step", None), log)
+            step = number(node, "step", None)
+            if step is not None and step <= 0:
+                raise node.error("step", f"knob {name!r}: must be a number above 0, not {step:g}")
+            _step_fits(node, name, step, low, high)
+            return FloatRange(float(low), float(high), step, log)
         values = node.get("values")
         if kind == "bool":
             on, off = (words(node, key, [node.get(key, text)])[0] for key, text in BOOL_WORDS)
@@ -288,18 +311,35 @@ def _domain(name: str, node: Node) -> Domain:
             raise node.error("values", f"knob {name!r}: needs a non-empty values list")
         if kind == "ordinal":
             return Ordinal(tuple(_numbers(node, "values")))
-        return Categorical(tuple(words(node, "values", values)))
+        return Categorical(
+            tuple(
+                refuse_control(node, "values", v, "value", tab=True)
+                for v in words(node, "values", values)
+            )
+        )
     except ValueError as exc:
         raise node.error(
             "range" if "range" in node else "values", f"knob {name!r}: {exc}"
         ) from None
 
 
+def _step_fits(node: Node, name: str, step: float | None, low: float, high: float) -> None:
+    """A step wider than the range leaves one value of it to search: a typo (`step: 200` for
+    `range: [10, 90]`, or a range missing a zero), not a search."""
+    if step is not None and high > low and step > high - low:
+        raise node.error(
+            "step",
+            f"knob {name!r}: step {step:g} is wider than the range [{low:g}, {high:g}]: "
+            f"only {low:g} could be tried",
+        )
+
+
 def _numbers(node: Node, key: str) -> list[int | float]:
     result: list[int | float] = []
     for value in node[key]:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise node.error(key, f"{value!r} is not a number")
+            shown = str(value).lower() if isinstance(value, bool) else repr(value)
+            raise node.error(key, f"{shown} is not a number")
         if not (math.isfinite(value) and abs(value) <= LIMIT):
             raise node.error(key, f"{value!r} is not a finite number within +-{LIMIT:g}")
         result.append(value)
@@ -372,7 +412,10 @@ def _options(kind: str, node: Node) -> dict[str, Any]:
     return options
 
 
-def _constraints(doc: Node, names: set[str]) -> list[Constraint]:
+def _constraints(doc: Node, domains: dict[str, Domain]) -> list[Constraint]:
+    """The constraints, each checked before any run (the search would stop at its first
+    proposal): one that mixes text and numbers, and all of them together satisfied by none of
+    the configurations the search would sample."""
     items = doc.get("constraints")
     if items is None:
         return []
@@ -381,9 +424,14 @@ def _constraints(doc: Node, names: set[str]) -> list[Constraint]:
     result = []
     for index, item in enumerate(items):
         try:
-            result.append(Constraint.parse(str(item), names))
+            result.append(Constraint.parse(str(item), set(domains)))
+            SearchSpace(domains, result[-1:]).check_types()
         except ValueError as exc:
             raise items.error(index, str(exc)) from None
+    try:
+        SearchSpace(domains, result).sample(np.random.default_rng(0))
+    except ValueError as exc:
+        raise doc.error("constraints", str(exc)) from None
     return result
 
 
@@ -411,6 +459,7 @@ def _metrics(doc: Node, hosts: dict[str, Any], groups: dict[str, list[str]]) -> 
         raise doc.error("metrics", "needs at least one metric")
     metrics = []
     for name, spec in node.items():
+        refuse_control(node, name, name, "metric name")
         spec = expect_mapping(spec, node, name)
         check_keys(
             spec,

@@ -61,6 +61,31 @@ def _is_atune_file(path: Path) -> bool:
     return atune.is_server(data) or atune.is_client(data)
 
 
+def declared_name(path: str | Path) -> str | None:
+    """The project name a file or folder declares, read alone (hone's `name`, an A-Tune
+    server's `project`): what `hone restore` needs of a project edited since into one that no
+    longer loads, whose journal still holds the way back. None when no one name is there."""
+    target = Path(path)
+    if target.is_dir():
+        files = [target / n for n in ("hone.yaml", "hone.yml") if (target / n).is_file()]
+    else:
+        files = [target]
+    names = set()
+    for file in files[:1] or sorted(target.glob("*.y*ml")):
+        try:
+            data = load_yaml(file)
+        except HoneError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        key = "name" if files else "project"
+        if key == "project" and not atune.is_server(data):
+            continue
+        if isinstance(data.get(key), str | int) and not isinstance(data.get(key), bool):
+            names.add(str(data[key]))
+    return names.pop() if len(names) == 1 else None
+
+
 def require_trusted(path: str | Path) -> None:
     """Refuse a project that another local user could change: hone runs its commands as root,
     so a file or folder writable by others (or owned by someone else) would let that user run

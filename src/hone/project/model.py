@@ -11,6 +11,7 @@ from typing import Literal
 
 from hone.cluster.ssh import Host
 from hone.cluster.workload import HostWorkload
+from hone.errors import HoneError
 from hone.knobs import Actuator
 from hone.knobs.risk import Risk
 from hone.space import Constraint, Domain, SearchSpace, Value
@@ -63,6 +64,16 @@ class Knob:
     risk: Risk | None = None
     #: The host group the knob is set on (cluster projects), else this machine.
     group: str | None = None
+    #: Where the project file says how it is set (file, line, key): a setting the machine
+    #: cannot read or write stops the run with the line that names it.
+    source: tuple[str | None, int | None, str] | None = None
+
+    def located(self, error: HoneError) -> HoneError:
+        """An error of its setting as one line naming the project file, line and key."""
+        file, line, key = self.source or (None, None, None)
+        what = f"{error.key}: " if error.key and error.key != self.name else ""
+        message = f"knob {self.name!r}: {what}{error.message}"
+        return type(error)(message, file=file, line=line, key=key)
 
     def text(self, value: Value) -> str:
         """A value as the knob's setting shows it (`off`, not False)."""

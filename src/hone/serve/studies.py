@@ -201,14 +201,19 @@ def restore_project(project: str, request: Request, db: StudyStore = Store) -> d
         raise HTTPException(404, f"no study or served project named {project!r}")
     if runs(request).active(project) is not None:
         raise HTTPException(409, f"a run of {project} is going; stop it first")
+    from hone import children
     from hone.cluster.restore import restore_project as restore_everywhere
 
+    # what a killed run left running goes first, as for `hone restore`: a set command still
+    # running would write its trial value after the original is back
+    stopped = children.stop_orphans()
     try:  # this machine's journal, and every host's of a cluster project
         outcomes = restore_everywhere(project)
     except HoneError as exc:
         raise HTTPException(409, str(exc)) from None
     return {
         "project": project,
+        "stopped": stopped,
         "restored": [
             # host None: this machine (every item has every key: a stable shape)
             {

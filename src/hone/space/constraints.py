@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hone.errors import HoneError
+
 
 def _power(base: Any, exponent: Any) -> float:
     """`**` in floating point: an integer power such as `k ** 99999999` would take minutes."""
@@ -43,6 +45,41 @@ _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
     ast.NotIn: lambda a, b: a not in b,
 }
 _FUNCTIONS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "abs": abs}
+#: How many arguments each function takes (at least, at most).
+_ARITY = {"min": (2, None), "max": (2, None), "abs": (1, 1)}
+_UNARY = (ast.Not, ast.USub, ast.UAdd)
+#: Everything else a parsed expression may hold: its operators and the nodes that carry them.
+_ALLOWED = (
+    ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Call,
+    ast.Name, ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Load, ast.And, ast.Or,
+    *_BINARY, *_UNARY, *_COMPARE,
+)  # fmt: skip
+_SYMBOLS = {ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitAnd: "&", ast.BitXor: "^",
+            ast.Invert: "~", ast.MatMult: "@", ast.Is: "is", ast.IsNot: "is not"}  # fmt: skip
+
+
+class ConstraintError(HoneError, ValueError):
+    """A constraint that cannot be computed for a configuration: arithmetic on a knob's text
+    (`word * 99999999999` would build a string of 100 GB), a comparison of text with a number."""
+
+
+def _shown(node: ast.AST) -> str:
+    """A construct a constraint may not use, as it was written."""
+    if type(node) in _SYMBOLS:
+        return repr(_SYMBOLS[type(node)])
+    if isinstance(node, ast.expr):
+        return repr(ast.unparse(node))
+    return type(node).__name__
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, bool | int | float):
+        return value
+    raise ConstraintError(f"{value!r} is not a number")
+
+
+def _arithmetic(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    return lambda a, b: op(_number(a), _number(b))
 
 
 @dataclass(frozen=True)
@@ -62,6 +99,10 @@ class Constraint:
             raise ValueError(f"cannot parse constraint {expression!r}: {exc.msg}") from None
         names: set[str] = set()
         for node in ast.walk(tree):
+            if not isinstance(node, _ALLOWED) or (
+                isinstance(node, ast.Constant) and type(node.value) not in (int, float, str, bool)
+            ):
+                raise ValueError(f"constraint {expression!r}: {_shown(node)} is not allowed")
             if isinstance(node, ast.Name):
                 if node.id not in known and node.id not in _FUNCTIONS | {"True": 1, "False": 0}:
                     raise ValueError(f"constraint {expression!r} names unknown knob {node.id!r}")
@@ -69,13 +110,31 @@ class Constraint:
             elif isinstance(node, ast.Call):
                 if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
                     raise ValueError(f"constraint {expression!r}: only min, max, abs are allowed")
+                least, most = _ARITY[node.func.id]
+                count = len(node.args)
+                if node.keywords or count < least or (most is not None and count > most):
+                    takes = "one argument" if most == 1 else f"{least} or more arguments"
+                    raise ValueError(
+                        f"constraint {expression!r}: {node.func.id}() takes {takes}"
+                        + (", no keywords" if node.keywords else "")
+                    )
             elif isinstance(node, ast.Attribute | ast.Subscript | ast.Lambda | ast.NamedExpr):
                 raise ValueError(f"constraint {expression!r} uses a construct that is not allowed")
         return cls(expression, frozenset(names - set(_FUNCTIONS)), tree)
 
     def holds(self, config: Mapping[str, Any]) -> bool:
+        """Whether the configuration satisfies it; one it cannot be computed for (a division
+        by zero at these values) does not. ConstraintError for one that could hold for no
+        configuration: its arithmetic or comparison mixes text and numbers."""
         tree = self._tree or ast.parse(self.expression, mode="eval")
-        return bool(_evaluate(tree.body, config))
+        try:
+            return bool(_evaluate(tree.body, config))
+        except ArithmeticError:
+            return False
+        except TypeError as exc:  # `word > 3`, `abs(word)`
+            raise ConstraintError(f"constraint {self.expression!r}: {exc}") from None
+        except ConstraintError as exc:
+            raise ConstraintError(f"constraint {self.expression!r}: {exc}") from None
 
 
 def _evaluate(node: ast.AST, env: Mapping[str, Any]) -> Any:
@@ -91,11 +150,11 @@ def _evaluate(node: ast.AST, env: Mapping[str, Any]) -> Any:
         case ast.UnaryOp(op=ast.Not(), operand=operand):
             return not _evaluate(operand, env)
         case ast.UnaryOp(op=ast.USub(), operand=operand):
-            return -_evaluate(operand, env)
+            return -_number(_evaluate(operand, env))
         case ast.UnaryOp(op=ast.UAdd(), operand=operand):
-            return +_evaluate(operand, env)
+            return +_number(_evaluate(operand, env))
         case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINARY:
-            return _BINARY[type(op)](_evaluate(left, env), _evaluate(right, env))
+            return _arithmetic(_BINARY[type(op)])(_evaluate(left, env), _evaluate(right, env))
         case ast.BoolOp(op=ast.And(), values=values):
             return all(_evaluate(v, env) for v in values)
         case ast.BoolOp(op=ast.Or(), values=values):

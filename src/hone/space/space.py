@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hone.space.constraints import Constraint
+from hone.space.constraints import Constraint, ConstraintError
 from hone.space.domains import Domain, Value
 
 Config = dict[str, Value]
@@ -64,7 +64,18 @@ class SearchSpace:
             config = self._uniform(rng)
             if all(c.holds(config) for c in self.constraints):
                 return config
-        raise ValueError("could not find a configuration that satisfies the constraints")
+        raise ConstraintError(
+            f"no configuration of {tries} random ones satisfies the constraints "
+            f"({'; '.join(c.expression for c in self.constraints)}): check them against the ranges"
+        )
+
+    def check_types(self) -> None:
+        """ConstraintError for a constraint that mixes text and numbers (`word > 3`), found at
+        each knob's lowest and highest value: no configuration could satisfy it."""
+        for end in (0.0, 1.0):
+            config = {n: d.from_unit(end) for n, d in self.domains.items()}
+            for constraint in self.constraints:
+                constraint.holds(config)
 
     def _uniform(self, rng: np.random.Generator) -> Config:
         config: Config = {}

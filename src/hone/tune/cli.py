@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -9,7 +10,7 @@ from rich.markup import escape
 
 from hone.cli.values import finite_float
 from hone.errors import HoneError
-from hone.output import output_console, print_json
+from hone.output import one_line_text, output_console, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -184,6 +185,7 @@ def restore(
         print_json(
             {
                 "project": name,
+                "stopped": stopped,
                 "knobs": [
                     {
                         "host": item.host or None,
@@ -201,7 +203,7 @@ def restore(
     else:
         console = output_console()
         for command in stopped:
-            console.print(f"stopped, left by a killed run: {command}", markup=False)
+            console.print(f"stopped, left by a killed run: {one_line_text(command)}")
         if not outcomes:
             console.print(f"nothing to restore for {name}: no recorded changes")
         for item in outcomes:
@@ -216,8 +218,9 @@ def restore(
                 f"{escape(where)}{escape(outcome.name)} = {escape(repr(outcome.value))}  {status}",
                 markup=True,
             )
-        if outcomes and not failed:
-            console.print(f"restored {len(outcomes)} knob(s) of {name}")
+        if outcomes and not failed:  # a workload's line is not a knob's
+            knobs = sum(not item.outcome.workload for item in outcomes)
+            console.print(f"restored {knobs} knob(s) of {name}")
     if failed:
         raise HoneError(f"{len(failed)} knob(s) could not be restored; journal kept")
 
@@ -226,12 +229,26 @@ JSON = typer.Option(False, "--json", help="machine-readable output (docs/serve.m
 
 
 def _project_name(project: str) -> str:
-    """A project name, or the name inside a project folder or file."""
-    if Path(project).exists():
-        from hone.project import load_project
+    """A project name, or the name inside a project folder or file. The way back must not
+    hang on the project file: one edited since into a project that no longer loads still
+    names its journal (its name read alone), and a word that names a project with changes to
+    put back is that project, whatever folder of that name the working folder holds."""
+    if not Path(project).exists():
+        return project
+    from hone.cluster.restore import has_changes
+    from hone.project import load_project
+    from hone.project.load import declared_name
 
+    try:
         return load_project(project).name
-    return project
+    except HoneError as exc:
+        name = declared_name(project)
+        if name is None and has_changes(project):
+            name = project
+        if name is None:
+            raise
+        print(f"hone: warning: {exc} (restoring project {name})", file=sys.stderr)
+        return name
 
 
 def require_existing(storage: str | None) -> None:

@@ -25,6 +25,13 @@ class Interrupted(Stop):
     exit_code = 130
 
 
+class OutputClosed(Stop):
+    """The run's output was closed (`hone tune ... | head`): Rich ends the program, as SIGPIPE
+    would; the run puts every knob back first and says so on stderr."""
+
+    exit_code = 141  # as a shell reports a program ended by SIGPIPE
+
+
 #: The stop signals that reached the run (SIGINT, SIGTERM), in case the exception their
 #: handler raised was lost: Python drops an exception raised in a finaliser (`__del__`, such
 #: as a finished Popen's), and a signal handled while one runs ended in "Exception ignored".
@@ -101,6 +108,9 @@ def stop_error(exc: BaseException, back: bool, project: str) -> BaseException:
         return Stopped(f"stopped by SIGTERM; {where}")
     if isinstance(exc, KeyboardInterrupt):  # said, not left to Typer's silent exit 130
         return Interrupted(f"interrupted; {where}")
+    if isinstance(exc, SystemExit) and isinstance(exc.__context__, BrokenPipeError):
+        # Rich's answer to a closed stdout: a silent exit 1, which said nothing of the knobs
+        return OutputClosed(f"stopped: its output was closed (broken pipe); {where}")
     return exc
 
 

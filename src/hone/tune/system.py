@@ -23,6 +23,7 @@ from hone.cluster.restore import SERVICE, SERVICE_OUTCOME, restore_project
 from hone.errors import ActuationError, BenchmarkError, HoneError
 from hone.journal import Journal
 from hone.knobs.shell import ShellActuator
+from hone.output import one_line_text
 from hone.paths import work_dir
 from hone.project.model import Project
 from hone.space import Config, Value
@@ -76,7 +77,7 @@ class System:
         First, what a killed run left running: a server it launched would go on holding its
         port with a trial's flags, and answer in place of the one this run starts."""
         for command in children.stop_orphans():
-            self.reporter.warn(f"stopped, left by a killed run: {command}")
+            self.reporter.warn(f"stopped, left by a killed run: {one_line_text(command)}")
         self._stop_left_service()
         self.workdir.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("HONE_PORT", str(_free_port()))
@@ -124,7 +125,10 @@ class System:
         on_hosts = self.cluster.baseline() if self.cluster else {}
         for knob in self.project.knobs:
             if knob.group is None:
-                knob.actuator.check_writable()  # stops here, before anything changed
+                try:  # stops here, before anything changed
+                    knob.actuator.check_writable()
+                except ActuationError as exc:
+                    raise knob.located(exc) from None
         config: Config = {}
         for knob in self.project.knobs:
             original = None if knob.group else self.journal.original_of(knob.name, knob.actuator)
@@ -133,11 +137,11 @@ class System:
             elif original is not None:
                 text = original.value
             elif knob.actuator.readable:
-                text = knob.actuator.get()  # a failing get stops here: nothing changed yet
-                try:  # and so does a value it could never write back
-                    knob.actuator.check_value(text)
+                try:  # a failing get stops here: nothing changed yet
+                    text = knob.actuator.get()
+                    knob.actuator.check_value(text)  # and so does a value it could never write back
                 except ActuationError as exc:
-                    raise ActuationError(f"knob {knob.name}: {exc.message}") from None
+                    raise knob.located(exc) from None
             elif knob.reference is not None:
                 config[knob.name] = knob.reference
                 continue
