@@ -263,3 +263,44 @@ def test_kill_9_in_the_middle_then_rollback(folder: Path, live, hone_home: Path)
     assert restored == ["sysctl:vm.dirty_background_ratio = " + live[1].strip()]
     assert read_live() == live
     assert Journal.for_profiles().unfinished() is None
+
+
+def _scheduler() -> Path | None:
+    """The first disk whose queue offers mq-deadline and none (a virtio or NVMe disk)."""
+    for path in sorted(Path("/sys/block").glob("*/queue/scheduler")):
+        words = path.read_text().replace("[", " ").replace("]", " ").split()
+        if {"mq-deadline", "none"} <= set(words):
+            return path
+    return None
+
+
+def test_the_old_name_of_a_disk_scheduler_is_the_one_it_reads_back(folder: Path, live) -> None:
+    """`deadline` (A-Tune's hpc-gatk4 profile, tuned's) selects mq-deadline, which the queue
+    then reads: the profile applies and matches instead of failing its read-back and rolling
+    back; a scheduler the kernel does not have is refused naming the ones it has."""
+    path = _scheduler()
+    if path is None:
+        pytest.skip("no disk offers mq-deadline and none")
+    disk, original = path.parts[3], selected(path)
+    try:
+        path.write_text("none")
+        (folder / "gatk.conf").write_text(
+            f"[sysfs]\nblock/{disk}/queue/scheduler = deadline\n[sysctl]\nvm.swappiness = 23\n"
+        )
+        result = apply("gatk")
+        first = result.outcomes[0]
+        assert (first.status, first.detail) == ("set", "was none")
+        assert selected(path) == "mq-deadline"
+        assert {o.status for o in check()} == {"matches"}
+        rollback()
+        assert selected(path) == "none" and read_live() == live
+        path.write_text("mq-deadline")
+        assert apply("gatk").outcomes[0].status == "unchanged"  # nothing to journal or set
+        rollback()
+        path.write_text("none")
+        (folder / "cfq.conf").write_text(f"[sysfs]\nblock/{disk}/queue/scheduler = cfq\n")
+        with pytest.raises(HoneError, match=r"cannot set 'cfq': .*\(it offers: none mq-deadline"):
+            apply("cfq")
+        assert selected(path) == "none"
+    finally:
+        path.write_text(original)
