@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from hone.cli.values import finite_float
+from hone.cli.values import check_interval, finite_float
 from hone.errors import HoneError, stop_on_sigterm
 from hone.outfile import require_folder
 from hone.output import finite
@@ -65,8 +65,7 @@ def collect(
     from hone.collect.collector import Collector
     from hone.collect.csvfile import CsvWriter
 
-    if interval <= 0:
-        raise HoneError("--interval must be above 0")
+    check_interval(interval)
     if duration is not None and count is not None:
         raise HoneError("give --duration or --count, not both")
     if duration is not None and not duration > 0:
