@@ -304,3 +304,15 @@ def test_the_old_name_of_a_disk_scheduler_is_the_one_it_reads_back(folder: Path,
         assert selected(path) == "none"
     finally:
         path.write_text(original)
+
+
+def test_a_limit_without_a_line_is_shown_as_not_set(folder: Path, live) -> None:
+    """A limit limits.conf has no line for reads empty: check said `live: ` and apply
+    `(was )`."""
+    (folder / "nofile.conf").write_text("[ulimit]\n@hone-probe.soft.nofile = 4096\n")
+    (outcome,) = check("nofile")
+    assert (outcome.status, outcome.detail) == ("differs", "live: not set")
+    (outcome,) = apply("nofile").outcomes
+    assert (outcome.status, outcome.detail) == ("set", "was not set")
+    rollback()
+    assert "@hone-probe" not in LIMITS.read_text()

@@ -204,7 +204,13 @@ def _apply_item(
         ) from None
     if item.section == "bootloader.grub2":
         return Outcome(item, "staged", "for the next boot (run update-grub, then reboot)")
-    return Outcome(item, "set", f"was {before}")
+    return Outcome(item, "set", f"was {_shown(before)}")
+
+
+def _shown(value: str | None) -> str:
+    """A value read from the system as a detail shows it: a limit limits.conf has no line for
+    reads empty, which `live: ` and `(was )` left for the reader to guess."""
+    return value if value and value.strip() else "not set"
 
 
 def rollback() -> list[str]:
@@ -252,7 +258,8 @@ def check_profile(profile: Profile) -> list[Outcome]:
                 outcomes.append(Outcome(item, "differs", exc.message))
                 continue
             same = actuator.normalise(live) == actuator.normalise(item.value)
-            outcomes.append(Outcome(item, "matches" if same else "differs", f"live: {live}"))
+            detail = f"live: {_shown(live)}"
+            outcomes.append(Outcome(item, "matches" if same else "differs", detail))
     return outcomes
 
 
