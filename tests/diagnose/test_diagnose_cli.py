@@ -234,6 +234,54 @@ def test_ctrl_c_stops_every_recorder_and_the_command(hone_home: Path, tmp_path: 
     assert ours() == []
 
 
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+def test_a_stopped_pid_diagnosis_leaves_no_recorder(how: str, hone_home: Path) -> None:
+    """Ctrl-C or SIGTERM (`timeout`, `kill`) on `hone diagnose --pid N`: the on-CPU recorder,
+    `perf record -p N -- sleep 30` in a session of its own, was left recording for the rest
+    of its 30 s after hone had gone (SIGTERM also left the other recorders and the folder),
+    holding hone's stdout open: a `| tee` waited for it. Each ends with hone now."""
+    import os
+    import signal
+    import sys
+    import time
+
+    def ours() -> list[str]:  # every process that names this test's state folder
+        listing = subprocess.run(["pgrep", "-af", str(hone_home)], capture_output=True,
+                                 text=True).stdout.splitlines()  # fmt: skip
+        return [line for line in listing if "pgrep" not in line]
+
+    target = subprocess.Popen(["sleep", "60"])
+    hone = subprocess.Popen(
+        [sys.executable, "-m", "hone", "diagnose", "--pid", str(target.pid), "--duration", "30",
+         "--no-offcpu", "--no-locks"],
+        env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not any("perf record" in p for p in ours()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any("perf record" in p for p in ours()), "perf never started"
+        hone.send_signal(getattr(signal, how))
+        _, err = hone.communicate(timeout=20)  # perf held stdout: this waited 30 s
+        gone = time.monotonic() + 1
+        while ours() and time.monotonic() < gone:
+            time.sleep(0.05)
+        left = ours()
+    finally:
+        hone.kill()
+        hone.wait()
+        target.kill()
+        target.wait()
+        for line in ours():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(line.split()[0]), signal.SIGKILL)
+    assert hone.returncode == (130 if how == "SIGINT" else 143), err
+    assert left == []
+    assert list((hone_home / "diagnoses").iterdir()) == []
+
+
 def _under_sample_rate(limit: int, argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
     """Run argv where /proc/sys/kernel/perf_event_max_sample_rate reads `limit` (a bind mount in
     a mount namespace of its own): perf then asks the kernel for what the file says."""

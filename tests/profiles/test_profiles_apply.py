@@ -263,3 +263,103 @@ def test_kill_9_in_the_middle_then_rollback(folder: Path, live, hone_home: Path)
     assert restored == ["sysctl:vm.dirty_background_ratio = " + live[1].strip()]
     assert read_live() == live
     assert Journal.for_profiles().unfinished() is None
+
+
+def _scheduler() -> Path | None:
+    """The first disk whose queue offers mq-deadline and none (a virtio or NVMe disk)."""
+    for path in sorted(Path("/sys/block").glob("*/queue/scheduler")):
+        words = path.read_text().replace("[", " ").replace("]", " ").split()
+        if {"mq-deadline", "none"} <= set(words):
+            return path
+    return None
+
+
+def test_the_old_name_of_a_disk_scheduler_is_the_one_it_reads_back(folder: Path, live) -> None:
+    """`deadline` (A-Tune's hpc-gatk4 profile, tuned's) selects mq-deadline, which the queue
+    then reads: the profile applies and matches instead of failing its read-back and rolling
+    back; a scheduler the kernel does not have is refused naming the ones it has."""
+    path = _scheduler()
+    if path is None:
+        pytest.skip("no disk offers mq-deadline and none")
+    disk, original = path.parts[3], selected(path)
+    try:
+        path.write_text("none")
+        (folder / "gatk.conf").write_text(
+            f"[sysfs]\nblock/{disk}/queue/scheduler = deadline\n[sysctl]\nvm.swappiness = 23\n"
+        )
+        result = apply("gatk")
+        first = result.outcomes[0]
+        assert (first.status, first.detail) == ("set", "was none")
+        assert selected(path) == "mq-deadline"
+        assert {o.status for o in check()} == {"matches"}
+        rollback()
+        assert selected(path) == "none" and read_live() == live
+        path.write_text("mq-deadline")
+        assert apply("gatk").outcomes[0].status == "unchanged"  # nothing to journal or set
+        rollback()
+        path.write_text("none")
+        (folder / "cfq.conf").write_text(f"[sysfs]\nblock/{disk}/queue/scheduler = cfq\n")
+        with pytest.raises(HoneError, match=r"cannot set 'cfq': .*\(it offers: none mq-deadline"):
+            apply("cfq")
+        assert selected(path) == "none"
+    finally:
+        path.write_text(original)
+
+
+def test_a_limit_without_a_line_is_shown_as_not_set(folder: Path, live) -> None:
+    """A limit limits.conf has no line for reads empty: check said `live: ` and apply
+    `(was )`."""
+    (folder / "nofile.conf").write_text("[ulimit]\n@hone-probe.soft.nofile = 4096\n")
+    (outcome,) = check("nofile")
+    assert (outcome.status, outcome.detail) == ("differs", "live: not set")
+    (outcome,) = apply("nofile").outcomes
+    assert (outcome.status, outcome.detail) == ("set", "was not set")
+    rollback()
+    assert "@hone-probe" not in LIMITS.read_text()
+
+
+def test_a_disks_scheduler_is_set_first_and_its_kind_of_settings_skipped(
+    folder: Path, live
+) -> None:
+    """A-Tune's dfsio, spark, mysql and ceph profiles (16 of 64) were refused on a virtio disk:
+    it has no device/queue_depth (a SCSI disk's), the scheduler it runs has no
+    iosched/slice_idle (bfq's, which the same profile chooses), and Linux 5.13 moved
+    kernel/debug/sched_features. And choosing the scheduler after nr_requests reset it: the
+    apply said `set`, check said `differs`, and a rollback that put the scheduler back last
+    left nr_requests at the scheduler's default, not the user's value."""
+    queue = Path("/sys/block/loop0/queue")
+    if not queue.is_dir() or "bfq" not in (queue / "scheduler").read_text():
+        pytest.skip("no loop0 whose queue offers bfq")
+    scheduler, requests = selected(queue / "scheduler"), (queue / "nr_requests").read_text()
+    try:
+        (queue / "scheduler").write_text("mq-deadline")
+        (queue / "nr_requests").write_text("64")  # the user's own, not mq-deadline's default
+        (folder / "include" / "dfsio.conf").write_text(
+            "[sysfs]\nblock/loop0/queue/nr_requests = 512\nblock/loop0/queue/iosched/slice_idle"
+            " = 12\nblock/loop0/device/queue_depth = 32\nkernel/debug/sched_features = NO_X\n"
+        )
+        (folder / "dfsio.conf").write_text(
+            "[main]\ninclude = include-dfsio\n[sysfs]\nblock/loop0/queue/scheduler = bfq\n"
+        )
+        outcomes = {o.item.key: (o.status, o.detail) for o in apply("dfsio").outcomes}
+        assert outcomes["block/loop0/queue/scheduler"] == ("set", "was mq-deadline")
+        assert outcomes["block/loop0/queue/nr_requests"] == ("set", "was 64")
+        assert outcomes["block/loop0/queue/iosched/slice_idle"][0] == "set"
+        depth = "loop0 has no queue depth to set (a SCSI or SATA disk's setting)"
+        assert outcomes["block/loop0/device/queue_depth"] == ("skipped", depth)
+        if not Path("/sys/kernel/debug/sched_features").exists():
+            assert outcomes["kernel/debug/sched_features"][0] == "skipped"
+        assert (queue / "nr_requests").read_text().strip() == "512"
+        checked = {o.item.key: o.status for o in check()}
+        assert checked["block/loop0/queue/nr_requests"] == "matches"
+        assert checked["block/loop0/device/queue_depth"] == "skipped"
+        restored = rollback()
+        assert not [line for line in restored if "overwrote" in line]
+        assert selected(queue / "scheduler") == "mq-deadline"
+        assert (queue / "nr_requests").read_text().strip() == "64"
+        (folder / "typo.conf").write_text("[sysfs]\nblock/loop0/queue/nr_request = 9\n")
+        with pytest.raises(HoneError, match=r"nr_request: cannot read.*nothing was changed"):
+            apply("typo")  # a key no disk has is still a typo
+    finally:
+        (queue / "scheduler").write_text(scheduler)
+        (queue / "nr_requests").write_text(requests)

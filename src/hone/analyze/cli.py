@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from hone.analyze.window import WINDOW_SECONDS, check_duration
-from hone.cli.values import finite_float
+from hone.cli.values import check_interval, finite_float
 from hone.errors import HoneError
 from hone.output import print_json
 from hone.shell import command_line
@@ -71,8 +71,7 @@ def analyze_command(
     as_json: bool = typer.Option(False, "--json", help="the analysis as JSON"),
 ) -> None:
     """Sample the machine, name the workload class and its bottleneck (USE)."""
-    if interval <= 0:
-        raise HoneError("--interval must be above 0")
+    check_interval(interval)
     if not 0 <= min_confidence <= 1:
         raise HoneError("--min-confidence must be between 0 and 1")
     check_duration(duration, interval)

@@ -26,7 +26,7 @@ import typer
 from hone.cli.values import finite_float
 from hone.diagnose.machine import describe as _describe
 from hone.diagnose.unit import find, started, unit_name
-from hone.errors import HoneError
+from hone.errors import HoneError, stop_on_sigterm
 from hone.outfile import refuse_existing, require_folder
 from hone.paths import state_dir
 from hone.shell import command_line
@@ -137,6 +137,7 @@ def diagnose(
         # an earlier run's measurement cannot be taken again (its report can be redrawn)
         refuse_existing(saved, force)
         files = _side_folder(report)
+        stop_on_sigterm()  # perf and the command run in sessions of their own: stop them too
         try:
             if system:
                 result = whole_system.collect(duration or 10.0, frequency=frequency, keep=files)

@@ -183,7 +183,8 @@ def _plan(
     as the window finds them). The perf recorders take every process of `targets`.
 
     Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
-    itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
+    itself die. The on-CPU recorder (hone.diagnose.record) times itself, and is stopped with
+    the others when the window is cut short (Ctrl-C, SIGTERM)."""
     from hone.diagnose.record import event_of, record
 
     pid = targets.pid
@@ -199,7 +200,8 @@ def _plan(
         targets.listed = pids
         try:
             return record(pids=pids, duration_s=duration, frequency_hz=frequency, event=event,
-                          output_dir=keep, before_script=perf_map.write)  # fmt: skip
+                          output_dir=keep, before_script=perf_map.write,
+                          start=procs.start)  # fmt: skip
         except HoneError as error:
             if finished(perf_data):  # perf recorded: perf script failed
                 raise
@@ -441,7 +443,7 @@ def _record(
         kids.sample()
         collector.sample()
         calls.sample()
-    finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
+    finally:  # also on Ctrl-C and SIGTERM: no recorder of ours is left running
         procs.stop()
     ended = sampler.elapsed < duration and not alive(pid)
     # the late thread names (jstack: a second or two) while perf script reads the recordings
