@@ -414,3 +414,20 @@ def test_perfs_reason_is_its_error_not_its_dmesg_hint() -> None:
         "for event (sched:sched_switch)"
     )
     assert failure("", 255, 99) == "perf record failed: exit code 255, nothing on stderr"
+
+
+def test_a_command_that_fails_in_the_window_is_noted(hone_cli, tmp_path: Path) -> None:
+    """A benchmark that crashed (or that the OOM killer ended) half-way through was diagnosed
+    as if it had run to its end: the summary gave a verdict and nothing else, hone exited 0."""
+    from hone.diagnose.window import failure_of
+
+    program = "import os, time\nt = time.time()\nwhile time.time() - t < 0.3: pass\n"
+    folder = tmp_path / "rep"
+    done = hone_cli("diagnose", "--no-offcpu", "--no-locks", "-d", "20", "-o", str(folder),
+                    "--", "python3", "-c", program + "os.kill(os.getpid(), 9)")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    note = "the command failed in the window: killed by SIGKILL"
+    assert done.stdout.splitlines()[1] == f"note: {note}", done.stdout
+    assert note in Diagnosis.load(folder / "diagnosis.hone").notes
+    assert f"note: {note}" in hone_cli("diagnose", "--from", str(folder)).stdout
+    assert failure_of(7) == "exit code 7" and failure_of(-15) == "killed by SIGTERM"

@@ -260,10 +260,17 @@ GO_PROJECT = ("--suggest-project DIR writes a project that runs the command with
               "GOMAXPROCS as knobs")  # fmt: skip
 
 
+#: The note of a command that failed on its own inside the window (module window): the
+#: diagnosis is of a failed run (a benchmark that crashed, or that the OOM killer ended),
+#: which no verdict says, so the terminal prints it under the first line.
+FAILED_PREFIX = "the command failed in the window: "
+
+
 def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None) -> str:
     """The summary printed at the end of `hone diagnose`."""
     lines = [f"hone diagnose: {d.target} for {d.window_s:.1f} s ({d.language}, {d.cpus} CPUs)"]
-    lines += [f"note: {n}" for n in d.notes if n.startswith((f"pid {d.pid} ended ", UNRECORDED))]
+    lines += [f"note: {n}" for n in d.notes if n.startswith((f"pid {d.pid} ended ", UNRECORDED,
+                                                              FAILED_PREFIX))]  # fmt: skip
     if d.findings:
         lines.append(f"verdict: {d.findings[0].headline}")
         lines += [f"  also: {f.headline}" for f in d.findings[1:4]]

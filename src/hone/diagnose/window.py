@@ -46,7 +46,7 @@ from hone.diagnose.machine import describe as _describe
 from hone.diagnose.perf_record import enabled_outputs, finished, reached
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check
 from hone.diagnose.record import Recording, failure
-from hone.diagnose.report import Diagnosis
+from hone.diagnose.report import FAILED_PREFIX, Diagnosis
 from hone.diagnose.runtimes import PerfMap, Pythons, keep_perf_maps, language_jobs
 from hone.diagnose.unit import Unit, find
 from hone.errors import HoneError
@@ -342,6 +342,15 @@ def collect(
 MIN_WINDOW = 0.1
 #: The note (printed on the terminal too) of a --pid that ended before its window did.
 ENDED = "pid {pid} ended {elapsed:.1f} s into the {duration:g} s window"
+
+
+def failure_of(code: int) -> str:
+    """`exit code 7`, or `killed by SIGKILL` for Popen's negative return codes."""
+    if code >= 0:
+        return f"exit code {code}"
+    with contextlib.suppress(ValueError):
+        return f"killed by {signal.Signals(-code).name}"
+    return f"killed by signal {-code}"
 
 
 class TooShort(HoneError):
@@ -724,6 +733,8 @@ def run_command(
                 "diagnose a run that lasts a second or more"
             ) from None
         result.target = command_line(command)
+        if proc.poll():  # it ended on its own (hone stops it below), and not with success
+            result.notes.insert(0, FAILED_PREFIX + failure_of(proc.returncode))
         if len(result.processes) > 1:  # it forked: how many processes are in the profile
             result.target += f", {len(result.processes)} processes"
         result.command = list(command)
