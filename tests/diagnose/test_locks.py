@@ -87,3 +87,14 @@ def test_waits_are_counted_over_the_part_a_size_limit_let_perf_record(
     top = d.locks.contended()[0]
     assert rate == pytest.approx(top.wait_ms / 1000 / d.locks.window_s, abs=0.006)
     assert any(n.startswith("locks: perf stopped its recording at 128KB after") for n in d.notes)
+
+
+def test_a_wait_in_code_perf_cannot_name_has_no_site() -> None:
+    """memcached (stripped) waiting on its mutex through libc without frame pointers: perf
+    names the callers `[unknown] ([unknown])`, and the site read `[[unknown]] ([unknown])`."""
+    script = SCRIPT.replace("\t           11d9 contend (/opt/app)\n",
+                            "\t           11d9 [unknown] ([unknown])\n"
+                            "\t           11e0 [unknown] ([unknown])\n")  # fmt: skip
+    mutex = next(w for w in locks.analyse(script).user if w.kind == "mutex")
+    assert mutex.site == ""
+    assert mutex.stack == "[unknown];[unknown];__GI___lll_lock_wait"

@@ -179,9 +179,12 @@ ENTRY_FRAMES = {"start_thread", "clone", "clone3", "__libc_start_call_main", "__
 
 
 def _site(stack: list[tuple[str, str]], skip: tuple[str, ...]) -> str:
-    """The first frame (leaf first) that is neither locking code nor a thread entry point."""
+    """The first frame (leaf first) that is neither locking code nor a thread entry point,
+    nor a frame perf could not name (`[unknown]` of no module: stripped code's callers)."""
     for function, module in stack:
         if function in ENTRY_FRAMES or "futex" in function or any(s in function for s in skip):
+            continue
+        if frame_name(function, module) == "[unknown]":
             continue
         return f"{frame_name(function, module)} ({module})"
     return ""
