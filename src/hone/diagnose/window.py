@@ -473,6 +473,8 @@ def _record(
     threads.name_threads(stats, {**early_names, **names})
     if perf_map.pids and "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
         locks.java_monitors(jobs["locks"].result, [*early_dumps, *dumps])
+    if "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
+        locks.name_waiters(jobs["locks"].result, stats)
     if titles and isinstance(jobs["pgwaits"].result, pgwaits.PgWaits):
         jobs["pgwaits"].result.waiting = titles.waiting
     if note or early_names:
