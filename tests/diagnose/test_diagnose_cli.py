@@ -431,3 +431,58 @@ def test_a_command_that_fails_in_the_window_is_noted(hone_cli, tmp_path: Path) -
     assert note in Diagnosis.load(folder / "diagnosis.hone").notes
     assert f"note: {note}" in hone_cli("diagnose", "--from", str(folder)).stdout
     assert failure_of(7) == "exit code 7" and failure_of(-15) == "killed by SIGTERM"
+
+
+def _children(pid: int) -> list[int]:
+    """The live (not zombie) children of process `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, IndexError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if entry.name.isdigit() and int(fields[1]) == pid and fields[0] not in "ZX":
+                found.append(int(entry.name))
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    """The process's command line, "" once it has ended."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""
+
+
+def test_sigterm_stops_every_recorder_and_the_command(hone_home: Path) -> None:
+    """`kill`, `timeout`, a service manager or a cancelled CI job send SIGTERM: it ended hone at
+    once, and its recorders (each perf in a session of its own) went on for the whole window,
+    a `perf record -a` of `--system -d 1e300` orphaned to init for good, with the temporary
+    folder and the run's folder left behind. It now unwinds as Ctrl-C does: exit code 143."""
+    import os
+    import signal
+    import sys
+    import time
+
+    hone = subprocess.Popen(
+        [sys.executable, "-m", "hone", "diagnose", "--", "sleep", "47.5"],
+        env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline, seen = time.monotonic() + 4, {}
+        while len(seen) < 4 and time.monotonic() < deadline:  # the command and its recorders
+            for pid in _children(hone.pid):
+                seen.setdefault(pid, _cmdline(pid))
+            time.sleep(0.05)
+        assert len(seen) >= 4, seen
+        hone.send_signal(signal.SIGTERM)
+        _, err = hone.communicate(timeout=30)
+    finally:
+        hone.kill()
+        hone.wait()
+    assert hone.returncode == 143, err
+    assert err.strip() == "hone: stopped by SIGTERM"
+    gone = time.monotonic() + 1
+    while any(_cmdline(pid) == line for pid, line in seen.items()) and time.monotonic() < gone:
+        time.sleep(0.05)
+    assert [line for pid, line in seen.items() if _cmdline(pid) == line] == []
+    assert not any((hone_home / "diagnoses").glob("*"))
