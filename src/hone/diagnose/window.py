@@ -388,8 +388,8 @@ def _record(
         job.start()
     try:
         _await_start([job for job in jobs.values() if job.output])
-        memory, network = heap.Watch(pid), softirq.Watch(pid)
         kids = descendants.Watch(pid, mark, unit, targets.listed)
+        memory, network = heap.Watch([*targets.listed, *kids.followed]), softirq.Watch(pid)
         collector, calls = jvmgc.Watch(pid), syscalls.Watch([*targets.listed, *kids.followed])
         titles = pgwaits.Titles(pid, unit) if "pgwaits" in jobs else None
         # a --pid that ended while the recorders started has no window: perf may have failed
@@ -439,6 +439,7 @@ def _record(
                 kids.sample()
                 sampler.follow(kids.followed)  # forked in the window: perf follows them
                 calls.follow(kids.followed)
+                memory.follow(kids.followed)
                 runtimes_among(kids.followed)
                 collector.sample()
                 calls.sample()
