@@ -353,6 +353,14 @@ def failure_of(code: int) -> str:
     return f"killed by signal {-code}"
 
 
+def _exe(pid: int) -> str:
+    """The process's executable ("" once it has ended): it changes when the process execs."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
+
+
 class TooShort(HoneError):
     """The process ended too soon after the window began for anything to be measured."""
 
@@ -414,6 +422,7 @@ def _record(
                 job.start()
         # GOGC and the like as the Go program started with them (gone once it has ended)
         go_env = golang.settings(pid) if language == "go" else {}
+        exe = _exe(pid)
 
         def runtimes_among(pids: list[int]) -> None:
             """The JVMs' perf maps, names and GC counters; the Python processes' py-spy."""
@@ -441,6 +450,18 @@ def _record(
                 calls.follow(kids.followed)
                 memory.follow(kids.followed)
                 runtimes_among(kids.followed)
+                if language == "native" and _exe(pid) not in ("", exe):
+                    # a wrapper exec'd its runtime after the first look: kafka-server-start.sh
+                    # builds its class path for seconds, pyenv's shim forks 40 processes first
+                    exe, language = _exe(pid), threads.language_of(pid)
+                    for name, job in language_jobs(pid, language, pythons, perf_map,
+                                                   notes).items():  # fmt: skip
+                        jobs[name] = job
+                        job.start()
+                    collector.add(perf_map.pids)
+                    if symbolizer:
+                        symbolizer.refresh()
+                    go_env = golang.settings(pid) if language == "go" else {}
                 collector.sample()
                 calls.sample()
                 if titles:
