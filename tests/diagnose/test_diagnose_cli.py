@@ -418,16 +418,33 @@ def test_perfs_reason_is_its_error_not_its_dmesg_hint() -> None:
 
 def test_a_command_that_fails_in_the_window_is_noted(hone_cli, tmp_path: Path) -> None:
     """A benchmark that crashed (or that the OOM killer ended) half-way through was diagnosed
-    as if it had run to its end: the summary gave a verdict and nothing else, hone exited 0."""
+    as if it had run to its end: the summary gave a verdict and nothing else, hone exited 0.
+    And a daemon the command left running was said in the report only: the terminal did not
+    say that a server was left serving."""
+    import os
+    import re
+    import signal
+    import time
+
     from hone.diagnose.window import failure_of
 
     program = "import os, time\nt = time.time()\nwhile time.time() - t < 0.3: pass\n"
+    program += "os.kill(os.getpid(), 9)"
+    script = f"setsid -f sleep 37.5 >/dev/null 2>&1; exec python3 -c '{program}'"
     folder = tmp_path / "rep"
+    started = time.monotonic()
     done = hone_cli("diagnose", "--no-offcpu", "--no-locks", "-d", "20", "-o", str(folder),
-                    "--", "python3", "-c", program + "os.kill(os.getpid(), 9)")  # fmt: skip
+                    "--", "sh", "-c", script)  # fmt: skip
+    # perf had followed the daemon's fork, and the on-CPU recorder ran on until the 20 s passed
+    took = time.monotonic() - started
+    daemon = re.search(r"left a daemon running, pid (\d+) \(sleep 37.5\)", done.stdout)
+    if daemon:
+        os.kill(int(daemon[1]), signal.SIGKILL)
     assert done.returncode == 0, done.stderr
+    assert took < 12, took
     note = "the command failed in the window: killed by SIGKILL"
     assert done.stdout.splitlines()[1] == f"note: {note}", done.stdout
+    assert daemon and done.stdout.splitlines()[2].startswith("note: the command left a daemon")
     assert note in Diagnosis.load(folder / "diagnosis.hone").notes
     assert f"note: {note}" in hone_cli("diagnose", "--from", str(folder)).stdout
     assert failure_of(7) == "exit code 7" and failure_of(-15) == "killed by SIGTERM"

@@ -46,7 +46,7 @@ from hone.diagnose.machine import describe as _describe
 from hone.diagnose.perf_record import enabled_outputs, finished, reached
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check
 from hone.diagnose.record import Recording, failure
-from hone.diagnose.report import FAILED_PREFIX, Diagnosis
+from hone.diagnose.report import DAEMON_PREFIX, FAILED_PREFIX, Diagnosis
 from hone.diagnose.runtimes import PerfMap, Pythons, keep_perf_maps, language_jobs
 from hone.diagnose.unit import Unit, find
 from hone.errors import HoneError
@@ -183,7 +183,10 @@ def _plan(
     as the window finds them). The perf recorders take every process of `targets`.
 
     Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
-    itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
+    itself die. The on-CPU recorder (hone.diagnose.record) times itself, and the window's end
+    stops it too: perf follows what the processes fork, and a daemon a command forked (a
+    `memcached -d` in its script) kept it, and the diagnosis, running until the daemon ended
+    or the `--duration` passed (a day without one) after the command had ended."""
     from hone.diagnose.record import event_of, record
 
     pid = targets.pid
@@ -199,7 +202,8 @@ def _plan(
         targets.listed = pids
         try:
             return record(pids=pids, duration_s=duration, frequency_hz=frequency, event=event,
-                          output_dir=keep, before_script=perf_map.write)  # fmt: skip
+                          output_dir=keep, before_script=perf_map.write,
+                          start=procs.start)  # fmt: skip
         except HoneError as error:
             if finished(perf_data):  # perf recorded: perf script failed
                 raise
@@ -781,7 +785,7 @@ def run_command(
     left = _daemons(mark, proc.pid)
     if left:
         result.notes.append(
-            f"the command left a daemon running, {left}, in a session of its own: hone does "
+            f"{DAEMON_PREFIX}{left}, in a session of its own: hone does "
             "not stop it; its CPU in the window is counted with the command's children"
         )
     return result
