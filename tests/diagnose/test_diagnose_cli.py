@@ -503,3 +503,31 @@ def test_sigterm_stops_every_recorder_and_the_command(hone_home: Path) -> None:
         time.sleep(0.05)
     assert [line for pid, line in seen.items() if _cmdline(pid) == line] == []
     assert not any((hone_home / "diagnoses").glob("*"))
+
+
+def test_a_stopped_process_is_said_to_be_stopped_not_asleep(start) -> None:
+    """A server someone suspended (Ctrl-Z, SIGSTOP, a debugger) does not run: the diagnosis
+    said 'Mostly idle: 1 thread slept 1.00 thread-seconds per second' and nothing else. The
+    thread sampler sees it stopped, and the summary's second line says so."""
+    import os
+    import signal
+    import time
+
+    from hone.diagnose.report import terminal
+    from hone.diagnose.threads import ThreadSampler
+    from hone.diagnose.window import STOPPED
+
+    program = start(["sleep", "30"], 0)
+    os.kill(program.pid, signal.SIGSTOP)
+    sampler = ThreadSampler([program.pid]).start()
+    time.sleep(0.3)
+    stats = sampler.stop()
+    assert sampler.stopped_share(program.pid) == 1.0
+    assert stats[0].sleep_pct > 90  # the shares still count it as sleep: the note says why
+    d = make(50)
+    d.pid, d.notes = program.pid, [STOPPED.format(pid=program.pid, share=1.0)]
+    assert terminal(d).splitlines()[1] == (
+        f"note: pid {program.pid} was stopped (state T: SIGSTOP, Ctrl-Z or a debugger) in 100% "
+        "of the window's samples: it did not run then, and that time counts as sleep; SIGCONT "
+        "continues it"
+    )

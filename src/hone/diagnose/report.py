@@ -272,7 +272,8 @@ DAEMON_PREFIX = "the command left a daemon running, "
 def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None) -> str:
     """The summary printed at the end of `hone diagnose`."""
     lines = [f"hone diagnose: {d.target} for {d.window_s:.1f} s ({d.language}, {d.cpus} CPUs)"]
-    said = (f"pid {d.pid} ended ", UNRECORDED, FAILED_PREFIX, DAEMON_PREFIX)
+    said = (f"pid {d.pid} ended ", f"pid {d.pid} was stopped ", UNRECORDED, FAILED_PREFIX,
+            DAEMON_PREFIX)  # fmt: skip
     lines += [f"note: {n}" for n in d.notes if n.startswith(said)]
     if d.findings:
         lines.append(f"verdict: {d.findings[0].headline}")

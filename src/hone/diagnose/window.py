@@ -346,6 +346,11 @@ def collect(
 MIN_WINDOW = 0.1
 #: The note (printed on the terminal too) of a --pid that ended before its window did.
 ENDED = "pid {pid} ended {elapsed:.1f} s into the {duration:g} s window"
+#: A process stopped through most of the window (Ctrl-Z, SIGSTOP, a debugger): it did not run,
+#: and its threads' shares and the verdict count that time as sleep ("Mostly idle").
+STOPPED = ("pid {pid} was stopped (state T: SIGSTOP, Ctrl-Z or a debugger) in {share:.0%} of "
+           "the window's samples: it did not run then, and that time counts as sleep; SIGCONT "
+           "continues it")  # fmt: skip
 
 
 def failure_of(code: int) -> str:
@@ -493,6 +498,8 @@ def _record(
         raise TooShort(f"pid {pid}", sampler.elapsed)
     if ended and not release:  # a command ends when it is done; a --pid was asked for the window
         notes.append(ENDED.format(pid=pid, elapsed=sampler.elapsed, duration=duration))
+    if sampler.stopped_share(pid) >= 0.5:
+        notes.insert(0, STOPPED.format(pid=pid, share=sampler.stopped_share(pid)))
     names, note, dumps = late.result if isinstance(late.result, tuple) else ({}, "", [])
     if late.error:
         note = f"{language} thread names at the window's end: {late.error}"
