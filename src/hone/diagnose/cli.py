@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from hone.cli.values import finite_float
+from hone.diagnose.descendants import thread_group
 from hone.diagnose.machine import describe as _describe
 from hone.diagnose.unit import find, started, unit_name
 from hone.errors import HoneError, Stop
@@ -116,6 +117,11 @@ def diagnose(
         raise HoneError(f"--frequency must be positive, got {frequency}")
     if pid is not None and not Path(f"/proc/{pid}").exists():
         raise HoneError(f"no process with pid {pid}")
+    if pid is not None and thread_group(pid) not in (0, pid):
+        # a thread's id (top -H): its process is what perf records and whose children count
+        typer.echo(f"hone: {pid} is a thread of pid {thread_group(pid)}: diagnosing pid "
+                   f"{thread_group(pid)}", err=True)  # fmt: skip
+        pid = thread_group(pid)
     service = find([unit_name(unit)]) if unit is not None else None
     followed = started(command) if command else []  # `systemctl start UNIT`: the unit's window
     # the recorders and the report after the checks: a mistyped option is told at once
