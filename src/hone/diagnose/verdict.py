@@ -5,10 +5,11 @@ the whole time): on the CPU, waiting for a CPU (run queue), blocked in uninterru
 waiting on a contended lock, asleep. The largest wins, with lock waits counted double: threads
 waiting on one lock serialise, so more CPUs would not help, and the time under the lock shows as
 CPU time of the holder. On-CPU time splits into the program's own code (`cpu`) and the kernel's
-(`kernel-network`, `kernel-files`, `kernel-memory`, `kernel-switch`, `kernel-other`, module
-kernel) by the share of samples on each side: a server whose time goes to system calls is
-told what changes them, not to rebuild itself. Hardware top-down results, when there are
-counters, refine a CPU-bound verdict into memory-, frontend- or speculation-bound."""
+(`kernel-network`, `kernel-unix`, `kernel-files`, `kernel-memory`, `kernel-switch`,
+`kernel-other`, module kernel) by the share of samples on each side: a server whose time goes
+to system calls is told what changes them, not to rebuild itself. Hardware top-down results,
+when there are counters, refine a CPU-bound verdict into memory-, frontend- or
+speculation-bound."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ MIN_PG_SHARE = 0.2
 
 @dataclass
 class Finding:
-    kind: str  # cpu, kernel-{network,files,memory,other}, runqueue, lock, io, idle, memory,
+    kind: str  # cpu, kernel-{network,unix,files,memory,other}, runqueue, lock, io, idle, memory,
     # frontend, speculation, heap, gc, go-gc, softirq, children, pg-lock
     score: float  # thread-seconds per second (weighted for locks)
     headline: str
@@ -116,6 +117,7 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float,
 
 KERNEL_PARTS = {
     "network": "the kernel's network stack",
+    "unix": "the kernel's Unix-domain sockets (local clients)",
     "files": "the kernel's file system calls",
     "memory": "the kernel's memory management (page faults, mappings)",
     "interrupts": "interrupts while it ran (timer ticks, softirqs, preemption)",

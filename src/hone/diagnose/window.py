@@ -605,7 +605,7 @@ def _cpu_of(stats: list[threads.ThreadStat], pids: set[int] | None = None) -> fl
 
 
 #: The findings in the kernel's time that system calls lead to.
-SYSCALL_KINDS = ("kernel-network", "kernel-files", "kernel-switch", "kernel-other")
+SYSCALL_KINDS = ("kernel-network", "kernel-unix", "kernel-files", "kernel-switch", "kernel-other")
 
 
 def _analyse(
