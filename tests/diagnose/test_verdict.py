@@ -91,3 +91,27 @@ def test_topdown_refines_cpu_bound() -> None:
     assert kinds[0] == "cpu" and "memory" in kinds
     memory = findings[kinds.index("memory")]
     assert "Backend Bound 60%" in memory.headline and "Memory Bound 45%" in memory.headline
+
+
+def test_code_perf_could_not_name_asks_for_its_symbols() -> None:
+    """Debian ships memcached, nginx and redis stripped: the verdict said 'CPU-bound in function
+    [memcached] of module memcached', a function name that is none. A JIT's code (a perf map)
+    is named by its runtime, not by debug symbols."""
+    from hone.diagnose.fold import Frame
+    from hone.diagnose.profile import Profile
+    from hone.diagnose.threads import ThreadStat
+    from hone.diagnose.verdict import decide
+
+    stripped = ("mc-worker", (Frame("start_thread", "/usr/lib/libc.so.6"),
+                              Frame("[memcached]", "/usr/bin/memcached")))  # fmt: skip
+    threads = [ThreadStat(1, "mc-worker", 90, 85, 5, 0, 0, 10)]
+    cpu = decide(Profile(stacks={stripped: 100}), threads, 10, 2)[0]
+    assert cpu.kind == "cpu"
+    assert cpu.headline.startswith(
+        "CPU-bound in code of module memcached that perf could not name (100% of on-CPU "
+        "samples; the file has no symbols: its debug symbols, the distribution's -dbgsym or "
+        "-debuginfo package, or a build with -g name the function)"
+    ), cpu.headline
+    jit = ("java", (Frame("[perf-26086.map]", "/tmp/perf-26086.map"),))
+    cpu = decide(Profile(stacks={jit: 100}), threads, 10, 2)[0]
+    assert cpu.headline.startswith("CPU-bound in function [perf-26086.map]"), cpu.headline

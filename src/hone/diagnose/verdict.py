@@ -101,6 +101,13 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float,
         headline = (
             f"CPU-bound in function {top.name}{of_module} ({top.self_share:.0%} of {samples})"
         )
+        if _unnamed_code(top.name, top.module):
+            headline = (
+                f"CPU-bound in code of module {module} that perf could not name "
+                f"({top.self_share:.0%} of {samples}; the file has no symbols: its debug "
+                "symbols, the distribution's -dbgsym or -debuginfo package, or a build with -g "
+                "name the function)"
+            )
     else:
         headline = "CPU-bound (no on-CPU samples to name the function)"
     if hot:
@@ -113,6 +120,19 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float,
     if hot and hot.frames:
         details.insert(0, f"{hot.label} is running: " + " <- ".join(hot.frames[:3]))
     return Finding("cpu", cpu, headline, details)
+
+
+def _unnamed_code(name: str, module: str) -> bool:
+    """Whether the hottest function is code of an executable or library that perf could not
+    name (folding calls it `[memcached]`: a stripped file, as Debian ships memcached, nginx,
+    redis and PostgreSQL without their -dbgsym packages). A JIT's code (a perf map, anonymous
+    memory) is not a file's: its names come from the runtime, not from debug symbols."""
+    base = module.rsplit("/", 1)[-1]
+    return (
+        module.startswith("/")
+        and name == f"[{base}]"
+        and not (base.startswith("perf-") and base.endswith(".map"))
+    )
 
 
 KERNEL_PARTS = {
