@@ -115,3 +115,22 @@ def test_code_perf_could_not_name_asks_for_its_symbols() -> None:
     jit = ("java", (Frame("[perf-26086.map]", "/tmp/perf-26086.map"),))
     cpu = decide(Profile(stacks={jit: 100}), threads, 10, 2)[0]
     assert cpu.headline.startswith("CPU-bound in function [perf-26086.map]"), cpu.headline
+
+
+def test_a_thread_of_several_processes_is_named_with_its_pid() -> None:
+    """nginx's two workers are both 'nginx': the verdict said 'most of all nginx (76% of the
+    window)' and 'busiest thread nginx at 21% of a CPU', not which worker."""
+    from hone.diagnose.fold import Frame
+    from hone.diagnose.profile import Profile
+    from hone.diagnose.threads import ThreadStat
+    from hone.diagnose.verdict import decide
+
+    work = Profile(stacks={("nginx", (Frame("ngx_http_process_request", "/usr/sbin/nginx"),)): 9})
+    workers = [ThreadStat(11, "nginx", 21, 5, 16, 75, 0, 4, pid=11),
+               ThreadStat(12, "nginx", 19, 4, 15, 76, 0, 5, pid=12),
+               ThreadStat(10, "nginx", 0, 0, 0, 0, 0, 100, pid=10)]  # fmt: skip
+    findings = {f.kind: f.headline for f in decide(work, workers, 6, 2)}
+    assert "most of all nginx in pid 12 (76% of the window)" in findings["runqueue"]
+    assert "busiest thread nginx in pid 11 at 21% of a CPU" in findings["cpu"]
+    alone = {f.kind: f.headline for f in decide(work, workers[:1], 6, 2)}
+    assert "busiest thread nginx at 21% of a CPU" in alone["cpu"]  # one process: no pid

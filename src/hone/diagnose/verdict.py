@@ -111,7 +111,7 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float,
     else:
         headline = "CPU-bound (no on-CPU samples to name the function)"
     if hot:
-        headline += f", busiest thread {hot.label} at {hot.cpu_pct:.0f}% of a CPU"
+        headline += f", busiest thread {_named(hot, threads)} at {hot.cpu_pct:.0f}% of a CPU"
     details = [
         f"{row.name} ({module_name(row.module)}): {row.self_share:.1%} self"
         for row in rows[:5]
@@ -120,6 +120,14 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float,
     if hot and hot.frames:
         details.insert(0, f"{hot.label} is running: " + " <- ".join(hot.frames[:3]))
     return Finding("cpu", cpu, headline, details)
+
+
+def _named(thread: ThreadStat, threads: list[ThreadStat]) -> str:
+    """The thread's name, with its process's pid when the threads are of several processes:
+    nginx's workers, PostgreSQL's backends and their threads share one name ('most of all
+    nginx' did not say which of two workers)."""
+    several = len({t.pid for t in threads}) > 1 and thread.pid
+    return f"{thread.label} in pid {thread.pid}" if several else thread.label
 
 
 def _unnamed_code(name: str, module: str) -> bool:
@@ -219,7 +227,9 @@ def _runqueue(threads: list[ThreadStat], runq: float, cpu: float, cpus: int) -> 
         f"second ({share:.0%} of their runnable time)"
     )
     if waiter:
-        headline += f", most of all {waiter.label} ({waiter.runq_pct:.0f}% of the window)"
+        headline += (
+            f", most of all {_named(waiter, threads)} ({waiter.runq_pct:.0f}% of the window)"
+        )
     # Whose fault: the process wants more CPUs than there are, or others take them.
     demand = cpu + runq
     own = demand >= 0.9 * cpus
