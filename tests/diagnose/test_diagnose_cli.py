@@ -424,13 +424,14 @@ def test_a_command_that_fails_in_the_window_is_noted(hone_cli, tmp_path: Path) -
     import os
     import re
     import signal
+    import sys
     import time
 
     from hone.diagnose.window import failure_of
 
     program = "import os, time\nt = time.time()\nwhile time.time() - t < 0.3: pass\n"
     program += "os.kill(os.getpid(), 9)"
-    script = f"setsid -f sleep 37.5 >/dev/null 2>&1; exec python3 -c '{program}'"
+    script = f"setsid -f sleep 37.5 >/dev/null 2>&1; exec {sys.executable} -c '{program}'"
     folder = tmp_path / "rep"
     started = time.monotonic()
     done = hone_cli("diagnose", "--no-offcpu", "--no-locks", "-d", "20", "-o", str(folder),

@@ -4,6 +4,7 @@ none. NUMA knobs stay out on a one-node machine."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import yaml
@@ -72,7 +73,7 @@ def test_the_heap_is_the_workers_not_only_the_main_process(hone_cli, tmp_path: P
     faulted 3,449 times a second). Here a shell's child fills 200 MiB in the window."""
     child = 'import time; x = b"\\x01" * (200 << 20); time.sleep(1.2)'
     done = hone_cli("diagnose", "--no-offcpu", "--no-locks", "-o", str(tmp_path / "rep"),
-                    "--", "sh", "-c", f"python3 -c '{child}'; true")  # fmt: skip
+                    "--", "sh", "-c", f"{sys.executable} -c '{child}'; true")  # fmt: skip
     assert done.returncode == 0, done.stderr
     d = Diagnosis.load(tmp_path / "rep" / "diagnosis.hone")
     assert d.heap is not None and d.heap.anonymous >= 200 << 20, d.heap
