@@ -19,6 +19,7 @@ import contextlib
 import re
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,7 +191,11 @@ def stop_unwinds() -> Iterator[None]:
     the temporary and the report folders. Python's default for both ended hone at once: its
     recorders, each perf in a session of its own, went on for the whole window (forever for
     `--system -d 1e300`: a `perf record -a` orphaned to init), the temporary folder stayed.
-    A signal hone was started with ignored (nohup) stays ignored."""
+    A signal hone was started with ignored (nohup) stays ignored. Only the main thread may set
+    a handler: called on another, this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
     def stop(signum: int, frame: object) -> None:
         stopped = Stop(f"stopped by {signal.Signals(signum).name}")
