@@ -134,3 +134,17 @@ def test_a_thread_of_several_processes_is_named_with_its_pid() -> None:
     assert "busiest thread nginx in pid 11 at 21% of a CPU" in findings["cpu"]
     alone = {f.kind: f.headline for f in decide(work, workers[:1], 6, 2)}
     assert "busiest thread nginx at 21% of a CPU" in alone["cpu"]  # one process: no pid
+
+
+def test_a_process_that_did_not_run_does_not_call_for_pids() -> None:
+    """A wrapper's `sleep` beside the JVM it exec'd made every Kafka thread 'in pid N'."""
+    from hone.diagnose.fold import Frame
+    from hone.diagnose.profile import Profile
+    from hone.diagnose.threads import ThreadStat
+    from hone.diagnose.verdict import decide
+
+    work = Profile(stacks={("main", (Frame("run", "/usr/bin/app"),)): 9})
+    threads = [ThreadStat(21, "main", 21, 20, 1, 30, 0, 49, pid=20),
+               ThreadStat(31, "sleep", 0, 0, 0, 0, 0, 100, pid=30)]  # fmt: skip
+    cpu = next(f for f in decide(work, threads, 6, 2) if f.kind == "cpu")
+    assert "busiest thread main at 21% of a CPU" in cpu.headline

@@ -173,6 +173,10 @@ class ThreadSampler:
         now = time.monotonic()
         self.elapsed = now - self.started
         self._note(self._snapshot(), now)
+        for pid in self.processes:  # as they are now: a wrapper has exec'd its program since
+            described = describe(pid)
+            if not described.startswith(f"pid {pid} ([") and "(" in described:
+                self.processes[pid] = described
         return self.stats()
 
     def stats(self) -> list[ThreadStat]:

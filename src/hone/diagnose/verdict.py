@@ -125,8 +125,9 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float,
 def _named(thread: ThreadStat, threads: list[ThreadStat]) -> str:
     """The thread's name, with its process's pid when the threads are of several processes:
     nginx's workers, PostgreSQL's backends and their threads share one name ('most of all
-    nginx' did not say which of two workers)."""
-    several = len({t.pid for t in threads}) > 1 and thread.pid
+    nginx' did not say which of two workers). Processes that did not run (an idle master, a
+    wrapper's `sleep`) do not count."""
+    several = len({t.pid for t in threads if t.cpu_pct or t.runq_pct}) > 1 and thread.pid
     return f"{thread.label} in pid {thread.pid}" if several else thread.label
 
 
