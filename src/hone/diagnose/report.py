@@ -269,9 +269,15 @@ FAILED_PREFIX = "the command failed in the window: "
 DAEMON_PREFIX = "the command left a daemon running, "
 
 
+def span(seconds: float) -> str:
+    """A window's length: tenths of a second, hundredths under one (`-d 0.05` read `for 0.1 s`,
+    twice what was recorded)."""
+    return f"{seconds:.1f}" if seconds >= 1 else f"{seconds:.2f}"
+
+
 def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None) -> str:
     """The summary printed at the end of `hone diagnose`."""
-    lines = [f"hone diagnose: {d.target} for {d.window_s:.1f} s ({d.language}, {d.cpus} CPUs)"]
+    lines = [f"hone diagnose: {d.target} for {span(d.window_s)} s ({d.language}, {d.cpus} CPUs)"]
     said = (f"pid {d.pid} ended ", f"pid {d.pid} was stopped ", UNRECORDED, FAILED_PREFIX,
             DAEMON_PREFIX)  # fmt: skip
     lines += [f"note: {n}" for n in d.notes if n.startswith(said)]
