@@ -180,8 +180,9 @@ def _run_perf_record(
     mark: Callable[[], None] | None = None,
     start: Callable[..., subprocess.Popen] = subprocess.Popen,
 ) -> str:
-    """Run perf record; with a limit, SIGINT it (perf then stops the command and writes).
-    `mark` is called when perf's command (sleep) starts and ends. Returns perf's stderr."""
+    """Run perf record (`start` starts it); with a limit, SIGINT it (perf then stops the command
+    and writes). `mark` is called when perf's command (sleep) starts and ends. Returns perf's
+    stderr."""
     output = subprocess.DEVNULL if quiet else None
     try:
         process = start(argv, stdout=output, stderr=subprocess.PIPE, start_new_session=True)
