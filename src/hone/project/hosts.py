@@ -43,6 +43,8 @@ def parse_hosts(doc: Node, directory: Path) -> Hosts:
     hosts: dict[str, Host] = {}
     groups: dict[str, list[str]] = {}
     workloads: dict[str, HostWorkload] = {}
+    #: (address, port) -> the host name it was first given under
+    machines: dict[tuple[str, int], str] = {}
     for group, items in groups_node.items():
         if not HOST_NAME.fullmatch(group):
             raise groups_node.error(group, "a group name is letters, digits, '_' or '-'")
@@ -62,10 +64,30 @@ def parse_hosts(doc: Node, directory: Path) -> Hosts:
             if known is not None and known != host and not isinstance(item, str):
                 raise items.error(index, f"host {host.name!r} is given twice, differently")
             hosts.setdefault(host.name, host)
+            _one_name(host, machines, item, items, index)
             if host.name in groups[group]:
                 raise items.error(index, f"host {host.name!r} twice in group {group!r}")
             groups[group].append(host.name)
     return Hosts(hosts, groups, workloads)
+
+
+def _one_name(
+    host: Host, machines: dict[tuple[str, int], str], item: Any, items: NodeList, index: int
+) -> None:
+    """One machine, one name: under two names its knobs would be written twice at once by two
+    sessions (the second finds the file changed under it and every trial fails), journaled
+    twice and restarted twice. The address and port are the machine (the user is not: two
+    users of one sshd still share its files and sysctls)."""
+    other = machines.setdefault((host.address.lower(), host.port), host.name)
+    if other == host.name:
+        return
+    message = (
+        f"host {host.name!r} is {host.address} port {host.port}, as host {other!r} is: "
+        f"name a machine once (its name again puts it in another group)"
+    )
+    if isinstance(item, Node) and "address" in item:
+        raise item.error("address", message)
+    raise items.error(index, message)
 
 
 def _workload(node: Node) -> HostWorkload:
