@@ -236,6 +236,22 @@ def test_a_host_unreachable_at_the_start_leaves_no_journal_behind(tmp_path: Path
     assert Journal.for_project_hosts("fanout") == []
 
 
+def test_a_login_shell_that_refuses_is_named_with_what_it_said(tmp_path: Path, hosts: Testbed):
+    """A host whose login shell exits before it reads hone's script (bash under sshd reads
+    ~/.bashrc; a nologin shell does the same) says why on its output: the run stops before any
+    change with those words, not `shell exited 1`."""
+    rc = hosts.root / "hosts" / hosts.name(1) / "home" / ".bashrc"
+    rc.write_text("echo 'h2 is in maintenance: no logins'; exit 1\n")
+    try:
+        with pytest.raises(ActuationError) as error:
+            cluster_of(_load(tmp_path, hosts)).prepare()  # type: ignore[union-attr]
+    finally:
+        rc.unlink()
+    said = str(error.value)
+    assert said.startswith("host h2 ") and "exited 1: h2 is in maintenance" in said, said
+    assert Journal.for_project_hosts("fanout") == []
+
+
 def test_a_whole_study_on_the_cluster_leaves_every_host_as_it_was(
     tmp_path: Path, hosts: Testbed, hone_cli
 ):

@@ -139,6 +139,19 @@ def ssh_failed(result: subprocess.CompletedProcess[str]) -> str | None:
     return None
 
 
+def shell_failed(result: subprocess.CompletedProcess[str]) -> str:
+    """A host's shell that exited before the script could answer, with what it said: a login
+    shell such as nologin exits 1 printing why on its standard output, sshd's own complaint
+    (no home directory) goes to the errors; the script's framing lines are left out."""
+    said = [
+        " ".join(line.split())
+        for line in (result.stdout + "\n" + result.stderr).splitlines()
+        if line.strip() and "@@hone-" not in line
+    ]
+    words = "; ".join(dict.fromkeys(said))[:300]
+    return f"the login shell exited {result.returncode}" + (f": {words}" if words else "")
+
+
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else "no reason given"
