@@ -181,6 +181,51 @@ def test_a_host_gone_mid_study_keeps_its_journal_until_it_is_back(tmp_path: Path
     assert Journal.for_project_hosts("fanout") == []
 
 
+#: A host whose port 22 answers every connection by closing it (no sshd: each ssh fails at
+#: once); it counts the connections in the file it is given.
+CLOSER = """
+import socket, sys
+server = socket.create_server((sys.argv[1], 22))
+open(sys.argv[2], "w").close()
+while True:
+    conn, _ = server.accept()
+    conn.close()
+    with open(sys.argv[2], "a") as counted:
+        counted.write("x")
+"""
+
+
+def test_restore_tries_a_host_it_cannot_reach_once_not_once_per_knob(
+    tmp_path: Path, hosts: Testbed
+):
+    """Every ssh call to a host that does not answer costs ssh's timeouts (tens of seconds
+    when the host hangs): its knobs all fail for the one reason found by one connection,
+    instead of a connection per knob and step; the other hosts are restored."""
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    cluster.apply({"backlog": "600", "threads": "5", "batch": "250"})
+    hosts.stop_sshd(1)
+    counted = tmp_path / "connections"
+    argv = ["ip", "netns", "exec", hosts.namespace(1), sys.executable, "-c", CLOSER]
+    closer = subprocess.Popen([*argv, hosts.address(1), str(counted)])
+    try:
+        while not counted.exists():
+            assert closer.poll() is None
+        outcomes = restore_project("fanout")
+        failed = [o for o in outcomes if not o.outcome.ok]
+        assert {o.host for o in failed} == {"h2"} and len(failed) == 3, outcomes
+        assert all("ssh" in str(o.outcome.error) for o in failed), failed
+        assert len(counted.read_text()) == 1  # one try, not one per knob (4 before)
+        assert _state(hosts, 0) == ("4096", CONFIG) and _state(hosts, 2) == ("4096", CONFIG)
+    finally:
+        closer.kill()
+        closer.wait()
+        hosts.start_sshd(1)
+    assert all(o.outcome.ok for o in restore_project("fanout"))
+    assert _state(hosts, 1) == ("4096", CONFIG)
+
+
 def test_hosts_that_start_different_get_a_trials_value_and_their_own_baseline(
     tmp_path: Path, hosts: Testbed
 ):
