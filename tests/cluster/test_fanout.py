@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from cluster_bed import CONFIG, kill_9_once, project_yaml
 from forked_hone import run_hone
+from rich.console import Console
 
 from benchmarks.cluster.netns import Testbed
 from hone.cluster.project import cluster_of
@@ -20,6 +22,7 @@ from hone.journal import Journal
 from hone.project import load_project
 from hone.tune.console import Reporter
 from hone.tune.system import System
+from hone.tune.views import show_study
 
 
 def _load(tmp_path: Path, bed: Testbed, benchmark: str = "echo score: 1"):
@@ -310,6 +313,48 @@ def test_a_whole_study_on_the_cluster_leaves_every_host_as_it_was(
     study = json.loads(shown.stdout)["study"]
     assert study["failures"] == 0 and study["trials"] >= 4, study  # baseline + 3 trials
     assert study["state"] == "finished", study
+
+
+#: A benchmark on the controller whose second reading (the search trial's) leaves host h2's
+#: directory read-only: the knobs can no longer be put back there at the study's end.
+SPOILER = """
+import pathlib, sys
+sys.path.insert(0, sys.argv[2])
+from benchmarks.cluster.netns import Testbed
+count = pathlib.Path(sys.argv[1]) / "count"
+n = len(count.read_text()) + 1 if count.exists() else 1
+count.write_text("x" * n)
+if n >= 2:
+    Testbed.load(pathlib.Path(sys.argv[1])).read_only(1)
+print("score:", n)
+"""
+
+
+def test_a_study_that_cannot_put_a_host_back_says_it_once_and_show_says_why(
+    tmp_path: Path, hosts: Testbed, hone_cli
+):
+    """The study's end cannot restore h2: the run's last line names it (once: the second
+    try's words, not a warning and then the same line again), `hone show` says why the study
+    stopped, and `hone restore` puts h2 back once it takes writes again."""
+    (tmp_path / "spoil.py").write_text(SPOILER)
+    bench = f"{sys.executable} {tmp_path / 'spoil.py'} {hosts.root} {Path.cwd()}"
+    text = project_yaml(hosts).replace("{command: 'echo score: 1', host: h1}", f"'{bench}'")
+    text = text.replace("budget: 3", "budget: 1, confirm: {candidates: 0}")
+    (tmp_path / "hone.yaml").write_text(text)
+    try:
+        result = hone_cli("tune", str(tmp_path / "hone.yaml"))
+        said = result.stdout + result.stderr
+        assert result.returncode == 2, said
+        assert said.count("could not restore: h2 ") == 1, said
+        assert "warning: could not restore" not in said, said
+        shown = io.StringIO()
+        show_study(Console(file=shown, width=10_000), "fanout", None)
+        assert "\nstopped: could not restore: h2 " in shown.getvalue(), shown.getvalue()
+        assert _state(hosts, 1)[1] != CONFIG  # the trial's threads are still there
+    finally:
+        hosts.read_only(1, False)
+    assert all(o.outcome.ok for o in restore_project("fanout"))
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
 
 
 def test_a_host_knob_moved_to_another_file_is_refused_a_new_key_file_is_not(

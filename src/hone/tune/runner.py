@@ -51,7 +51,7 @@ from hone.tune.records import (
 from hone.tune.risk import Choice, carry, choose, risky_changes
 from hone.tune.stats import Gain, paired_gain, score_noise
 from hone.tune.stops import check_stop, first_line, shielded, stop_error, stop_on_signals
-from hone.tune.system import System, mean_metrics
+from hone.tune.system import RestoreFailed, System, mean_metrics
 
 T = TypeVar("T")
 
@@ -822,6 +822,12 @@ class Tuner:
         with shielded():
             back = self._abort(study, exc)
         error = stop_error(exc, back, self.project.name)
+        if isinstance(exc, RestoreFailed):
+            # the run stopped on a restore that failed, and put_back tried it again: its
+            # outcome is said once, as it stands now
+            error = self.system.restore_error or HoneError(
+                f"stopped, every knob put back at a second try (the first: {exc.causes})"
+            )
         if error is exc:
             raise exc
         raise error from None
@@ -830,7 +836,7 @@ class Tuner:
         """Any error or interrupt: put every knob back and stop what hone started first, then
         keep records (on a full disk the record fails; the knobs must not stay changed).
         Returns whether every knob is back."""
-        back = self.system.put_back()
+        back = self.system.put_back(exc)
         # the study's state first: it is what the UI, `hone studies` and a resume go by, and a
         # trial that cannot be failed (the one cut short is failed again on resume) must not
         # leave the study `running` with its process gone

@@ -655,7 +655,7 @@ class Worker(Tuner):
         """Knobs back and owned workload stopped first; then the trial it was running is
         failed with the reason and the worker marked stopped (the study goes on without it).
         Returns whether every knob is back."""
-        back = self.system.put_back()
+        back = self.system.put_back(exc)
         if isinstance(exc, DatabaseLost):
             return back  # nothing to record it in: the others fail its trial when its lease ends
         stopped = isinstance(exc, Stopped | KeyboardInterrupt)
