@@ -28,6 +28,7 @@ from hone.project.model import Project
 from hone.space import Config, SearchSpace
 from hone.storage import StudyRecord, StudyStore
 from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
+from hone.storage.summary import this_machine
 from hone.tune import select, warmup, why
 from hone.tune.confirm import Plan, detectable, quality_text, rounds_for, rounds_needed
 from hone.tune.console import Reporter
@@ -782,13 +783,20 @@ class Tuner:
     def _open_study(self, resumed: StudyRecord | None) -> StudyRecord:
         if resumed is not None:
             lost = self.store.fail_running(resumed, CUT_OFF)
-            self.store.update(resumed, state=RUNNING, pid=os.getpid(), **self._settings())
+            self.store.update(
+                resumed, state=RUNNING, pid=os.getpid(), machine=this_machine(), **self._settings()
+            )
             if lost:
                 self.reporter.note(f"{lost} interrupted trial(s) recorded as failed")
             return resumed
         study = self.store.create(
             self.project.name,
-            {**self._settings(), "pid": os.getpid(), **project_attrs(self.project)},
+            {
+                **self._settings(),
+                "pid": os.getpid(),
+                "machine": this_machine(),
+                **project_attrs(self.project),
+            },
         )
         self.reporter.start(self.project, study.name, self.engine, self.budget)
         return study
