@@ -17,6 +17,7 @@ from rich.console import Console
 from benchmarks.cluster.netns import Testbed
 from hone.cluster.project import cluster_of
 from hone.cluster.restore import restore_project
+from hone.cluster.ssh import control_folder
 from hone.errors import ActuationError, HoneError
 from hone.journal import Journal
 from hone.project import load_project
@@ -227,6 +228,30 @@ def test_restore_tries_a_host_it_cannot_reach_once_not_once_per_knob(
         hosts.start_sshd(1)
     assert all(o.outcome.ok for o in restore_project("fanout"))
     assert _state(hosts, 1) == ("4096", CONFIG)
+
+
+def test_a_long_hone_home_still_reaches_the_hosts(
+    tmp_path: Path, hosts: Testbed, monkeypatch: pytest.MonkeyPatch
+):
+    """A master connection's socket lived in HONE_HOME/ssh: past some 70 characters of
+    HONE_HOME, ssh refused every host (`path ... too long for Unix domain socket`). The
+    sockets go to a short private folder of their own then."""
+    home = tmp_path / ("a-state-folder-with-a-long-name" * 3)
+    monkeypatch.setenv("HONE_HOME", str(home))
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    try:
+        cluster.prepare()
+        cluster.apply({"backlog": "512", "threads": "8", "batch": "250"})
+        assert _state(hosts, 1)[0] == "512"
+        assert all(o.outcome.ok for o in restore_project("fanout"))
+        assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+        sockets = control_folder()
+        assert len(str(sockets)) < 60 and (sockets.stat().st_mode & 0o777) == 0o700
+    finally:
+        for host in cluster.hosts.values():
+            host.stop_master()
+        control_folder().rmdir()
 
 
 def test_hosts_that_start_different_get_a_trials_value_and_their_own_baseline(

@@ -9,7 +9,9 @@ A script travels on ssh's standard input to `sh -s`: values are quoted inside it
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 import subprocess
 import tempfile
 import time
@@ -56,9 +58,7 @@ class Host:
 
     def control_path(self) -> Path:
         """A short socket name (Unix sockets allow about 100 bytes of path)."""
-        folder = state_dir() / "ssh"
-        folder.mkdir(mode=0o700, exist_ok=True)
-        return folder / hashlib.sha256(self.target().encode()).hexdigest()[:16]
+        return control_folder() / hashlib.sha256(self.target().encode()).hexdigest()[:16]
 
     def options(self) -> list[str]:
         options = [
@@ -129,6 +129,43 @@ class Host:
         deadline = time.monotonic() + 5
         while path.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
+
+
+#: The longest path a Unix socket may have (sun_path's 108 bytes, its NUL excluded).
+SOCKET_PATH_MAX = 107
+#: What ssh adds to a master's socket name while it makes it (`.` and 16 random letters).
+_SSH_SUFFIX = 17
+
+
+def control_folder() -> Path:
+    """The folder of the master connections' sockets: `ssh/` in hone's state directory, or,
+    when that path is too long for a socket (a HONE_HOME of some 70 characters: ssh then
+    failed every connection, `unix_listener: path ... too long for Unix domain socket`), a
+    short private folder of its own in the user's runtime directory or /tmp, named by a
+    digest of the state directory. One found there must be this user's own, private, and not
+    a link: another user could otherwise make it and take over the sockets."""
+    folder = state_dir() / "ssh"
+    if len(os.fsencode(folder)) + 1 + 16 + _SSH_SUFFIX <= SOCKET_PATH_MAX:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        return folder
+    digest = hashlib.sha256(os.fsencode(state_dir().resolve())).hexdigest()[:12]
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    base = Path(runtime) if runtime.startswith("/") and Path(runtime).is_dir() else Path("/tmp")
+    folder = base / f"hone-ssh-{os.geteuid()}-{digest}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise ActuationError(f"cannot make {folder}: {exc.strerror}", key="ssh") from None
+    found = folder.lstat()
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid() or found.st_mode & 0o077:
+        raise ActuationError(
+            f"{folder} (for ssh's sockets: HONE_HOME is too long a path for them) is not a"
+            " private folder of this user's: remove it, or give HONE_HOME a shorter path",
+            key="ssh",
+        )
+    return folder
 
 
 def ssh_failed(result: subprocess.CompletedProcess[str]) -> str | None:
