@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,23 @@ def test_a_name_again_or_another_port_is_not_a_second_name(tmp_path: Path):
     text = "name: c\nhosts:\n  brokers:\n" + hosts + "  clients: [c1, b1]\n" + ONE_KNOB + TAIL
     project = _load(tmp_path, text)
     assert project.groups == {"brokers": ["b1", "b2"], "clients": ["c1", "b1"]}
+
+
+def test_a_key_file_ssh_would_pass_over_is_one_line(tmp_path: Path):
+    """ssh ignores a private key that others may read, and every host then answered
+    `Permission denied (publickey)`; the project names the file and the fix instead. A public
+    key (the .pub of a key in ssh-agent) is not refused."""
+    key = tmp_path / "id"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    text = "name: c\nssh: {identity: id}\nhosts:\n  brokers: [b1]\n" + ONE_KNOB + TAIL
+    text = text.replace("host: c1", "host: b1")
+    key.chmod(0o644)
+    with pytest.raises(HoneError) as error:
+        _load(tmp_path, text)
+    message = str(error.value)
+    assert message.startswith(f"{tmp_path / 'hone.yaml'}:2: identity: {key} can be read by")
+    assert f"(chmod 600 {key})" in message and "\n" not in message, message
+    key.chmod(0o600)
+    assert _load(tmp_path, text).hosts["b1"].identity == str(key)
+    public = _load(tmp_path, text.replace("identity: id}", "identity: id.pub}"))
+    assert public.hosts["b1"].identity == f"{key}.pub"

@@ -5,6 +5,7 @@ against a known_hosts file (docs/cluster.md)."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,8 +148,28 @@ def _fields(node: Node, directory: Path) -> dict[str, Any]:
             path = path if path.is_absolute() else directory / path
             if not path.is_file():
                 raise node.error(key, f"no such file: {path}")
+            if key == "identity":
+                _usable_key(node, path)
             fields[key] = str(path)
     return fields
+
+
+def _usable_key(node: Node, path: Path) -> None:
+    """A private key others may read is passed over by ssh (`bad permissions`), so every host
+    answered `Permission denied (publickey)` without the reason. (A public key is not checked:
+    naming the .pub of a key held by ssh-agent is how ssh is told which agent key to use.)"""
+    try:
+        with open(path, "rb") as key:
+            public = re.match(rb"(ssh|ecdsa|sk)-[a-z0-9@.-]+ ", key.read(64)) is not None
+    except OSError as exc:
+        raise node.error("identity", f"cannot read {path}: {exc.strerror}") from None
+    mode = path.stat()
+    if not public and mode.st_uid == os.geteuid() and mode.st_mode & 0o077:
+        raise node.error(
+            "identity",
+            f"{path} can be read by other users (mode {mode.st_mode & 0o777:04o}): ssh will not "
+            f"use such a private key (chmod 600 {path})",
+        )
 
 
 def _refuse_secrets(node: Node) -> None:
