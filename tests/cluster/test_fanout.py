@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -252,6 +253,47 @@ def test_a_long_hone_home_still_reaches_the_hosts(
         for host in cluster.hosts.values():
             host.stop_master()
         control_folder().rmdir()
+
+
+def test_the_benchmarks_host_gone_stops_the_study_instead_of_failing_every_trial(
+    tmp_path: Path, hosts: Testbed, hone_home: Path
+):
+    """h3 runs the benchmark and holds no knob. Its sshd killed while the first search trial
+    measures: that trial fails saying the connection was lost (it said `benchmark exited 255`
+    and nothing else), and the study stops with one line and every knob put back, instead of
+    failing every trial left (and the confirmation's) for a reason no configuration caused,
+    each told to the optimiser as the configuration's failure."""
+    count = hosts.root / "hosts" / hosts.name(2) / "home" / "count"
+    bench = "n=$(($(cat count 2>/dev/null || echo 0) + 1)); echo $n > count; "
+    bench += "[ $n -lt 2 ] || sleep 30; echo score: 1"
+    text = project_yaml(hosts, bench).replace(
+        hosts.hosts_yaml({"brokers": [0, 1, 2]}), hosts.hosts_yaml({"brokers": [0, 1], "c": [2]})
+    )
+    (tmp_path / "hone.yaml").write_text(text.replace("host: h1", "host: h3"))
+    env = {**os.environ, "HONE_HOME": str(hone_home)}
+    command = [sys.executable, "-m", "hone", "tune", str(tmp_path / "hone.yaml"), "--no-why"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while not (count.exists() and count.read_text().strip() == "2"):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()  # type: ignore[union-attr]
+            time.sleep(0.05)
+        hosts.stop_sshd(2)
+        out = proc.communicate(timeout=60)[0].decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        hosts.start_sshd(2)
+        count.unlink(missing_ok=True)
+    assert proc.returncode == 2, out
+    assert "failed: benchmark exited 255: host h3" in out and "connection was lost" in out, out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("hone: stopped, every knob put back: the benchmark's host cannot be"), (
+        out
+    )
+    assert out.count("failed:") == 1, out  # one trial, not the budget and the confirmation
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in (0, 1))
 
 
 def test_hosts_that_start_different_get_a_trials_value_and_their_own_baseline(

@@ -27,6 +27,10 @@ HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
 PERSIST_SECONDS = 60
 
 
+class SshFailed(ActuationError):
+    """ssh itself failed (exit 255): no connection, a host key refused, the connection lost."""
+
+
 @dataclass(frozen=True)
 class Host:
     """One machine of a cluster project, as the project names it."""
@@ -91,12 +95,10 @@ class Host:
                     timeout=timeout,
                 )  # fmt: skip
             except subprocess.TimeoutExpired:
-                raise ActuationError(
-                    f"no connection within {timeout:g} s", key=self.where()
-                ) from None
+                raise SshFailed(f"no connection within {timeout:g} s", key=self.where()) from None
             if done.returncode != 0:
                 errors.seek(0)
-                raise ActuationError(
+                raise SshFailed(
                     f"ssh cannot connect: {_last_line(errors.read().decode(errors='replace'))}",
                     key=self.where(),
                 )

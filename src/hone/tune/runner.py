@@ -20,7 +20,7 @@ from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
-from hone.errors import BenchmarkError, HoneError
+from hone.errors import BenchmarkError, HoneError, HostUnreachable
 from hone.journal import Journal
 from hone.journal.settings import settings_locked
 from hone.optimizers import Optimizer, make_optimizer, start_first
@@ -725,6 +725,8 @@ class Tuner:
                 raise BenchmarkError("; ".join(broken))
             if self.objective.baseline or phase != "baseline":
                 run.score = self._score(run.metrics)
+        except HostUnreachable:
+            raise  # the study stops: no configuration is to blame for a host gone
         except HoneError as exc:
             run.error = self.last_error = str(exc)
         run_seconds = time.monotonic() - started
