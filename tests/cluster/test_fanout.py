@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -256,37 +255,34 @@ def test_a_long_hone_home_still_reaches_the_hosts(
 
 
 def test_the_benchmarks_host_gone_stops_the_study_instead_of_failing_every_trial(
-    tmp_path: Path, hosts: Testbed, hone_home: Path
+    tmp_path: Path, hosts: Testbed, hone_cli
 ):
-    """h3 runs the benchmark and holds no knob. Its sshd killed while the first search trial
-    measures: that trial fails saying the connection was lost (it said `benchmark exited 255`
-    and nothing else), and the study stops with one line and every knob put back, instead of
-    failing every trial left (and the confirmation's) for a reason no configuration caused,
-    each told to the optimiser as the configuration's failure."""
+    """h3 runs the benchmark and holds no knob; its second reading (the first search trial's)
+    kills h3's sshd and every session it holds. That trial fails saying the connection was
+    lost (it said `benchmark exited 255` and nothing else), and the study stops with one line
+    and every knob put back, instead of failing every trial left (and the confirmation's)
+    for a reason no configuration caused, each told to the optimiser as the configuration's
+    failure."""
+    gone = tmp_path / "gone.sh"  # the sshd $1 and every process under it, killed at once
+    gone.write_text(
+        "tree=$(awk -v root=$1 '{up[$1] = $4} END {n = 1; q[1] = root; all = root;"
+        ' for (i = 1; i <= n; i++) for (p in up) if (up[p] == q[i]) {q[++n] = p; all = all " " p}'
+        " print all}' /proc/[0-9]*/stat 2>/dev/null)\nkill -9 $tree\n"
+    )
     count = hosts.root / "hosts" / hosts.name(2) / "home" / "count"
     bench = "n=$(($(cat count 2>/dev/null || echo 0) + 1)); echo $n > count; "
-    bench += "[ $n -lt 2 ] || sleep 30; echo score: 1"
+    bench += f"[ $n -lt 2 ] || sh {gone} {hosts.pids[2]}; echo score: 1"
     text = project_yaml(hosts, bench).replace(
         hosts.hosts_yaml({"brokers": [0, 1, 2]}), hosts.hosts_yaml({"brokers": [0, 1], "c": [2]})
     )
     (tmp_path / "hone.yaml").write_text(text.replace("host: h1", "host: h3"))
-    env = {**os.environ, "HONE_HOME": str(hone_home)}
-    command = [sys.executable, "-m", "hone", "tune", str(tmp_path / "hone.yaml"), "--no-why"]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 30
-        while not (count.exists() and count.read_text().strip() == "2"):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()  # type: ignore[union-attr]
-            time.sleep(0.05)
-        hosts.stop_sshd(2)
-        out = proc.communicate(timeout=60)[0].decode()
+        result = hone_cli("tune", str(tmp_path / "hone.yaml"), "--no-why")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
         hosts.start_sshd(2)
         count.unlink(missing_ok=True)
-    assert proc.returncode == 2, out
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
     assert "failed: benchmark exited 255: host h3" in out and "connection was lost" in out, out
     last = out.strip().splitlines()[-1]
     assert last.startswith("hone: stopped, every knob put back: the benchmark's host cannot be"), (
@@ -382,34 +378,22 @@ def test_a_whole_study_on_the_cluster_leaves_every_host_as_it_was(
     assert study["state"] == "finished", study
 
 
-#: A benchmark on the controller whose second reading (the search trial's) leaves host h2's
-#: directory read-only: the knobs can no longer be put back there at the study's end.
-SPOILER = """
-import pathlib, sys
-sys.path.insert(0, sys.argv[2])
-from benchmarks.cluster.netns import Testbed
-count = pathlib.Path(sys.argv[1]) / "count"
-n = len(count.read_text()) + 1 if count.exists() else 1
-count.write_text("x" * n)
-if n >= 2:
-    Testbed.load(pathlib.Path(sys.argv[1])).read_only(1)
-print("score:", n)
-"""
-
-
 def test_a_study_that_cannot_put_a_host_back_says_it_once_and_show_says_why(
     tmp_path: Path, hosts: Testbed, hone_cli
 ):
     """The study's end cannot restore h2: the run's last line names it (once: the second
     try's words, not a warning and then the same line again), `hone show` says why the study
     stopped, and `hone restore` puts h2 back once it takes writes again."""
-    (tmp_path / "spoil.py").write_text(SPOILER)
-    bench = f"{sys.executable} {tmp_path / 'spoil.py'} {hosts.root} {Path.cwd()}"
+    # on the controller: its second reading (the search trial's) leaves h2's directory
+    # read-only, so the knobs can no longer be put back there at the study's end
+    spoil = f"nsenter -t {hosts.pids[1]} -m mount -o remount,bind,ro {hosts.mount}"
+    bench = "n=$(($(cat count 2>/dev/null || echo 0) + 1)); echo $n > count; "
+    bench += f"[ $n -lt 2 ] || {spoil}; echo score: $n"
     text = project_yaml(hosts).replace("{command: 'echo score: 1', host: h1}", f"'{bench}'")
     text = text.replace("budget: 3", "budget: 1, confirm: {candidates: 0}")
     (tmp_path / "hone.yaml").write_text(text)
     try:
-        result = hone_cli("tune", str(tmp_path / "hone.yaml"))
+        result = hone_cli("tune", str(tmp_path / "hone.yaml"), "--no-why")
         said = result.stdout + result.stderr
         assert result.returncode == 2, said
         assert said.count("could not restore: h2 ") == 1, said

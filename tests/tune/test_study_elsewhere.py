@@ -15,6 +15,7 @@ from pathlib import Path
 from started_hone import start_hone
 
 from hone.storage import StudyStore
+from hone.storage.summary import summaries
 
 PROJECT = """name: elsewhere
 knobs:
@@ -45,9 +46,10 @@ def test_a_study_run_on_another_machine_is_not_called_stale(tmp_path: Path) -> N
         while not (tmp_path / "shared.db").exists() or not StudyStore(url).studies():
             assert run.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
-        studies = [sys.executable, "-m", "hone", "studies", "--storage", url, "--json"]
-        assert _alive(studies, env) is True  # here, its pid is a process of this machine
+        (here,) = summaries(StudyStore(url))
+        assert here["alive"] is True  # here, its pid is a process of this machine
         # another machine: its own pids (a pid namespace with a /proc of its own)
+        studies = [sys.executable, "-m", "hone", "studies", "--storage", url, "--json"]
         other = ["unshare", "--pid", "--fork", "--mount-proc", *studies]
         assert _alive(other, env) is None  # unknown there, not dead
     finally:
