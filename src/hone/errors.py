@@ -65,6 +65,12 @@ class BenchmarkError(HoneError):
     """The benchmark or a metric command failed; fails the trial, not the study."""
 
 
+class HostUnreachable(HoneError):
+    """A cluster host the trial needs apart from its knobs (the benchmark's, a metric's)
+    cannot be reached: not the configuration's doing, so it stops the study instead of
+    failing this trial and every one after it (each proposal then learnt as a failure)."""
+
+
 def one_line(text: str, limit: int = 300) -> str:
     """A library's error text as one line of hone's: libraries (SQLAlchemy, psycopg) spread
     theirs over several lines and end them with a link, which would break `hone: ...`."""
