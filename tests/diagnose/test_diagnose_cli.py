@@ -504,7 +504,7 @@ def _children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         with contextlib.suppress(OSError, IndexError):
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            fields = (entry / "stat").read_text(errors="replace").rsplit(")", 1)[1].split()
             if entry.name.isdigit() and int(fields[1]) == pid and fields[0] not in "ZX":
                 found.append(int(entry.name))
     return found
@@ -513,7 +513,7 @@ def _children(pid: int) -> list[int]:
 def _cmdline(pid: int) -> str:
     """The process's command line, "" once it has ended."""
     try:
-        return Path(f"/proc/{pid}/cmdline").read_text()
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
     except OSError:
         return ""
 
