@@ -216,3 +216,25 @@ def test_two_knobs_of_one_setting_on_one_machine_are_one_line(
     # one on the hosts, one here: two machines, two settings
     apart = _load(tmp_path, text(", group: brokers", ""))
     assert [k.group for k in apart.knobs] == ["brokers", None]
+
+
+@pytest.mark.parametrize(
+    ("address", "loads"),
+    [
+        ("'::1'", True),
+        ("'fe80::1%eth0'", True),
+        ("'::ffff:10.0.0.1'", True),
+        ("'fe80::1%eth0;id'", False),
+        ("'[::1]'", False),
+        ("'::1 x'", False),
+    ],
+)
+def test_ipv6_addresses_that_start_with_a_colon_load(tmp_path: Path, address: str, loads: bool):
+    """`::1` or a link-local address with its interface was refused as no host name or IP
+    address (the check wanted a letter or digit first); what is no address stays refused."""
+    text = HEAD.replace("address: 10.0.0.1", f"address: {address}") + ONE_KNOB + TAIL
+    if loads:
+        assert _load(tmp_path, text).hosts["b1"].address == address.strip("'")
+    else:
+        with pytest.raises(HoneError, match=r"hone.yaml:5: address: .* is not a host name or IP"):
+            _load(tmp_path, text)
