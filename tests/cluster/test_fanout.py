@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -325,6 +326,20 @@ def test_a_master_connection_killed_outright_is_replaced_not_leaked(tmp_path: Pa
         assert len(_ssh_processes(host.control_path())) == 1
         done = host.run("echo hi")
         assert (done.returncode, done.stdout, done.stderr) == (0, "hi\n", "")
+    finally:
+        host.stop_master()
+    assert _ssh_processes(host.control_path()) == []
+
+
+def test_masters_started_at_once_leave_one_connection(tmp_path: Path, hosts: Testbed):
+    """Processes that reach one host at once (hone runs of two projects on the same hosts)
+    each started a master on the same socket name: ssh gives the name to one, and the others
+    stayed running for good as plain connections. They now take turns: one master."""
+    host = _load(tmp_path, hosts).hosts["h2"]
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda _: host.connect(), range(4)))
+        assert len(_ssh_processes(host.control_path())) == 1
     finally:
         host.stop_master()
     assert _ssh_processes(host.control_path()) == []
