@@ -5,8 +5,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -251,7 +255,7 @@ def test_a_long_hone_home_still_reaches_the_hosts(
     finally:
         for host in cluster.hosts.values():
             host.stop_master()
-        control_folder().rmdir()
+        shutil.rmtree(control_folder())  # the masters' locks are left in it
 
 
 def test_the_benchmarks_host_gone_stops_the_study_instead_of_failing_every_trial(
@@ -290,6 +294,56 @@ def test_the_benchmarks_host_gone_stops_the_study_instead_of_failing_every_trial
     )
     assert out.count("failed:") == 1, out  # one trial, not the budget and the confirmation
     assert all(_state(hosts, i) == ("4096", CONFIG) for i in (0, 1))
+
+
+def _ssh_processes(control: Path) -> list[int]:
+    """The ssh processes of one master socket, by their command lines."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(control).encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_master_connection_killed_outright_is_replaced_not_leaked(tmp_path: Path, hosts: Testbed):
+    """A master killed with SIGKILL (an OOM kill, a service stop killing its control group)
+    leaves its socket. ssh would not make a new master on that name: each connect left one
+    more `ssh -f -N` running for good as a plain connection (and its session on the host),
+    and every command warned `Control socket connect(...): Connection refused` and made a
+    handshake of its own. The dead socket is removed and a new master takes its place."""
+    host = _load(tmp_path, hosts).hosts["h2"]
+    host.connect()
+    (master,) = _ssh_processes(host.control_path())
+    os.kill(master, signal.SIGKILL)
+    while master in _ssh_processes(host.control_path()):
+        time.sleep(0.02)
+    assert host.control_path().exists()  # what the kill left behind
+    try:
+        for _ in range(3):
+            host.connect()
+        assert len(_ssh_processes(host.control_path())) == 1
+        done = host.run("echo hi")
+        assert (done.returncode, done.stdout, done.stderr) == (0, "hi\n", "")
+    finally:
+        host.stop_master()
+    assert _ssh_processes(host.control_path()) == []
+
+
+def test_masters_started_at_once_leave_one_connection(tmp_path: Path, hosts: Testbed):
+    """Processes that reach one host at once (hone runs of two projects on the same hosts)
+    each started a master on the same socket name: ssh gives the name to one, and the others
+    stayed running for good as plain connections. They now take turns: one master."""
+    host = _load(tmp_path, hosts).hosts["h2"]
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda _: host.connect(), range(4)))
+        assert len(_ssh_processes(host.control_path())) == 1
+    finally:
+        host.stop_master()
+    assert _ssh_processes(host.control_path()) == []
 
 
 def test_hosts_that_start_different_get_a_trials_value_and_their_own_baseline(

@@ -179,3 +179,62 @@ def test_a_key_file_ssh_would_pass_over_is_one_line(tmp_path: Path):
     assert _load(tmp_path, text).hosts["b1"].identity == str(key)
     public = _load(tmp_path, text.replace("identity: id}", "identity: id.pub}"))
     assert public.hosts["b1"].identity == f"{key}.pub"
+
+
+@pytest.mark.parametrize(
+    ("groups", "knobs", "line", "words"),
+    [
+        ("", ("", ""), 10, "knobs 'k' and 'k2' both set sysctl:net.core.somaxconn: each"),
+        (
+            "  others: [c1, b2]\n",
+            (", group: brokers", ", group: others"),
+            11,
+            "both set sysctl:net.core.somaxconn on host b2: each",
+        ),
+    ],
+)
+def test_two_knobs_of_one_setting_on_one_machine_are_one_line(
+    tmp_path: Path, groups: str, knobs: tuple[str, str], line: int, words: str
+):
+    """The second would write its value over the first's: here, trials recorded values never
+    run; on a host, every trial failed reading back the first knob's value."""
+
+    def text(first: str, second: str) -> str:
+        return (
+            HEAD.replace("  clients: [c1, b1]\n", "  clients: [c1, b1]\n" + groups)
+            + "knobs:\n"
+            + f"  k: {{type: int, range: [1, 9], sysctl: net.core.somaxconn{first}}}\n"
+            + f"  k2: {{type: int, range: [1, 9], sysctl: net/core/somaxconn{second}}}\n"
+            + TAIL
+        )
+
+    with pytest.raises(HoneError) as error:
+        _load(tmp_path, text(*knobs))
+    message = str(error.value)
+    assert words in message and "\n" not in message, message
+    assert f"hone.yaml:{line}: k2:" in message, message
+    # one on the hosts, one here: two machines, two settings
+    apart = _load(tmp_path, text(", group: brokers", ""))
+    assert [k.group for k in apart.knobs] == ["brokers", None]
+
+
+@pytest.mark.parametrize(
+    ("address", "loads"),
+    [
+        ("'::1'", True),
+        ("'fe80::1%eth0'", True),
+        ("'::ffff:10.0.0.1'", True),
+        ("'fe80::1%eth0;id'", False),
+        ("'[::1]'", False),
+        ("'::1 x'", False),
+    ],
+)
+def test_ipv6_addresses_that_start_with_a_colon_load(tmp_path: Path, address: str, loads: bool):
+    """`::1` or a link-local address with its interface was refused as no host name or IP
+    address (the check wanted a letter or digit first); what is no address stays refused."""
+    text = HEAD.replace("address: 10.0.0.1", f"address: {address}") + ONE_KNOB + TAIL
+    if loads:
+        assert _load(tmp_path, text).hosts["b1"].address == address.strip("'")
+    else:
+        with pytest.raises(HoneError, match=r"hone.yaml:5: address: .* is not a host name or IP"):
+            _load(tmp_path, text)

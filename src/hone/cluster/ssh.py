@@ -8,6 +8,7 @@ A script travels on ssh's standard input to `sh -s`: values are quoted inside it
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -83,9 +84,23 @@ class Host:
 
     def connect(self, timeout: float = 20.0) -> None:
         """Start the master connection (once; a live one is reused). Its errors are kept in a
-        file, not a pipe: the master lives on in the background and would hold a pipe open."""
-        if self.control_path().exists() and self._master_alive():
-            return
+        file, not a pipe: the master lives on in the background and would hold a pipe open.
+        One process at a time per socket (hone processes of other projects reach the same
+        hosts): two masters started at once on one name leave all but one running for good
+        as plain connections, since ssh gives the name to the first only."""
+        path = self.control_path()
+        with open(path.with_name(path.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if path.exists():
+                if self._master_alive():
+                    return
+                # a master killed outright (an OOM kill, a service's stop killing its control
+                # group) leaves its socket: ssh would not take the name for a new master, and
+                # the `-f -N` below would stay forever as a plain connection, one a call
+                path.unlink(missing_ok=True)
+            self._start_master(timeout)
+
+    def _start_master(self, timeout: float) -> None:
         with tempfile.TemporaryFile() as errors:
             argv = ["ssh", *self.options(), "-o", "ControlMaster=yes"]
             argv += ["-o", f"ControlPersist={PERSIST_SECONDS}", "-f", "-N", "--", self.address]
@@ -104,8 +119,13 @@ class Host:
                 )
 
     def _master_alive(self) -> bool:
+        """Whether a master answers on the socket (one that does not answer is as good as
+        gone: a new one is started in its place)."""
         argv = ["ssh", *self.options(), "-O", "check", "--", self.address]
-        done = subprocess.run(argv, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return False
         return done.returncode == 0
 
     def run(self, script: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:

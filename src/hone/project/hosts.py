@@ -5,6 +5,7 @@ against a known_hosts file (docs/cluster.md)."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
@@ -128,9 +129,21 @@ def _host(
         raise item.error("name", "a host name is 1-63 letters, digits, '_' or '-'")
     fields = {**defaults, **_fields(item, directory)}
     address = text(item, "address") or name
-    if not _ADDRESS.fullmatch(address):
+    if not (_ADDRESS.fullmatch(address) or _ipv6(address)):
         raise item.error("address", f"{address!r} is not a host name or IP address")
     return Host(name=name, address=address, **fields)
+
+
+def _ipv6(address: str) -> bool:
+    """An IPv6 address that is no host name's shape: `::1`, `::ffff:10.0.0.1`, a link-local
+    address with its interface (`fe80::1%eth0`)."""
+    scope = address.partition("%")[2]
+    if "%" in address and not re.fullmatch(r"[A-Za-z0-9_.-]{1,15}", scope):
+        return False  # an interface's name, nothing a shell or ssh's tokens would read
+    try:
+        return isinstance(ipaddress.ip_address(address), ipaddress.IPv6Address)
+    except ValueError:
+        return False
 
 
 def _fields(node: Node, directory: Path) -> dict[str, Any]:

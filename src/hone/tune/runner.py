@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import tempfile
 import time
@@ -775,6 +776,15 @@ class Tuner:
         study = self.store.find(self.project.name)
         if study.state == FINISHED:
             raise HoneError(f"study {study.name} already finished; nothing to resume")
+        host = study.attrs.get("host")
+        if host is not None and host != socket.gethostname():
+            # a database several machines share: the study, its baseline and the trial its
+            # run may still be measuring are that machine's (and its knobs' originals are in
+            # that machine's journal); resumed here, its running trial was failed under it
+            raise HoneError(
+                f"study {study.name} runs on host {host}: its baseline and trials are that"
+                " machine's; resume it there, or start a new study here without --resume"
+            )
         self._check_same_project(study)
         self._keep_settings(study)
         differ = keep_rules(self.project, study.attrs)
@@ -786,7 +796,12 @@ class Tuner:
         if resumed is not None:
             lost = self.store.fail_running(resumed, CUT_OFF)
             self.store.update(
-                resumed, state=RUNNING, pid=os.getpid(), machine=this_machine(), **self._settings()
+                resumed,
+                state=RUNNING,
+                pid=os.getpid(),
+                machine=this_machine(),
+                host=socket.gethostname(),
+                **self._settings(),
             )
             if lost:
                 self.reporter.note(f"{lost} interrupted trial(s) recorded as failed")
@@ -797,6 +812,7 @@ class Tuner:
                 **self._settings(),
                 "pid": os.getpid(),
                 "machine": this_machine(),
+                "host": socket.gethostname(),
                 **project_attrs(self.project),
             },
         )

@@ -355,8 +355,16 @@ class Worker(Tuner):
         here = isinstance(before, dict) and on_this_machine(before)
         dead = here and not pid_alive(before.get("pid"))
         for trial in mine:
-            if not dead and trial.silent <= (trial.lease or self.worker_options.lease):
-                where = "" if here else f" on another machine (host {before.get('host')})"
+            lease = trial.lease or self.worker_options.lease
+            if not dead and trial.silent <= lease:
+                # elsewhere: another machine of that name, or this one before a reboot (whose
+                # worker is gone, but nothing here can tell: its lease will)
+                where = (
+                    ""
+                    if here
+                    else f" on another machine (host {before.get('host')}), or before a reboot"
+                    f" of this one (then its lease ends in {lease - trial.silent:.0f} s)"
+                )
                 raise HoneError(
                     f"worker {self.id} is already running trial #{trial.number} of "
                     f"{study.name}{where}; give each worker its own --worker-id"
