@@ -22,6 +22,9 @@ ATUNE_SYSTEM = Path("/usr/lib/atuned/profiles")
 SECTIONS = ("main", "sysctl", "sysfs", "systemctl", "ulimit", "script", "bootloader.grub2",
             "kernel_config", "bios", "tip", "check", "schedule_policy", "file_config")  # fmt: skip
 
+#: Sections whose every item sets something: an item without a value there is a mistake.
+VALUED = ("sysctl", "sysfs", "systemctl", "ulimit")
+
 
 @dataclass
 class Item:
@@ -132,6 +135,12 @@ class ProfileLibrary:
                         profile.placeholders[placeholder] = (actual, how)
                 items.pop((section, key), None)
                 where = lines.get((section, raw_key))
+                if not value and section in VALUED:
+                    # found when the profile is defined or shown, in the file the user wrote,
+                    # not at apply in hone's copy of it
+                    raise HoneError(
+                        "no value: write `key = value`", file=path, line=where, key=raw_key
+                    )
                 items[section, key] = Item(section, key, value, name, path, where)
         profile.items = list(items.values())
         return profile
