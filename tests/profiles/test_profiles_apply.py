@@ -363,3 +363,19 @@ def test_a_disks_scheduler_is_set_first_and_its_kind_of_settings_skipped(
     finally:
         (queue / "scheduler").write_text(scheduler)
         (queue / "nr_requests").write_text(requests)
+
+
+def test_a_write_only_trigger_is_skipped_not_fatal(folder: Path, live) -> None:
+    """A-Tune's tomcat profile sets vm.drop_caches = 3, a trigger no one may read (root
+    included): the profile was refused, `cannot read: Permission denied`. It holds no value to
+    journal or roll back; it is skipped saying how to run it, and the rest applies."""
+    (folder / "trigger.conf").write_text(
+        "[sysctl]\nvm.drop_caches = 3\nvm.dirty_background_ratio = 7\n"
+    )
+    outcomes = {o.item.key: (o.status, o.detail) for o in apply("trigger").outcomes}
+    assert outcomes["vm.dirty_background_ratio"][0] == "set"
+    status, detail = outcomes["vm.drop_caches"]
+    assert status == "skipped" and "run `sysctl -w vm.drop_caches=3`" in detail
+    assert {o.item.key: o.status for o in check()}["vm.drop_caches"] == "skipped"
+    rollback()
+    assert read_live() == live

@@ -71,8 +71,14 @@ def actuator_for(item: Item) -> Actuator | str:
     section, key = item.section, item.key
     if section == "sysctl":
         actuator = actuator_from_spec({"kind": "sysctl", "key": key})
-        if key in MOVED_TO_DEBUGFS and not actuator.path.exists():  # type: ignore[attr-defined]
+        path = actuator.path  # type: ignore[attr-defined]
+        if key in MOVED_TO_DEBUGFS and not path.exists():
             return "not in this kernel: Linux 5.13 moved it to /sys/kernel/debug/sched"
+        if _write_only(path):
+            return (
+                "not applied: a trigger that acts once (no value to read back or roll back);"
+                f" run `sysctl -w {key}={item.value}` when it is wanted"
+            )
         return actuator
     if section == "sysfs":
         return absent_here(key) or _sysfs(key)
@@ -108,6 +114,15 @@ def actuator_for(item: Item) -> Actuator | str:
 _QUEUE_DEPTH = re.compile(r"block/([^/]+)/device/queue_depth")
 _IOSCHED = re.compile(r"block/([^/]+)/queue/iosched/([^/]+)")
 _SCHEDULER = re.compile(r"block/([^/]+)/queue/scheduler")
+
+
+def _write_only(path: Path) -> bool:
+    """/proc/sys's triggers (vm.drop_caches, vm.compact_memory, net.ipv4.route.flush): no one
+    may read them, root included (A-Tune's tomcat profile drops the page cache)."""
+    try:
+        return not path.stat().st_mode & 0o444
+    except OSError:
+        return False
 
 
 def _sysfs(key: str) -> Actuator:
