@@ -5,6 +5,7 @@ changed once rolled back."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -378,4 +379,21 @@ def test_a_write_only_trigger_is_skipped_not_fatal(folder: Path, live) -> None:
     assert status == "skipped" and "run `sysctl -w vm.drop_caches=3`" in detail
     assert {o.item.key: o.status for o in check()}["vm.drop_caches"] == "skipped"
     rollback()
+    assert read_live() == live
+
+
+def test_a_device_named_in_the_environment_that_is_not_here_is_named(
+    folder: Path, live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HONE_DISK=sdz on a machine without it: every item naming {disk} failed as a missing
+    file (`block/sdz/queue/read_ahead_kb: cannot read`), which reads as the profile's fault."""
+    (folder / "disk.conf").write_text("[sysfs]\nblock/{disk}/queue/read_ahead_kb = 64\n")
+    for value in ("sdz", "../../etc"):
+        monkeypatch.setenv("HONE_DISK", value)
+        with pytest.raises(HoneError, match=rf"HONE_DISK={re.escape(value)}: no such disk here \("):
+            apply("disk")
+    monkeypatch.setenv("HONE_NETWORK", "eth-none")
+    (folder / "net.conf").write_text("[script]\nethtool = -L {network} combined 2\n")
+    with pytest.raises(HoneError, match="HONE_NETWORK=eth-none: no such interface here"):
+        ProfileLibrary().load("net")
     assert read_live() == live

@@ -65,6 +65,24 @@ def placeholder_values() -> dict[str, tuple[str, str]]:
     return values
 
 
+#: Where the devices a placeholder names are listed.
+DEVICES = {"disk": Path("/sys/block"), "network": Path("/sys/class/net")}
+
+
+def _not_here(placeholder: str, value: str, how: str) -> str | None:
+    """What is wrong with a device given in HONE_DISK or HONE_NETWORK that this machine does not
+    have: every item naming it failed as a missing file, `block/sdz/queue/read_ahead_kb: cannot
+    read`, which reads as a fault of the profile."""
+    folder = DEVICES.get(placeholder)
+    if folder is None or how == "detected":
+        return None
+    if "/" not in value and value not in (".", "..") and (folder / value).exists():
+        return None
+    here = ", ".join(sorted(p.name for p in folder.iterdir())) if folder.is_dir() else "none"
+    kind = "interface" if placeholder == "network" else placeholder
+    return f"HONE_{placeholder.upper()}={value}: no such {kind} here ({here})"
+
+
 class ProfileLibrary:
     """Profile folders searched in order: the user's own (`hone profile define`), then each
     folder of HONE_PROFILE_PATH (colon-separated; e.g. A-Tune's profiles folder), then an
@@ -131,6 +149,9 @@ class ProfileLibrary:
                                 file=path,
                                 key=raw_key,
                             )
+                        missing = _not_here(placeholder, actual, how)
+                        if missing:
+                            raise HoneError(missing, file=path, key=raw_key)
                         key, value = key.replace(token, actual), value.replace(token, actual)
                         profile.placeholders[placeholder] = (actual, how)
                 items.pop((section, key), None)
