@@ -386,7 +386,8 @@ def test_a_device_named_in_the_environment_that_is_not_here_is_named(
     folder: Path, live, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """HONE_DISK=sdz on a machine without it: every item naming {disk} failed as a missing
-    file (`block/sdz/queue/read_ahead_kb: cannot read`), which reads as the profile's fault."""
+    file (`block/sdz/queue/read_ahead_kb: cannot read`), which reads as the profile's fault.
+    Shown (`info`), the profile may name another machine's devices."""
     (folder / "disk.conf").write_text("[sysfs]\nblock/{disk}/queue/read_ahead_kb = 64\n")
     for value in ("sdz", "../../etc"):
         monkeypatch.setenv("HONE_DISK", value)
@@ -395,5 +396,6 @@ def test_a_device_named_in_the_environment_that_is_not_here_is_named(
     monkeypatch.setenv("HONE_NETWORK", "eth-none")
     (folder / "net.conf").write_text("[script]\nethtool = -L {network} combined 2\n")
     with pytest.raises(HoneError, match="HONE_NETWORK=eth-none: no such interface here"):
-        ProfileLibrary().load("net")
+        apply("net")
+    assert ProfileLibrary().load("net").placeholders["network"] == ("eth-none", "from HONE_NETWORK")
     assert read_live() == live

@@ -69,10 +69,11 @@ def placeholder_values() -> dict[str, tuple[str, str]]:
 DEVICES = {"disk": Path("/sys/block"), "network": Path("/sys/class/net")}
 
 
-def _not_here(placeholder: str, value: str, how: str) -> str | None:
+def not_here(placeholder: str, value: str, how: str) -> str | None:
     """What is wrong with a device given in HONE_DISK or HONE_NETWORK that this machine does not
-    have: every item naming it failed as a missing file, `block/sdz/queue/read_ahead_kb: cannot
-    read`, which reads as a fault of the profile."""
+    have, for a profile about to be applied (`info` shows one for another machine): every item
+    naming it failed as a missing file, `block/sdz/queue/read_ahead_kb: cannot read`, which
+    reads as a fault of the profile."""
     folder = DEVICES.get(placeholder)
     if folder is None or how == "detected":
         return None
@@ -149,9 +150,6 @@ class ProfileLibrary:
                                 file=path,
                                 key=raw_key,
                             )
-                        missing = _not_here(placeholder, actual, how)
-                        if missing:
-                            raise HoneError(missing, file=path, key=raw_key)
                         key, value = key.replace(token, actual), value.replace(token, actual)
                         profile.placeholders[placeholder] = (actual, how)
                 items.pop((section, key), None)

@@ -23,7 +23,7 @@ from hone.knobs.grub import cmdline_value, grub_present
 from hone.knobs.script import find_script
 from hone.knobs.systemctl import SystemctlActuator
 from hone.paths import state_dir
-from hone.profiles.library import Item, Profile
+from hone.profiles.library import Item, Profile, not_here
 
 ADVICE = {
     "tip": "advice",
@@ -170,6 +170,9 @@ def _plan(profile: Profile) -> list[tuple[Item, Actuator | str]]:
     """Every item with its actuator, each read once and checked as a tuning run checks its
     knobs: a bad key, a read-only setting or a value that can never be written fails here,
     before any change, not after the items before it were set and had to be undone."""
+    for placeholder, (value, how) in profile.placeholders.items():
+        if missing := not_here(placeholder, value, how):
+            raise HoneError(f"{missing}; nothing was changed", file=profile.path)
     plan, later = [], []
     schedulers = {m[1] for i in profile.section("sysfs") if (m := _SCHEDULER.fullmatch(
         os.path.normpath(i.key.strip("/"))))}  # fmt: skip
