@@ -243,11 +243,18 @@ def _apply_plan(journal: Journal, profile: Profile, plan: list) -> list[Outcome]
     outcomes = []
     for item, actuator in plan:
         disk = _disk_of(item, _SCHEDULER) if item.section == "sysfs" else None
-        if disk and isinstance(actuator, Actuator):
+        if disk and isinstance(actuator, Actuator) and _changes(actuator, item.value):
             _remember_queue(journal, disk, plan)
         outcomes.append(_apply_item(journal, item, actuator, profile))
     journal.end("applied")
     return outcomes
+
+
+def _changes(actuator: Actuator, value: str) -> bool:
+    try:
+        return actuator.normalise(actuator.get()) != actuator.normalise(value)
+    except HoneError:
+        return True  # _apply_item says why it cannot be read
 
 
 def _remember_queue(journal: Journal, disk: str, plan: list) -> None:
