@@ -121,7 +121,12 @@ def csv_files(paths: list[Path]) -> list[Path]:
             raise HoneError("no such file or folder", file=path)
     if not found:
         raise HoneError(f"no CSV files in {', '.join(map(str, paths))}")
-    return found
+    # a file named twice (`runs/ runs/a.csv`) is one run: counted twice it outweighed the
+    # class's other runs and was said to be two
+    unique: dict[Path, Path] = {}
+    for path in found:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
 
 
 def atune_dataset() -> Path | None:
