@@ -6,8 +6,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
+
 from hone.analyze.dataset import load_runs
 from hone.collect import ATUNE_METRICS
+from hone.errors import HoneError
 
 HEADER = "CPU.STAT.usr,CPU.STAT.util,workload.type,workload.appname\n"
 
@@ -54,3 +57,13 @@ def test_a_file_named_twice_is_one_run(tmp_path: Path, hone_run) -> None:
     assert ran.code == 0, ran.stderr
     assert [line.split()[:2] for line in ran.stdout.splitlines()[:2]] == [
         ["storage", "1"], ["web", "1"]]  # fmt: skip
+
+
+def test_rows_without_a_label_are_named(tmp_path: Path) -> None:
+    """Both label cells empty: a class named '' was trained, and `hone analyze` then named
+    the workload in blank."""
+    path = tmp_path / "blank.csv"
+    path.write_text(HEADER + "41,50,web,nginx\n42,51,,\n43,52, ,\n")
+    with pytest.raises(HoneError, match=r"no label: workload\.type and workload\.appname") as error:
+        load_runs(path, 1.0)
+    assert (error.value.file, error.value.line) == (str(path), 3)
