@@ -399,3 +399,28 @@ def test_a_device_named_in_the_environment_that_is_not_here_is_named(
         apply("net")
     assert ProfileLibrary().load("net").placeholders["network"] == ("eth-none", "from HONE_NETWORK")
     assert read_live() == live
+
+
+def test_a_queue_depth_past_the_device_s_says_why(folder: Path, live) -> None:
+    """A-Tune's mysql-ssd profile chooses no scheduler and 2048 requests: a virtio disk takes
+    at most its own depth then, and the refusal said only `Invalid argument`."""
+    queue = Path("/sys/block/loop0/queue")
+    if not (queue.parent / "mq" / "0" / "nr_tags").exists():
+        pytest.skip("no loop0 with a blk-mq queue")
+    scheduler, requests = selected(queue / "scheduler"), (queue / "nr_requests").read_text()
+    depth = (queue.parent / "mq" / "0" / "nr_tags").read_text().strip()
+    (folder / "ssd.conf").write_text(
+        "[sysctl]\nvm.swappiness = 23\n[sysfs]\nblock/loop0/queue/scheduler = none\n"
+        f"block/loop0/queue/nr_requests = {int(depth) * 16}\n"
+    )
+    try:
+        with pytest.raises(HoneError) as error:
+            apply("ssd")
+        assert f"(with scheduler none, a queue takes at most the device's depth, {depth})" in (
+            str(error.value)
+        )
+        assert "every change of this profile was rolled back" in str(error.value)
+        assert read_live() == live
+    finally:
+        (queue / "scheduler").write_text(scheduler)
+        (queue / "nr_requests").write_text(requests)
