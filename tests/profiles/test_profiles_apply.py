@@ -424,3 +424,33 @@ def test_a_queue_depth_past_the_device_s_says_why(folder: Path, live) -> None:
     finally:
         (queue / "scheduler").write_text(scheduler)
         (queue / "nr_requests").write_text(requests)
+
+
+def test_sigterm_in_the_middle_rolls_back_like_ctrl_c(folder: Path, live, hone_home: Path) -> None:
+    """`timeout 5 hone profile apply NAME` or a `kill` in the middle left the profile half
+    applied (Python's default for SIGTERM ends the process where it stands); Ctrl-C rolled
+    it back. SIGTERM now does the same, exit code 143."""
+    (folder / "slow.conf").write_text(
+        "[sysctl]\nvm.dirty_background_ratio = 9\nvm.swappiness = 25\n"
+    )
+    code = (  # every set takes a second, so the signal lands between the first and the second
+        "import sys, time\nfrom hone.knobs.sysctl import SysctlActuator\n"
+        "original = SysctlActuator.set\n"
+        "def slow(self, value):\n    original(self, value)\n    time.sleep(1.0)\n"
+        "SysctlActuator.set = slow\n"
+        "sys.argv = ['hone', 'profile', 'apply', 'slow']\n"
+        "from hone.cli.main import run\nrun()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 20
+    while DIRTY.read_text().strip() != "9" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 143, err
+    assert err.strip() == "hone: stopped by SIGTERM"
+    assert read_live() == live
+    assert active_profile() is None
