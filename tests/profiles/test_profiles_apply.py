@@ -429,14 +429,18 @@ def test_a_queue_depth_past_the_device_s_says_why(folder: Path, live) -> None:
 def test_sigterm_in_the_middle_rolls_back_like_ctrl_c(folder: Path, live, hone_home: Path) -> None:
     """`timeout 5 hone profile apply NAME` or a `kill` in the middle left the profile half
     applied (Python's default for SIGTERM ends the process where it stands); Ctrl-C rolled
-    it back. SIGTERM now does the same, exit code 143."""
+    it back, and left no profile active where one had been. Both now leave the machine as a
+    failed apply does, the previous profile applied again; SIGTERM exits 143."""
     (folder / "slow.conf").write_text(
         "[sysctl]\nvm.dirty_background_ratio = 9\nvm.swappiness = 25\n"
     )
-    code = (  # every set takes a second, so the signal lands between the first and the second
+    apply("web")  # active before: it is what the stopped apply leaves, as a failed one does
+    web = read_live()
+    code = (  # the first set takes a second, so the signal lands between it and the second
         "import sys, time\nfrom hone.knobs.sysctl import SysctlActuator\n"
         "original = SysctlActuator.set\n"
-        "def slow(self, value):\n    original(self, value)\n    time.sleep(1.0)\n"
+        "def slow(self, value):\n    original(self, value)\n"
+        "    if value == '9':\n        time.sleep(1.0)\n"
         "SysctlActuator.set = slow\n"
         "sys.argv = ['hone', 'profile', 'apply', 'slow']\n"
         "from hone.cli.main import run\nrun()\n"
@@ -452,5 +456,6 @@ def test_sigterm_in_the_middle_rolls_back_like_ctrl_c(folder: Path, live, hone_h
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 143, err
     assert err.strip() == "hone: stopped by SIGTERM"
+    assert (active_profile(), read_live()) == ("web", web)
+    rollback()
     assert read_live() == live
-    assert active_profile() is None

@@ -215,8 +215,9 @@ def _disk_of(item: Item, pattern: re.Pattern[str]) -> str | None:
 
 def apply_profile(profile: Profile) -> ApplyResult:
     """Roll back the active profile, then set this one's items; all or nothing. When an item
-    fails, this profile's changes are rolled back and the profile that was active before is
-    applied again: the system is left as it was found."""
+    fails, or the apply is stopped (Ctrl-C, SIGTERM), this profile's changes are rolled back
+    and the profile that was active before is applied again: the system is left as it was
+    found."""
     plan = _plan(profile)
     journal = Journal.for_profiles()
     changed = [actuator for _, actuator in plan if isinstance(actuator, Actuator)]
@@ -231,8 +232,10 @@ def apply_profile(profile: Profile) -> ApplyResult:
             if previous:
                 _reapply(journal, previous, exc)
             raise
-        except BaseException:
+        except BaseException as exc:  # Ctrl-C, SIGTERM: as for a failure, the machine as found
             _restore(journal)
+            if previous:
+                _reapply(journal, previous, HoneError(str(exc) or type(exc).__name__))
             raise
         return result
 
