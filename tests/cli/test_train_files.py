@@ -6,8 +6,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
+
 from hone.analyze.dataset import load_runs
 from hone.collect import ATUNE_METRICS
+from hone.errors import HoneError
 
 HEADER = "CPU.STAT.usr,CPU.STAT.util,workload.type,workload.appname\n"
 
@@ -39,3 +42,28 @@ def _one_metric(folder: Path) -> Path:
     path = folder / "util.csv"
     path.write_text("CPU.STAT.util,workload.type,workload.appname\n50,web,nginx\n")
     return path
+
+
+def test_a_file_named_twice_is_one_run(tmp_path: Path, hone_run) -> None:
+    """`hone train runs/ runs/a.csv` trained on a.csv twice and said `2 runs`: every run of a
+    class weighs the same, so the repeated one outweighed the others."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name, label in (("a", "web"), ("b", "storage")):
+        rows = "".join(f"{40 + i % 7},{50 + i % 5},{label},x\n" for i in range(50))
+        (runs / f"{name}.csv").write_text(HEADER + rows)
+    again = str(runs / ".." / "runs" / "a.csv")
+    ran = hone_run("train", str(runs), str(runs / "a.csv"), again, "-o", str(tmp_path / "m.pkl"))
+    assert ran.code == 0, ran.stderr
+    assert [line.split()[:2] for line in ran.stdout.splitlines()[:2]] == [
+        ["storage", "1"], ["web", "1"]]  # fmt: skip
+
+
+def test_rows_without_a_label_are_named(tmp_path: Path) -> None:
+    """Both label cells empty: a class named '' was trained, and `hone analyze` then named
+    the workload in blank."""
+    path = tmp_path / "blank.csv"
+    path.write_text(HEADER + "41,50,web,nginx\n42,51,,\n43,52, ,\n")
+    with pytest.raises(HoneError, match=r"no label: workload\.type and workload\.appname") as error:
+        load_runs(path, 1.0)
+    assert (error.value.file, error.value.line) == (str(path), 3)

@@ -5,6 +5,7 @@ changed once rolled back."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -363,3 +364,98 @@ def test_a_disks_scheduler_is_set_first_and_its_kind_of_settings_skipped(
     finally:
         (queue / "scheduler").write_text(scheduler)
         (queue / "nr_requests").write_text(requests)
+
+
+def test_a_write_only_trigger_is_skipped_not_fatal(folder: Path, live) -> None:
+    """A-Tune's tomcat profile sets vm.drop_caches = 3, a trigger no one may read (root
+    included): the profile was refused, `cannot read: Permission denied`. It holds no value to
+    journal or roll back; it is skipped saying how to run it, and the rest applies."""
+    (folder / "trigger.conf").write_text(
+        "[sysctl]\nvm.drop_caches = 3\nvm.dirty_background_ratio = 7\n"
+    )
+    outcomes = {o.item.key: (o.status, o.detail) for o in apply("trigger").outcomes}
+    assert outcomes["vm.dirty_background_ratio"][0] == "set"
+    status, detail = outcomes["vm.drop_caches"]
+    assert status == "skipped" and "run `sysctl -w vm.drop_caches=3`" in detail
+    assert {o.item.key: o.status for o in check()}["vm.drop_caches"] == "skipped"
+    rollback()
+    assert read_live() == live
+
+
+def test_a_device_named_in_the_environment_that_is_not_here_is_named(
+    folder: Path, live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HONE_DISK=sdz on a machine without it: every item naming {disk} failed as a missing
+    file (`block/sdz/queue/read_ahead_kb: cannot read`), which reads as the profile's fault.
+    Shown (`info`), the profile may name another machine's devices."""
+    (folder / "disk.conf").write_text("[sysfs]\nblock/{disk}/queue/read_ahead_kb = 64\n")
+    for value in ("sdz", "../../etc"):
+        monkeypatch.setenv("HONE_DISK", value)
+        with pytest.raises(HoneError, match=rf"HONE_DISK={re.escape(value)}: no such disk here \("):
+            apply("disk")
+    monkeypatch.setenv("HONE_NETWORK", "eth-none")
+    (folder / "net.conf").write_text("[script]\nethtool = -L {network} combined 2\n")
+    with pytest.raises(HoneError, match="HONE_NETWORK=eth-none: no such interface here"):
+        apply("net")
+    assert ProfileLibrary().load("net").placeholders["network"] == ("eth-none", "from HONE_NETWORK")
+    assert read_live() == live
+
+
+def test_a_queue_depth_past_the_device_s_says_why(folder: Path, live) -> None:
+    """A-Tune's mysql-ssd profile chooses no scheduler and 2048 requests: a virtio disk takes
+    at most its own depth then, and the refusal said only `Invalid argument`."""
+    queue = Path("/sys/block/loop0/queue")
+    if not (queue.parent / "mq" / "0" / "nr_tags").exists():
+        pytest.skip("no loop0 with a blk-mq queue")
+    scheduler, requests = selected(queue / "scheduler"), (queue / "nr_requests").read_text()
+    depth = (queue.parent / "mq" / "0" / "nr_tags").read_text().strip()
+    (folder / "ssd.conf").write_text(
+        "[sysctl]\nvm.swappiness = 23\n[sysfs]\nblock/loop0/queue/scheduler = none\n"
+        f"block/loop0/queue/nr_requests = {int(depth) * 16}\n"
+    )
+    try:
+        with pytest.raises(HoneError) as error:
+            apply("ssd")
+        assert f"(with scheduler none, a queue takes at most the device's depth, {depth})" in (
+            str(error.value)
+        )
+        assert "every change of this profile was rolled back" in str(error.value)
+        assert read_live() == live
+    finally:
+        (queue / "scheduler").write_text(scheduler)
+        (queue / "nr_requests").write_text(requests)
+
+
+def test_sigterm_in_the_middle_rolls_back_like_ctrl_c(folder: Path, live, hone_home: Path) -> None:
+    """`timeout 5 hone profile apply NAME` or a `kill` in the middle left the profile half
+    applied (Python's default for SIGTERM ends the process where it stands); Ctrl-C rolled
+    it back, and left no profile active where one had been. Both now leave the machine as a
+    failed apply does, the previous profile applied again; SIGTERM exits 143."""
+    (folder / "slow.conf").write_text(
+        "[sysctl]\nvm.dirty_background_ratio = 9\nvm.swappiness = 25\n"
+    )
+    apply("web")  # active before: it is what the stopped apply leaves, as a failed one does
+    web = read_live()
+    code = (  # the first set takes a second, so the signal lands between it and the second
+        "import sys, time\nfrom hone.knobs.sysctl import SysctlActuator\n"
+        "original = SysctlActuator.set\n"
+        "def slow(self, value):\n    original(self, value)\n"
+        "    if value == '9':\n        time.sleep(1.0)\n"
+        "SysctlActuator.set = slow\n"
+        "sys.argv = ['hone', 'profile', 'apply', 'slow']\n"
+        "from hone.cli.main import run\nrun()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 20
+    while DIRTY.read_text().strip() != "9" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 143, err
+    assert err.strip() == "hone: stopped by SIGTERM"
+    assert (active_profile(), read_live()) == ("web", web)
+    rollback()
+    assert read_live() == live

@@ -164,8 +164,9 @@ def train_command(
     """Train a workload classifier from labelled CSV files (workload.type / workload.appname)."""
     from hone import profiles as profiles_module
     from hone.analyze.dataset import builtin_runs, csv_files, load_runs, require_classes
-    from hone.outfile import refuse_existing, require_folder
+    from hone.outfile import refuse_existing, refuse_stdout, require_folder
 
+    refuse_stdout(output, "a model")
     if "/" in name or not name or name.startswith("."):
         raise HoneError(f"model name {name!r} must not be empty or contain '/'")
     if interval <= 0:  # 0 divided the window by zero; below 0 cut it to two rows

@@ -32,7 +32,7 @@ from hone.diagnose.descendants import thread_group
 from hone.diagnose.machine import describe as _describe
 from hone.diagnose.unit import find, started, unit_name
 from hone.errors import HoneError, Stop
-from hone.outfile import refuse_existing, require_folder
+from hone.outfile import refuse_existing, refuse_stdout, require_folder
 from hone.paths import state_dir
 from hone.shell import command_line
 
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 def _places(output: Path | None, target: str) -> tuple[Path, Path]:
     """(report.html, diagnosis.hone): `-o x.html` names the report, `-o DIR` the folder."""
+    refuse_stdout(output, "a diagnosis (a report, its .hone file, flame graphs)")
     if output and output.suffix == ".html":
         require_folder(output)
         return output, output.with_suffix(".hone")

@@ -64,7 +64,8 @@ class SysfsActuator(Actuator):
                 handle.write(str(value))
         except OSError as exc:
             raise ActuationError(
-                f"cannot set {value!r}: {exc.strerror}{self._choices()}", key=self.path
+                f"cannot set {value!r}: {exc.strerror}{self._choices()}{self._depth()}",
+                key=self.path,
             ) from None
 
     def _choices(self) -> str:
@@ -76,6 +77,21 @@ class SysfsActuator(Actuator):
         if not _SELECTED.search(text):
             return ""
         return " (it offers: " + " ".join(_SELECTED.sub(r"\1", text).split()) + ")"
+
+    def _depth(self) -> str:
+        """Why a queue refuses an nr_requests: without a scheduler it takes at most the
+        device's own depth (A-Tune's mysql-ssd profile asks 2048 of a virtio disk's 128)."""
+        path = self._file()
+        if path.name != "nr_requests":
+            return ""
+        try:
+            chosen = _SELECTED.search((path.parent / "scheduler").read_text())
+            tags = (path.parent.parent / "mq" / "0" / "nr_tags").read_text().strip()
+        except OSError:
+            return ""
+        if chosen is None or chosen.group(1) != "none":
+            return ""
+        return f" (with scheduler none, a queue takes at most the device's depth, {tags})"
 
     def spec(self) -> dict[str, Any]:
         return {"kind": self.kind, "path": self.path}

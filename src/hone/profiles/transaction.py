@@ -23,7 +23,7 @@ from hone.knobs.grub import cmdline_value, grub_present
 from hone.knobs.script import find_script
 from hone.knobs.systemctl import SystemctlActuator
 from hone.paths import state_dir
-from hone.profiles.library import Item, Profile
+from hone.profiles.library import Item, Profile, not_here
 
 ADVICE = {
     "tip": "advice",
@@ -71,8 +71,14 @@ def actuator_for(item: Item) -> Actuator | str:
     section, key = item.section, item.key
     if section == "sysctl":
         actuator = actuator_from_spec({"kind": "sysctl", "key": key})
-        if key in MOVED_TO_DEBUGFS and not actuator.path.exists():  # type: ignore[attr-defined]
+        path = actuator.path  # type: ignore[attr-defined]
+        if key in MOVED_TO_DEBUGFS and not path.exists():
             return "not in this kernel: Linux 5.13 moved it to /sys/kernel/debug/sched"
+        if _write_only(path):
+            return (
+                "not applied: a trigger that acts once (no value to read back or roll back);"
+                f" run `sysctl -w {key}={item.value}` when it is wanted"
+            )
         return actuator
     if section == "sysfs":
         return absent_here(key) or _sysfs(key)
@@ -108,6 +114,15 @@ def actuator_for(item: Item) -> Actuator | str:
 _QUEUE_DEPTH = re.compile(r"block/([^/]+)/device/queue_depth")
 _IOSCHED = re.compile(r"block/([^/]+)/queue/iosched/([^/]+)")
 _SCHEDULER = re.compile(r"block/([^/]+)/queue/scheduler")
+
+
+def _write_only(path: Path) -> bool:
+    """/proc/sys's triggers (vm.drop_caches, vm.compact_memory, net.ipv4.route.flush): no one
+    may read them, root included (A-Tune's tomcat profile drops the page cache)."""
+    try:
+        return not path.stat().st_mode & 0o444
+    except OSError:
+        return False
 
 
 def _sysfs(key: str) -> Actuator:
@@ -155,6 +170,9 @@ def _plan(profile: Profile) -> list[tuple[Item, Actuator | str]]:
     """Every item with its actuator, each read once and checked as a tuning run checks its
     knobs: a bad key, a read-only setting or a value that can never be written fails here,
     before any change, not after the items before it were set and had to be undone."""
+    for placeholder, (value, how) in profile.placeholders.items():
+        if missing := not_here(placeholder, value, how):
+            raise HoneError(f"{missing}; nothing was changed", file=profile.path)
     plan, later = [], []
     schedulers = {m[1] for i in profile.section("sysfs") if (m := _SCHEDULER.fullmatch(
         os.path.normpath(i.key.strip("/"))))}  # fmt: skip
@@ -197,8 +215,9 @@ def _disk_of(item: Item, pattern: re.Pattern[str]) -> str | None:
 
 def apply_profile(profile: Profile) -> ApplyResult:
     """Roll back the active profile, then set this one's items; all or nothing. When an item
-    fails, this profile's changes are rolled back and the profile that was active before is
-    applied again: the system is left as it was found."""
+    fails, or the apply is stopped (Ctrl-C, SIGTERM), this profile's changes are rolled back
+    and the profile that was active before is applied again: the system is left as it was
+    found."""
     plan = _plan(profile)
     journal = Journal.for_profiles()
     changed = [actuator for _, actuator in plan if isinstance(actuator, Actuator)]
@@ -213,8 +232,10 @@ def apply_profile(profile: Profile) -> ApplyResult:
             if previous:
                 _reapply(journal, previous, exc)
             raise
-        except BaseException:
+        except BaseException as exc:  # Ctrl-C, SIGTERM: as for a failure, the machine as found
             _restore(journal)
+            if previous:
+                _reapply(journal, previous, HoneError(str(exc) or type(exc).__name__))
             raise
         return result
 
@@ -225,11 +246,18 @@ def _apply_plan(journal: Journal, profile: Profile, plan: list) -> list[Outcome]
     outcomes = []
     for item, actuator in plan:
         disk = _disk_of(item, _SCHEDULER) if item.section == "sysfs" else None
-        if disk and isinstance(actuator, Actuator):
+        if disk and isinstance(actuator, Actuator) and _changes(actuator, item.value):
             _remember_queue(journal, disk, plan)
         outcomes.append(_apply_item(journal, item, actuator, profile))
     journal.end("applied")
     return outcomes
+
+
+def _changes(actuator: Actuator, value: str) -> bool:
+    try:
+        return actuator.normalise(actuator.get()) != actuator.normalise(value)
+    except HoneError:
+        return True  # _apply_item says why it cannot be read
 
 
 def _remember_queue(journal: Journal, disk: str, plan: list) -> None:

@@ -30,14 +30,26 @@ th{background:#f1f1f1}td.l,th.l{text-align:left}td.p{white-space:nowrap}.fail{ba
 
 
 def write_report(name: str, output: Path | None, storage: str | None) -> Path:
+    """The report written to `output`, or to hone's own reports folder."""
     store = StudyStore(storage)
     study = store.find(name)
-    trials = store.trials(study)
-    attrs = study.attrs
-    result = attrs.get("result") or {}
     path = output or state_dir() / "reports" / f"{study.name.replace('#', '-')}.html"
     if output is None:  # hone's own folder; the user's must exist (outfile.require_folder)
         path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, _html(store, study).encode())
+    return path
+
+
+def report_html(name: str, storage: str | None) -> str:
+    """The report as text (`hone report NAME -o -`)."""
+    store = StudyStore(storage)
+    return _html(store, store.find(name))
+
+
+def _html(store: StudyStore, study) -> str:  # type: ignore[no-untyped-def]
+    trials = store.trials(study)
+    attrs = study.attrs
+    result = attrs.get("result") or {}
 
     curve = _progress(attrs, trials)
 
@@ -101,8 +113,7 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
 <tr><th>#</th><th class=l>phase</th>{head}<th>score</th><th class=l>state</th></tr>
 {"".join(rows)}</table></html>
 """
-    write_atomic(path, html.encode())
-    return path
+    return html
 
 
 def _progress(attrs: dict, trials: list[TrialRecord]) -> str:
