@@ -43,12 +43,32 @@ class Stop(BaseException):
     exit_code = 143
 
 
+def stop_on_sigterm() -> None:
+    """From now on SIGTERM (`timeout`, `kill`, systemd's stop) raises Stop in the main thread,
+    so it unwinds like Ctrl-C through the `finally` and `except BaseException` blocks that
+    stop hone's children and finish its files, and hone exits 143. Python's default ends the
+    process where it stands: children in sessions of their own (perf record, a diagnosed
+    command) would go on without it."""
+    import signal
+
+    def _stop(signum: int, frame: object) -> None:
+        raise Stop("stopped by SIGTERM")
+
+    signal.signal(signal.SIGTERM, _stop)
+
+
 class ActuationError(HoneError):
     """A knob could not be read or set; fails the trial, not the study."""
 
 
 class BenchmarkError(HoneError):
     """The benchmark or a metric command failed; fails the trial, not the study."""
+
+
+class HostUnreachable(HoneError):
+    """A cluster host the trial needs apart from its knobs (the benchmark's, a metric's)
+    cannot be reached: not the configuration's doing, so it stops the study instead of
+    failing this trial and every one after it (each proposal then learnt as a failure)."""
 
 
 def one_line(text: str, limit: int = 300) -> str:

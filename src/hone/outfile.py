@@ -22,6 +22,18 @@ def refuse_existing(path: Path, force: bool) -> None:
         raise HoneError("exists: give --force to replace it, or write elsewhere", file=path)
 
 
+def is_stdout(path: Path | None) -> bool:
+    """`-o -`: standard output, as `hone collect -o -` and most tools read it, never a file
+    named `-` in the current folder (which `hone convert -o -` wrote, saying nothing)."""
+    return path is not None and str(path) == "-"
+
+
+def refuse_stdout(path: Path | None, what: str) -> None:
+    """`-o -` for what cannot go to standard output (a model, a folder of files)."""
+    if is_stdout(path):
+        raise HoneError(f"-o -: {what} is not written to standard output: name a file or folder")
+
+
 def require_folder(path: Path) -> None:
     """Before any work is done: the folder `path` goes into exists, else one line naming it
     (exit code 2), as cp or gcc -o say. Creating it would turn a typo in the path into a

@@ -12,6 +12,14 @@ def test_collect_refuses_nothing_to_collect(args: tuple[str, str], hone_run) -> 
     assert "--count" in line or "--duration" in line
 
 
+@pytest.mark.parametrize("command", ["collect", "analyze"])
+def test_an_interval_past_a_day_is_one_line(command: str, hone_run) -> None:
+    """`-i 1e10` slept past what Python's sleep can count: an OverflowError traceback after
+    the first reading."""
+    line = hone_run(command, "-i", "1e10", "-d", "1e11").one_line()
+    assert line == "hone: --interval must be above 0 and at most 86400 seconds (a day), not 1e+10"
+
+
 @pytest.mark.parametrize("flag", ["--disk", "--network"])
 def test_collect_refuses_a_device_this_machine_lacks(flag: str, hone_run) -> None:
     line = hone_run("collect", flag, "no-such-device", "-n", "1").one_line()

@@ -43,3 +43,21 @@ def test_a_report_folder_is_made_in_a_folder_that_exists(tmp_path: Path, hone_ru
                    "sleep", "1.5")  # fmt: skip
     assert ran.code == 0, ran.stderr
     assert (tmp_path / "rep" / "diagnosis.hone").is_file()
+
+
+def test_dash_is_standard_output_never_a_file_named_dash(
+    tmp_path: Path, hone_run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`hone convert ... -o -` and `hone report NAME -o -` wrote a file named `-` in the current
+    folder (convert saying nothing), where `hone collect -o -` writes to standard output. Now
+    they write there too; a model or a diagnosis, which are not text, say so."""
+    monkeypatch.chdir(tmp_path)
+    StudyStore(None).create("study", {"state": "finished"})
+    converted = hone_run("convert", str(ROOT / "examples" / "atune" / "compress"), "-o", "-")
+    assert converted.code == 0 and "knobs:" in converted.stdout, converted.stderr
+    reported = hone_run("report", "study", "-o", "-")
+    assert reported.code == 0 and reported.stdout.startswith("<!doctype html>"), reported.stderr
+    line = hone_run("train", *DATA, "-o", "-").one_line()
+    assert line == "hone: -o -: a model is not written to standard output: name a file or folder"
+    assert "-o -: a diagnosis" in hone_run("diagnose", "-o", "-", "--", "true").one_line()
+    assert list(tmp_path.iterdir()) == []

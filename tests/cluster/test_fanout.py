@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from cluster_bed import CONFIG, kill_9_once, project_yaml
 from forked_hone import run_hone
+from rich.console import Console
 
 from benchmarks.cluster.netns import Testbed
 from hone.cluster.project import cluster_of
 from hone.cluster.restore import restore_project
+from hone.cluster.ssh import control_folder
 from hone.errors import ActuationError, HoneError
 from hone.journal import Journal
 from hone.project import load_project
 from hone.tune.console import Reporter
 from hone.tune.system import System
+from hone.tune.views import show_study
 
 
 def _load(tmp_path: Path, bed: Testbed, benchmark: str = "echo score: 1"):
@@ -181,6 +189,163 @@ def test_a_host_gone_mid_study_keeps_its_journal_until_it_is_back(tmp_path: Path
     assert Journal.for_project_hosts("fanout") == []
 
 
+#: A host whose port 22 answers every connection by closing it (no sshd: each ssh fails at
+#: once); it counts the connections in the file it is given.
+CLOSER = """
+import socket, sys
+server = socket.create_server((sys.argv[1], 22))
+open(sys.argv[2], "w").close()
+while True:
+    conn, _ = server.accept()
+    conn.close()
+    with open(sys.argv[2], "a") as counted:
+        counted.write("x")
+"""
+
+
+def test_restore_tries_a_host_it_cannot_reach_once_not_once_per_knob(
+    tmp_path: Path, hosts: Testbed
+):
+    """Every ssh call to a host that does not answer costs ssh's timeouts (tens of seconds
+    when the host hangs): its knobs all fail for the one reason found by one connection,
+    instead of a connection per knob and step; the other hosts are restored."""
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    cluster.prepare()
+    cluster.apply({"backlog": "600", "threads": "5", "batch": "250"})
+    hosts.stop_sshd(1)
+    counted = tmp_path / "connections"
+    argv = ["ip", "netns", "exec", hosts.namespace(1), sys.executable, "-c", CLOSER]
+    closer = subprocess.Popen([*argv, hosts.address(1), str(counted)])
+    try:
+        while not counted.exists():
+            assert closer.poll() is None
+        outcomes = restore_project("fanout")
+        failed = [o for o in outcomes if not o.outcome.ok]
+        assert {o.host for o in failed} == {"h2"} and len(failed) == 3, outcomes
+        assert all("ssh" in str(o.outcome.error) for o in failed), failed
+        assert len(counted.read_text()) == 1  # one try, not one per knob (4 before)
+        assert _state(hosts, 0) == ("4096", CONFIG) and _state(hosts, 2) == ("4096", CONFIG)
+    finally:
+        closer.kill()
+        closer.wait()
+        hosts.start_sshd(1)
+    assert all(o.outcome.ok for o in restore_project("fanout"))
+    assert _state(hosts, 1) == ("4096", CONFIG)
+
+
+def test_a_long_hone_home_still_reaches_the_hosts(
+    tmp_path: Path, hosts: Testbed, monkeypatch: pytest.MonkeyPatch
+):
+    """A master connection's socket lived in HONE_HOME/ssh: past some 70 characters of
+    HONE_HOME, ssh refused every host (`path ... too long for Unix domain socket`). The
+    sockets go to a short private folder of their own then."""
+    home = tmp_path / ("a-state-folder-with-a-long-name" * 3)
+    monkeypatch.setenv("HONE_HOME", str(home))
+    cluster = cluster_of(_load(tmp_path, hosts))
+    assert cluster is not None
+    try:
+        cluster.prepare()
+        cluster.apply({"backlog": "512", "threads": "8", "batch": "250"})
+        assert _state(hosts, 1)[0] == "512"
+        assert all(o.outcome.ok for o in restore_project("fanout"))
+        assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
+        sockets = control_folder()
+        assert len(str(sockets)) < 60 and (sockets.stat().st_mode & 0o777) == 0o700
+    finally:
+        for host in cluster.hosts.values():
+            host.stop_master()
+        shutil.rmtree(control_folder())  # the masters' locks are left in it
+
+
+def test_the_benchmarks_host_gone_stops_the_study_instead_of_failing_every_trial(
+    tmp_path: Path, hosts: Testbed, hone_cli
+):
+    """h3 runs the benchmark and holds no knob; its second reading (the first search trial's)
+    kills h3's sshd and every session it holds. That trial fails saying the connection was
+    lost (it said `benchmark exited 255` and nothing else), and the study stops with one line
+    and every knob put back, instead of failing every trial left (and the confirmation's)
+    for a reason no configuration caused, each told to the optimiser as the configuration's
+    failure."""
+    gone = tmp_path / "gone.sh"  # the sshd $1 and every process under it, killed at once
+    gone.write_text(
+        "tree=$(awk -v root=$1 '{up[$1] = $4} END {n = 1; q[1] = root; all = root;"
+        ' for (i = 1; i <= n; i++) for (p in up) if (up[p] == q[i]) {q[++n] = p; all = all " " p}'
+        " print all}' /proc/[0-9]*/stat 2>/dev/null)\nkill -9 $tree\n"
+    )
+    count = hosts.root / "hosts" / hosts.name(2) / "home" / "count"
+    bench = "n=$(($(cat count 2>/dev/null || echo 0) + 1)); echo $n > count; "
+    bench += f"[ $n -lt 2 ] || sh {gone} {hosts.pids[2]}; echo score: 1"
+    text = project_yaml(hosts, bench).replace(
+        hosts.hosts_yaml({"brokers": [0, 1, 2]}), hosts.hosts_yaml({"brokers": [0, 1], "c": [2]})
+    )
+    (tmp_path / "hone.yaml").write_text(text.replace("host: h1", "host: h3"))
+    try:
+        result = hone_cli("tune", str(tmp_path / "hone.yaml"), "--no-why")
+    finally:
+        hosts.start_sshd(2)
+        count.unlink(missing_ok=True)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    assert "failed: benchmark exited 255: host h3" in out and "connection was lost" in out, out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("hone: stopped, every knob put back: the benchmark's host cannot be"), (
+        out
+    )
+    assert out.count("failed:") == 1, out  # one trial, not the budget and the confirmation
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in (0, 1))
+
+
+def _ssh_processes(control: Path) -> list[int]:
+    """The ssh processes of one master socket, by their command lines."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(control).encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_master_connection_killed_outright_is_replaced_not_leaked(tmp_path: Path, hosts: Testbed):
+    """A master killed with SIGKILL (an OOM kill, a service stop killing its control group)
+    leaves its socket. ssh would not make a new master on that name: each connect left one
+    more `ssh -f -N` running for good as a plain connection (and its session on the host),
+    and every command warned `Control socket connect(...): Connection refused` and made a
+    handshake of its own. The dead socket is removed and a new master takes its place."""
+    host = _load(tmp_path, hosts).hosts["h2"]
+    host.connect()
+    (master,) = _ssh_processes(host.control_path())
+    os.kill(master, signal.SIGKILL)
+    while master in _ssh_processes(host.control_path()):
+        time.sleep(0.02)
+    assert host.control_path().exists()  # what the kill left behind
+    try:
+        for _ in range(3):
+            host.connect()
+        assert len(_ssh_processes(host.control_path())) == 1
+        done = host.run("echo hi")
+        assert (done.returncode, done.stdout, done.stderr) == (0, "hi\n", "")
+    finally:
+        host.stop_master()
+    assert _ssh_processes(host.control_path()) == []
+
+
+def test_masters_started_at_once_leave_one_connection(tmp_path: Path, hosts: Testbed):
+    """Processes that reach one host at once (hone runs of two projects on the same hosts)
+    each started a master on the same socket name: ssh gives the name to one, and the others
+    stayed running for good as plain connections. They now take turns: one master."""
+    host = _load(tmp_path, hosts).hosts["h2"]
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda _: host.connect(), range(4)))
+        assert len(_ssh_processes(host.control_path())) == 1
+    finally:
+        host.stop_master()
+    assert _ssh_processes(host.control_path()) == []
+
+
 def test_hosts_that_start_different_get_a_trials_value_and_their_own_baseline(
     tmp_path: Path, hosts: Testbed
 ):
@@ -236,6 +401,22 @@ def test_a_host_unreachable_at_the_start_leaves_no_journal_behind(tmp_path: Path
     assert Journal.for_project_hosts("fanout") == []
 
 
+def test_a_login_shell_that_refuses_is_named_with_what_it_said(tmp_path: Path, hosts: Testbed):
+    """A host whose login shell exits before it reads hone's script (bash under sshd reads
+    ~/.bashrc; a nologin shell does the same) says why on its output: the run stops before any
+    change with those words, not `shell exited 1`."""
+    rc = hosts.root / "hosts" / hosts.name(1) / "home" / ".bashrc"
+    rc.write_text("echo 'h2 is in maintenance: no logins'; exit 1\n")
+    try:
+        with pytest.raises(ActuationError) as error:
+            cluster_of(_load(tmp_path, hosts)).prepare()  # type: ignore[union-attr]
+    finally:
+        rc.unlink()
+    said = str(error.value)
+    assert said.startswith("host h2 ") and "exited 1: h2 is in maintenance" in said, said
+    assert Journal.for_project_hosts("fanout") == []
+
+
 def test_a_whole_study_on_the_cluster_leaves_every_host_as_it_was(
     tmp_path: Path, hosts: Testbed, hone_cli
 ):
@@ -249,6 +430,36 @@ def test_a_whole_study_on_the_cluster_leaves_every_host_as_it_was(
     study = json.loads(shown.stdout)["study"]
     assert study["failures"] == 0 and study["trials"] >= 4, study  # baseline + 3 trials
     assert study["state"] == "finished", study
+
+
+def test_a_study_that_cannot_put_a_host_back_says_it_once_and_show_says_why(
+    tmp_path: Path, hosts: Testbed, hone_cli
+):
+    """The study's end cannot restore h2: the run's last line names it (once: the second
+    try's words, not a warning and then the same line again), `hone show` says why the study
+    stopped, and `hone restore` puts h2 back once it takes writes again."""
+    # on the controller: its second reading (the search trial's) leaves h2's directory
+    # read-only, so the knobs can no longer be put back there at the study's end
+    spoil = f"nsenter -t {hosts.pids[1]} -m mount -o remount,bind,ro {hosts.mount}"
+    bench = "n=$(($(cat count 2>/dev/null || echo 0) + 1)); echo $n > count; "
+    bench += f"[ $n -lt 2 ] || {spoil}; echo score: $n"
+    text = project_yaml(hosts).replace("{command: 'echo score: 1', host: h1}", f"'{bench}'")
+    text = text.replace("budget: 3", "budget: 1, confirm: {candidates: 0}")
+    (tmp_path / "hone.yaml").write_text(text)
+    try:
+        result = hone_cli("tune", str(tmp_path / "hone.yaml"), "--no-why")
+        said = result.stdout + result.stderr
+        assert result.returncode == 2, said
+        assert said.count("could not restore: h2 ") == 1, said
+        assert "warning: could not restore" not in said, said
+        shown = io.StringIO()
+        show_study(Console(file=shown, width=10_000), "fanout", None)
+        assert "\nstopped: could not restore: h2 " in shown.getvalue(), shown.getvalue()
+        assert _state(hosts, 1)[1] != CONFIG  # the trial's threads are still there
+    finally:
+        hosts.read_only(1, False)
+    assert all(o.outcome.ok for o in restore_project("fanout"))
+    assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
 
 
 def test_a_host_knob_moved_to_another_file_is_refused_a_new_key_file_is_not(

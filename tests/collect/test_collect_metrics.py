@@ -140,6 +140,21 @@ def test_a_duration_of_more_intervals_than_a_number_holds_is_forever() -> None:
     assert len(first) == 3
 
 
+def test_a_duration_ends_when_readings_are_slower_than_the_interval() -> None:
+    """`hone collect -i 0.0001 -d 1` took 10,000 readings of about 3 ms each, 41 s, and `hone
+    analyze -d 1 -i 1e-300` never ended: the duration became a count of readings. It is the
+    time the stream takes, and still gives two snapshots at least."""
+    with Collector(hardware=False) as collector:
+        started = time.monotonic()
+        taken = 0
+        for _ in collector.stream(1e-5, duration=0.3):
+            taken += 1
+            if time.monotonic() - started > 5:  # the old stream would go on for minutes
+                break
+        elapsed = time.monotonic() - started
+    assert elapsed < 1.0 and taken >= 2
+
+
 def _poll(counters: PerfCounters, done, seconds: float = 10.0) -> dict[str, float]:
     """The counters' totals once `done` holds of them, or when `seconds` have passed."""
     deadline = time.monotonic() + seconds

@@ -172,3 +172,31 @@ def test_a_shells_background_jobs_end_with_the_command(hone_cli, tmp_path: Path)
         for pid in jobs:
             if _running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_thread_id_is_taken_as_its_process() -> None:
+    """`top -H` shows threads' ids, and /proc/TID reads like a process: --pid TID was diagnosed
+    as 'pid TID (memcached -l 127.0.0.1)', its children (whose parent is the process) missed."""
+    import threading
+
+    from hone.diagnose.descendants import thread_group
+
+    ready, done = threading.Event(), threading.Event()
+    tid: list[int] = []
+
+    def worker() -> None:
+        tid.append(threading.get_native_id())
+        ready.set()
+        done.wait(5)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    try:
+        ready.wait(5)
+        assert tid[0] != os.getpid() and Path(f"/proc/{tid[0]}").exists()
+        assert thread_group(tid[0]) == os.getpid()
+        assert thread_group(os.getpid()) == os.getpid()
+        assert thread_group(2**22 + 1) == 0  # above pid_max: no such task
+    finally:
+        done.set()
+        thread.join()

@@ -234,6 +234,54 @@ def test_ctrl_c_stops_every_recorder_and_the_command(hone_home: Path, tmp_path: 
     assert ours() == []
 
 
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+def test_a_stopped_pid_diagnosis_leaves_no_recorder(how: str, hone_home: Path) -> None:
+    """Ctrl-C or SIGTERM (`timeout`, `kill`) on `hone diagnose --pid N`: the on-CPU recorder,
+    `perf record -p N -- sleep 30` in a session of its own, was left recording for the rest
+    of its 30 s after hone had gone (SIGTERM also left the other recorders and the folder),
+    holding hone's stdout open: a `| tee` waited for it. Each ends with hone now."""
+    import os
+    import signal
+    import sys
+    import time
+
+    def ours() -> list[str]:  # every process that names this test's state folder
+        listing = subprocess.run(["pgrep", "-af", str(hone_home)], capture_output=True,
+                                 text=True).stdout.splitlines()  # fmt: skip
+        return [line for line in listing if "pgrep" not in line]
+
+    target = subprocess.Popen(["sleep", "60"])
+    hone = subprocess.Popen(
+        [sys.executable, "-m", "hone", "diagnose", "--pid", str(target.pid), "--duration", "30",
+         "--no-offcpu", "--no-locks"],
+        env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not any("perf record" in p for p in ours()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any("perf record" in p for p in ours()), "perf never started"
+        hone.send_signal(getattr(signal, how))
+        _, err = hone.communicate(timeout=20)  # perf held stdout: this waited 30 s
+        gone = time.monotonic() + 1
+        while ours() and time.monotonic() < gone:
+            time.sleep(0.05)
+        left = ours()
+    finally:
+        hone.kill()
+        hone.wait()
+        target.kill()
+        target.wait()
+        for line in ours():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(line.split()[0]), signal.SIGKILL)
+    assert hone.returncode == (130 if how == "SIGINT" else 143), err
+    assert left == []
+    assert list((hone_home / "diagnoses").iterdir()) == []
+
+
 def _under_sample_rate(limit: int, argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
     """Run argv where /proc/sys/kernel/perf_event_max_sample_rate reads `limit` (a bind mount in
     a mount namespace of its own): perf then asks the kernel for what the file says."""
@@ -414,3 +462,122 @@ def test_perfs_reason_is_its_error_not_its_dmesg_hint() -> None:
         "for event (sched:sched_switch)"
     )
     assert failure("", 255, 99) == "perf record failed: exit code 255, nothing on stderr"
+
+
+def test_a_command_that_fails_in_the_window_is_noted(hone_cli, tmp_path: Path) -> None:
+    """A benchmark that crashed (or that the OOM killer ended) half-way through was diagnosed
+    as if it had run to its end: the summary gave a verdict and nothing else, hone exited 0.
+    And a daemon the command left running was said in the report only: the terminal did not
+    say that a server was left serving."""
+    import os
+    import re
+    import signal
+    import sys
+    import time
+
+    from hone.diagnose.window import failure_of
+
+    program = "import os, time\nt = time.time()\nwhile time.time() - t < 0.3: pass\n"
+    program += "os.kill(os.getpid(), 9)"
+    script = f"setsid -f sleep 37.5 >/dev/null 2>&1; exec {sys.executable} -c '{program}'"
+    folder = tmp_path / "rep"
+    started = time.monotonic()
+    done = hone_cli("diagnose", "--no-offcpu", "--no-locks", "-d", "60", "-o", str(folder),
+                    "--", "sh", "-c", script)  # fmt: skip
+    # perf had followed the daemon's fork, and the on-CPU recorder ran on until the daemon ended
+    # (37.5 s) or the 60 s passed; the run itself takes a few seconds (10 at a load of 10)
+    took = time.monotonic() - started
+    daemon = re.search(r"left a daemon running, pid (\d+) \(sleep 37.5\)", done.stdout)
+    if daemon:
+        os.kill(int(daemon[1]), signal.SIGKILL)
+    assert done.returncode == 0, done.stderr
+    assert took < 30, took
+    note = "the command failed in the window: killed by SIGKILL"
+    assert done.stdout.splitlines()[1] == f"note: {note}", done.stdout
+    assert daemon and done.stdout.splitlines()[2].startswith("note: the command left a daemon")
+    assert note in Diagnosis.load(folder / "diagnosis.hone").notes
+    assert f"note: {note}" in hone_cli("diagnose", "--from", str(folder)).stdout
+    assert failure_of(7) == "exit code 7" and failure_of(-15) == "killed by SIGTERM"
+
+
+def _children(pid: int) -> list[int]:
+    """The live (not zombie) children of process `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, IndexError):
+            fields = (entry / "stat").read_text(errors="replace").rsplit(")", 1)[1].split()
+            if entry.name.isdigit() and int(fields[1]) == pid and fields[0] not in "ZX":
+                found.append(int(entry.name))
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    """The process's command line, "" once it has ended."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_sigterm_stops_every_recorder_and_the_command(hone_home: Path) -> None:
+    """`kill`, `timeout`, a service manager or a cancelled CI job send SIGTERM: it ended hone at
+    once, and its recorders (each perf in a session of its own) went on for the whole window,
+    a `perf record -a` of `--system -d 1e300` orphaned to init for good, with the temporary
+    folder and the run's folder left behind. It now unwinds as Ctrl-C does: exit code 143."""
+    import os
+    import signal
+    import sys
+    import time
+
+    hone = subprocess.Popen(
+        [sys.executable, "-m", "hone", "diagnose", "--", "sleep", "47.5"],
+        env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline, seen = time.monotonic() + 4, {}
+        while len(seen) < 4 and time.monotonic() < deadline:  # the command and its recorders
+            for pid in _children(hone.pid):
+                seen.setdefault(pid, _cmdline(pid))
+            time.sleep(0.05)
+        assert len(seen) >= 4, seen
+        hone.send_signal(signal.SIGTERM)
+        _, err = hone.communicate(timeout=30)
+    finally:
+        hone.kill()
+        hone.wait()
+    assert hone.returncode == 143, err
+    assert err.strip() == "hone: stopped by SIGTERM"
+    gone = time.monotonic() + 1
+    while any(_cmdline(pid) == line for pid, line in seen.items()) and time.monotonic() < gone:
+        time.sleep(0.05)
+    assert [line for pid, line in seen.items() if _cmdline(pid) == line] == []
+    assert not any((hone_home / "diagnoses").glob("*"))
+
+
+def test_a_stopped_process_is_said_to_be_stopped_not_asleep(start) -> None:
+    """A server someone suspended (Ctrl-Z, SIGSTOP, a debugger) does not run: the diagnosis
+    said 'Mostly idle: 1 thread slept 1.00 thread-seconds per second' and nothing else. The
+    thread sampler sees it stopped, and the summary's second line says so."""
+    import os
+    import signal
+    import time
+
+    from hone.diagnose.report import terminal
+    from hone.diagnose.threads import ThreadSampler
+    from hone.diagnose.window import STOPPED
+
+    program = start(["sleep", "30"], 0)
+    os.kill(program.pid, signal.SIGSTOP)
+    sampler = ThreadSampler([program.pid]).start()
+    time.sleep(0.3)
+    stats = sampler.stop()
+    assert sampler.stopped_share(program.pid) == 1.0
+    assert stats[0].sleep_pct > 90  # the shares still count it as sleep: the note says why
+    d = make(50)
+    d.pid, d.notes = program.pid, [STOPPED.format(pid=program.pid, share=1.0)]
+    assert terminal(d).splitlines()[1] == (
+        f"note: pid {program.pid} was stopped (state T: SIGSTOP, Ctrl-Z or a debugger) in 100% "
+        "of the window's samples: it did not run then, and that time counts as sleep; SIGCONT "
+        "continues it"
+    )

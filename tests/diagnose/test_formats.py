@@ -168,3 +168,23 @@ def test_go_tool_pprof_reads_it(tmp_path: Path) -> None:
         folded[key] = folded.get(key, 0) + count
     assert folded == profile.folded()
     assert "PeriodType: cpu nanoseconds" in raw
+
+
+def test_pprofs_first_mapping_is_the_program() -> None:
+    """pprof takes the first Mapping for the main binary (`File:` in go tool pprof's header):
+    mappings in the order their frames came made it the kernel, `File: [kernel.kallsyms]` for a
+    memcached diagnosis."""
+    from hone.diagnose.fold import Frame
+
+    kernel, libc = "[kernel.kallsyms]", "/usr/lib/x86_64-linux-gnu/libc.so.6"
+    profile = Profile(stacks={
+        ("mc-worker", (Frame("start_thread", libc), Frame("[memcached]", "/usr/bin/memcached"),
+                       Frame("__sys_sendmsg", kernel))): 5,
+        ("memcached", (Frame("__libc_start_call_main", libc), Frame("main", "/usr/bin/memcached"),
+                       Frame("epoll_wait", libc))): 1,
+    })  # fmt: skip
+    message = decode(gzip.decompress(to_pprof(profile)))
+    strings = [value.decode() for field, value in message if field == 6]
+    mappings = {dict(decode(v))[1]: strings[dict(decode(v))[5]] for f, v in message if f == 3}
+    assert mappings[1] == "/usr/bin/memcached", mappings
+    assert sorted(mappings.values()) == sorted([kernel, libc, "/usr/bin/memcached"])

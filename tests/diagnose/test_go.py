@@ -16,7 +16,7 @@ import yaml
 from hone.diagnose import golang
 from hone.diagnose.comparison import compare_text
 from hone.diagnose.fold import Frame
-from hone.diagnose.golines import Line
+from hone.diagnose.golines import Line, LineTable
 from hone.diagnose.pprof import to_pprof
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis
@@ -130,6 +130,24 @@ def test_a_stripped_go_binary_is_named_by_its_line_table(hone_cli, ifacecall, tm
     assert {"main.main", "main.rounds"} <= named and not any(f.startswith("[") for f in named)
     top = next(f for f in d.findings if f.own)
     assert top.kind == "cpu" and "Mixer).Score of module ifacecall" in top.headline
+
+
+def test_a_stripped_binary_has_the_lines_of_its_inlined_code(ifacecall) -> None:
+    """Stripping removes the `go:func.*` symbol that locates the tables of inlined calls; the
+    module's record, which the runtime reads, still does. Before, every address in inlined
+    code of the stripped build had no lines."""
+    plain, stripped = LineTable.open(ifacecall["plain"]), LineTable.open(ifacecall["stripped"])
+    assert plain is not None and stripped is not None
+    start, size = plain.text.address, plain.text.size
+    assert (stripped.text.address, stripped.text.size) == (start, size)  # the same code
+    inlined = 0
+    for address in range(start, start + size, 13):
+        function = plain.function(address)
+        assert stripped.function(address) == function
+        lines = plain.lines(address, function)
+        assert stripped.lines(address, function) == lines, hex(address)
+        inlined += bool(lines) and len(lines) > 1
+    assert inlined > 1000
 
 
 @pytest.mark.slow

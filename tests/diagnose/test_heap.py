@@ -4,6 +4,7 @@ none. NUMA knobs stay out on a one-node machine."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import yaml
@@ -64,3 +65,16 @@ def test_numa_knobs_only_with_several_nodes(monkeypatch) -> None:
         balancing = found["kernel.numa_balancing"]
         assert balancing.present is (present and Path("/proc/sys/kernel/numa_balancing").exists())
         assert balancing.evidence == "Large heap: 2 GiB"
+
+
+def test_the_heap_is_the_workers_not_only_the_main_process(hone_cli, tmp_path: Path) -> None:
+    """A server's memory is in its workers and backends: the heap line was the main process's
+    alone (`0.00 GiB of anonymous memory, 0 page faults/s` for a postmaster whose backends
+    faulted 3,449 times a second). Here a shell's child fills 200 MiB in the window."""
+    child = 'import time; x = b"\\x01" * (200 << 20); time.sleep(1.2)'
+    done = hone_cli("diagnose", "--no-offcpu", "--no-locks", "-o", str(tmp_path / "rep"),
+                    "--", "sh", "-c", f"{sys.executable} -c '{child}'; true")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(tmp_path / "rep" / "diagnosis.hone")
+    assert d.heap is not None and d.heap.anonymous >= 200 << 20, d.heap
+    assert d.heap.faults_per_s > 1000, d.heap  # 51,200 pages of 4 kB (fewer where THP maps them)

@@ -318,3 +318,34 @@ def test_the_tracings_own_cost_is_left_out_of_the_findings(hone_cli, tmp_path: P
     body = json.loads(hone_cli("diagnose", "--from", str(folder), "--json").stdout)
     assert body["tracing_overhead"] == pytest.approx(cut / d.profile.total, abs=1e-4)
     assert "Tracing overhead: " in (folder / "report.html").read_text()
+
+
+#: A PostgreSQL backend answering pgbench through its Unix socket (stacks from a real diagnosis)
+UNIX_SEND = ENTRY + "__x64_sys_sendto;__sys_sendto;unix_stream_sendmsg;sock_alloc_send_pskb"
+UNIX_RECV = (ENTRY + "__x64_sys_recvfrom;__sys_recvfrom;sock_recvmsg;unix_stream_recvmsg;"
+             "unix_stream_read_generic;_raw_spin_unlock_irqrestore")  # fmt: skip
+
+
+def test_unix_domain_sockets_are_not_the_network_stack() -> None:
+    """pgbench through PostgreSQL's socket: 'CPU time in the kernel's network stack: 25% of
+    on-CPU samples (sendto 13%, recvfrom 12%)' and knobs net.ipv4.tcp_wmem, tcp_rmem,
+    netdev_budget, dev_weight, with advice about the NIC's interrupts: none of which a local
+    socket passes through."""
+    backend = Profile(
+        stacks={
+            ("postgres", stack("PostgresMain;__send", UNIX_SEND)): 13,
+            ("postgres", stack("PostgresMain;__libc_recv", UNIX_RECV)): 12,
+            ("postgres", stack("PostgresMain;exec_simple_query")): 75,
+        }
+    )
+    found = kernel.split(backend)
+    assert found.groups == {"unix": 25}
+    assert found.top_calls("unix") == [("sendto", 0.13), ("recvfrom", 0.12)]
+    threads = [ThreadStat(1, "postgres", 90, 45, 45, 0, 0, 10)]
+    local = next(f for f in decide(backend, threads, 10, 2) if f.kind.startswith("kernel-"))
+    assert local.kind == "kernel-unix" and local.kind in SYSCALL_KINDS
+    assert "Unix-domain sockets (local clients): 25% of on-CPU samples" in local.headline
+    assert catalogue.knobs_for(["kernel-unix"]) == []
+    assert not any("NIC" in tip or "TCP_CORK" in tip for tip in catalogue.advice("kernel-unix"))
+    # a TCP client (nginx's writev above) stays the network stack's, loopback or not
+    assert kernel.split(SERVER).groups["network"] == 50

@@ -87,3 +87,35 @@ def test_waits_are_counted_over_the_part_a_size_limit_let_perf_record(
     top = d.locks.contended()[0]
     assert rate == pytest.approx(top.wait_ms / 1000 / d.locks.window_s, abs=0.006)
     assert any(n.startswith("locks: perf stopped its recording at 128KB after") for n in d.notes)
+
+
+def test_a_wait_in_code_perf_cannot_name_has_no_site() -> None:
+    """memcached (stripped) waiting on its mutex through libc without frame pointers: perf
+    names the callers `[unknown] ([unknown])`, and the site read `[[unknown]] ([unknown])`."""
+    script = SCRIPT.replace("\t           11d9 contend (/opt/app)\n",
+                            "\t           11d9 [unknown] ([unknown])\n"
+                            "\t           11e0 [unknown] ([unknown])\n")  # fmt: skip
+    mutex = next(w for w in locks.analyse(script).user if w.kind == "mutex")
+    assert mutex.site == ""
+    assert mutex.stack == "[unknown];[unknown];__GI___lll_lock_wait"
+
+
+def test_waiters_are_named_by_their_runtime_names_not_cut_at_15() -> None:
+    """The recording carries the kernel's thread names, cut at 15 characters: a Kafka broker's
+    lock was waited on by `C1 CompilerThre, C2 CompilerThre`, where the thread table, from
+    jstack, said `C1 CompilerThread0`; two pools of one prefix could not be told apart."""
+    from hone.diagnose.threads import ThreadStat
+
+    script = SCRIPT.replace("app 10/11", "data-plane-kafk 10/11")
+    found = locks.analyse(script)
+    stats = [ThreadStat(11, "data-plane-kafk", 1, 1, 0, 0, 0, 98,
+                        name="data-plane-kafka-request-handler-1"),
+             ThreadStat(12, "app", 1, 1, 0, 0, 0, 98)]  # fmt: skip
+    locks.name_waiters(found, stats)
+    mutex = next(w for w in found.user if w.kind == "mutex")
+    assert mutex.waiters == ["data-plane-kafka-request-handler-1"]
+    assert found.kernel[0].waiters == ["data-plane-kafka-request-handler-1"]
+    condition = next(w for w in found.user if w.kind == "condition")
+    assert condition.waiters == ["app"]  # no name of its own: the kernel's
+    assert "threads" not in found.to_dict()["user"][0]
+    assert locks.Locks.from_dict(found.to_dict()) == found

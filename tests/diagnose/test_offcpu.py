@@ -257,3 +257,10 @@ def test_ids_handed_out_after_the_last_wrap_at_pid_max() -> None:
     assert argv is not None and "(pid > 1000 && pid <= 9192)" in " ".join(argv)
     argv = offcpu.record_wakeups_argv([5], Path("w"), 1, None, (30000, 32768))
     assert argv is not None and "pid > 30000 || pid < 5724" in " ".join(argv)
+
+
+def test_a_frame_of_no_known_module_is_unknown_as_on_cpu() -> None:
+    """Folded as stackcollapse-perf and the on-CPU folding name it, `[unknown]`, not
+    `[[unknown]]` (which the flame graph did not grey as an unknown frame)."""
+    script = SCRIPT.replace("1400 [unknown] (/opt/app)", "1400 [unknown] ([unknown])")
+    assert "app;[unknown];fdatasync;io_schedule" in offcpu.analyse(script, pid=10).folded()

@@ -56,6 +56,23 @@ def test_a_wrapper_that_execs_python_is_diagnosed_as_python(hone_cli, tmp_path: 
     assert "function spin of module spin_threads.py" in cpu.headline
 
 
+def test_a_wrapper_that_execs_python_late_is_diagnosed_as_python(hone_cli, tmp_path: Path) -> None:
+    """The runtime was looked for once, half a second into the window: a wrapper that takes
+    longer before its exec (kafka-server-start.sh builds its class path, pyenv's shim forks 40
+    processes and took over 0.5 s on a busy machine) got 'CPU-bound in function [python3.11] of
+    module python3.11', no py-spy."""
+    program = "import time\ndef spin(t):\n    while time.time() - t < 0.6: pass\nspin(time.time())"
+    script = f"sleep 0.7; exec {shlex.quote(sys.executable)} -c {shlex.quote(program)}"
+    folder = tmp_path / "rep"
+    done = hone_cli("diagnose", "-o", str(folder), "--no-locks", "--no-offcpu", "--", "sh", "-c",
+                    script)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(folder / "diagnosis.hone")
+    assert d.language == "python", done.stdout
+    # py-spy started on it (whether it sampled the 0.6 s spin depends on the machine's load)
+    assert "py-spy" in [c.name for c in d.capabilities.items if c.used], done.stdout
+
+
 @pytest.mark.slow
 def test_the_workers_of_a_python_parent_are_sampled_by_py_spy(diagnose_running) -> None:
     """A pre-fork server's parent only waits; the work is in its workers. py-spy of the parent

@@ -165,3 +165,10 @@ def test_compare_with_one_jvm_sets_its_collector_beside_nothing() -> None:
     after.gc = Gc(gc_share=0.05)
     assert "GC collections: 457 (57 full), 91.4/s -> -" in compare_text(before, after)
     assert "GC % of on-CPU samples: 90.0 -> 5.0" in compare_text(before, after)
+
+
+def test_a_window_under_a_second_is_given_in_hundredths() -> None:
+    """`-d 0.05` recorded 0.074 s and the summary said `for 0.1 s`."""
+    from hone.diagnose.report import span
+
+    assert span(0.074) == "0.07" and span(0.5) == "0.50" and span(5.04) == "5.0"

@@ -409,3 +409,17 @@ def test_an_idle_machine_says_so() -> None:
     found = decide(Profile(stacks={}), _machine((7, "app", 1.0, 0.0), idle=97.0))
     assert [f.kind for f in found] == ["idle"]
     assert found[0].headline == "Mostly idle: 0.06 of 2 CPUs busy (user 2%, idle 97%)"
+
+
+def test_a_long_argument_is_cut_in_a_process_description(start) -> None:
+    """A `python -c` script of 2,000 characters was one argument, kept whole: every row of the
+    process table was padded to its width."""
+    import sys
+
+    from hone.diagnose.machine import describe
+
+    script = "import time; time.sleep(30)  # " + "x" * 2000
+    program = start([sys.executable, "-c", script], 0.1)
+    said = describe(program.pid)
+    assert said.startswith(f"pid {program.pid} (") and "-c 'import time; time.sleep(30)" in said
+    assert len(said) < 150, said

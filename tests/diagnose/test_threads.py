@@ -145,3 +145,19 @@ def test_parse_py_spy_raw_drops_line_numbers() -> None:
         ("hot-spinner", (("Thread.run", "threading.py"), ("spin", "spin_threads.py"))): 197,
         ("MainThread", (("<module>", "app.py"),)): 1,
     }
+
+
+def test_a_process_is_described_as_it_is_at_the_windows_end(start) -> None:
+    """A wrapper that execs its program (kafka-server-start.sh, `sh -c '...; exec java ...'`)
+    was described as first seen: every Kafka thread of the hot-thread table said
+    `pid N (sh -c 'sleep 0.8; exec java ...')`."""
+    import time
+
+    from hone.diagnose.threads import ThreadSampler
+
+    wrapper = start(["sh", "-c", "sleep 0.2; exec sleep 9.25"], 0)
+    sampler = ThreadSampler([wrapper.pid]).start()
+    assert sampler.processes[wrapper.pid].startswith(f"pid {wrapper.pid} (sh -c")
+    time.sleep(0.6)
+    stats = sampler.stop()
+    assert {t.process for t in stats if t.pid == wrapper.pid} == {f"pid {wrapper.pid} (sleep 9.25)"}

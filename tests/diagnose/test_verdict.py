@@ -91,3 +91,60 @@ def test_topdown_refines_cpu_bound() -> None:
     assert kinds[0] == "cpu" and "memory" in kinds
     memory = findings[kinds.index("memory")]
     assert "Backend Bound 60%" in memory.headline and "Memory Bound 45%" in memory.headline
+
+
+def test_code_perf_could_not_name_asks_for_its_symbols() -> None:
+    """Debian ships memcached, nginx and redis stripped: the verdict said 'CPU-bound in function
+    [memcached] of module memcached', a function name that is none. A JIT's code (a perf map)
+    is named by its runtime, not by debug symbols."""
+    from hone.diagnose.fold import Frame
+    from hone.diagnose.profile import Profile
+    from hone.diagnose.threads import ThreadStat
+    from hone.diagnose.verdict import decide
+
+    stripped = ("mc-worker", (Frame("start_thread", "/usr/lib/libc.so.6"),
+                              Frame("[memcached]", "/usr/bin/memcached")))  # fmt: skip
+    threads = [ThreadStat(1, "mc-worker", 90, 85, 5, 0, 0, 10)]
+    cpu = decide(Profile(stacks={stripped: 100}), threads, 10, 2)[0]
+    assert cpu.kind == "cpu"
+    assert cpu.headline.startswith(
+        "CPU-bound in code of module memcached that perf could not name (100% of on-CPU "
+        "samples; the file has no symbols: its debug symbols, the distribution's -dbgsym or "
+        "-debuginfo package, or a build with -g name the function)"
+    ), cpu.headline
+    jit = ("java", (Frame("[perf-26086.map]", "/tmp/perf-26086.map"),))
+    cpu = decide(Profile(stacks={jit: 100}), threads, 10, 2)[0]
+    assert cpu.headline.startswith("CPU-bound in function [perf-26086.map]"), cpu.headline
+
+
+def test_a_thread_of_several_processes_is_named_with_its_pid() -> None:
+    """nginx's two workers are both 'nginx': the verdict said 'most of all nginx (76% of the
+    window)' and 'busiest thread nginx at 21% of a CPU', not which worker."""
+    from hone.diagnose.fold import Frame
+    from hone.diagnose.profile import Profile
+    from hone.diagnose.threads import ThreadStat
+    from hone.diagnose.verdict import decide
+
+    work = Profile(stacks={("nginx", (Frame("ngx_http_process_request", "/usr/sbin/nginx"),)): 9})
+    workers = [ThreadStat(11, "nginx", 21, 5, 16, 75, 0, 4, pid=11),
+               ThreadStat(12, "nginx", 19, 4, 15, 76, 0, 5, pid=12),
+               ThreadStat(10, "nginx", 0, 0, 0, 0, 0, 100, pid=10)]  # fmt: skip
+    findings = {f.kind: f.headline for f in decide(work, workers, 6, 2)}
+    assert "most of all nginx in pid 12 (76% of the window)" in findings["runqueue"]
+    assert "busiest thread nginx in pid 11 at 21% of a CPU" in findings["cpu"]
+    alone = {f.kind: f.headline for f in decide(work, workers[:1], 6, 2)}
+    assert "busiest thread nginx at 21% of a CPU" in alone["cpu"]  # one process: no pid
+
+
+def test_a_process_that_did_not_run_does_not_call_for_pids() -> None:
+    """A wrapper's `sleep` beside the JVM it exec'd made every Kafka thread 'in pid N'."""
+    from hone.diagnose.fold import Frame
+    from hone.diagnose.profile import Profile
+    from hone.diagnose.threads import ThreadStat
+    from hone.diagnose.verdict import decide
+
+    work = Profile(stacks={("main", (Frame("run", "/usr/bin/app"),)): 9})
+    threads = [ThreadStat(21, "main", 21, 20, 1, 30, 0, 49, pid=20),
+               ThreadStat(31, "sleep", 0, 0, 0, 0, 0, 100, pid=30)]  # fmt: skip
+    cpu = next(f for f in decide(work, threads, 6, 2) if f.kind == "cpu")
+    assert "busiest thread main at 21% of a CPU" in cpu.headline

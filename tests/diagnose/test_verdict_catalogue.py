@@ -25,8 +25,8 @@ def atune_knobs() -> dict[str, dict]:
 def test_every_kind_names_known_knobs_and_advice() -> None:
     data = catalogue.load()
     kinds = ("cpu", "runqueue", "lock", "io", "memory", "frontend", "speculation", "idle", "heap",
-             "gc", "go-gc", "softirq", "kernel-network", "kernel-files", "kernel-memory",
-             "kernel-interrupts", "kernel-switch", "kernel-other")  # fmt: skip
+             "gc", "go-gc", "softirq", "kernel-network", "kernel-unix", "kernel-files",
+             "kernel-memory", "kernel-interrupts", "kernel-switch", "kernel-other")  # fmt: skip
     for kind in kinds:
         entry = data["kinds"][kind]
         assert entry["title"] and entry["advice"]

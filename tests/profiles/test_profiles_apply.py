@@ -5,6 +5,7 @@ changed once rolled back."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -263,3 +264,198 @@ def test_kill_9_in_the_middle_then_rollback(folder: Path, live, hone_home: Path)
     assert restored == ["sysctl:vm.dirty_background_ratio = " + live[1].strip()]
     assert read_live() == live
     assert Journal.for_profiles().unfinished() is None
+
+
+def _scheduler() -> Path | None:
+    """The first disk whose queue offers mq-deadline and none (a virtio or NVMe disk)."""
+    for path in sorted(Path("/sys/block").glob("*/queue/scheduler")):
+        words = path.read_text().replace("[", " ").replace("]", " ").split()
+        if {"mq-deadline", "none"} <= set(words):
+            return path
+    return None
+
+
+def test_the_old_name_of_a_disk_scheduler_is_the_one_it_reads_back(folder: Path, live) -> None:
+    """`deadline` (A-Tune's hpc-gatk4 profile, tuned's) selects mq-deadline, which the queue
+    then reads: the profile applies and matches instead of failing its read-back and rolling
+    back; a scheduler the kernel does not have is refused naming the ones it has."""
+    path = _scheduler()
+    if path is None:
+        pytest.skip("no disk offers mq-deadline and none")
+    disk, original = path.parts[3], selected(path)
+    try:
+        path.write_text("none")
+        (folder / "gatk.conf").write_text(
+            f"[sysfs]\nblock/{disk}/queue/scheduler = deadline\n[sysctl]\nvm.swappiness = 23\n"
+        )
+        result = apply("gatk")
+        first = result.outcomes[0]
+        assert (first.status, first.detail) == ("set", "was none")
+        assert selected(path) == "mq-deadline"
+        assert {o.status for o in check()} == {"matches"}
+        rollback()
+        assert selected(path) == "none" and read_live() == live
+        path.write_text("mq-deadline")
+        assert apply("gatk").outcomes[0].status == "unchanged"  # nothing to journal or set
+        rollback()
+        path.write_text("none")
+        (folder / "cfq.conf").write_text(f"[sysfs]\nblock/{disk}/queue/scheduler = cfq\n")
+        with pytest.raises(HoneError, match=r"cannot set 'cfq': .*\(it offers: none mq-deadline"):
+            apply("cfq")
+        assert selected(path) == "none"
+    finally:
+        path.write_text(original)
+
+
+def test_a_limit_without_a_line_is_shown_as_not_set(folder: Path, live) -> None:
+    """A limit limits.conf has no line for reads empty: check said `live: ` and apply
+    `(was )`."""
+    (folder / "nofile.conf").write_text("[ulimit]\n@hone-probe.soft.nofile = 4096\n")
+    (outcome,) = check("nofile")
+    assert (outcome.status, outcome.detail) == ("differs", "live: not set")
+    (outcome,) = apply("nofile").outcomes
+    assert (outcome.status, outcome.detail) == ("set", "was not set")
+    rollback()
+    assert "@hone-probe" not in LIMITS.read_text()
+
+
+def test_a_disks_scheduler_is_set_first_and_its_kind_of_settings_skipped(
+    folder: Path, live
+) -> None:
+    """A-Tune's dfsio, spark, mysql and ceph profiles (16 of 64) were refused on a virtio disk:
+    it has no device/queue_depth (a SCSI disk's), the scheduler it runs has no
+    iosched/slice_idle (bfq's, which the same profile chooses), and Linux 5.13 moved
+    kernel/debug/sched_features. And choosing the scheduler after nr_requests reset it: the
+    apply said `set`, check said `differs`, and a rollback that put the scheduler back last
+    left nr_requests at the scheduler's default, not the user's value."""
+    queue = Path("/sys/block/loop0/queue")
+    if not queue.is_dir() or "bfq" not in (queue / "scheduler").read_text():
+        pytest.skip("no loop0 whose queue offers bfq")
+    scheduler, requests = selected(queue / "scheduler"), (queue / "nr_requests").read_text()
+    try:
+        (queue / "scheduler").write_text("mq-deadline")
+        (queue / "nr_requests").write_text("64")  # the user's own, not mq-deadline's default
+        (folder / "include" / "dfsio.conf").write_text(
+            "[sysfs]\nblock/loop0/queue/nr_requests = 512\nblock/loop0/queue/iosched/slice_idle"
+            " = 12\nblock/loop0/device/queue_depth = 32\nkernel/debug/sched_features = NO_X\n"
+        )
+        (folder / "dfsio.conf").write_text(
+            "[main]\ninclude = include-dfsio\n[sysfs]\nblock/loop0/queue/scheduler = bfq\n"
+        )
+        outcomes = {o.item.key: (o.status, o.detail) for o in apply("dfsio").outcomes}
+        assert outcomes["block/loop0/queue/scheduler"] == ("set", "was mq-deadline")
+        assert outcomes["block/loop0/queue/nr_requests"] == ("set", "was 64")
+        assert outcomes["block/loop0/queue/iosched/slice_idle"][0] == "set"
+        depth = "loop0 has no queue depth to set (a SCSI or SATA disk's setting)"
+        assert outcomes["block/loop0/device/queue_depth"] == ("skipped", depth)
+        if not Path("/sys/kernel/debug/sched_features").exists():
+            assert outcomes["kernel/debug/sched_features"][0] == "skipped"
+        assert (queue / "nr_requests").read_text().strip() == "512"
+        checked = {o.item.key: o.status for o in check()}
+        assert checked["block/loop0/queue/nr_requests"] == "matches"
+        assert checked["block/loop0/device/queue_depth"] == "skipped"
+        restored = rollback()
+        assert not [line for line in restored if "overwrote" in line]
+        assert selected(queue / "scheduler") == "mq-deadline"
+        assert (queue / "nr_requests").read_text().strip() == "64"
+        (folder / "typo.conf").write_text("[sysfs]\nblock/loop0/queue/nr_request = 9\n")
+        with pytest.raises(HoneError, match=r"nr_request: cannot read.*nothing was changed"):
+            apply("typo")  # a key no disk has is still a typo
+    finally:
+        (queue / "scheduler").write_text(scheduler)
+        (queue / "nr_requests").write_text(requests)
+
+
+def test_a_write_only_trigger_is_skipped_not_fatal(folder: Path, live) -> None:
+    """A-Tune's tomcat profile sets vm.drop_caches = 3, a trigger no one may read (root
+    included): the profile was refused, `cannot read: Permission denied`. It holds no value to
+    journal or roll back; it is skipped saying how to run it, and the rest applies."""
+    (folder / "trigger.conf").write_text(
+        "[sysctl]\nvm.drop_caches = 3\nvm.dirty_background_ratio = 7\n"
+    )
+    outcomes = {o.item.key: (o.status, o.detail) for o in apply("trigger").outcomes}
+    assert outcomes["vm.dirty_background_ratio"][0] == "set"
+    status, detail = outcomes["vm.drop_caches"]
+    assert status == "skipped" and "run `sysctl -w vm.drop_caches=3`" in detail
+    assert {o.item.key: o.status for o in check()}["vm.drop_caches"] == "skipped"
+    rollback()
+    assert read_live() == live
+
+
+def test_a_device_named_in_the_environment_that_is_not_here_is_named(
+    folder: Path, live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HONE_DISK=sdz on a machine without it: every item naming {disk} failed as a missing
+    file (`block/sdz/queue/read_ahead_kb: cannot read`), which reads as the profile's fault.
+    Shown (`info`), the profile may name another machine's devices."""
+    (folder / "disk.conf").write_text("[sysfs]\nblock/{disk}/queue/read_ahead_kb = 64\n")
+    for value in ("sdz", "../../etc"):
+        monkeypatch.setenv("HONE_DISK", value)
+        with pytest.raises(HoneError, match=rf"HONE_DISK={re.escape(value)}: no such disk here \("):
+            apply("disk")
+    monkeypatch.setenv("HONE_NETWORK", "eth-none")
+    (folder / "net.conf").write_text("[script]\nethtool = -L {network} combined 2\n")
+    with pytest.raises(HoneError, match="HONE_NETWORK=eth-none: no such interface here"):
+        apply("net")
+    assert ProfileLibrary().load("net").placeholders["network"] == ("eth-none", "from HONE_NETWORK")
+    assert read_live() == live
+
+
+def test_a_queue_depth_past_the_device_s_says_why(folder: Path, live) -> None:
+    """A-Tune's mysql-ssd profile chooses no scheduler and 2048 requests: a virtio disk takes
+    at most its own depth then, and the refusal said only `Invalid argument`."""
+    queue = Path("/sys/block/loop0/queue")
+    if not (queue.parent / "mq" / "0" / "nr_tags").exists():
+        pytest.skip("no loop0 with a blk-mq queue")
+    scheduler, requests = selected(queue / "scheduler"), (queue / "nr_requests").read_text()
+    depth = (queue.parent / "mq" / "0" / "nr_tags").read_text().strip()
+    (folder / "ssd.conf").write_text(
+        "[sysctl]\nvm.swappiness = 23\n[sysfs]\nblock/loop0/queue/scheduler = none\n"
+        f"block/loop0/queue/nr_requests = {int(depth) * 16}\n"
+    )
+    try:
+        with pytest.raises(HoneError) as error:
+            apply("ssd")
+        assert f"(with scheduler none, a queue takes at most the device's depth, {depth})" in (
+            str(error.value)
+        )
+        assert "every change of this profile was rolled back" in str(error.value)
+        assert read_live() == live
+    finally:
+        (queue / "scheduler").write_text(scheduler)
+        (queue / "nr_requests").write_text(requests)
+
+
+def test_sigterm_in_the_middle_rolls_back_like_ctrl_c(folder: Path, live, hone_home: Path) -> None:
+    """`timeout 5 hone profile apply NAME` or a `kill` in the middle left the profile half
+    applied (Python's default for SIGTERM ends the process where it stands); Ctrl-C rolled
+    it back, and left no profile active where one had been. Both now leave the machine as a
+    failed apply does, the previous profile applied again; SIGTERM exits 143."""
+    (folder / "slow.conf").write_text(
+        "[sysctl]\nvm.dirty_background_ratio = 9\nvm.swappiness = 25\n"
+    )
+    apply("web")  # active before: it is what the stopped apply leaves, as a failed one does
+    web = read_live()
+    code = (  # the first set takes a second, so the signal lands between it and the second
+        "import sys, time\nfrom hone.knobs.sysctl import SysctlActuator\n"
+        "original = SysctlActuator.set\n"
+        "def slow(self, value):\n    original(self, value)\n"
+        "    if value == '9':\n        time.sleep(1.0)\n"
+        "SysctlActuator.set = slow\n"
+        "sys.argv = ['hone', 'profile', 'apply', 'slow']\n"
+        "from hone.cli.main import run\nrun()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env={**os.environ, "HONE_HOME": str(hone_home)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 20
+    while DIRTY.read_text().strip() != "9" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 143, err
+    assert err.strip() == "hone: stopped by SIGTERM"
+    assert (active_profile(), read_live()) == ("web", web)
+    rollback()
+    assert read_live() == live

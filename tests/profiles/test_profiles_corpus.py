@@ -105,3 +105,14 @@ def test_define_update_undefine(hone_cli, tmp_path: Path) -> None:
     assert "other" not in {info.name for info in list_profiles()}
     assert hone_cli("profile", "undefine", "mine").returncode == 0
     assert hone_cli("profile", "undefine", "mine").returncode == 2
+
+
+def test_an_item_without_a_value_is_refused_where_it_was_written(hone_cli, tmp_path: Path):
+    """`vm.swappiness` with no `= value` was defined; `apply` then failed naming hone's copy
+    of the file under its state folder, which the user never wrote."""
+    empty = tmp_path / "empty.conf"
+    empty.write_text("[sysctl]\nvm.dirty_ratio = 12\n\nvm.swappiness\n")
+    refused = hone_cli("profile", "define", "mine", str(empty))
+    assert (refused.returncode, refused.stderr) == (
+        2, f"hone: {empty}:4: vm.swappiness: no value: write `key = value`\n")  # fmt: skip
+    assert "mine" not in {info.name for info in list_profiles()}

@@ -89,9 +89,9 @@ def test_on_off_yes_no_are_values_where_values_are_meant(tmp_path: Path) -> None
 
 
 def test_numbers_are_yaml_1_2s_and_text_written_back_reads_the_same(tmp_path: Path) -> None:
-    """YAML 1.1 read `1e3` as text (so `range: [1e3, 1e6]` was "not a number"), `010` as eight
-    and `1:30` as ninety; a file hone writes must read back as the same values, here and in
-    YAML 1.1 readers such as A-Tune's."""
+    """YAML 1.1 read `1e3` as text (so `range: [1e3, 1e6]` was "not a number") and `1:30` as
+    ninety (`010`, eight there and ten in YAML 1.2, is refused: another case); a file hone
+    writes must read back as the same values, here and in YAML 1.1 readers such as A-Tune's."""
     text = (
         GOOD.replace("range: [0.01, 10]", "range: [1e-2, 1e1]")
         .replace("values: [a, b]", "values: [1:30, 2024-01-01, '1e3']")
@@ -143,6 +143,8 @@ def test_values_read_from_the_system_are_references_only_inside_the_space(tmp_pa
         # a key that is there but empty was `missing required key` at the top of the file
         (('benchmark: {command: "echo tps 5"', 'benchmark: {command: ""'), "command: is empty"),
         (("sysctl: vm.swappiness", 'sysctl: "vm.swap piness"'), "not a sysctl name"),
+        (("values: [a, b]", "values: [a, 0644]"), "420 in YAML 1.1 (A-Tune) and 644 in YAML 1.2"),
+        (("values: [a, b]", "values: [a, 08]"), "quote it for the text ('08')"),
         # an int range of a fraction searched int()'s range, not the one given
         (("range: [1, 16], shell", "range: [1.5, 16], shell"), "1.5 is not a whole number"),
         # a step of 0 was named as `range`; a step wider than the range searched one value

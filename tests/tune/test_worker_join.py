@@ -5,7 +5,10 @@ anything."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from test_workers import finish, machine, start, wait_for
@@ -167,3 +170,38 @@ def test_a_joining_worker_judges_trials_by_the_studys_rules(
     )
     assert out.count(said) == 1, out
     assert "warning: tuning: apply of this project file not used" in out, out
+
+
+def test_a_worker_of_the_same_name_on_another_machine_is_refused(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Two machines of one host name (cloned, or replicas of one container with their own
+    pids) both default to it as their worker's name. The second, started while the first
+    measures, took the first's pid for one of its own machine's, found none, failed the live
+    trial as its own killed predecessor's (`interrupted`) and ran on under the same name: the
+    first's result was dropped. A pid recorded on another machine means nothing here: the
+    second is refused in one line and the trial goes on."""
+    first = machine(tmp_path, "first", search_sleep=30)
+    running = start(first, postgres_url, "box", 5, 3)
+    try:
+        store = StudyStore(postgres_url)
+        measuring = lambda ts: [t for t in ts if t.phase == "search" and t.state == "running"]  # noqa: E731
+        (trial,) = wait_for(store, 60, measuring, "the first worker never searched")
+        clone = machine(tmp_path, "clone")
+        # another machine: the same name, its own pids (a pid namespace, /proc of its own)
+        argv = ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m", "hone"]
+        argv += ["worker", str(clone), "--storage", postgres_url, "--worker-id", "box"]
+        env = {**os.environ, "HONE_HOME": str(clone / "home")}
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.startswith(
+            f"hone: worker box is already running trial #{trial.number} of shared#1 on another"
+            " machine"
+        ), done.stderr
+        assert done.stderr.count("\n") == 1 and (clone / "app.conf").read_text() == "level 0\n"
+        (still,) = [t for t in read_trials(store, store.find("shared")) if t.number == trial.number]
+        assert still.state == "running" and not still.lost, still.error
+    finally:
+        running.send_signal(signal.SIGTERM)
+        _out, err = running.communicate(timeout=60)
+    assert running.returncode == 143, err[-800:]

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from hone.analyze.window import WINDOW_SECONDS, check_duration
-from hone.cli.values import finite_float
+from hone.cli.values import check_interval, finite_float
 from hone.errors import HoneError
 from hone.output import print_json
 from hone.shell import command_line
@@ -71,8 +71,7 @@ def analyze_command(
     as_json: bool = typer.Option(False, "--json", help="the analysis as JSON"),
 ) -> None:
     """Sample the machine, name the workload class and its bottleneck (USE)."""
-    if interval <= 0:
-        raise HoneError("--interval must be above 0")
+    check_interval(interval)
     if not 0 <= min_confidence <= 1:
         raise HoneError("--min-confidence must be between 0 and 1")
     check_duration(duration, interval)
@@ -165,8 +164,9 @@ def train_command(
     """Train a workload classifier from labelled CSV files (workload.type / workload.appname)."""
     from hone import profiles as profiles_module
     from hone.analyze.dataset import builtin_runs, csv_files, load_runs, require_classes
-    from hone.outfile import refuse_existing, require_folder
+    from hone.outfile import refuse_existing, refuse_stdout, require_folder
 
+    refuse_stdout(output, "a model")
     if "/" in name or not name or name.startswith("."):
         raise HoneError(f"model name {name!r} must not be empty or contain '/'")
     if interval <= 0:  # 0 divided the window by zero; below 0 cut it to two rows

@@ -91,10 +91,18 @@ def load_runs(path: Path, interval: float) -> list[Run]:
     for i in range(1, len(table.labels) + 1):
         if i == len(table.labels) or table.labels[i] != table.labels[start]:
             workload_type, app = table.labels[start]
+            cls = class_of(workload_type.strip(), app.strip())
+            if not cls:  # a class named '' was trained, and analyze named it in blank
+                raise HoneError(
+                    "no label: workload.type and workload.appname are empty (hone collect "
+                    "--type CLASS)",
+                    file=path,
+                    line=start + 2,
+                )
             runs.append(
                 Run(
                     path.name,
-                    class_of(workload_type, app),
+                    cls,
                     app,
                     values[start:i],
                     interval,
@@ -121,7 +129,12 @@ def csv_files(paths: list[Path]) -> list[Path]:
             raise HoneError("no such file or folder", file=path)
     if not found:
         raise HoneError(f"no CSV files in {', '.join(map(str, paths))}")
-    return found
+    # a file named twice (`runs/ runs/a.csv`) is one run: counted twice it outweighed the
+    # class's other runs and was said to be two
+    unique: dict[Path, Path] = {}
+    for path in found:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
 
 
 def atune_dataset() -> Path | None:

@@ -13,8 +13,8 @@ import numpy as np
 
 from hone.cluster.fanout import parallel
 from hone.cluster.remote import run_steps
-from hone.cluster.ssh import Host
-from hone.errors import BenchmarkError, HoneError
+from hone.cluster.ssh import Host, SshFailed
+from hone.errors import BenchmarkError, HoneError, HostUnreachable
 from hone.project.model import Metric, Project
 from hone.tune.metrics import parse_number
 
@@ -64,13 +64,22 @@ class HostMetrics:
         readings: Readings = {m.name: {} for m in metrics}
         lock = threading.Lock()
 
+        unreachable: dict[str, str] = {}
+
         def one(name: str) -> None:
-            values = _read_host(self.hosts[name], wanted[name])
+            try:
+                values = _read_host(self.hosts[name], wanted[name])
+            except SshFailed as exc:
+                unreachable[name] = str(exc)
+                raise
             with lock:
                 for metric, value in zip(wanted[name], values, strict=True):
                     readings[metric.name][name] = value
 
         failures = parallel(one, sorted(wanted))
+        if unreachable:  # no configuration is to blame: the study stops
+            host = sorted(unreachable)[0]
+            raise HostUnreachable(f"metrics not read: {unreachable[host]}")
         if failures:
             host = sorted(failures)[0]
             raise BenchmarkError(f"host {host}: {failures[host]}")
@@ -81,6 +90,8 @@ def _read_host(host: Host, metrics: list[Metric]) -> list[float]:
     """One ssh call for every metric read on this host."""
     try:
         steps = run_steps(host, [m.command or "" for m in metrics], stop_at_failure=False)
+    except SshFailed:
+        raise
     except HoneError as exc:
         raise HoneError(f"metrics not read: {exc}") from None
     values = []

@@ -6,8 +6,8 @@ import shlex
 
 from hone import shell
 from hone.cluster.fanout import Cluster, GroupKnob
-from hone.cluster.ssh import Host
-from hone.errors import HoneError
+from hone.cluster.ssh import Host, ssh_failed
+from hone.errors import HoneError, HostUnreachable
 from hone.project.model import Project
 
 
@@ -37,15 +37,26 @@ def cluster_of(project: Project) -> Cluster | None:
 
 
 def remote_benchmark(host: Host, command: str, timeout: float) -> shell.Result:
-    """Run the benchmark command on a host; its output comes back for the metrics. ssh's own
-    failures (no connection) are said as such, not as the benchmark's exit code."""
+    """Run the benchmark command on a host; its output comes back for the metrics. A host
+    that cannot be reached stops the study (HostUnreachable: no configuration is to blame);
+    a connection lost while the command ran fails the trial, said as such, not as the
+    benchmark's exit code 255 with nothing to say why."""
     try:
         host.connect()
     except HoneError as exc:
-        return shell.Result(command, 255, "", str(exc), 0.0)
-    script = f"exec sh -c {shlex.quote(command)} </dev/null\n"
+        raise HostUnreachable(f"the benchmark's host cannot be reached: {exc}") from None
+    mark = "@@hone-ended"
+    script = (
+        f"sh -c {shlex.quote(command)} </dev/null\nr=$?\n"
+        f'printf \'\\n%s %s\\n\' {mark} "$r" >&2\nexit "$r"\n'
+    )
     try:
         done = host.run(script, timeout=timeout)
     except HoneError:
         return shell.Result(command, -1, "", "", timeout, timed_out=True)
-    return shell.Result(command, done.returncode, done.stdout, done.stderr, 0.0)
+    errors, ended, _code = done.stderr.rpartition(f"\n{mark} ")
+    if not ended:  # the command's shell never said it ended: ssh lost the host
+        lost = ssh_failed(done) or f"ssh: exit {done.returncode}"
+        said = f"{host.where()}: the connection was lost while the benchmark ran ({lost})"
+        return shell.Result(command, done.returncode, done.stdout, said, 0.0)
+    return shell.Result(command, done.returncode, done.stdout, errors, 0.0)

@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from hone.cluster.ssh import Host, ssh_failed
+from hone.cluster.ssh import Host, SshFailed, shell_failed, ssh_failed
 from hone.errors import ActuationError
 from hone.knobs import Actuator
 from hone.knobs.base import equal_values
@@ -176,8 +176,10 @@ def run_steps(host: Host, steps: list[str], *, stop_at_failure: bool) -> list[St
             lines.append('[ "$r" = 0 ] || exit 0')
     result = host.run("\n".join(lines) + "\n")
     failed = ssh_failed(result)
-    if failed or result.returncode != 0:
-        raise ActuationError(failed or f"shell exited {result.returncode}", key=host.where())
+    if failed:
+        raise SshFailed(failed, key=host.where())
+    if result.returncode != 0:
+        raise ActuationError(shell_failed(result), key=host.where())
     return _parse(result.stdout, result.stderr, mark, len(steps))
 
 

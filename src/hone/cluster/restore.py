@@ -5,7 +5,6 @@ gets it restarted once its originals are back, so it runs them again."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass
 
@@ -45,7 +44,10 @@ def restore_project(name: str, journal: Journal | None = None) -> list[HostOutco
 
         def one(host: str) -> None:
             journal = journals[host]
-            _connect(journal)
+            unreached = _reach(journal)
+            if unreached is not None:  # every knob fails alike: said at once, journal kept
+                found[host] = _not_reached(journal, unreached)
+                return
             found[host] = journal.restore(after=lambda: settle_workloads(journal))
 
         failed = parallel(one, list(journals))
@@ -122,10 +124,34 @@ def _host_name(journal: Journal) -> str:
     return journal.path.stem.rsplit("@", 1)[1]
 
 
-def _connect(journal: Journal) -> None:
-    """One master connection before the knob-by-knob restore (else a handshake per call); a
-    host that refuses is left to fail knob by knob, each with its reason."""
+def _reach(journal: Journal) -> str | None:
+    """One master connection before the knob-by-knob restore (else a handshake per call), and
+    one empty script through it: a host that is down or hangs (a master still up while the
+    host's sshd stopped answering) is found once, instead of once per knob and step, each
+    after ssh's timeouts (tens of seconds a knob). Returns why the host cannot be reached."""
+    from hone.cluster.remote import run_steps
+
     originals = list(journal.originals().values())
-    if originals and originals[0].spec.get("kind") == "remote":
-        with contextlib.suppress(HoneError, TypeError):
-            Host.from_spec(originals[0].spec["host"]).connect()
+    if not originals or originals[0].spec.get("kind") != "remote":
+        return None
+    try:
+        host = Host.from_spec(originals[0].spec["host"])
+    except (TypeError, KeyError):
+        return None  # a bad record: each knob fails on it with its own reason
+    try:
+        host.connect()
+        run_steps(host, [":"], stop_at_failure=True)
+    except HoneError as exc:
+        return str(exc)
+    return None
+
+
+def _not_reached(journal: Journal, reason: str) -> list[RestoreOutcome]:
+    """A failed outcome for every original of a host that cannot be reached (and for each
+    damaged line): nothing is written there, and its journal stays for the next restore."""
+    originals = list(journal.originals().values())  # read first: it finds the damaged lines
+    damaged = [
+        RestoreOutcome(f"{journal.path}:{number}", text[:80], "this line is damaged")
+        for number, text in journal.unreadable
+    ]
+    return damaged + [RestoreOutcome(o.name, o.value, reason) for o in reversed(originals)]

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hone.cluster.ssh import Host, ssh_failed
+from hone.cluster.ssh import Host, shell_failed, ssh_failed
 from hone.errors import ActuationError
 
 #: Exit codes of the scripts below, each naming the step that failed.
@@ -44,7 +44,7 @@ def is_ready(host: Host, workload: HostWorkload) -> bool:
     """Whether the workload serves on the host now (its ready command, once)."""
     done = _call(host, _quiet(workload.ready, 5) + "\n", 30.0)
     if done.returncode not in (0, 5):
-        raise ActuationError(f"workload check exited {done.returncode}", key=host.where())
+        raise ActuationError(f"workload check: {shell_failed(done)}", key=host.where())
     return done.returncode == 0
 
 

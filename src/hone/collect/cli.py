@@ -4,14 +4,13 @@ a live view) or a Prometheus endpoint."""
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from pathlib import Path
 
 import typer
 
-from hone.cli.values import finite_float
-from hone.errors import HoneError, Stop
+from hone.cli.values import check_interval, finite_float
+from hone.errors import HoneError, stop_on_sigterm
 from hone.outfile import require_folder
 from hone.output import finite
 
@@ -66,14 +65,13 @@ def collect(
     from hone.collect.collector import Collector
     from hone.collect.csvfile import CsvWriter
 
-    if interval <= 0:
-        raise HoneError("--interval must be above 0")
+    check_interval(interval)
     if duration is not None and count is not None:
         raise HoneError("give --duration or --count, not both")
     if duration is not None and not duration > 0:
         raise HoneError(f"--duration must be a number of seconds above 0, not {duration}")
     _check_devices(disk, network)
-    signal.signal(signal.SIGTERM, _stop)  # `timeout 60 hone collect -o run.csv.gz` ends whole
+    stop_on_sigterm()  # `timeout 60 hone collect -o run.csv.gz` ends whole, exit code 143
     if serve:
         if live or output is not None or as_json or count is not None or duration is not None:
             raise HoneError(
@@ -113,12 +111,6 @@ def collect(
         finally:
             if writer is not None:
                 writer.close()
-
-
-def _stop(signum: int, frame: object) -> None:
-    """SIGTERM unwinds like Ctrl-C, through the `finally` that finishes the CSV file (a .gz
-    file killed outright has no trailer), and exits 143."""
-    raise Stop("stopped by SIGTERM")
 
 
 def _check_devices(disk: str | None, network: str | None) -> None:

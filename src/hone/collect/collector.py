@@ -196,11 +196,16 @@ class Collector:
     ) -> Iterator[Snapshot]:
         """A snapshot every `interval` seconds on a fixed schedule (no drift), until `count`
         snapshots or `duration` seconds, else forever (a duration too many intervals long to
-        count, `-d 1e308 -i 1e-300`, is forever too)."""
+        count, `-d 1e308 -i 1e-300`, is forever too). A duration is the time it takes: an
+        interval shorter than a reading (`-i 0.0001 -d 1`: 10,000 readings of about 3 ms) ends
+        an interval past the duration with fewer snapshots, two at least, not 30 s later."""
+        deadline = None
         if duration is not None and math.isfinite(duration / interval):
             count = max(1, round(duration / interval))
         self.prime()
         start = time.monotonic()
+        if duration is not None:
+            deadline = start + duration
         emitted = 0
         while count is None or emitted < count:
             emitted += 1
@@ -208,6 +213,10 @@ class Collector:
             if delay > 0:
                 time.sleep(delay)
             yield self._take()
+            # a whole interval past the duration: readings are slower than the interval (a
+            # reading a little late on a loaded machine still gets its last sample)
+            if deadline is not None and emitted >= 2 and time.monotonic() >= deadline + interval:
+                return
 
     # -- metrics -----------------------------------------------------------------------------
 

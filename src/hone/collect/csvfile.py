@@ -25,10 +25,13 @@ LABELS = ("workload.type", "workload.appname")
 UNAVAILABLE = -1.0
 
 
-def _open(path: Path, mode: str) -> IO[str]:
+def _open(path: Path) -> IO[str]:
+    """A CSV to read, as UTF-8 whatever the locale, past a byte-order mark: a CSV saved by a
+    spreadsheet begins with one, which made its first column `\ufeffCPU.STAT.usr`, a column
+    no metric was read from (missing in every row, without a word)."""
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, mode + "b"), newline="")  # type: ignore[arg-type]
-    return open(path, mode, newline="")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 def _format(value: float | None) -> str:
@@ -165,7 +168,7 @@ class Table:
 def read_table(path: Path, columns: Iterable[str] | None = None) -> Table:
     """Read an A-Tune or hone CSV (optionally gzip); `columns` picks metrics (missing: NaN)."""
     try:
-        with _open(path, "r") as handle:
+        with _open(path) as handle:
             reader = csv.reader(handle)
             header = next(reader, None)  # a file cut before its first line cannot be read
             if not header:
@@ -178,6 +181,13 @@ def read_table(path: Path, columns: Iterable[str] | None = None) -> Table:
             ]  # fmt: skip
             index = {name: i for i, name in enumerate(header)}
             picks = [index.get(name) for name in wanted]
+            if wanted and all(i is None for i in picks):
+                # another program's CSV with two label columns: every metric would be missing
+                raise HoneError(
+                    f"no metric column ({', '.join(wanted[:3])}, ...): not a collection in "
+                    "A-Tune's layout (hone collect -o)",
+                    file=path,
+                )
             type_at, app_at = index[LABELS[0]], index[LABELS[1]]
             # every wanted column present: the row's cells in one C-level pass (float() of each;
             # a row with an empty cell, or one float() refuses, goes through _number instead)

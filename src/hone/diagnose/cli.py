@@ -15,19 +15,24 @@ recorders, the report and the project writer are imported when a command runs, n
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from hone.cli.values import finite_float
+from hone.diagnose.descendants import thread_group
 from hone.diagnose.machine import describe as _describe
 from hone.diagnose.unit import find, started, unit_name
-from hone.errors import HoneError
-from hone.outfile import refuse_existing, require_folder
+from hone.errors import HoneError, Stop
+from hone.outfile import refuse_existing, refuse_stdout, require_folder
 from hone.paths import state_dir
 from hone.shell import command_line
 
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
 
 def _places(output: Path | None, target: str) -> tuple[Path, Path]:
     """(report.html, diagnosis.hone): `-o x.html` names the report, `-o DIR` the folder."""
+    refuse_stdout(output, "a diagnosis (a report, its .hone file, flame graphs)")
     if output and output.suffix == ".html":
         require_folder(output)
         return output, output.with_suffix(".hone")
@@ -113,6 +119,11 @@ def diagnose(
         raise HoneError(f"--frequency must be positive, got {frequency}")
     if pid is not None and not Path(f"/proc/{pid}").exists():
         raise HoneError(f"no process with pid {pid}")
+    if pid is not None and thread_group(pid) not in (0, pid):
+        # a thread's id (top -H): its process is what perf records and whose children count
+        typer.echo(f"hone: {pid} is a thread of pid {thread_group(pid)}: diagnosing pid "
+                   f"{thread_group(pid)}", err=True)  # fmt: skip
+        pid = thread_group(pid)
     service = find([unit_name(unit)]) if unit is not None else None
     followed = started(command) if command else []  # `systemctl start UNIT`: the unit's window
     # the recorders and the report after the checks: a mistyped option is told at once
@@ -138,18 +149,21 @@ def diagnose(
         refuse_existing(saved, force)
         files = _side_folder(report)
         try:
-            if system:
-                result = whole_system.collect(duration or 10.0, frequency=frequency, keep=files)
-            elif pid is not None:
-                result = collect(pid, duration or 30.0, keep=files, **options)  # type: ignore[arg-type]
-            elif service is not None:
-                result = collect_unit(service, duration or 30.0, keep=files, **options)
-            elif followed:
-                result = follow_service(list(command), followed, duration or 30.0,
-                                        to_stderr=as_json, keep=files, **options)  # fmt: skip
-            else:
-                result = run_command(list(command), duration, to_stderr=as_json, keep=files,
+            with stop_unwinds():
+                if system:
+                    result = whole_system.collect(duration or 10.0, frequency=frequency,
+                                                  keep=files)  # fmt: skip
+                elif pid is not None:
+                    result = collect(pid, duration or 30.0, keep=files,
                                      **options)  # type: ignore[arg-type]  # fmt: skip
+                elif service is not None:
+                    result = collect_unit(service, duration or 30.0, keep=files, **options)
+                elif followed:
+                    result = follow_service(list(command), followed, duration or 30.0,
+                                            to_stderr=as_json, keep=files, **options)  # fmt: skip
+                else:
+                    result = run_command(list(command), duration, to_stderr=as_json, keep=files,
+                                         **options)  # type: ignore[arg-type]  # fmt: skip
         except BaseException:
             if output is None:  # the folder hone named for this run: no report will be in it
                 shutil.rmtree(report.parent, ignore_errors=True)
@@ -164,6 +178,41 @@ def diagnose(
         path = suggest.write(result, suggest_project)
         check = command_line(["hone", "check", str(path.parent)])
         typer.echo(f"project: {path} (check it with: {check})", err=as_json)
+
+
+#: The signals that end a diagnosis as Ctrl-C does, with their exit codes (128 + the signal).
+STOPS = {signal.SIGTERM: 143, signal.SIGHUP: 129}
+
+
+@contextlib.contextmanager
+def stop_unwinds() -> Iterator[None]:
+    """SIGTERM (kill, timeout, a service manager, a cancelled CI job) and SIGHUP (the terminal
+    or the ssh session gone) end a diagnosis as Ctrl-C does: an exception that unwinds through
+    the window's clean-up, which stops every recorder and the diagnosed command and removes
+    the temporary and the report folders. Python's default for both ended hone at once: its
+    recorders, each perf in a session of its own, went on for the whole window (forever for
+    `--system -d 1e300`: a `perf record -a` orphaned to init), the temporary folder stayed.
+    A signal hone was started with ignored (nohup) stays ignored. Only the main thread may set
+    a handler: called on another, this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        stopped = Stop(f"stopped by {signal.Signals(signum).name}")
+        stopped.exit_code = STOPS[signal.Signals(signum)]
+        raise stopped
+
+    previous = {sig: signal.getsignal(sig) for sig in STOPS}
+    for sig, handler in previous.items():
+        if handler == signal.SIG_DFL:
+            signal.signal(sig, stop)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 def _say(result: Diagnosis, text: str, as_json: bool, **files: Path | None) -> None:

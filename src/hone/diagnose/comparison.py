@@ -10,7 +10,7 @@ from hone.diagnose.flamegraph import diff_flamegraph_svg
 from hone.diagnose.golang import GoGc
 from hone.diagnose.jvmgc import Gc, megabytes
 from hone.diagnose.page import document, escape, table
-from hone.diagnose.report import Diagnosis
+from hone.diagnose.report import Diagnosis, span
 from hone.diagnose.verdict import covered
 
 
@@ -31,7 +31,7 @@ def _runtime_rows(a: Diagnosis, b: Diagnosis) -> list[tuple[str, str, str]]:
     rows = [
         ("verdict", a.findings[0].headline if a.findings else "-",
          b.findings[0].headline if b.findings else "-"),
-        ("window s", f"{a.window_s:.1f}", f"{b.window_s:.1f}"),
+        ("window s", span(a.window_s), span(b.window_s)),
         ("on-CPU samples", str(a.profile.total), str(b.profile.total)),
     ]  # fmt: skip
     if a.system and b.system:

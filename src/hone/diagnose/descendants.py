@@ -157,6 +157,19 @@ def parent(pid: int) -> int:
     return int(stat.rsplit(")", 1)[1].split()[1])
 
 
+def thread_group(tid: int) -> int:
+    """The process a thread id belongs to (its Tgid): the id itself for a process, another for
+    a thread of one (`top -H` and `ps -L` show threads' ids, and /proc/TID reads like a
+    process); 0 when it is gone."""
+    try:
+        for line in Path(f"/proc/{tid}/status").read_text().splitlines():
+            if line.startswith("Tgid:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def _session(pid: int) -> int | None:
     """The process's session id (field 6 of /proc/PID/stat), None when it is gone."""
     try:

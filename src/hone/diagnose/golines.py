@@ -11,9 +11,10 @@ later), and tables from code address to file, line and inlined call (runtime/sym
     table.lines(0x8e2d8, "main.rounds")        # [Line("main.rounds", "/src/prog.go", 50, 47)]
 
 An address in code the compiler inlined gives one Line per inlined call, innermost first, as
-runtime/pprof lists them; the inlined calls' table is found by the binary's `go:func.*`
-symbol, so in a binary stripped of its symbols an address in inlined code has no lines (rather
-than the outer function named with the inlined code's line).
+runtime/pprof lists them. The inlined calls' tables are found by the binary's `go:func.*`
+symbol or, in a binary stripped of its symbols, where the runtime finds them: in its module's
+record, which stripping keeps. Where neither is found an address in inlined code has no lines
+(rather than the outer function named with the inlined code's line).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class LineTable:
                 (magic,) = struct.unpack_from(elf.order + "I", table)
                 if magic != MAGIC or table[4:6] != b"\0\0" or table[7] not in (4, 8):
                     return None
-                gofunc = _gofunc(stream, elf)
+                gofunc = _gofunc(stream, elf, table[7] == 8)
                 return cls(elf, table, gofunc, elf.sections[".text"])
         except (OSError, struct.error, IndexError, ValueError):
             return None
@@ -191,10 +192,21 @@ def uvarint(data: bytes, at: int) -> tuple[int, int]:
             return value, at
 
 
-def _gofunc(stream: BinaryIO, elf: Elf) -> bytes | None:
-    """The bytes of the binary from its `go:func.*` symbol to the end of that symbol's section
-    (where the funcdata of its functions are, the inlined calls' tables among them); None
-    without a symbol table."""
+def _gofunc(stream: BinaryIO, elf: Elf, wide: bool) -> bytes | None:
+    """The bytes of the binary from `go:func.*` to the end of its section (where the funcdata of
+    its functions are, the inlined calls' tables among them); None where it is not found."""
+    address = _gofunc_symbol(stream, elf)
+    if address is None:
+        address = _gofunc_of_module(stream, elf, wide)
+    for section in elf.sections.values():
+        if address is not None and section.size and 0 <= address - section.address < section.size:
+            stream.seek(section.offset + address - section.address)
+            return stream.read(section.address + section.size - address)
+    return None
+
+
+def _gofunc_symbol(stream: BinaryIO, elf: Elf) -> int | None:
+    """The address of the `go:func.*` symbol; None without a symbol table (a stripped binary)."""
     symbols, names = elf.sections.get(".symtab"), elf.sections.get(".strtab")
     if symbols is None or names is None:
         return None
@@ -213,11 +225,36 @@ def _gofunc(stream: BinaryIO, elf: Elf) -> bytes | None:
     if found < 0:
         return None
     symbol = struct.unpack_from(layout, table, found)
-    value = symbol[4] if elf.wide else symbol[1]
-    for section in elf.sections.values():
-        if section.size and section.address <= value < section.address + section.size:
-            stream.seek(section.offset + value - section.address)
-            return stream.read(section.address + section.size - value)
+    return symbol[4] if elf.wide else symbol[1]
+
+
+#: runtime.moduledata, Go 1.20 and later, in words: pcHeader, six slices of three words,
+#: findfunctab, minpc, maxpc, then text (word 22) ... rodata (word 39) and gofunc (word 40).
+_MODULE_TEXT, _MODULE_RODATA, _MODULE_GOFUNC = 22, 39, 40
+
+
+def _gofunc_of_module(stream: BinaryIO, elf: Elf, wide: bool) -> int | None:
+    """`go:func.*`'s address as the runtime finds it, in the module's data (`runtime.moduledata`,
+    which stripping keeps): the record that starts with the line table's address, where the
+    text's and read-only data's addresses stand where they should."""
+    table, text = elf.sections[".gopclntab"], elf.sections[".text"]
+    word = elf.order + ("Q" if wide else "I")
+    step = struct.calcsize(word)
+    anchor = struct.pack(word, table.address)
+    for name in (".go.module", ".noptrdata", ".data"):  # where Go 1.26 / older linkers put it
+        section = elf.sections.get(name)
+        if section is None or section.size > 1 << 26:
+            continue
+        stream.seek(section.offset)
+        data = stream.read(section.size)
+        at = data.find(anchor)
+        while at >= 0:
+            if at % step == 0 and at + (_MODULE_GOFUNC + 1) * step <= len(data):
+                words = struct.unpack_from(f"{elf.order}{_MODULE_GOFUNC + 1}{word[1]}", data, at)
+                rodata = elf.sections.get(".rodata", text)
+                if (words[_MODULE_TEXT], words[_MODULE_RODATA]) == (text.address, rodata.address):
+                    return words[_MODULE_GOFUNC]
+            at = data.find(anchor, at + 1)
     return None
 
 

@@ -73,26 +73,69 @@ def memory(pid: int) -> dict[str, int]:
     return found
 
 
-class Watch:
-    """The process's memory and faults over the window, sampled now and then: a command may
-    exit when the window ends, so the largest heap seen and the last fault count are kept."""
+def counted(pid: int) -> dict[str, int]:
+    """Rss and Anonymous of the process in bytes from the kernel's counters (/proc/PID/status:
+    VmRSS, RssAnon), without smaps_rollup's walk of its page tables; empty when unreadable."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    keys = {"VmRSS": "Rss", "RssAnon": "Anonymous"}
+    found = {}
+    for line in lines:
+        key, _, rest = line.partition(":")
+        words = rest.split()
+        if key in keys and words and words[0].isdigit():
+            found[keys[key]] = int(words[0]) * 1024
+    return found
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.first = faults(pid)
-        self.last = self.first
-        self.peak: dict[str, int] = {}
+
+class Watch:
+    """The memory and faults of the recorded processes over the window, sampled now and then:
+    a command may exit when the window ends, so each process's largest heap seen and its last
+    fault count are kept. A server's work is in its workers and backends (nginx, PostgreSQL),
+    not in its master, which had the heap line to itself: `0.00 GiB of anonymous memory, 0
+    page faults/s` for a postmaster whose backends faulted 3,449 times a second under pgbench.
+    So the heap is the sum of the processes' (each one's peak), and the faults are theirs,
+    those there at the start from their counts then, those `follow` adds (born in the window)
+    from zero; /proc/PID/stat's own counts hold no child's, so none is counted twice.
+    smaps_rollup walks the process's page tables (43 ms for a 2 GB heap here), so only the
+    main process is read there (its huge pages too); the others' anonymous and resident
+    memory come from the kernel's counters in /proc/PID/status (RssAnon, VmRSS: 0.03 ms)."""
+
+    def __init__(self, pids: int | list[int]) -> None:
+        pids = [pids] if isinstance(pids, int) else pids
+        self.main = pids[0] if pids else 0
+        self.started = time.monotonic()
+        self.first = {pid: f for pid in pids if (f := faults(pid))}
+        self.last = dict(self.first)
+        self.peaks: dict[int, dict[str, int]] = {}
         self.sample()
+
+    def follow(self, pids: list[int]) -> None:
+        for pid in pids:
+            self.first.setdefault(pid, Faults(time.monotonic(), 0, 0))
 
     def sample(self) -> None:
         self.at = time.monotonic()
-        mem = memory(self.pid)
-        if mem.get("Anonymous", 0) >= self.peak.get("Anonymous", 0):
-            self.peak = mem
-        self.last = faults(self.pid) or self.last
+        for pid in self.first:
+            mem = memory(pid) if pid == self.main else counted(pid)
+            if mem.get("Anonymous", 0) >= self.peaks.get(pid, {}).get("Anonymous", 0):
+                self.peaks[pid] = mem
+            self.last[pid] = faults(pid) or self.last.get(pid, self.first[pid])
 
     def result(self, counters: bool) -> Heap:
-        return measure(self.peak, self.first, self.last, counters)
+        mem: dict[str, int] = {}
+        for peak in self.peaks.values():
+            for key, size in peak.items():
+                mem[key] = mem.get(key, 0) + size
+        if not self.first:
+            return measure(mem, None, None, counters)
+        firsts, lasts = list(self.first.values()), [self.last[pid] for pid in self.first]
+        ended = max(f.at for f in lasts)
+        before = Faults(self.started, sum(f.minor for f in firsts), sum(f.major for f in firsts))
+        after = Faults(ended, sum(f.minor for f in lasts), sum(f.major for f in lasts))
+        return measure(mem, before, after, counters)
 
 
 def measure(mem: dict[str, int], before: Faults | None, after: Faults | None,

@@ -9,7 +9,10 @@ page faults for memory.
 
 Each on-CPU sample whose innermost frame is the kernel's is put in one group by the kernel
 frames on its stack (frame-pointer stacks include them): any network frame makes it
-`network` (a write to a socket passes through vfs_writev first), else a page fault or mapping
+`network` (a write to a socket passes through vfs_writev first), `unix` when the only socket
+family on the stack is the Unix domain's (a local client: psql and pgbench through
+PostgreSQL's socket, php-fpm behind nginx, redis-cli -s), whose time no TCP or NIC setting
+touches, else a page fault or mapping
 frame `memory`, else an interrupt that came while the process ran in user space `interrupts`
 (timer ticks and their softirqs, preemption; perf's own sampling interrupts at a high -F: not
 the process's doing), else the scheduler switching the process out and back in `switch` (a
@@ -28,12 +31,19 @@ from dataclasses import dataclass, field
 from hone.diagnose.fold import Frame, is_kernel
 from hone.diagnose.profile import Profile
 
-GROUPS = ("network", "files", "memory", "interrupts", "switch", "other")
+GROUPS = ("network", "unix", "files", "memory", "interrupts", "switch", "other")
 
 _NETWORK = re.compile(
     r"^_*(tcp|udp|inet6?|ipv6|ip6?|sock|sk|skb|netif|napi|unix|dev_queue|dev_hard|neigh|nf|net|"
     r"sys_send|sys_recv|sys_accept|sys_connect)(_|$)"
 )
+#: The IP stack and the devices under it: a socket frame with none of these on its stack is a
+#: Unix-domain socket's (unix_stream_sendmsg, unix_dgram_recvmsg, ...), if a unix_ frame says so.
+_INET = re.compile(
+    r"^_*(tcp|udp|inet6?|ipv6|ip6?|netif|napi|dev_queue|dev_hard|neigh|nf|net_rx|sctp)(_|$)|"
+    r"^(raw|rawv6|packet)_(sendmsg|recvmsg|rcv)"
+)
+_UNIX = re.compile(r"^_*unix_")
 _MEMORY = re.compile(
     r"^(asm_)?exc_page_fault$|^handle_mm_fault$|^__handle_mm_fault$|^do_(anonymous|wp|"
     r"huge_pmd_anonymous|read|fault|swap)_page|^do_mmap$|^__vm_munmap$|^do_brk|^__do_sys_brk$|"
@@ -76,6 +86,8 @@ class KernelTime:
 def _group(frames: tuple[Frame, ...]) -> str:
     names = [f.function for f in frames if is_kernel(f.module)]
     if any(_NETWORK.search(n) for n in names):
+        if any(_UNIX.search(n) for n in names) and not any(_INET.search(n) for n in names):
+            return "unix"
         return "network"
     if any(_MEMORY.search(n) for n in names):
         return "memory"
@@ -118,7 +130,7 @@ def _call(frames: tuple[Frame, ...]) -> str:
 UNNAMED = frozenset({"syscall entry", "syscall return", "kernel", "x64_sys_call",
                      "syscall_trace_enter", "syscall_exit_work"})  # fmt: skip
 #: The groups a system call's samples are charged to together.
-_CALL_GROUPS = ("network", "files", "switch", "other")
+_CALL_GROUPS = ("network", "unix", "files", "switch", "other")
 
 
 def _unnamed(call: str) -> bool:

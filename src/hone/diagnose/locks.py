@@ -15,9 +15,13 @@ import subprocess
 from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hone.diagnose.offcpu import Span, frame_name
 from hone.diagnose.perf_record import scratch_record
+
+if TYPE_CHECKING:
+    from hone.diagnose.threads import ThreadStat
 
 FUTEX_ENTER = re.compile(r"uaddr: (0x[0-9a-f]+), op: (0x[0-9a-f]+), val: (0x[0-9a-f]+)")
 CONTENTION = re.compile(r"(0x[0-9a-f]+) \(flags=([^)]*)\)")
@@ -40,9 +44,11 @@ class LockWait:
     waiters: list[str] = field(default_factory=list)  # thread names
     site: str = ""  # the caller: first frame outside the locking code
     stack: str = ""  # folded stack of the longest wait
+    #: each waiting thread's id and kernel name (`comm`), for `name_waiters`; not saved
+    threads: dict[int, str] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "threads"}
 
 
 @dataclass
@@ -59,7 +65,8 @@ class Locks:
         return sorted(found, key=lambda w: -w.wait_ms)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "user": [w.to_dict() for w in self.user],
+                "kernel": [w.to_dict() for w in self.kernel]}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict) -> Locks:
@@ -179,9 +186,12 @@ ENTRY_FRAMES = {"start_thread", "clone", "clone3", "__libc_start_call_main", "__
 
 
 def _site(stack: list[tuple[str, str]], skip: tuple[str, ...]) -> str:
-    """The first frame (leaf first) that is neither locking code nor a thread entry point."""
+    """The first frame (leaf first) that is neither locking code nor a thread entry point,
+    nor a frame perf could not name (`[unknown]` of no module: stripped code's callers)."""
     for function, module in stack:
         if function in ENTRY_FRAMES or "futex" in function or any(s in function for s in skip):
+            continue
+        if frame_name(function, module) == "[unknown]":
             continue
         return f"{frame_name(function, module)} ({module})"
     return ""
@@ -220,7 +230,8 @@ def analyse(text: str, symbolizer: Symbolizer | None = None) -> Locks:
             since, address, kind, stack, comm = open_waits.pop(event.tid)
             name = symbolizer.name(int(address, 16)) if symbolizer else None
             wait = user.setdefault(address, LockWait(name or address, address, kind))
-            _add(wait, (event.time - since) * 1000, comm, stack, MUTEX_FRAMES + CONDITION_FRAMES)
+            ms = (event.time - since) * 1000
+            _add(wait, ms, (event.tid, comm), stack, MUTEX_FRAMES + CONDITION_FRAMES)
         elif event.event == "lock:contention_begin":
             match = CONTENTION.search(event.trace)
             if match:
@@ -236,7 +247,7 @@ def analyse(text: str, symbolizer: Symbolizer | None = None) -> Locks:
                     f"{flags} lock in {site.split(' (')[0] or address}", address, f"kernel:{flags}"
                 ),
             )
-            _add(wait, (event.time - since) * 1000, comm, stack, KERNEL_LOCK_FRAMES)
+            _add(wait, (event.time - since) * 1000, (event.tid, comm), stack, KERNEL_LOCK_FRAMES)
     locks = Locks(
         window_s=span.seconds,
         user=sorted(user.values(), key=lambda w: -w.wait_ms),
@@ -276,13 +287,38 @@ def java_monitors(locks: Locks, dumps: list[str]) -> None:
         merged.count += wait.count
         merged.max_ms = max(merged.max_ms, wait.max_ms)
         merged.waiters += [w for w in wait.waiters if w not in merged.waiters]
+        merged.threads.update(wait.threads)
         merged.stack = merged.stack or wait.stack
     locks.user = sorted(kept + list(monitors.values()), key=lambda w: -w.wait_ms)
 
 
+def name_waiters(found: Locks, stats: list[ThreadStat]) -> None:
+    """The waiters by their threads' own names where a runtime gave them (a JVM's from jstack,
+    Python's from py-spy): the kernel's thread name, which the recording carries, is cut at 15
+    characters, and Kafka's `data-plane-kafka-request-handler-1` and
+    `data-plane-kafka-network-thread-1-...` were both `data-plane-kafk`, a JIT's
+    `C2 CompilerThread0` was `C2 CompilerThre`. Threads without such a name keep the kernel's."""
+    names = {t.tid: t.name for t in stats if t.name}
+    for wait in [*found.user, *found.kernel]:
+        if not wait.threads or not names.keys() & wait.threads.keys():
+            continue
+        waiters: list[str] = []
+        for tid, comm in wait.threads.items():
+            name = names.get(tid, comm)
+            if name not in waiters:
+                waiters.append(name)
+        wait.waiters = waiters
+
+
 def _add(
-    wait: LockWait, ms: float, comm: str, stack: list[tuple[str, str]], skip: tuple[str, ...]
+    wait: LockWait,
+    ms: float,
+    thread: tuple[int, str],
+    stack: list[tuple[str, str]],
+    skip: tuple[str, ...],
 ) -> None:
+    tid, comm = thread
+    wait.threads.setdefault(tid, comm)
     wait.count += 1
     wait.wait_ms = round(wait.wait_ms + ms, 3)
     if comm not in wait.waiters:

@@ -269,8 +269,18 @@ def _threads(
     return sorted(shares, key=lambda t: (-t.cpu_pct, t.tid))[:5]
 
 
+#: An argument longer than this is cut in a process's description: a `python -c` script of
+#: 2,000 characters, quoted whole, made every row of `--system`'s process table that wide.
+ARGUMENT = 60
+
+
+def _short(argument: str) -> str:
+    return argument if len(argument) <= ARGUMENT else argument[: ARGUMENT - 3] + "..."
+
+
 def _command(pid: int) -> str:
-    """The command line of a live process, program name and first arguments; "" when gone."""
+    """The command line of a live process, program name and first arguments (each cut at
+    ARGUMENT characters); "" when gone."""
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0")
     except OSError:
@@ -280,7 +290,7 @@ def _command(pid: int) -> str:
         return ""
     if len(argv) == 1 and " " in argv[0]:  # a process that set its own title
         return " ".join(argv[0].split())
-    return command_line([w for w in [Path(argv[0]).name, *argv[1:3]] if w])
+    return command_line([_short(w) for w in [Path(argv[0]).name, *argv[1:3]] if w])
 
 
 def describe(pid: int) -> str:

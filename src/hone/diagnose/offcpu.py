@@ -137,7 +137,11 @@ def _frame(line: str, modules: dict[str, str]) -> tuple[str, str] | None:
 
 
 def frame_name(function: str, module: str) -> str:
-    return function if function and function != "[unknown]" else f"[{module}]"
+    """The function, else `[module]`, else `[unknown]`, as on-CPU folding names frames (module
+    fold, after stackcollapse-perf): a frame perf knows nothing of is not `[[unknown]]`."""
+    if function and function != "[unknown]":
+        return function
+    return "[unknown]" if module in ("", "[unknown]") else f"[{module}]"
 
 
 STATE_CLASS = {"R": "runqueue", "D": "io", "S": "sleep"}

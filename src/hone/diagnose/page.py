@@ -11,7 +11,7 @@ import time
 from hone.diagnose import catalogue
 from hone.diagnose.flamegraph import modules_of, render
 from hone.diagnose.machine import SAMPLES, hone_line
-from hone.diagnose.report import TRACING_SAID, Diagnosis
+from hone.diagnose.report import TRACING_SAID, Diagnosis, span
 from hone.diagnose.tables import function_table, module_name, module_table, summary
 from hone.diagnose.threads import ThreadStat
 
@@ -335,7 +335,7 @@ def to_html(d: Diagnosis) -> str:
     return document(
         f"hone diagnose: {d.target}",
         f"<h1>hone diagnose: {escape(d.target)}</h1>"
-        f'<p class="muted">{stamp}, {d.window_s:.1f} s window, {escape(d.language)} process, '
+        f'<p class="muted">{stamp}, {span(d.window_s)} s window, {escape(d.language)} process, '
         f"{d.cpus} CPUs</p><p>{nav}</p>{body}",
     )
 

@@ -58,6 +58,26 @@ class _Strings:
 Lines = Callable[[Frame, int, bool], "tuple[int, list[Line]] | None"]
 
 
+def main_module(profile: Profile) -> str | None:
+    """The program's executable, which pprof takes the first Mapping for (`File:` in `go tool
+    pprof`'s header, the web UI's title): the module of `main` (C's, Go's `main.main`), else
+    the most sampled module that is a file and no shared library. Mappings in the order their
+    frames were met made the kernel the main binary of most profiles (`File:
+    [kernel.kallsyms]` for memcached). None when no module qualifies."""
+    samples: dict[str, int] = {}
+    for (_, frames), count in profile.stacks.items():
+        for frame in set(frames):
+            if frame.function in ("main", "main.main") and frame.module.startswith("/"):
+                return frame.module
+            samples[frame.module] = samples.get(frame.module, 0) + count
+    programs = [
+        module for module in samples
+        if module.startswith("/") and ".so" not in module.rsplit("/", 1)[-1]
+        and not module.rsplit("/", 1)[-1].startswith("perf-")
+    ]  # fmt: skip
+    return max(programs, key=lambda module: samples[module]) if programs else None
+
+
 def to_pprof(profile: Profile, lines: Lines | None = None) -> bytes:
     """The profile as a gzip-compressed profile.proto message. When the profile has the
     addresses of its frames (`Profile.addresses`, a Go program's), a frame that `lines` (by
@@ -69,7 +89,8 @@ def to_pprof(profile: Profile, lines: Lines | None = None) -> bytes:
         lines = Lookup()
     strings = _Strings()
     period = round(1e9 / profile.frequency_hz) if profile.frequency_hz else 1
-    mappings: dict[str, int] = {}
+    main = main_module(profile)
+    mappings: dict[str, int] = {main: 1} if main is not None else {}
     # by Frame, or by (module, address) for a placed frame -> id, mapping, address, lines
     locations: dict[object, tuple[int, int, int, list[tuple[int, int]]]] = {}
     # by Frame, or by (name, file, start line) -> id, name, file, start line

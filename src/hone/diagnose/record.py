@@ -103,6 +103,7 @@ def record(
     system: bool = False,
     mark: Callable[[], None] | None = None,
     before_script: Callable[[], None] | None = None,
+    start: Callable[..., subprocess.Popen] = subprocess.Popen,
 ) -> Recording:
     """Profile `pid` (or the processes `pids`, and what they fork) for `duration_s` seconds
     (default 30), or run `command` under perf until it exits (or until `duration_s`, when
@@ -112,7 +113,10 @@ def record(
     ends: perf takes seconds to start on a busy machine (it lists every thread's mappings first)
     and to finish, and what is measured beside it is measured over the sampled window.
     `before_script` is called once perf record has ended, before perf script reads its data (a
-    JVM then writes the map of its JIT-compiled code that perf script names frames from)."""
+    JVM then writes the map of its JIT-compiled code that perf script names frames from).
+    `start` starts perf (as Popen does): a window recording in a background thread passes its
+    `Processes.start`, so that its end, a Ctrl-C or SIGTERM included, stops this perf too (a
+    `perf record -p PID -- sleep N` left behind records on for N seconds after hone ends)."""
     if pid is not None:
         pids = [pid]
     if sum((bool(pids), bool(command), system)) != 1:
@@ -142,7 +146,9 @@ def record(
         target = shlex.join(command)  # type: ignore[arg-type]
     started = time.monotonic()
     limit = duration_s if command else None
-    said = _run_perf_record(argv, limit, quiet_command, frequency_hz, mark if system else None)
+    said = _run_perf_record(
+        argv, limit, quiet_command, frequency_hz, mark if system else None, start
+    )
     # perf lowers -F to the kernel's limit at start, saying so: the period is the rate it used
     throttled = re.search(r"throttling from [\d,.']+ Hz to ([\d,.']+) Hz", said)
     if throttled:
@@ -172,14 +178,14 @@ def _run_perf_record(
     quiet: bool,
     frequency: int,
     mark: Callable[[], None] | None = None,
+    start: Callable[..., subprocess.Popen] = subprocess.Popen,
 ) -> str:
-    """Run perf record; with a limit, SIGINT it (perf then stops the command and writes).
-    `mark` is called when perf's command (sleep) starts and ends. Returns perf's stderr."""
+    """Run perf record (`start` starts it); with a limit, SIGINT it (perf then stops the command
+    and writes). `mark` is called when perf's command (sleep) starts and ends. Returns perf's
+    stderr."""
     output = subprocess.DEVNULL if quiet else None
     try:
-        process = subprocess.Popen(
-            argv, stdout=output, stderr=subprocess.PIPE, start_new_session=True
-        )
+        process = start(argv, stdout=output, stderr=subprocess.PIPE, start_new_session=True)
     except OSError as error:
         raise HoneError(f"cannot run perf: {error.strerror}") from None
     try:

@@ -260,10 +260,27 @@ GO_PROJECT = ("--suggest-project DIR writes a project that runs the command with
               "GOMAXPROCS as knobs")  # fmt: skip
 
 
+#: The note of a command that failed on its own inside the window (module window): the
+#: diagnosis is of a failed run (a benchmark that crashed, or that the OOM killer ended),
+#: which no verdict says, so the terminal prints it under the first line.
+FAILED_PREFIX = "the command failed in the window: "
+#: The note of a daemon the command left running (module window): hone does not stop it, so
+#: the terminal says so too, not only the report (a server left serving after the diagnosis).
+DAEMON_PREFIX = "the command left a daemon running, "
+
+
+def span(seconds: float) -> str:
+    """A window's length: tenths of a second, hundredths under one (`-d 0.05` read `for 0.1 s`,
+    twice what was recorded)."""
+    return f"{seconds:.1f}" if seconds >= 1 else f"{seconds:.2f}"
+
+
 def terminal(d: Diagnosis, report: Path | None = None, saved: Path | None = None) -> str:
     """The summary printed at the end of `hone diagnose`."""
-    lines = [f"hone diagnose: {d.target} for {d.window_s:.1f} s ({d.language}, {d.cpus} CPUs)"]
-    lines += [f"note: {n}" for n in d.notes if n.startswith((f"pid {d.pid} ended ", UNRECORDED))]
+    lines = [f"hone diagnose: {d.target} for {span(d.window_s)} s ({d.language}, {d.cpus} CPUs)"]
+    said = (f"pid {d.pid} ended ", f"pid {d.pid} was stopped ", UNRECORDED, FAILED_PREFIX,
+            DAEMON_PREFIX)  # fmt: skip
+    lines += [f"note: {n}" for n in d.notes if n.startswith(said)]
     if d.findings:
         lines.append(f"verdict: {d.findings[0].headline}")
         lines += [f"  also: {f.headline}" for f in d.findings[1:4]]

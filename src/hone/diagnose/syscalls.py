@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from hone.diagnose.descendants import parent
 from hone.errors import HoneError
 
 EVENT = "raw_syscalls:sys_enter"
@@ -107,25 +108,64 @@ def _io(pid: int) -> tuple[int, int] | None:
 class Watch:
     """The read-like and write-like calls of the recorded processes at the window's start and
     their last reading: those there at the start from their counts then, those `follow` adds
-    (born in the window) from zero."""
+    (born in the window) from zero.
+
+    A process's /proc/PID/io counts its threads, those that ended, and the children it has
+    reaped: when a parent waits for a child, the kernel adds the child's whole count, from the
+    child's start, to the parent's (`wait_task_zombie`). nginx's master reaping its workers at
+    a stop, the postmaster reaping a backend at each disconnection, a shell reaping its
+    commands: the parent's count jumps by what the child did before the window too, and
+    the child, counted on its own, would be counted twice. So a process found gone (reaped:
+    a zombie still reads) whose recorded parent's count grew since the reading before by at
+    least the child's last reading is taken as carried by the parent: only its count before
+    the window (or before it was followed) is taken off. A child its parent did not reap (a
+    daemon's parent ended, a parent that lets the kernel reap, SIGCHLD ignored) counts on its
+    own up to its last reading. The parent's growth is counted from its reading of the pass
+    before the one that found the child gone, and a pass reads the processes in the reverse of
+    the order they were added in (descendants mostly after their ancestors: children first),
+    so a reaping between the two readings of one pass is seen too."""
 
     def __init__(self, pids: list[int]) -> None:
         self.first = {pid: io for pid in pids if (io := _io(pid))}
         self.last = dict(self.first)
+        self.parents = {pid: parent(pid) for pid in self.first}
+        self.gone: dict[int, tuple[int, int] | None] = {}  # pid: its parent's reading before
 
     def follow(self, pids: list[int]) -> None:
         for pid in pids:
-            self.first.setdefault(pid, (0, 0))
+            if pid not in self.first:
+                self.first[pid] = (0, 0)
+                self.parents[pid] = parent(pid)
 
     def sample(self) -> None:
-        for pid in self.first:
-            self.last[pid] = _io(pid) or self.last.get(pid, self.first[pid])
+        before = dict(self.last)
+        for pid in reversed(list(self.first)):
+            if pid in self.gone:
+                continue
+            io = _io(pid)
+            if io:
+                self.last[pid] = io
+            else:
+                self.gone[pid] = before.get(self.parents[pid])
+                self.last.setdefault(pid, self.first[pid])
+
+    def _carried(self, pid: int) -> bool:
+        """Whether the process's parent reaped it: the parent's count grew at least by the
+        child's own since the reading before the child was found gone."""
+        base, end = self.gone.get(pid), self.last.get(self.parents[pid])
+        if base is None or end is None:
+            return False
+        own = self.last.get(pid, self.first[pid])
+        return all(end[i] - base[i] >= own[i] for i in (0, 1))
 
     def delta(self) -> tuple[int, int]:
         if not self.first or not self.last:
             return 0, 0
-        ends = [(self.last.get(pid, start), start) for pid, start in self.first.items()]
-        return sum(e[0] - s[0] for e, s in ends), sum(e[1] - s[1] for e, s in ends)
+        reads = writes = 0
+        for pid, start in self.first.items():
+            end = (0, 0) if pid in self.gone and self._carried(pid) else self.last.get(pid, start)
+            reads, writes = reads + end[0] - start[0], writes + end[1] - start[1]
+        return reads, writes
 
 
 #: The kinds of call /proc/PID/io tells apart, and the calls each holds.

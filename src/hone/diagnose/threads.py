@@ -160,12 +160,23 @@ class ThreadSampler:
                     counts = self.states.setdefault(tid, {})
                     counts[snap.state] = counts.get(snap.state, 0) + 1
 
+    def stopped_share(self, tid: int) -> float:
+        """The share of the thread's state samples in which it was stopped (T: SIGSTOP or
+        Ctrl-Z; t: held by a debugger), which the shares count as sleep."""
+        states = self.states.get(tid, {})
+        samples = sum(states.values())
+        return (states.get("T", 0) + states.get("t", 0)) / samples if samples else 0.0
+
     def stop(self) -> list[ThreadStat]:
         self._stop.set()
         self._thread.join()
         now = time.monotonic()
         self.elapsed = now - self.started
         self._note(self._snapshot(), now)
+        for pid in self.processes:  # as they are now: a wrapper has exec'd its program since
+            described = describe(pid)
+            if not described.startswith(f"pid {pid} ([") and "(" in described:
+                self.processes[pid] = described
         return self.stats()
 
     def stats(self) -> list[ThreadStat]:

@@ -5,10 +5,11 @@ the whole time): on the CPU, waiting for a CPU (run queue), blocked in uninterru
 waiting on a contended lock, asleep. The largest wins, with lock waits counted double: threads
 waiting on one lock serialise, so more CPUs would not help, and the time under the lock shows as
 CPU time of the holder. On-CPU time splits into the program's own code (`cpu`) and the kernel's
-(`kernel-network`, `kernel-files`, `kernel-memory`, `kernel-switch`, `kernel-other`, module
-kernel) by the share of samples on each side: a server whose time goes to system calls is
-told what changes them, not to rebuild itself. Hardware top-down results, when there are
-counters, refine a CPU-bound verdict into memory-, frontend- or speculation-bound."""
+(`kernel-network`, `kernel-unix`, `kernel-files`, `kernel-memory`, `kernel-switch`,
+`kernel-other`, module kernel) by the share of samples on each side: a server whose time goes
+to system calls is told what changes them, not to rebuild itself. Hardware top-down results,
+when there are counters, refine a CPU-bound verdict into memory-, frontend- or
+speculation-bound."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ MIN_PG_SHARE = 0.2
 
 @dataclass
 class Finding:
-    kind: str  # cpu, kernel-{network,files,memory,other}, runqueue, lock, io, idle, memory,
+    kind: str  # cpu, kernel-{network,unix,files,memory,other}, runqueue, lock, io, idle, memory,
     # frontend, speculation, heap, gc, go-gc, softirq, children, pg-lock
     score: float  # thread-seconds per second (weighted for locks)
     headline: str
@@ -100,10 +101,17 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float,
         headline = (
             f"CPU-bound in function {top.name}{of_module} ({top.self_share:.0%} of {samples})"
         )
+        if _unnamed_code(top.name, top.module):
+            headline = (
+                f"CPU-bound in code of module {module} that perf could not name "
+                f"({top.self_share:.0%} of {samples}; the file has no symbols: its debug "
+                "symbols, the distribution's -dbgsym or -debuginfo package, or a build with -g "
+                "name the function)"
+            )
     else:
         headline = "CPU-bound (no on-CPU samples to name the function)"
     if hot:
-        headline += f", busiest thread {hot.label} at {hot.cpu_pct:.0f}% of a CPU"
+        headline += f", busiest thread {_named(hot, threads)} at {hot.cpu_pct:.0f}% of a CPU"
     details = [
         f"{row.name} ({module_name(row.module)}): {row.self_share:.1%} self"
         for row in rows[:5]
@@ -114,8 +122,31 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float,
     return Finding("cpu", cpu, headline, details)
 
 
+def _named(thread: ThreadStat, threads: list[ThreadStat]) -> str:
+    """The thread's name, with its process's pid when the threads are of several processes:
+    nginx's workers, PostgreSQL's backends and their threads share one name ('most of all
+    nginx' did not say which of two workers). Processes that did not run (an idle master, a
+    wrapper's `sleep`) do not count."""
+    several = len({t.pid for t in threads if t.cpu_pct or t.runq_pct}) > 1 and thread.pid
+    return f"{thread.label} in pid {thread.pid}" if several else thread.label
+
+
+def _unnamed_code(name: str, module: str) -> bool:
+    """Whether the hottest function is code of an executable or library that perf could not
+    name (folding calls it `[memcached]`: a stripped file, as Debian ships memcached, nginx,
+    redis and PostgreSQL without their -dbgsym packages). A JIT's code (a perf map, anonymous
+    memory) is not a file's: its names come from the runtime, not from debug symbols."""
+    base = module.rsplit("/", 1)[-1]
+    return (
+        module.startswith("/")
+        and name == f"[{base}]"
+        and not (base.startswith("perf-") and base.endswith(".map"))
+    )
+
+
 KERNEL_PARTS = {
     "network": "the kernel's network stack",
+    "unix": "the kernel's Unix-domain sockets (local clients)",
     "files": "the kernel's file system calls",
     "memory": "the kernel's memory management (page faults, mappings)",
     "interrupts": "interrupts while it ran (timer ticks, softirqs, preemption)",
@@ -197,7 +228,9 @@ def _runqueue(threads: list[ThreadStat], runq: float, cpu: float, cpus: int) -> 
         f"second ({share:.0%} of their runnable time)"
     )
     if waiter:
-        headline += f", most of all {waiter.label} ({waiter.runq_pct:.0f}% of the window)"
+        headline += (
+            f", most of all {_named(waiter, threads)} ({waiter.runq_pct:.0f}% of the window)"
+        )
     # Whose fault: the process wants more CPUs than there are, or others take them.
     demand = cpu + runq
     own = demand >= 0.9 * cpus

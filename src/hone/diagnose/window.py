@@ -46,7 +46,7 @@ from hone.diagnose.machine import describe as _describe
 from hone.diagnose.perf_record import enabled_outputs, finished, reached
 from hone.diagnose.probe import Capabilities, probe, stack_depth_check
 from hone.diagnose.record import Recording, failure
-from hone.diagnose.report import Diagnosis
+from hone.diagnose.report import DAEMON_PREFIX, FAILED_PREFIX, Diagnosis
 from hone.diagnose.runtimes import PerfMap, Pythons, keep_perf_maps, language_jobs
 from hone.diagnose.unit import Unit, find
 from hone.errors import HoneError
@@ -183,7 +183,11 @@ def _plan(
     as the window finds them). The perf recorders take every process of `targets`.
 
     Ours run until the window's end stops them (SIGINT); `bound` only caps them should hone
-    itself die. The on-CPU recorder (hone.diagnose.record) times itself."""
+    itself die. The on-CPU recorder (hone.diagnose.record) times itself, and the window's end
+    (a Ctrl-C or SIGTERM too) stops it as well: perf follows what the processes fork, and a
+    daemon a command forked (a `memcached -d` in its script) kept it, and the diagnosis,
+    running until the daemon ended or the `--duration` passed (a day without one) after the
+    command had ended."""
     from hone.diagnose.record import event_of, record
 
     pid = targets.pid
@@ -199,7 +203,8 @@ def _plan(
         targets.listed = pids
         try:
             return record(pids=pids, duration_s=duration, frequency_hz=frequency, event=event,
-                          output_dir=keep, before_script=perf_map.write)  # fmt: skip
+                          output_dir=keep, before_script=perf_map.write,
+                          start=procs.start)  # fmt: skip
         except HoneError as error:
             if finished(perf_data):  # perf recorded: perf script failed
                 raise
@@ -342,6 +347,28 @@ def collect(
 MIN_WINDOW = 0.1
 #: The note (printed on the terminal too) of a --pid that ended before its window did.
 ENDED = "pid {pid} ended {elapsed:.1f} s into the {duration:g} s window"
+#: A process stopped through most of the window (Ctrl-Z, SIGSTOP, a debugger): it did not run,
+#: and its threads' shares and the verdict count that time as sleep ("Mostly idle").
+STOPPED = ("pid {pid} was stopped (state T: SIGSTOP, Ctrl-Z or a debugger) in {share:.0%} of "
+           "the window's samples: it did not run then, and that time counts as sleep; SIGCONT "
+           "continues it")  # fmt: skip
+
+
+def failure_of(code: int) -> str:
+    """`exit code 7`, or `killed by SIGKILL` for Popen's negative return codes."""
+    if code >= 0:
+        return f"exit code {code}"
+    with contextlib.suppress(ValueError):
+        return f"killed by {signal.Signals(-code).name}"
+    return f"killed by signal {-code}"
+
+
+def _exe(pid: int) -> str:
+    """The process's executable ("" once it has ended): it changes when the process execs."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
 
 
 class TooShort(HoneError):
@@ -379,8 +406,8 @@ def _record(
         job.start()
     try:
         _await_start([job for job in jobs.values() if job.output])
-        memory, network = heap.Watch(pid), softirq.Watch(pid)
         kids = descendants.Watch(pid, mark, unit, targets.listed)
+        memory, network = heap.Watch([*targets.listed, *kids.followed]), softirq.Watch(pid)
         collector, calls = jvmgc.Watch(pid), syscalls.Watch([*targets.listed, *kids.followed])
         titles = pgwaits.Titles(pid, unit) if "pgwaits" in jobs else None
         # a --pid that ended while the recorders started has no window: perf may have failed
@@ -405,6 +432,7 @@ def _record(
                 job.start()
         # GOGC and the like as the Go program started with them (gone once it has ended)
         go_env = golang.settings(pid) if language == "go" else {}
+        exe = _exe(pid)
 
         def runtimes_among(pids: list[int]) -> None:
             """The JVMs' perf maps, names and GC counters; the Python processes' py-spy."""
@@ -430,7 +458,20 @@ def _record(
                 kids.sample()
                 sampler.follow(kids.followed)  # forked in the window: perf follows them
                 calls.follow(kids.followed)
+                memory.follow(kids.followed)
                 runtimes_among(kids.followed)
+                if language == "native" and _exe(pid) not in ("", exe):
+                    # a wrapper exec'd its runtime after the first look: kafka-server-start.sh
+                    # builds its class path for seconds, pyenv's shim forks 40 processes first
+                    exe, language = _exe(pid), threads.language_of(pid)
+                    for name, job in language_jobs(pid, language, pythons, perf_map,
+                                                   notes).items():  # fmt: skip
+                        jobs[name] = job
+                        job.start()
+                    collector.add(perf_map.pids)
+                    if symbolizer:
+                        symbolizer.refresh()
+                    go_env = golang.settings(pid) if language == "go" else {}
                 collector.sample()
                 calls.sample()
                 if titles:
@@ -441,7 +482,7 @@ def _record(
         kids.sample()
         collector.sample()
         calls.sample()
-    finally:  # also on Ctrl-C: no recorder of ours is left running (perf -p ends with its target)
+    finally:  # also on Ctrl-C and SIGTERM: no recorder of ours is left running
         procs.stop()
     ended = sampler.elapsed < duration and not alive(pid)
     # the late thread names (jstack: a second or two) while perf script reads the recordings
@@ -458,12 +499,16 @@ def _record(
         raise TooShort(f"pid {pid}", sampler.elapsed)
     if ended and not release:  # a command ends when it is done; a --pid was asked for the window
         notes.append(ENDED.format(pid=pid, elapsed=sampler.elapsed, duration=duration))
+    if sampler.stopped_share(pid) >= 0.5:
+        notes.insert(0, STOPPED.format(pid=pid, share=sampler.stopped_share(pid)))
     names, note, dumps = late.result if isinstance(late.result, tuple) else ({}, "", [])
     if late.error:
         note = f"{language} thread names at the window's end: {late.error}"
     threads.name_threads(stats, {**early_names, **names})
     if perf_map.pids and "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
         locks.java_monitors(jobs["locks"].result, [*early_dumps, *dumps])
+    if "locks" in jobs and isinstance(jobs["locks"].result, locks.Locks):
+        locks.name_waiters(jobs["locks"].result, stats)
     if titles and isinstance(jobs["pgwaits"].result, pgwaits.PgWaits):
         jobs["pgwaits"].result.waiting = titles.waiting
     if note or early_names:
@@ -561,7 +606,7 @@ def _cpu_of(stats: list[threads.ThreadStat], pids: set[int] | None = None) -> fl
 
 
 #: The findings in the kernel's time that system calls lead to.
-SYSCALL_KINDS = ("kernel-network", "kernel-files", "kernel-switch", "kernel-other")
+SYSCALL_KINDS = ("kernel-network", "kernel-unix", "kernel-files", "kernel-switch", "kernel-other")
 
 
 def _analyse(
@@ -724,6 +769,8 @@ def run_command(
                 "diagnose a run that lasts a second or more"
             ) from None
         result.target = command_line(command)
+        if proc.poll():  # it ended on its own (hone stops it below), and not with success
+            result.notes.insert(0, FAILED_PREFIX + failure_of(proc.returncode))
         if len(result.processes) > 1:  # it forked: how many processes are in the profile
             result.target += f", {len(result.processes)} processes"
         result.command = list(command)
@@ -746,7 +793,7 @@ def run_command(
     left = _daemons(mark, proc.pid)
     if left:
         result.notes.append(
-            f"the command left a daemon running, {left}, in a session of its own: hone does "
+            f"{DAEMON_PREFIX}{left}, in a session of its own: hone does "
             "not stop it; its CPU in the window is counted with the command's children"
         )
     return result

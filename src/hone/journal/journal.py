@@ -355,8 +355,10 @@ class Journal:
                 outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
         left = self.left()
         with settings_locked(actuator for _, actuator in built):
-            for original, actuator in built:
-                changed = _changed_since(actuator, left.get(original.name))
+            # what each setting held before any is put back: putting one back may change
+            # another (a disk's scheduler resets its nr_requests), which no one else changed
+            changes = [_changed_since(actuator, left.get(o.name)) for o, actuator in built]
+            for (original, actuator), changed in zip(built, changes, strict=True):
                 try:
                     actuator.apply(original.value)
                     outcomes.append(RestoreOutcome(original.name, original.value, None, changed))

@@ -143,8 +143,10 @@ def info(name: str, as_json: bool = JSON) -> None:
 @profile_app.command("apply")
 def apply(name: str, as_json: bool = JSON) -> None:
     """Apply a profile (rolling back the active one first); all or nothing."""
+    from hone.errors import stop_on_sigterm
     from hone.profiles import apply as apply_named
 
+    stop_on_sigterm()  # `timeout`, `kill`: what was set is rolled back, as on Ctrl-C
     result = apply_named(name)
     if as_json:
         print_json(apply_data(result))

@@ -22,6 +22,9 @@ ATUNE_SYSTEM = Path("/usr/lib/atuned/profiles")
 SECTIONS = ("main", "sysctl", "sysfs", "systemctl", "ulimit", "script", "bootloader.grub2",
             "kernel_config", "bios", "tip", "check", "schedule_policy", "file_config")  # fmt: skip
 
+#: Sections whose every item sets something: an item without a value there is a mistake.
+VALUED = ("sysctl", "sysfs", "systemctl", "ulimit")
+
 
 @dataclass
 class Item:
@@ -60,6 +63,25 @@ def placeholder_values() -> dict[str, tuple[str, str]]:
     user = os.environ.get("HONE_USER")
     values["user"] = (user, "from HONE_USER") if user else ("root", "default")
     return values
+
+
+#: Where the devices a placeholder names are listed.
+DEVICES = {"disk": Path("/sys/block"), "network": Path("/sys/class/net")}
+
+
+def not_here(placeholder: str, value: str, how: str) -> str | None:
+    """What is wrong with a device given in HONE_DISK or HONE_NETWORK that this machine does not
+    have, for a profile about to be applied (`info` shows one for another machine): every item
+    naming it failed as a missing file, `block/sdz/queue/read_ahead_kb: cannot read`, which
+    reads as a fault of the profile."""
+    folder = DEVICES.get(placeholder)
+    if folder is None or how == "detected":
+        return None
+    if "/" not in value and value not in (".", "..") and (folder / value).exists():
+        return None
+    here = ", ".join(sorted(p.name for p in folder.iterdir())) if folder.is_dir() else "none"
+    kind = "interface" if placeholder == "network" else placeholder
+    return f"HONE_{placeholder.upper()}={value}: no such {kind} here ({here})"
 
 
 class ProfileLibrary:
@@ -132,6 +154,12 @@ class ProfileLibrary:
                         profile.placeholders[placeholder] = (actual, how)
                 items.pop((section, key), None)
                 where = lines.get((section, raw_key))
+                if not value and section in VALUED:
+                    # found when the profile is defined or shown, in the file the user wrote,
+                    # not at apply in hone's copy of it
+                    raise HoneError(
+                        "no value: write `key = value`", file=path, line=where, key=raw_key
+                    )
                 items[section, key] = Item(section, key, value, name, path, where)
         profile.items = list(items.values())
         return profile

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from hone.knobs.grub import cmdline_value, grub_present
 from hone.knobs.script import find_script
 from hone.knobs.systemctl import SystemctlActuator
 from hone.paths import state_dir
-from hone.profiles.library import Item, Profile
+from hone.profiles.library import Item, Profile, not_here
 
 ADVICE = {
     "tip": "advice",
@@ -70,11 +71,17 @@ def actuator_for(item: Item) -> Actuator | str:
     section, key = item.section, item.key
     if section == "sysctl":
         actuator = actuator_from_spec({"kind": "sysctl", "key": key})
-        if key in MOVED_TO_DEBUGFS and not actuator.path.exists():  # type: ignore[attr-defined]
+        path = actuator.path  # type: ignore[attr-defined]
+        if key in MOVED_TO_DEBUGFS and not path.exists():
             return "not in this kernel: Linux 5.13 moved it to /sys/kernel/debug/sched"
+        if _write_only(path):
+            return (
+                "not applied: a trigger that acts once (no value to read back or roll back);"
+                f" run `sysctl -w {key}={item.value}` when it is wanted"
+            )
         return actuator
     if section == "sysfs":
-        return actuator_from_spec({"kind": "sysfs", "path": "/sys/" + key.lstrip("/")})
+        return absent_here(key) or _sysfs(key)
     if section == "systemctl":
         return actuator_from_spec({"kind": "systemctl", "unit": key})
     if section == "ulimit":
@@ -100,6 +107,56 @@ def actuator_for(item: Item) -> Actuator | str:
     return ADVICE.get(section, "not applied")
 
 
+#: A disk's settings that only some disks or schedulers have: A-Tune's profiles set a SCSI
+#: disk's queue depth and cfq's or bfq's tunables, which a virtio or NVMe disk and another
+#: scheduler do not have. Missing there, they are skipped, saying why, as a missing key of
+#: any other kind (a typo) still stops the profile before anything changes.
+_QUEUE_DEPTH = re.compile(r"block/([^/]+)/device/queue_depth")
+_IOSCHED = re.compile(r"block/([^/]+)/queue/iosched/([^/]+)")
+_SCHEDULER = re.compile(r"block/([^/]+)/queue/scheduler")
+
+
+def _write_only(path: Path) -> bool:
+    """/proc/sys's triggers (vm.drop_caches, vm.compact_memory, net.ipv4.route.flush): no one
+    may read them, root included (A-Tune's tomcat profile drops the page cache)."""
+    try:
+        return not path.stat().st_mode & 0o444
+    except OSError:
+        return False
+
+
+def _sysfs(key: str) -> Actuator:
+    return actuator_from_spec({"kind": "sysfs", "path": "/sys/" + key.lstrip("/")})
+
+
+def absent_here(key: str) -> str | None:
+    """Why a sysfs file a profile names is not on this machine, when that comes from the
+    machine's kind of disk, its scheduler or its kernel rather than a typo; None otherwise
+    (also when the file is there)."""
+    key = os.path.normpath(key.strip("/"))
+    if Path("/sys", key).exists():
+        return None
+    if key == "kernel/debug/sched_features":
+        return "not in this kernel: Linux 5.13 moved it to /sys/kernel/debug/sched/features"
+    disk = _QUEUE_DEPTH.fullmatch(key)
+    if disk and Path("/sys/block", disk[1], "queue").is_dir():
+        return f"{disk[1]} has no queue depth to set (a SCSI or SATA disk's setting)"
+    tunable = _IOSCHED.fullmatch(key)
+    if tunable and Path("/sys/block", tunable[1], "queue").is_dir():
+        scheduler = _scheduler(tunable[1])
+        return f"{tunable[1]}'s scheduler {scheduler} has no {tunable[2]}"
+    return None
+
+
+def _scheduler(disk: str) -> str:
+    try:
+        text = Path("/sys/block", disk, "queue", "scheduler").read_text()
+    except OSError:
+        return "?"
+    chosen = re.search(r"\[([^\]]+)\]", text)
+    return chosen[1] if chosen else text.strip()
+
+
 def _marker() -> Path:
     return state_dir() / "profile.active"
 
@@ -113,10 +170,23 @@ def _plan(profile: Profile) -> list[tuple[Item, Actuator | str]]:
     """Every item with its actuator, each read once and checked as a tuning run checks its
     knobs: a bad key, a read-only setting or a value that can never be written fails here,
     before any change, not after the items before it were set and had to be undone."""
-    plan = []
+    for placeholder, (value, how) in profile.placeholders.items():
+        if missing := not_here(placeholder, value, how):
+            raise HoneError(f"{missing}; nothing was changed", file=profile.path)
+    plan, later = [], []
+    schedulers = {m[1] for i in profile.section("sysfs") if (m := _SCHEDULER.fullmatch(
+        os.path.normpath(i.key.strip("/"))))}  # fmt: skip
     for item in profile.items:
         try:
             actuator = actuator_for(item)
+            tunable = _IOSCHED.fullmatch(os.path.normpath(item.key.strip("/")))
+            if isinstance(actuator, str) and tunable and tunable[1] in schedulers:
+                # the profile chooses this disk's scheduler, whose tunables exist once it is
+                # set: they are set after it (or skipped then, when it has not this one)
+                if not item.value:
+                    raise HoneError("no value")
+                later.append((item, _sysfs(item.key)))
+                continue
             if isinstance(actuator, Actuator):
                 if not item.value:
                     raise HoneError("no value")
@@ -132,13 +202,22 @@ def _plan(profile: Profile) -> list[tuple[Item, Actuator | str]]:
                 line=item.line,
             ) from None
         plan.append((item, actuator))
-    return plan
+    # A disk's scheduler first: choosing one resets the queue's nr_requests (and the
+    # tunables of the scheduler before it go), so a value set before it did not hold
+    first = [(i, a) for i, a in plan if i.section == "sysfs" and _disk_of(i, _SCHEDULER)]
+    return first + [entry for entry in plan if entry not in first] + later
+
+
+def _disk_of(item: Item, pattern: re.Pattern[str]) -> str | None:
+    found = pattern.fullmatch(os.path.normpath(item.key.strip("/")))
+    return found[1] if found else None
 
 
 def apply_profile(profile: Profile) -> ApplyResult:
     """Roll back the active profile, then set this one's items; all or nothing. When an item
-    fails, this profile's changes are rolled back and the profile that was active before is
-    applied again: the system is left as it was found."""
+    fails, or the apply is stopped (Ctrl-C, SIGTERM), this profile's changes are rolled back
+    and the profile that was active before is applied again: the system is left as it was
+    found."""
     plan = _plan(profile)
     journal = Journal.for_profiles()
     changed = [actuator for _, actuator in plan if isinstance(actuator, Actuator)]
@@ -153,8 +232,10 @@ def apply_profile(profile: Profile) -> ApplyResult:
             if previous:
                 _reapply(journal, previous, exc)
             raise
-        except BaseException:
+        except BaseException as exc:  # Ctrl-C, SIGTERM: as for a failure, the machine as found
             _restore(journal)
+            if previous:
+                _reapply(journal, previous, HoneError(str(exc) or type(exc).__name__))
             raise
         return result
 
@@ -162,9 +243,47 @@ def apply_profile(profile: Profile) -> ApplyResult:
 def _apply_plan(journal: Journal, profile: Profile, plan: list) -> list[Outcome]:
     journal.begin(profile=profile.name)
     _marker().write_text(profile.name + "\n")
-    outcomes = [_apply_item(journal, item, actuator, profile) for item, actuator in plan]
+    outcomes = []
+    for item, actuator in plan:
+        disk = _disk_of(item, _SCHEDULER) if item.section == "sysfs" else None
+        if disk and isinstance(actuator, Actuator) and _changes(actuator, item.value):
+            _remember_queue(journal, disk, plan)
+        outcomes.append(_apply_item(journal, item, actuator, profile))
     journal.end("applied")
     return outcomes
+
+
+def _changes(actuator: Actuator, value: str) -> bool:
+    try:
+        return actuator.normalise(actuator.get()) != actuator.normalise(value)
+    except HoneError:
+        return True  # _apply_item says why it cannot be read
+
+
+def _remember_queue(journal: Journal, disk: str, plan: list) -> None:
+    """The originals of the profile's other settings of this disk's queue, journaled before
+    its scheduler changes: the change resets some of them (nr_requests), so read after it
+    they would be the new scheduler's defaults, and a rollback, which puts the scheduler back
+    first (newest first), would leave them there."""
+    prefix = f"block/{disk}/"
+    for item, actuator in plan:
+        key = os.path.normpath(item.key.strip("/"))
+        if (
+            item.section == "sysfs"
+            and isinstance(actuator, Actuator)
+            and key.startswith(prefix)
+            and not _SCHEDULER.fullmatch(key)
+            and not _IOSCHED.fullmatch(key)
+        ):
+            try:
+                journal.remember(f"{item.section}:{item.key}", actuator)
+            except HoneError as exc:
+                raise HoneError(
+                    f"[{item.section}] {item.key}: {exc.message}; every change of this profile"
+                    " was rolled back",
+                    file=item.path,
+                    line=item.line,
+                ) from None
 
 
 def _reapply(journal: Journal, name: str, failure: HoneError) -> None:
@@ -190,6 +309,8 @@ def _apply_item(
         if item.section == "kernel_config":
             return _kernel_config(item)
         return Outcome(item, status, actuator)
+    if item.section == "sysfs" and (reason := absent_here(item.key)):
+        return Outcome(item, "skipped", reason)  # a tunable of a scheduler the disk lacks
     try:
         if actuator.normalise(actuator.get()) == actuator.normalise(item.value):
             return Outcome(item, "unchanged")
@@ -204,7 +325,13 @@ def _apply_item(
         ) from None
     if item.section == "bootloader.grub2":
         return Outcome(item, "staged", "for the next boot (run update-grub, then reboot)")
-    return Outcome(item, "set", f"was {before}")
+    return Outcome(item, "set", f"was {_shown(before)}")
+
+
+def _shown(value: str | None) -> str:
+    """A value read from the system as a detail shows it: a limit limits.conf has no line for
+    reads empty, which `live: ` and `(was )` left for the reader to guess."""
+    return value if value and value.strip() else "not set"
 
 
 def rollback() -> list[str]:
@@ -252,7 +379,8 @@ def check_profile(profile: Profile) -> list[Outcome]:
                 outcomes.append(Outcome(item, "differs", exc.message))
                 continue
             same = actuator.normalise(live) == actuator.normalise(item.value)
-            outcomes.append(Outcome(item, "matches" if same else "differs", f"live: {live}"))
+            detail = f"live: {_shown(live)}"
+            outcomes.append(Outcome(item, "matches" if same else "differs", detail))
     return outcomes
 
 

@@ -125,6 +125,7 @@ def load_hone(path: Path) -> Project:
             )
     constraints = _constraints(doc, {k.name: k.domain for k in knobs})
     _check_groups(knobs_node, knobs, groups)
+    _one_knob_a_setting(knobs_node, knobs, groups)
     benchmark = _benchmark(doc)
     if benchmark.host is not None and benchmark.host not in hosts:
         raise doc["benchmark"].error("host", f"no host {benchmark.host!r} in hosts")
@@ -143,6 +144,30 @@ def load_hone(path: Path) -> Project:
         groups=groups,
         group_workloads=cluster.workloads,
     )
+
+
+#: Settings that hold one value (a file holds many keys, each a knob of its own).
+ONE_VALUE = ("sysctl:", "sysfs:", "grub:", "systemctl:", "script:")
+
+
+def _one_knob_a_setting(node: Node, knobs: list[Knob], groups: dict[str, list[str]]) -> None:
+    """Two knobs of one setting on one machine (this one, or a host both their groups hold)
+    would write one value over the other: every trial would record values it never ran
+    (here), or fail reading back the first knob's (on hosts)."""
+    seen: dict[tuple[str | None, str], str] = {}
+    for knob in knobs:
+        setting = knob.actuator.setting()
+        if not setting or not setting.startswith(ONE_VALUE):
+            continue
+        for host in groups.get(knob.group, []) if knob.group is not None else [None]:
+            other = seen.setdefault((host, setting), knob.name)
+            if other != knob.name:
+                where = f" on host {host}" if host is not None else ""
+                raise node.error(
+                    knob.name,
+                    f"knobs {other!r} and {knob.name!r} both set {setting}{where}: "
+                    "each trial would write one value over the other",
+                )
 
 
 def _check_groups(node: Node, knobs: list[Knob], groups: dict[str, list[str]]) -> None:

@@ -5,6 +5,8 @@ against a known_hosts file (docs/cluster.md)."""
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +45,8 @@ def parse_hosts(doc: Node, directory: Path) -> Hosts:
     hosts: dict[str, Host] = {}
     groups: dict[str, list[str]] = {}
     workloads: dict[str, HostWorkload] = {}
+    #: (address, port) -> the host name it was first given under
+    machines: dict[tuple[str, int], str] = {}
     for group, items in groups_node.items():
         if not HOST_NAME.fullmatch(group):
             raise groups_node.error(group, "a group name is letters, digits, '_' or '-'")
@@ -62,10 +66,30 @@ def parse_hosts(doc: Node, directory: Path) -> Hosts:
             if known is not None and known != host and not isinstance(item, str):
                 raise items.error(index, f"host {host.name!r} is given twice, differently")
             hosts.setdefault(host.name, host)
+            _one_name(host, machines, item, items, index)
             if host.name in groups[group]:
                 raise items.error(index, f"host {host.name!r} twice in group {group!r}")
             groups[group].append(host.name)
     return Hosts(hosts, groups, workloads)
+
+
+def _one_name(
+    host: Host, machines: dict[tuple[str, int], str], item: Any, items: NodeList, index: int
+) -> None:
+    """One machine, one name: under two names its knobs would be written twice at once by two
+    sessions (the second finds the file changed under it and every trial fails), journaled
+    twice and restarted twice. The address and port are the machine (the user is not: two
+    users of one sshd still share its files and sysctls)."""
+    other = machines.setdefault((host.address.lower(), host.port), host.name)
+    if other == host.name:
+        return
+    message = (
+        f"host {host.name!r} is {host.address} port {host.port}, as host {other!r} is: "
+        f"name a machine once (its name again puts it in another group)"
+    )
+    if isinstance(item, Node) and "address" in item:
+        raise item.error("address", message)
+    raise items.error(index, message)
 
 
 def _workload(node: Node) -> HostWorkload:
@@ -105,9 +129,21 @@ def _host(
         raise item.error("name", "a host name is 1-63 letters, digits, '_' or '-'")
     fields = {**defaults, **_fields(item, directory)}
     address = text(item, "address") or name
-    if not _ADDRESS.fullmatch(address):
+    if not (_ADDRESS.fullmatch(address) or _ipv6(address)):
         raise item.error("address", f"{address!r} is not a host name or IP address")
     return Host(name=name, address=address, **fields)
+
+
+def _ipv6(address: str) -> bool:
+    """An IPv6 address that is no host name's shape: `::1`, `::ffff:10.0.0.1`, a link-local
+    address with its interface (`fe80::1%eth0`)."""
+    scope = address.partition("%")[2]
+    if "%" in address and not re.fullmatch(r"[A-Za-z0-9_.-]{1,15}", scope):
+        return False  # an interface's name, nothing a shell or ssh's tokens would read
+    try:
+        return isinstance(ipaddress.ip_address(address), ipaddress.IPv6Address)
+    except ValueError:
+        return False
 
 
 def _fields(node: Node, directory: Path) -> dict[str, Any]:
@@ -125,8 +161,28 @@ def _fields(node: Node, directory: Path) -> dict[str, Any]:
             path = path if path.is_absolute() else directory / path
             if not path.is_file():
                 raise node.error(key, f"no such file: {path}")
+            if key == "identity":
+                _usable_key(node, path)
             fields[key] = str(path)
     return fields
+
+
+def _usable_key(node: Node, path: Path) -> None:
+    """A private key others may read is passed over by ssh (`bad permissions`), so every host
+    answered `Permission denied (publickey)` without the reason. (A public key is not checked:
+    naming the .pub of a key held by ssh-agent is how ssh is told which agent key to use.)"""
+    try:
+        with open(path, "rb") as key:
+            public = re.match(rb"(ssh|ecdsa|sk)-[a-z0-9@.-]+ ", key.read(64)) is not None
+    except OSError as exc:
+        raise node.error("identity", f"cannot read {path}: {exc.strerror}") from None
+    mode = path.stat()
+    if not public and mode.st_uid == os.geteuid() and mode.st_mode & 0o077:
+        raise node.error(
+            "identity",
+            f"{path} can be read by other users (mode {mode.st_mode & 0o777:04o}): ssh will not "
+            f"use such a private key (chmod 600 {path})",
+        )
 
 
 def _refuse_secrets(node: Node) -> None:

@@ -67,6 +67,11 @@ def _core_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     return int(text[2:], base) if base else int(text)
 
 
+def _yaml_1_1(text: str) -> Any:
+    """What PyYAML's YAML 1.1 reading makes of a plain value: `010` is eight, `08` text."""
+    return yaml.safe_load(text)
+
+
 def _core_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
     text = str(loader.construct_scalar(node)).lower()
     return float(text.replace(".inf", "inf").replace(".nan", "nan"))
@@ -131,7 +136,20 @@ def _loader_for(file: str) -> type[yaml.SafeLoader]:
             )
         return CoreSafeLoader.compose_node(self, parent, index)
 
+    def integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+        value = _core_int(loader, node)
+        if re.fullmatch(r"[-+]?0[0-9_]*[0-9]", node.value) and _yaml_1_1(node.value) != value:
+            raise HoneError(
+                f"{node.value}: a leading zero reads as {_yaml_1_1(node.value)!r} in YAML 1.1"
+                f" (A-Tune) and {value} in YAML 1.2; quote it for the text"
+                f" ('{node.value}') or write the number without it",
+                file=file,
+                line=node.start_mark.line + 1,
+            )
+        return value
+
     Loader.compose_node = compose_node  # type: ignore[method-assign]
+    Loader.add_constructor("tag:yaml.org,2002:int", integer)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, sequence)
     return Loader

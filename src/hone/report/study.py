@@ -43,14 +43,26 @@ def is_report(path: Path) -> bool:
 
 
 def write_report(name: str, output: Path | None, storage: str | None) -> Path:
+    """The report written to `output`, or to hone's own reports folder."""
     store = StudyStore(storage)
     study = store.find(name)
-    trials = store.trials(study)
-    attrs = study.attrs
-    result = attrs.get("result") or {}
     path = output or state_dir() / "reports" / f"{study.name.replace('#', '-')}.html"
     if output is None:  # hone's own folder; the user's must exist (outfile.require_folder)
         path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, _html(store, study).encode())
+    return path
+
+
+def report_html(name: str, storage: str | None) -> str:
+    """The report as text (`hone report NAME -o -`)."""
+    store = StudyStore(storage)
+    return _html(store, store.find(name))
+
+
+def _html(store: StudyStore, study) -> str:  # type: ignore[no-untyped-def]
+    trials = store.trials(study)
+    attrs = study.attrs
+    result = attrs.get("result") or {}
 
     curve = _progress(attrs, trials)
 
@@ -116,8 +128,7 @@ def write_report(name: str, output: Path | None, storage: str | None) -> Path:
 {"".join(rows)}</table></html>
 """
     )
-    write_atomic(path, html.encode())
-    return path
+    return html
 
 
 def _progress(attrs: dict, trials: list[TrialRecord]) -> str:

@@ -221,9 +221,13 @@ JSON = typer.Option(False, "--json", help="machine-readable output (the API's ow
 
 def remote_studies(as_json: bool = JSON) -> None:
     """The studies of the remote server with their state and gain."""
-    rows = _client().get("/api/studies")
+    client = _client()
+    rows = client.get("/api/studies")
     if as_json:
         print_json(rows)
+        return
+    if not rows:  # as `hone studies` says it, not a table of headers alone
+        typer.echo(f"no studies on {client.base}")
         return
     table = DataTable("study", "state", "engine", "trials", "failed", "outcome", "gain", "best")
     for row in rows:
@@ -244,9 +248,13 @@ def remote_diagnoses(as_json: bool = JSON) -> None:
     """The diagnoses saved on the remote server, newest first, with their target and verdict."""
     from hone.diagnose.saved import table
 
-    items = _client().get("/api/diagnoses")
+    client = _client()
+    items = client.get("/api/diagnoses")
     if as_json:
         print_json(items)
+        return
+    if not items:  # as `hone diagnoses` says it, not a table of headers alone
+        typer.echo(f"no saved diagnoses on {client.base}")
         return
     output_console().print(table(items))
 

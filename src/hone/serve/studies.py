@@ -25,7 +25,7 @@ from hone.storage.summary import (
     best_of,
     detail,
     find,
-    pid_alive,
+    process_alive,
     read_trials,
     summaries,
     trial_dict,
@@ -162,7 +162,7 @@ def _refuse_if_running_elsewhere(db: StudyStore, project: str) -> None:
     if newest is None or newest.state != RUNNING:
         return
     pid = newest.attrs.get("pid")
-    if pid_alive(pid):
+    if process_alive(newest.attrs):
         raise HTTPException(
             409, f"study {newest.name} is running in another process (pid {pid}); stop it first"
         )
@@ -182,7 +182,7 @@ def stop_study(name: str, request: Request, db: StudyStore = Store) -> dict[str,
         if study.state == RUNNING:  # a pid that is gone is not a run 'elsewhere': say so
             where = (
                 f" (pid {pid} elsewhere)"
-                if pid_alive(pid)
+                if process_alive(study.attrs) is not False
                 else f"; its process (pid {pid}) is gone: resume it"
             )
         raise HTTPException(409, f"study {study.name} is not running under this server{where}")

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
 from collections import defaultdict
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -68,7 +70,7 @@ def summaries(store: StudyStore) -> list[dict[str, Any]]:
         names = dict(conn.execute(sa.select(s.c.study_id, s.c.study_name)).all())
         for study_id, key, value in conn.execute(
             sa.select(ua.c.study_id, ua.c.key, ua.c.value_json).where(
-                sa.or_(ua.c.key.in_([*PUBLIC_ATTRS, "pid"]), ua.c.key.like("worker:%"))
+                sa.or_(ua.c.key.in_([*PUBLIC_ATTRS, "pid", "machine"]), ua.c.key.like("worker:%"))
             )
         ):
             attrs[study_id][key] = json.loads(value)
@@ -276,9 +278,39 @@ def summary_row(
 
 
 def process_alive(attrs: dict[str, Any]) -> bool | None:
-    """Whether the process that runs the study still exists on this machine."""
+    """Whether the process that runs the study still exists: None when that cannot be known
+    here (no pid, or a pid of another machine: a study in a database several machines share,
+    whose pids mean nothing on this one)."""
     pid = attrs.get("pid")
-    return pid_alive(pid) if isinstance(pid, int) and pid > 0 else None
+    if not isinstance(pid, int) or pid <= 0 or not on_this_machine(attrs):
+        return None
+    return pid_alive(pid)
+
+
+def this_machine() -> str:
+    """What a recorded pid is a pid of: this boot of this machine's kernel and the pid
+    namespace this process sees (containers of one machine share its boot but not their
+    pids). Recorded beside every pid that a database shared by several machines may hold."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = socket.gethostname()
+    try:
+        space = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        space = 0
+    return f"{boot}/{space}"
+
+
+def on_this_machine(record: dict[str, Any]) -> bool:
+    """Whether the pid in a study's or worker's record is one of this machine's: by its
+    `machine` (this_machine); a record made before hone kept it, by its host name if it has
+    one, else taken as this machine's (a study of a local database)."""
+    if record.get("machine") is not None:
+        return bool(record["machine"] == this_machine())
+    if record.get("host") is not None:
+        return bool(record["host"] == socket.gethostname())
+    return True
 
 
 def pid_alive(pid: Any) -> bool:

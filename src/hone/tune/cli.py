@@ -343,10 +343,12 @@ def convert(
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
 ) -> None:
     """Turn an A-Tune server/client pair into hone's single-file format."""
-    from hone.outfile import refuse_existing, require_folder, write_atomic
+    from hone.outfile import is_stdout, refuse_existing, require_folder, write_atomic
     from hone.project.convert import to_hone_yaml
     from hone.project.load import load_atune_folder
 
+    if is_stdout(output):
+        output = None
     loaded = load_atune_folder(project, server=server, client=client)
     if output and any(output.resolve() == source.resolve() for source in loaded.sources):
         # writing over the A-Tune file being converted would lose it
@@ -363,15 +365,18 @@ def convert(
 
 def report(
     study: str = typer.Argument(..., help="study name (project#n) or project name"),
-    output: Path = typer.Option(None, "-o", "--output", help="HTML file to write"),
+    output: Path = typer.Option(None, "-o", "--output", help="HTML file to write (- for stdout)"),
     storage: str = typer.Option(None, help="SQLAlchemy URL"),
     force: bool = typer.Option(False, "--force", help="replace an existing file of -o"),
 ) -> None:
     """Write one self-contained HTML report of a study."""
     require_existing(storage)
-    from hone.outfile import refuse_existing, require_folder
-    from hone.report.study import is_report, write_report
+    from hone.outfile import is_stdout, refuse_existing, require_folder
+    from hone.report.study import is_report, report_html, write_report
 
+    if is_stdout(output):
+        typer.echo(report_html(study, storage), nl=False)
+        return
     if output is not None:
         # a report written before is replaced (the report of a study that went on); another
         # file (`-o hone.yaml`, a slip of the tab key) only with --force

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import tempfile
 import time
@@ -20,7 +21,7 @@ from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
-from hone.errors import BenchmarkError, HoneError
+from hone.errors import BenchmarkError, HoneError, HostUnreachable
 from hone.journal import Journal
 from hone.journal.settings import settings_locked
 from hone.optimizers import Optimizer, make_optimizer, start_first
@@ -28,6 +29,7 @@ from hone.project.model import Project
 from hone.space import Config, SearchSpace
 from hone.storage import StudyRecord, StudyStore
 from hone.storage.store import FINISHED, INTERRUPTED, RUNNING
+from hone.storage.summary import this_machine
 from hone.tune import select, warmup, why
 from hone.tune.confirm import Plan, detectable, quality_text, rounds_for, rounds_needed
 from hone.tune.console import Reporter
@@ -51,7 +53,7 @@ from hone.tune.records import (
 from hone.tune.risk import Choice, carry, choose, risky_changes
 from hone.tune.stats import Gain, paired_gain, score_noise
 from hone.tune.stops import check_stop, first_line, shielded, stop_error, stop_on_signals
-from hone.tune.system import System, mean_metrics
+from hone.tune.system import RestoreFailed, System, mean_metrics
 
 T = TypeVar("T")
 
@@ -724,6 +726,8 @@ class Tuner:
                 raise BenchmarkError("; ".join(broken))
             if self.objective.baseline or phase != "baseline":
                 run.score = self._score(run.metrics)
+        except HostUnreachable:
+            raise  # the study stops: no configuration is to blame for a host gone
         except HoneError as exc:
             run.error = self.last_error = str(exc)
         run_seconds = time.monotonic() - started
@@ -772,6 +776,15 @@ class Tuner:
         study = self.store.find(self.project.name)
         if study.state == FINISHED:
             raise HoneError(f"study {study.name} already finished; nothing to resume")
+        host = study.attrs.get("host")
+        if host is not None and host != socket.gethostname():
+            # a database several machines share: the study, its baseline and the trial its
+            # run may still be measuring are that machine's (and its knobs' originals are in
+            # that machine's journal); resumed here, its running trial was failed under it
+            raise HoneError(
+                f"study {study.name} runs on host {host}: its baseline and trials are that"
+                " machine's; resume it there, or start a new study here without --resume"
+            )
         self._check_same_project(study)
         self._keep_settings(study)
         differ = keep_rules(self.project, study.attrs)
@@ -782,13 +795,26 @@ class Tuner:
     def _open_study(self, resumed: StudyRecord | None) -> StudyRecord:
         if resumed is not None:
             lost = self.store.fail_running(resumed, CUT_OFF)
-            self.store.update(resumed, state=RUNNING, pid=os.getpid(), **self._settings())
+            self.store.update(
+                resumed,
+                state=RUNNING,
+                pid=os.getpid(),
+                machine=this_machine(),
+                host=socket.gethostname(),
+                **self._settings(),
+            )
             if lost:
                 self.reporter.note(f"{lost} interrupted trial(s) recorded as failed")
             return resumed
         study = self.store.create(
             self.project.name,
-            {**self._settings(), "pid": os.getpid(), **project_attrs(self.project)},
+            {
+                **self._settings(),
+                "pid": os.getpid(),
+                "machine": this_machine(),
+                "host": socket.gethostname(),
+                **project_attrs(self.project),
+            },
         )
         self.reporter.start(self.project, study.name, self.engine, self.budget)
         return study
@@ -822,6 +848,12 @@ class Tuner:
         with shielded():
             back = self._abort(study, exc)
         error = stop_error(exc, back, self.project.name)
+        if isinstance(exc, RestoreFailed):
+            # the run stopped on a restore that failed, and put_back tried it again: its
+            # outcome is said once, as it stands now
+            error = self.system.restore_error or HoneError(
+                f"stopped, every knob put back at a second try (the first: {exc.causes})"
+            )
         if error is exc:
             raise exc
         raise error from None
@@ -830,7 +862,7 @@ class Tuner:
         """Any error or interrupt: put every knob back and stop what hone started first, then
         keep records (on a full disk the record fails; the knobs must not stay changed).
         Returns whether every knob is back."""
-        back = self.system.put_back()
+        back = self.system.put_back(exc)
         # the study's state first: it is what the UI, `hone studies` and a resume go by, and a
         # trial that cannot be failed (the one cut short is failed again on resume) must not
         # leave the study `running` with its process gone

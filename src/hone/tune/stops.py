@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from optuna.exceptions import StorageInternalError
 from sqlalchemy.exc import SQLAlchemyError
 
-from hone.errors import HoneError, Stop
+from hone.errors import HoneError, HostUnreachable, Stop
 from hone.storage.outage import DatabaseLost
 
 
@@ -101,6 +101,8 @@ def stop_error(exc: BaseException, back: bool, project: str) -> BaseException:
     """What a stopped run raises once it has tried to put its knobs back: `exc` in words that
     say whether every knob is back."""
     where = "every knob put back" if back else f"knobs not all put back: `hone restore {project}`"
+    if isinstance(exc, HostUnreachable):  # a host gone is not the configuration's doing
+        return HoneError(f"stopped, {where}: {exc} (`hone tune --resume` goes on once it answers)")
     if isinstance(exc, OSError | SQLAlchemyError | StorageInternalError | DatabaseLost):
         # a full disk, a lost database: said in one line, after the knobs are back
         return HoneError(f"stopped, {where}: {first_line(exc)}")

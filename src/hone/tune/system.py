@@ -41,6 +41,14 @@ def _command_variables() -> dict[str, str]:
     return {k: os.environ[k] for k in _COMMAND_VARIABLES if k in os.environ}
 
 
+class RestoreFailed(HoneError):
+    """`System.restore` left knobs changed; `causes` names each, with its host and reason."""
+
+    def __init__(self, message: str, causes: str) -> None:
+        super().__init__(message)
+        self.causes = causes
+
+
 class System:
     def __init__(self, project: Project, journal: Journal, reporter: Reporter) -> None:
         self.project = project
@@ -64,6 +72,8 @@ class System:
         self.iteration = 0
         #: The configuration before tuning (read_baseline): on hosts, each one's originals.
         self.baseline: Config = {}
+        #: Why the last `put_back` could not put every knob back.
+        self.restore_error: HoneError | None = None
 
     def count_trial(self) -> None:
         """The next trial's number, set for every command it runs."""
@@ -298,12 +308,13 @@ class System:
             # machine's is archived once its knobs are back)
             kept = [self.journal, *Journal.for_project_hosts(name)]
             paths = ", ".join(str(j.path) for j in kept if j.path.exists())
-            raise HoneError(
-                "could not restore: "
-                + "; ".join(
-                    f"{o.host or 'here'} {o.outcome.name}: {o.outcome.error}" for o in failed
-                )
-                + f" (journal kept: {paths}; `hone restore {name}` puts the rest back)"
+            causes = "; ".join(
+                f"{o.host or 'here'} {o.outcome.name}: {o.outcome.error}" for o in failed
+            )
+            raise RestoreFailed(
+                f"could not restore: {causes} (journal kept: {paths}; `hone restore {name}` "
+                "puts the rest back)",
+                causes=causes,
             )
         if any(o.outcome.name == SERVICE_OUTCOME and o.outcome.value == "restarted" and not o.host
                for o in outcomes):  # fmt: skip
@@ -322,14 +333,18 @@ class System:
             except HoneError as exc:
                 self.reporter.warn(f"could not stop the workload: {exc}")
 
-    def put_back(self) -> bool:
+    def put_back(self, stopping: BaseException | None = None) -> bool:
         """Every knob back and the workload hone started stopped, before anything is recorded:
-        whether every knob is back (what could not be is said as a warning)."""
+        whether every knob is back (what could not be is said as a warning, unless the run
+        `stopping` on a failed restore: its last line says it, once)."""
         back = True
+        self.restore_error = None
         try:
             self.restore()
         except HoneError as restore_error:
-            self.reporter.warn(str(restore_error))
+            if not isinstance(stopping, RestoreFailed):
+                self.reporter.warn(str(restore_error))
+            self.restore_error = restore_error
             back = False
         self.stop_owned_workload()
         return back

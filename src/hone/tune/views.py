@@ -78,6 +78,8 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         f"engine {escape(str(attrs.get('engine')))}",
         markup=True,
     )
+    if attrs.get("error") and study.state != "running":  # why it stopped, as the web UI says
+        console.print(f"stopped: {attrs['error']}", markup=False)
     for worker in workers_of(attrs, running_workers(store, study.study_id)):
         base = measured(worker["baseline_metrics"] or {}, units)
         console.print(

@@ -308,7 +308,8 @@ def working(profile: Profile) -> Profile:
 
 
 def _unknown(name: str) -> str:
-    """offcpu names a frame of an unknown module `[[unknown]]`; on-CPU folding `[unknown]`."""
+    """Off-CPU stacks saved before offcpu.frame_name folded as on-CPU folding does name a frame
+    of an unknown module `[[unknown]]`; on-CPU folding `[unknown]`."""
     return "[unknown]" if name == "[[unknown]]" else name
 
 

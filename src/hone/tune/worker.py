@@ -45,7 +45,7 @@ from hone.storage.lease import (
 )
 from hone.storage.outage import DEFAULT_WAIT, MAX_WAIT, WAIT_RANGE, DatabaseLost, Outage
 from hone.storage.store import FINISHED, RUNNING, TrialClosed, _now
-from hone.storage.summary import pid_alive, read_trials
+from hone.storage.summary import on_this_machine, pid_alive, read_trials, this_machine
 from hone.tune import select
 from hone.tune.console import Reporter
 from hone.tune.records import (
@@ -255,6 +255,7 @@ class Worker(Tuner):
                 state="running",
                 host=socket.gethostname(),
                 pid=os.getpid(),
+                machine=this_machine(),
                 started=_now(),
                 starts=self.starts,
             )
@@ -349,12 +350,24 @@ class Worker(Tuner):
         if not mine:
             return
         before = study.attrs.get(f"worker:{self.id}") or {}
-        dead = before.get("host") == socket.gethostname() and not pid_alive(before.get("pid"))
+        # its pid says whether it is gone only on this machine: the name (a host name by
+        # default) may be another machine's too, cloned or a container's, whose worker lives
+        here = isinstance(before, dict) and on_this_machine(before)
+        dead = here and not pid_alive(before.get("pid"))
         for trial in mine:
-            if not dead and trial.silent <= (trial.lease or self.worker_options.lease):
+            lease = trial.lease or self.worker_options.lease
+            if not dead and trial.silent <= lease:
+                # elsewhere: another machine of that name, or this one before a reboot (whose
+                # worker is gone, but nothing here can tell: its lease will)
+                where = (
+                    ""
+                    if here
+                    else f" on another machine (host {before.get('host')}), or before a reboot"
+                    f" of this one (then its lease ends in {lease - trial.silent:.0f} s)"
+                )
                 raise HoneError(
                     f"worker {self.id} is already running trial #{trial.number} of "
-                    f"{study.name}; give each worker its own --worker-id"
+                    f"{study.name}{where}; give each worker its own --worker-id"
                 )
             self.store.fail_trial(trial.trial_id, CUT_OFF, lost=True)
 
@@ -655,7 +668,7 @@ class Worker(Tuner):
         """Knobs back and owned workload stopped first; then the trial it was running is
         failed with the reason and the worker marked stopped (the study goes on without it).
         Returns whether every knob is back."""
-        back = self.system.put_back()
+        back = self.system.put_back(exc)
         if isinstance(exc, DatabaseLost):
             return back  # nothing to record it in: the others fail its trial when its lease ends
         stopped = isinstance(exc, Stopped | KeyboardInterrupt)

@@ -22,7 +22,7 @@ public class MonitorContend {
                         total += x;
                     }
                 }
-            }, "poster-" + t);
+            }, "ledger-poster-thread-" + t);  // longer than a kernel thread name (15)
             poster.setDaemon(true);
             poster.start();
         }
