@@ -15,6 +15,7 @@ import shlex
 import signal
 import subprocess
 import time
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -387,9 +388,21 @@ class Result:
         return self.returncode == 0 and not self.timed_out
 
     def tail(self, lines: int = 3) -> str:
-        """The last lines of stderr (else stdout), for a one-line error message."""
-        text = (self.stderr.strip() or self.stdout.strip()).splitlines()
-        return " | ".join(text[-lines:])[:400]
+        """The last lines of stderr (else stdout), for a one-line error message: without the
+        colour codes of a tool that colours its errors (they reached `hone show | cat` and the
+        terminal that showed the reason), other control characters as their escapes."""
+        text = _ANSI.sub("", self.stderr.strip() or self.stdout.strip()).splitlines()
+        shown = " | ".join(text[-lines:])[:400]
+        return "".join(
+            c.encode("unicode_escape").decode("ascii")
+            if c != "\t" and unicodedata.category(c) == "Cc"
+            else c
+            for c in shown
+        )
+
+
+#: A terminal's control sequence: CSI (colours, cursor moves) and OSC (titles, links).
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
 def _gated(argv: list[str]) -> list[str]:

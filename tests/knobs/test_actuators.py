@@ -293,3 +293,12 @@ def test_a_value_in_a_here_document_arrives_without_quotes(tmp_path) -> None:
     assert set_script("echo $(( 1 << $value )) > f") == 'echo $(( 1 << "${HONE_VALUE}" )) > f'
     with pytest.raises(ActuationError, match=r"stands in a quoted here-document \(<<'EOF'\)"):
         ShellActuator(set_command="cat > out <<'EOF'\nk=$value\nEOF", cwd=str(tmp_path))
+
+
+def test_a_failing_commands_colours_stay_out_of_its_reason(tmp_path) -> None:
+    """A tool that colours its errors: `benchmark exited 3: line1 | \\x1b[31mred\\x1b[0m | line3`
+    went into the trial's reason as it was, and `hone show | cat` wrote the escape codes."""
+    from hone.shell import run
+
+    script = "printf 'line1\\n\\033[31mred\\033[0m\\033]0;title\\007\\nbell\\007\\n' >&2; exit 3"
+    assert run(script, cwd=str(tmp_path)).tail() == "line1 | red | bell\\x07"
