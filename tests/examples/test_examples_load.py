@@ -28,6 +28,7 @@ def test_both_formats_load(name: str) -> None:
 def test_the_kafka_cluster_template_loads_once_filled_in(tmp_path: Path) -> None:
     """examples/kafka-cluster: broker settings restart the brokers, producer settings do not."""
     (tmp_path / "key").write_text("")
+    (tmp_path / "key").chmod(0o600)  # a private key others can read is refused, as ssh does
     (tmp_path / "known_hosts").write_text("")
     fields = {
         "IDENTITY": str(tmp_path / "key"),
@@ -80,6 +81,7 @@ def test_the_cluster_examples_load(tmp_path: Path) -> None:
     (tmp_path / "keys").mkdir()
     for name in ("id_ed25519", "known_hosts"):
         (tmp_path / "keys" / name).write_text("")
+        (tmp_path / "keys" / name).chmod(0o600)  # a private key others can read is refused
     project, metrics = yaml_blocks("cluster.md")
     head = project.split("\nmetrics:\n", 1)[0]
     (tmp_path / "cluster.yaml").write_text(head + "\n" + metrics)

@@ -37,14 +37,18 @@ class Processes:
 
     def __init__(self) -> None:
         self.running: list[subprocess.Popen] = []
+        self.timed: list[subprocess.Popen] = []
         self.lock = threading.Lock()
         self.stopped = False
 
-    def start(self, argv: list[str], **popen: object) -> subprocess.Popen:
-        """A recorder started where `stop` reaches it."""
+    def start(self, argv: list[str], timed: bool = False, **popen: object) -> subprocess.Popen:
+        """A recorder started where `stop` reaches it; `timed`: one that ends on its own timer
+        (the on-CPU perf's `sleep`), which the window's end may leave to finish."""
         process = subprocess.Popen(argv, **popen)  # type: ignore[call-overload]
         with self.lock:
             self.running.append(process)
+            if timed:
+                self.timed.append(process)
             if self.stopped:
                 process.send_signal(signal.SIGINT)
         return process
@@ -54,8 +58,9 @@ class Processes:
         out, err = process.communicate()
         return subprocess.CompletedProcess(argv, process.returncode, out, err)
 
-    def stop(self, grace: float = 30.0) -> None:
-        """SIGINT every recorder and wait until each has ended. A SIGINT that reaches perf while
+    def stop(self, grace: float = 30.0, timed: bool = True) -> None:
+        """SIGINT every recorder (but the timed ones, with `timed` False: they end on their own)
+        and wait until each has ended. A SIGINT that reaches perf while
         it is still starting can be lost, so it is sent again every half second; a recorder
         still running after `grace` seconds gets SIGTERM, then SIGKILL. Their ends are looked
         for every 20 ms: perf writes its data within a few hundred, and the analysis waits for
@@ -63,7 +68,7 @@ class Processes:
         recorder threads."""
         with self.lock:
             self.stopped = True
-            running = list(self.running)
+            running = [p for p in self.running if timed or p not in self.timed]
         deadline = time.monotonic() + grace
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
             while any(p.poll() is None for p in running) and time.monotonic() < deadline:

@@ -204,7 +204,7 @@ def _plan(
         try:
             return record(pids=pids, duration_s=duration, frequency_hz=frequency, event=event,
                           output_dir=keep, before_script=perf_map.write,
-                          start=procs.start)  # fmt: skip
+                          start=partial(procs.start, timed=True))  # fmt: skip
         except HoneError as error:
             if finished(perf_data):  # perf recorded: perf script failed
                 raise
@@ -399,6 +399,12 @@ def _record(
     notes: list[str] = []
     procs = Processes()
     targets = _Targets(pid, unit)
+
+    def running() -> bool:
+        """The window goes on while the process runs, or for a service any of its processes:
+        nginx's busiest worker ends on a reload and the new workers serve on."""
+        return alive(pid) or (unit is not None and any(map(alive, unit.pids())))
+
     jobs, symbolizer, perf_map, pythons = _plan(targets, duration, language, caps, work, keep,
                                                 procs, notes, frequency, want_offcpu,
                                                 want_locks)  # fmt: skip
@@ -448,7 +454,7 @@ def _record(
         # a failed on-CPU recorder fails the diagnosis: say so now, not after the window
         while (
             time.monotonic() - sampler.started < duration
-            and alive(pid)
+            and running()
             and (oncpu.is_alive() or oncpu.error is None)
         ):
             time.sleep(0.05)
@@ -482,9 +488,14 @@ def _record(
         kids.sample()
         collector.sample()
         calls.sample()
+        # the on-CPU perf's own `sleep` began once it had attached, seconds after the others on
+        # a busy machine: cut now, it lost the window's last part (nginx's workers forked by a
+        # reload then). Once the process has ended, a daemon it forked would keep perf going.
+        procs.stop(timed=not running())
+        oncpu.join()
     finally:  # also on Ctrl-C and SIGTERM: no recorder of ours is left running
         procs.stop()
-    ended = sampler.elapsed < duration and not alive(pid)
+    ended = sampler.elapsed < duration and not running()
     # the late thread names (jstack: a second or two) while perf script reads the recordings
     late = Job("names", lambda: _thread_names(pid, language, perf_map.pids, pythons.pids))
     if any(map(alive, [pid, *perf_map.pids, *pythons.pids])):
