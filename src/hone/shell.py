@@ -248,6 +248,17 @@ def _fed_to_interpreter(marked: str) -> str | None:
     return None
 
 
+def _program(words: list[str]) -> tuple[str, str, list[str]] | None:
+    """The program a simple command runs, past its variable assignments and prefixes (`env`,
+    `sudo`, ...): its name, the name without a version (`python3.11`: `python`), its arguments."""
+    while words and (("=" in words[0] and not words[0].startswith("=")) or words[0] in _PREFIXES):
+        words = words[1:]
+    if not words:
+        return None
+    program = os.path.basename(words[0])
+    return program, re.sub(r"[\d.]+$", "", program), words[1:]
+
+
 def _stdin_program(words: list[str]) -> str | None:
     """The interpreter a simple command runs on its standard input (`sh`, `bash -s`,
     `python3 -`, `perl`), else None (`sh script.sh`, `sh -c '...'`, `cat`)."""
@@ -260,12 +271,10 @@ def _stdin_program(words: list[str]) -> str | None:
             skip = not re.fullmatch(r".*&\d+", word)
         elif word not in _KEYWORDS:
             kept.append(word)
-    while kept and (("=" in kept[0] and not kept[0].startswith("=")) or kept[0] in _PREFIXES):
-        kept = kept[1:]
-    if not kept:
+    found = _program(kept)
+    if found is None:
         return None
-    program, args = os.path.basename(kept[0]), kept[1:]
-    base = re.sub(r"[\d.]+$", "", program)
+    program, base, args = found
     if program not in _SHELLS and base not in _SCRIPTED:
         return None
     if set(args) & (_SCRIPT_FLAGS | {"-c"}):
@@ -277,13 +286,10 @@ def _stdin_program(words: list[str]) -> str | None:
 
 def _nested_in(words: list[str]) -> str | None:
     """The interpreter of one simple command whose program text holds the marked placeholder."""
-    words = [w for w in words if w not in _KEYWORDS]
-    while words and (("=" in words[0] and not words[0].startswith("=")) or words[0] in _PREFIXES):
-        words = words[1:]
-    if not words:
+    found = _program([w for w in words if w not in _KEYWORDS])
+    if found is None:
         return None
-    program, args = os.path.basename(words[0]), words[1:]
-    base = re.sub(r"[\d.]+$", "", program)
+    program, base, args = found
     if program == "eval":
         scripts = args
     elif program == "let" or (program in _DECLARE and any(_integer_flag(a) for a in args)):
