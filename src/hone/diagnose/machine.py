@@ -269,18 +269,22 @@ def _threads(
     return sorted(shares, key=lambda t: (-t.cpu_pct, t.tid))[:5]
 
 
-#: An argument longer than this is cut in a process's description: a `python -c` script of
-#: 2,000 characters, quoted whole, made every row of `--system`'s process table that wide.
+#: A program given inline and longer than this is cut in a process's description: a `python
+#: -c` script of 2,000 characters, quoted whole, made every row of `--system`'s process table
+#: that wide. A path or an option is kept whole, however long: it names what runs.
 ARGUMENT = 60
 
 
 def _short(argument: str) -> str:
-    return argument if len(argument) <= ARGUMENT else argument[: ARGUMENT - 3] + "..."
+    """The argument, or the start of a long one that holds spaces (a script's text)."""
+    if len(argument) <= ARGUMENT or not any(c.isspace() for c in argument):
+        return argument
+    return argument[: ARGUMENT - 3] + "..."
 
 
 def _command(pid: int) -> str:
-    """The command line of a live process, program name and first arguments (each cut at
-    ARGUMENT characters); "" when gone."""
+    """The command line of a live process, program name and first arguments (a script's text
+    cut at ARGUMENT characters); "" when gone."""
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0")
     except OSError:
