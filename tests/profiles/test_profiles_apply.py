@@ -280,8 +280,7 @@ def test_the_old_name_of_a_disk_scheduler_is_the_one_it_reads_back(folder: Path,
     then reads: the profile applies and matches instead of failing its read-back and rolling
     back; a scheduler the kernel does not have is refused naming the ones it has."""
     path = _scheduler()
-    if path is None:
-        pytest.skip("no disk offers mq-deadline and none")
+    assert path is not None, "no disk offers mq-deadline and none (this machine's vda does)"
     disk, original = path.parts[3], selected(path)
     try:
         path.write_text("none")
@@ -329,8 +328,7 @@ def test_a_disks_scheduler_is_set_first_and_its_kind_of_settings_skipped(
     apply said `set`, check said `differs`, and a rollback that put the scheduler back last
     left nr_requests at the scheduler's default, not the user's value."""
     queue = Path("/sys/block/loop0/queue")
-    if not queue.is_dir() or "bfq" not in (queue / "scheduler").read_text():
-        pytest.skip("no loop0 whose queue offers bfq")
+    assert queue.is_dir() and "bfq" in (queue / "scheduler").read_text(), "loop0 offers bfq"
     scheduler, requests = selected(queue / "scheduler"), (queue / "nr_requests").read_text()
     try:
         (queue / "scheduler").write_text("mq-deadline")
@@ -405,8 +403,7 @@ def test_a_queue_depth_past_the_device_s_says_why(folder: Path, live) -> None:
     """A-Tune's mysql-ssd profile chooses no scheduler and 2048 requests: a virtio disk takes
     at most its own depth then, and the refusal said only `Invalid argument`."""
     queue = Path("/sys/block/loop0/queue")
-    if not (queue.parent / "mq" / "0" / "nr_tags").exists():
-        pytest.skip("no loop0 with a blk-mq queue")
+    assert (queue.parent / "mq" / "0" / "nr_tags").exists(), "loop0 has a blk-mq queue"
     scheduler, requests = selected(queue / "scheduler"), (queue / "nr_requests").read_text()
     depth = (queue.parent / "mq" / "0" / "nr_tags").read_text().strip()
     (folder / "ssd.conf").write_text(
