@@ -39,6 +39,9 @@ def pytest_unconfigure() -> None:
 def hone_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("hone-home")
     monkeypatch.setenv("HONE_HOME", str(home))
+    # the machine-wide folder of setting locks and settings left changed, one per test: a run a
+    # test kills and leaves unrestored must not hold a sysctl against the tests after it
+    monkeypatch.setenv("HONE_SETTINGS_DIR", str(tmp_path_factory.mktemp("hone-settings")))
     return home
 
 
