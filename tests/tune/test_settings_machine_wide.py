@@ -166,11 +166,22 @@ def test_a_folder_that_cannot_be_made_refuses_any_change(
     blocker = tmp_path / "a file"
     blocker.write_text("")
     monkeypatch.setenv("HONE_SETTINGS_DIR", str(blocker / "settings"))
-    with pytest.raises(HoneError, match="set HONE_SETTINGS_DIR to a folder it can write"):
+    cannot = r"a file/settings, where .* \(Not a directory\); set HONE_SETTINGS_DIR to"
+    with pytest.raises(HoneError, match=cannot):
         take(Journal.for_project("p"))
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o777)
     shared.chmod(0o777)
     monkeypatch.setenv("HONE_SETTINGS_DIR", str(shared))
-    with pytest.raises(HoneError, match="can be written by other users"):
+    with pytest.raises(HoneError, match="other users can write"):
         take(Journal.for_project("p"))
+    assert not any(shared.iterdir())  # nothing made in it
+
+
+def test_a_damaged_record_is_named_not_skipped() -> None:
+    journal = Journal.for_project("p")
+    journal.remember("swappiness", SysctlActuator("vm.swappiness"))
+    (record,) = (location() / "left").glob("*.json")
+    record.write_text('{"setting": "sysctl:vm.swappiness"')  # cut short by hand
+    with pytest.raises(HoneError, match=r"cannot be read; if no hone run left it changed, rel"):
+        take(journal)

@@ -113,8 +113,9 @@ class Journal:
         return cls(directory / f"{stem}.jsonl")
 
     def owner(self) -> machine.Owner:
-        """This journal's scope as the machine-wide records name it, with its way back."""
-        path = self.path.absolute()
+        """This journal's scope as the machine-wide records name it, with its way back. Its
+        HONE_HOME is the folder its `journal/` is in, symlinks resolved: one home, one name."""
+        path = self.path.resolve()
         if self.path.stem == "profiles":
             label, command = "the profiles", ("hone", "profile", "rollback")
         else:
@@ -123,7 +124,7 @@ class Journal:
             if name.startswith("-"):
                 command = ("hone", "restore", "--", name)
         return machine.Owner(
-            home=str(state_dir().absolute()),
+            home=str(path.parent.parent),
             scope=str(path.with_name(path.name.split("@")[0].removesuffix(".jsonl"))),
             journal=str(path),
             label=label,

@@ -50,19 +50,24 @@ def folder(name: str) -> Path:
     """`locks` or `left` in the machine's folder, made private; refused in one line when it
     cannot be made or another user could write it: hone changes nothing unguarded."""
     base = location()
+    why = None
     try:
         for path in (base, base / name):
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
             info = path.lstat()
             if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-                raise HoneError(f"{path} is not a folder of this user's")
-            if info.st_mode & 0o022:
-                raise HoneError(f"{path} can be written by other users")
+                why = f"{path} is not a folder of this user's"
+            elif info.st_mode & 0o022:
+                why = f"other users can write {path}"
+            if why is not None:
+                break
     except OSError as exc:
+        why = exc.strerror or str(exc)
+    if why is not None:
         raise HoneError(
             f"cannot use {base}, where every hone on this machine records the settings it"
-            f" changes ({exc.strerror}); set {ENV} to a folder it can write"
-        ) from None
+            f" changes ({why}); set {ENV} to a folder of this user's that no one else can write"
+        )
     return base / name
 
 
@@ -71,23 +76,24 @@ def file_of(setting: str, kind: str) -> Path:
     return folder(kind) / f"{digest}.{'lock' if kind == 'locks' else 'json'}"
 
 
-def refuse_left(setting: str, owner: Owner) -> None:
-    """Refuse a setting whose original another scope's journal holds (a run of it died or
-    applied a winner): its value now is that run's, not the original."""
+def refuse_left(setting: str, owner: Owner) -> Owner | None:
+    """Refuse a setting whose original another scope's journal holds (a run of it died, or
+    applied a winner or a profile): its value now is that scope's, not the original. Returns
+    the record when it is this scope's own."""
     path = file_of(setting, "left")
     try:
         record = json.loads(path.read_text())
         fields = {k: str(record[k]) for k in ("home", "scope", "journal", "label")}
         other = Owner(**fields, restore=tuple(map(str, record["restore"])))
     except FileNotFoundError:
-        return
+        return None
     except (OSError, ValueError, TypeError, KeyError):
         raise HoneError(
             f"{setting}: the record of who left it changed, {path}, cannot be read; if no hone"
             f" run left it changed, release it with: rm {shlex.quote(str(path))}"
         ) from None
     if (other.home, other.scope) == (owner.home, owner.scope):
-        return
+        return other
     if not os.path.exists(other.journal):
         raise HoneError(
             f"{setting} is recorded as changed by hone in HONE_HOME={other.home} ({other.label}),"
@@ -103,12 +109,11 @@ def refuse_left(setting: str, owner: Owner) -> None:
 
 def claim(settings: Iterable[str], owner: Owner) -> None:
     """Record durably, before the journal records their originals, that this scope holds them."""
-    written = False
+    written: Path | None = None
     for setting in settings:
-        refuse_left(setting, owner)
+        if refuse_left(setting, owner) == owner:
+            continue  # recorded already
         path = file_of(setting, "left")
-        if path.exists():
-            continue  # this scope's own record
         record = {"setting": setting, **asdict(owner), "pid": os.getpid(), "time": time.time()}
         temporary = path.with_suffix(".tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -117,10 +122,9 @@ def claim(settings: Iterable[str], owner: Owner) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        temporary.rename(path)
-        written = True
-    if written:
-        _fsync_dir(path.parent)
+        written = temporary.rename(path)
+    if written is not None:
+        _fsync_dir(written.parent)
 
 
 def release(journal: str) -> None:
