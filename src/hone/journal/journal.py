@@ -95,7 +95,8 @@ class Journal:
         """Every host journal of a project still holding originals (not yet archived)."""
         folder = cls.for_project(name).path.parent
         found = sorted(folder.glob(f"{cls._stem(name)}@*.jsonl"))
-        return [cls(p) for p in found if not p.name.endswith(".done.jsonl")]
+        hosts = [p.stem.rsplit("@", 1)[1] for p in found if not p.name.endswith(".done.jsonl")]
+        return [cls.for_project_host(name, host) for host in hosts]
 
     @staticmethod
     def _stem(name: str) -> str:
