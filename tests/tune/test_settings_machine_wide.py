@@ -140,14 +140,17 @@ def test_a_record_whose_journal_is_gone_names_how_to_release_it(
     assert not list((location() / "left").glob("*.json"))
 
 
-def test_one_scope_holds_a_setting_and_its_restore_command_runs_as_said(
-    hone_home: Path, swappiness: int
+def test_one_home_stacks_scopes_and_another_home_gets_a_command_that_runs_as_said(
+    tmp_path: Path, hone_home: Path, swappiness: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Within one HONE_HOME too, the profiles are refused a setting a project's journal holds;
-    the command said puts it back even for a name a shell or the option parser would misread."""
+    """Within one HONE_HOME the profiles may change a setting a project's journal holds (a user
+    stacks them); another HONE_HOME is refused, and the command it is given puts the setting
+    back even for a name a shell or the option parser would misread."""
     name = "-odd name's"
     Journal.for_project(name).remember("swappiness", SysctlActuator("vm.swappiness"))
     take(Journal.for_project(name))  # its own
+    take(Journal.for_profiles())  # the same home's other scope
+    monkeypatch.setenv("HONE_HOME", str(tmp_path / "other home"))
     with pytest.raises(HoneError) as refused:
         take(Journal.for_profiles())
     command = str(refused.value).split("put it back first: ", 1)[1]

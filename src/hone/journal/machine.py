@@ -77,9 +77,10 @@ def file_of(setting: str, kind: str) -> Path:
 
 
 def refuse_left(setting: str, owner: Owner) -> Owner | None:
-    """Refuse a setting whose original another scope's journal holds (a run of it died, or
-    applied a winner or a profile): its value now is that scope's, not the original. Returns
-    the record when it is this scope's own."""
+    """Refuse a setting whose original another HONE_HOME's journal holds (a run of it died, or
+    applied a winner or a profile): its value now is that home's, not the original. Returns
+    the record when it is this home's: within one home, scopes stack as a user stacks them (a
+    project tuned on top of an applied profile journals the profile's value and restores it)."""
     path = file_of(setting, "left")
     try:
         record = json.loads(path.read_text())
@@ -92,7 +93,7 @@ def refuse_left(setting: str, owner: Owner) -> Owner | None:
             f"{setting}: the record of who left it changed, {path}, cannot be read; if no hone"
             f" run left it changed, release it with: rm {shlex.quote(str(path))}"
         ) from None
-    if (other.home, other.scope) == (owner.home, owner.scope):
+    if other.home == owner.home:
         return other
     if not os.path.exists(other.journal):
         raise HoneError(
@@ -111,8 +112,8 @@ def claim(settings: Iterable[str], owner: Owner) -> None:
     """Record durably, before the journal records their originals, that this scope holds them."""
     written: Path | None = None
     for setting in settings:
-        if refuse_left(setting, owner) == owner:
-            continue  # recorded already
+        if refuse_left(setting, owner) is not None:
+            continue  # recorded already, by this scope or one under it in this home
         path = file_of(setting, "left")
         record = {"setting": setting, **asdict(owner), "pid": os.getpid(), "time": time.time()}
         temporary = path.with_suffix(".tmp")

@@ -24,8 +24,8 @@ def settings_locked(
     actuators: Iterable[Actuator], owner: Owner, restoring: bool = False
 ) -> Iterator[None]:
     """Hold the lock of every setting these actuators change, taken in a fixed order; unless
-    `restoring` (the owner's own originals go back), refuse one whose original another scope's
-    journal holds."""
+    `restoring` (the owner's own originals go back), refuse one whose original another
+    HONE_HOME's journal holds."""
     names = sorted({name for a in actuators if (name := a.setting())})
     taken: list[str] = []
     try:
