@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,6 +24,9 @@ def pytest_configure() -> None:
     every benchmark run of every `python3 ...` project. A user's python3 has no shim."""
     folder = str(Path(sys.executable).parent)
     os.environ["PATH"] = os.pathsep.join([folder, os.environ.get("PATH", "")])
+    # the machine-wide folder of setting locks, never the machine's own: each test gets its own
+    # (hone_home); this one serves what starts before a test's fixtures (a module's server)
+    os.environ["HONE_SETTINGS_DIR"] = tempfile.mkdtemp(prefix="hone-settings-")
 
 
 def pytest_collection_finish() -> None:
@@ -33,12 +38,16 @@ def pytest_collection_finish() -> None:
 
 def pytest_unconfigure() -> None:
     forked_hone.close()
+    shutil.rmtree(os.environ.pop("HONE_SETTINGS_DIR", ""), ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
 def hone_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("hone-home")
     monkeypatch.setenv("HONE_HOME", str(home))
+    # the machine-wide folder of setting locks and settings left changed, one per test: a run a
+    # test kills and leaves unrestored must not hold a sysctl against the tests after it
+    monkeypatch.setenv("HONE_SETTINGS_DIR", str(tmp_path_factory.mktemp("hone-settings")))
     return home
 
 

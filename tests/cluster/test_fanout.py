@@ -24,6 +24,7 @@ from hone.cluster.restore import restore_project
 from hone.cluster.ssh import control_folder
 from hone.errors import ActuationError, HoneError
 from hone.journal import Journal
+from hone.journal.machine import location
 from hone.project import load_project
 from hone.tune.console import Reporter
 from hone.tune.system import System
@@ -34,6 +35,11 @@ def _load(tmp_path: Path, bed: Testbed, benchmark: str = "echo score: 1"):
     path = tmp_path / "hone.yaml"
     path.write_text(project_yaml(bed, benchmark))
     return load_project(path)
+
+
+def _held_by() -> list[str]:
+    """The journal of each setting this machine's records say hone left changed."""
+    return sorted(json.loads(p.read_text())["journal"] for p in (location() / "left").glob("*"))
 
 
 def _state(bed: Testbed, i: int) -> tuple[str, str]:
@@ -173,6 +179,7 @@ def test_a_host_gone_mid_study_keeps_its_journal_until_it_is_back(tmp_path: Path
         assert all(_state(hosts, i) == ("4096", CONFIG) for i in (0, 1))
         left = Journal.for_project_hosts("fanout")
         assert [j.path.stem.rsplit("@", 1)[1] for j in left] == ["h3"]
+        assert _held_by() == [str(left[0].path)] * 2  # h3's sysctl and its app.conf: still held
         # what a run says as it stops: the journal that is kept, ssh's words once
         project = load_project(tmp_path / "hone.yaml")
         system = System(project, Journal.for_project("fanout"), Reporter())
@@ -186,7 +193,7 @@ def test_a_host_gone_mid_study_keeps_its_journal_until_it_is_back(tmp_path: Path
     outcomes = restore_project("fanout")
     assert outcomes and all(o.outcome.ok for o in outcomes)
     assert _state(hosts, 2) == ("4096", CONFIG)
-    assert Journal.for_project_hosts("fanout") == []
+    assert Journal.for_project_hosts("fanout") == [] and _held_by() == []
 
 
 #: A host whose port 22 answers every connection by closing it (no sshd: each ssh fails at
@@ -372,7 +379,7 @@ def test_a_host_unreachable_at_the_start_leaves_no_journal_behind(tmp_path: Path
     try:
         with pytest.raises(ActuationError, match=r"h2 .*ssh cannot connect"):
             cluster_of(_load(tmp_path, hosts)).prepare()  # type: ignore[union-attr]
-        assert Journal.for_project_hosts("fanout") == []
+        assert Journal.for_project_hosts("fanout") == [] and _held_by() == []
         assert all(_state(hosts, i) == ("4096", CONFIG) for i in range(3))
     finally:
         hosts.start_sshd(1)

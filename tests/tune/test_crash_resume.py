@@ -290,7 +290,7 @@ def test_two_projects_never_change_one_setting_at_once(
 ) -> None:
     """The second would journal the first's trial value as its original."""
     (tmp_path / "first").mkdir()
-    first = make_project(tmp_path / "first", swappiness)
+    first = make_project(tmp_path / "first", swappiness, budget=50)  # still running when killed
     second = tmp_path / "second"
     second.mkdir()
     text = first.read_text().replace("name: crash-test", "name: second-project")

@@ -21,6 +21,7 @@ from typing import Any
 
 from hone import children
 from hone.errors import ActuationError, HoneError
+from hone.journal import machine
 from hone.journal.settings import settings_locked
 from hone.knobs import Actuator, actuator_from_spec
 from hone.paths import safe_name, state_dir
@@ -72,23 +73,30 @@ class Journal:
         self.salvage = False
         #: (line number, text) of each damaged line the last read passed over.
         self.unreadable: list[tuple[int, str]] = []
+        #: The project whose journal this is (None for the profiles'): names its `hone restore`.
+        self.project: str | None = None
 
     @classmethod
     def for_project(cls, name: str) -> Journal:
         """The journal of a tuning project: one per exact name (`dup` and `dup.` are two)."""
-        return cls._in_state_dir(cls._stem(name))
+        journal = cls._in_state_dir(cls._stem(name))
+        journal.project = name
+        return journal
 
     @classmethod
     def for_project_host(cls, name: str, host: str) -> Journal:
         """The journal of one host of a cluster project, beside the project's own."""
-        return cls(cls.for_project(name).path.with_name(f"{cls._stem(name)}@{host}.jsonl"))
+        journal = cls(cls.for_project(name).path.with_name(f"{cls._stem(name)}@{host}.jsonl"))
+        journal.project = name
+        return journal
 
     @classmethod
     def for_project_hosts(cls, name: str) -> list[Journal]:
         """Every host journal of a project still holding originals (not yet archived)."""
         folder = cls.for_project(name).path.parent
         found = sorted(folder.glob(f"{cls._stem(name)}@*.jsonl"))
-        return [cls(p) for p in found if not p.name.endswith(".done.jsonl")]
+        hosts = [p.stem.rsplit("@", 1)[1] for p in found if not p.name.endswith(".done.jsonl")]
+        return [cls.for_project_host(name, host) for host in hosts]
 
     @staticmethod
     def _stem(name: str) -> str:
@@ -104,6 +112,25 @@ class Journal:
         directory = state_dir() / "journal"
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         return cls(directory / f"{stem}.jsonl")
+
+    def owner(self) -> machine.Owner:
+        """This journal's scope as the machine-wide records name it, with its way back. Its
+        HONE_HOME is the folder its `journal/` is in, symlinks resolved: one home, one name."""
+        path = self.path.resolve()
+        if self.path.stem == "profiles":
+            label, command = "the profiles", ("hone", "profile", "rollback")
+        else:
+            name = self.project if self.project is not None else self.path.stem
+            label, command = f"project {name}", ("hone", "restore", name)
+            if name.startswith("-"):
+                command = ("hone", "restore", "--", name)
+        return machine.Owner(
+            home=str(path.parent.parent),
+            scope=str(path.with_name(path.name.split("@")[0].removesuffix(".jsonl"))),
+            journal=str(path),
+            label=label,
+            restore=command,
+        )
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -133,8 +160,11 @@ class Journal:
 
         Returns the original value (None for settings that die with hone's own process)."""
         known = self.originals()
-        if self.original_of(name, actuator) is not None:
-            return known[name].value
+        recorded = self.original_of(name, actuator)
+        if actuator.persistent and (setting := actuator.setting()) is not None:
+            machine.claim([setting], self.owner())  # again when recorded: a record released by hand
+        if recorded is not None:
+            return recorded.value
         if not actuator.persistent:
             return None
         value = actuator.get() if actuator.readable else None
@@ -155,6 +185,7 @@ class Journal:
         new = [(n, a, v) for n, a, v in items if n not in known]
         if not new:
             return
+        machine.claim([s for _, a, _ in new if (s := a.setting()) is not None], self.owner())
         self._append(
             *({"op": "original", "name": n, "spec": a.spec(), "value": v} for n, a, v in new)
         )
@@ -354,7 +385,7 @@ class Journal:
             except HoneError as exc:
                 outcomes.append(RestoreOutcome(original.name, original.value, str(exc)))
         left = self.left()
-        with settings_locked(actuator for _, actuator in built):
+        with settings_locked((actuator for _, actuator in built), self.owner(), restoring=True):
             # what each setting held before any is put back: putting one back may change
             # another (a disk's scheduler resets its nr_requests), which no one else changed
             changes = [_changed_since(actuator, left.get(o.name)) for o, actuator in built]
@@ -422,6 +453,7 @@ class Journal:
         self.path.rename(target)
         _fsync_dir(self.path.parent)
         self._originals = None
+        machine.release(self.owner().journal)  # after the rename: a crash between keeps them
         return target
 
     @contextmanager

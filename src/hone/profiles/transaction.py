@@ -221,7 +221,7 @@ def apply_profile(profile: Profile) -> ApplyResult:
     plan = _plan(profile)
     journal = Journal.for_profiles()
     changed = [actuator for _, actuator in plan if isinstance(actuator, Actuator)]
-    with journal.locked(), settings_locked(changed):
+    with journal.locked(), settings_locked(changed, journal.owner()):
         previous = active_profile()
         restored = _restore(journal)
         result = ApplyResult(profile.name, [], profile.placeholders, previous, restored)

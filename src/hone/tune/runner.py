@@ -131,7 +131,8 @@ class Tuner:
     def run(self) -> TuneResult:
         actuators = [knob.actuator for knob in self.project.knobs if knob.group is None]
         actuators += self.system.cluster.actuators() if self.system.cluster else []
-        with self.journal.locked(), settings_locked(actuators), stop_on_signals():
+        owner = self.journal.owner()
+        with self.journal.locked(), settings_locked(actuators, owner), stop_on_signals():
             resumed = self._resumed_study() if self.options.resume else None
             if self.options.min_detectable is not None and self.baseline_repeats < 3:
                 raise HoneError("--min-detectable needs at least 3 baseline runs to know the noise")

@@ -184,7 +184,8 @@ class Worker(Tuner):
 
     def run(self) -> WorkerResult:  # type: ignore[override]
         actuators = [knob.actuator for knob in self.project.knobs]
-        with self.journal.locked(), settings_locked(actuators), stop_on_signals():
+        owner = self.journal.owner()
+        with self.journal.locked(), settings_locked(actuators, owner), stop_on_signals():
             self.system.prepare()
             baseline = self.system.read_baseline()
             study = self._db(self._join)
