@@ -503,7 +503,7 @@ class Tuner:
             choice = choose(self.project, baseline, confirmed, bool(self.options.allow_risk))
             if earlier is not None:  # extended: the one(s) set aside keep their earlier look
                 choice = carry(choice, earlier)
-            worse = all(g.mean + g.half_width < 0 for i, g in gains.items() if i in active)
+            worse = all(g.worse for i, g in gains.items() if i in active)
             if (choice.gain is not None and choice.gain.significant) or worse:
                 return choice, round_
             if round_ < plan.planned:
