@@ -7,12 +7,17 @@ the candidate's true gain g is both the ratio of the means and of the medians. E
 study has 3 baseline readings, then interleaved rounds; the baseline's noise over the study is
 pooled into each interval as hone does.
 
-    python -m benchmarks.tune.gain_statistic [--studies 2000] [--seed 1] [--minimise]
+    python -m benchmarks.tune.gain_statistic [--studies 2000] [--seed 1] [--minimise] [--power]
 
 Columns: coverage of the 95 % interval after 3 and after 10 rounds (the true gain inside it),
 and the false confirmations at a true gain of 0: the share of studies whose 95 % interval after
 3 rounds lies above zero (2.5 % is what a 95 % interval promises), and the share that hone's
-sequential plan (3 planned rounds, up to 10 when close, confirm.Plan's levels) confirms."""
+sequential plan (3 planned rounds, up to 10 when close, confirm.Plan's levels) confirms.
+
+`--power`: how often the look at 3 and at 10 rounds (at its level in confirm.Plan(3, 10))
+confirms a true gain equal to the detectable gain the quality line prints (meant: 4 times in
+5), computed on the log scale as hone does, and with a CV taken as a spread in points of a
+linear gain (the formula before the log scale)."""
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from hone.tune.confirm import Plan
+from hone.tune.confirm import Plan, detectable
 from hone.tune.stats import Gain, _t_quantile, noise, paired_gain
 
 CVS = (1.0, 5.0, 20.0, 50.0, 120.0)
@@ -91,12 +96,31 @@ class Study:
         return False
 
 
+def power(studies: int, seed: int) -> None:
+    plan = Plan(PLANNED, MOST)
+    print(f"{'CV %':>5} {'rounds':>6}  {'formula':<7} {'detectable %':>12} {'confirmed':>9}")
+    for cv in (5.0, 20.0, 50.0):
+        for rounds in (PLANNED, MOST):
+            for name, relative in (("log", True), ("linear", False)):
+                gain = detectable(cv, rounds, plan, relative)
+                rng = np.random.default_rng([seed, int(cv * 10), rounds])
+                sample = [Study(rng, cv, gain, 1.0) for _ in range(studies)]
+                level = plan.level(rounds) or 95.0
+                hits = sum(s.look(log_ratios, rounds, level).significant for s in sample)
+                share = 100.0 * hits / studies
+                print(f"{cv:>5g} {rounds:>6}  {name:<7} {gain:>12.1f} {share:>8.1f}%", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--minimise", action="store_true", help="a smaller-is-better metric")
+    parser.add_argument("--power", action="store_true", help="the detectable gain's power")
     args = parser.parse_args()
+    if args.power:
+        power(args.studies, args.seed)
+        return
     sign = -1.0 if args.minimise else 1.0
     statistics = {"log ratios": log_ratios, "mean of ratios": mean_of_ratios}
     print(

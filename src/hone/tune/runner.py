@@ -368,12 +368,13 @@ class Tuner:
                 f"is known to confirm {target:g} %; see why the others failed (hone show "
                 f"{self.project.name})"
             )
+        relative = self.objective.single is not None and not self.gains_stored
         if target is not None:
-            rounds = rounds_for(cv, target, self.confirm_rounds, most)
+            rounds = rounds_for(cv, target, self.confirm_rounds, most, relative)
             if rounds is None:
-                need = rounds_needed(cv, target)
+                need = rounds_needed(cv, target, relative=relative)
                 allow = f", or allow --max-repeats {need}" if need else ""
-                reach = detectable(cv, most, Plan(most, most))
+                reach = detectable(cv, most, Plan(most, most), relative)
                 raise HoneError(
                     f"stopped before any change: the benchmark varies by {cv:.1f} % "
                     f"({len(scores)} baseline runs), so {most} confirmation rounds could confirm "
@@ -387,8 +388,8 @@ class Tuner:
             "runs": len(scores),
             "rounds": self.confirm_rounds,
             "max_rounds": plan.most,
-            "detectable": round(detectable(cv, plan.planned, plan), 3),
-            "detectable_max": round(detectable(cv, plan.most, plan), 3),
+            "detectable": round(detectable(cv, plan.planned, plan, relative), 3),
+            "detectable_max": round(detectable(cv, plan.most, plan, relative), 3),
             "min_detectable": target,
             "quiet": None if self.quiet is None else asdict(self.quiet),
         }

@@ -144,16 +144,21 @@ def _percent(log_ratio: float, sign: float) -> float:
     return 100.0 * math.expm1(log_ratio) if sign > 0 else -100.0 * math.expm1(-log_ratio)
 
 
-def detectable_gain(cv: float, rounds: int, level: float = 95.0, power: float = 0.8) -> float:
+def detectable_gain(
+    cv: float, rounds: int, level: float = 95.0, power: float = 0.8, relative: bool = True
+) -> float:
     """The smallest true gain (in %) that `rounds` interleaved rounds confirm at `level` with
     probability `power`, on a benchmark whose readings vary by `cv` % (one reading each side
-    per round: a paired difference varies by about sqrt(2) * cv)."""
+    per round: a paired difference varies by about sqrt(2) x the readings' spread). Relative,
+    on the log scale as paired_gain (a spread of sqrt(log(1 + CV^2)), the gain back in %);
+    else `cv` is the spread of scores already in points."""
     if rounds < 2:
         return float("inf")
     df = rounds - 1
     quantile = 1 - (1 - level / 100.0) / 2
-    spread = np.sqrt(2.0) * cv / np.sqrt(rounds)
-    return float((_t_quantile(quantile, df) + _t_quantile(power, df)) * spread)
+    spread = math.sqrt(math.log1p((cv / 100.0) ** 2)) if relative else cv
+    reach = (_t_quantile(quantile, df) + _t_quantile(power, df)) * math.sqrt(2.0 / rounds) * spread
+    return 100.0 * math.expm1(reach) if relative else reach
 
 
 def noise(values: Sequence[float]) -> float:
