@@ -115,14 +115,15 @@ def main() -> None:
             alone = paired_alone(project, result)
             again = remeasure(project, result, args.rounds)
         gain = result.gain
-        inside = gain.mean - gain.half_width <= again <= gain.mean + gain.half_width
+        inside = gain.low <= again <= gain.high
         significant = gain.significant
         counted += 1
         held += inside
         applied += significant
         applied_held += inside and significant
         print(
-            f"seed {seed}: confirmed {gain} (paired differences alone: ± {alone.half_width:.1f} %)"
+            f"seed {seed}: confirmed {gain} "
+            f"(paired alone: {alone.low:+.1f} % to {alone.high:+.1f} %)"
             f" -> re-measured {again:+.1f} % over {args.rounds} rounds: "
             f"{'holds' if inside else 'OUTSIDE'}" + (" (beyond the noise)" if significant else ""),
             flush=True,

@@ -90,11 +90,16 @@ def number(value: float) -> str:
     return f"{value:.3g}"
 
 
-def percent_gain(value: float | None, half: float | None = None) -> str:
-    """A gain in per cent with its interval's half-width, both with their unit; '' for none."""
+def percent_gain(value: float | None, low: float | None = None, high: float | None = None) -> str:
+    """A gain in per cent with its interval, `± half-width` when symmetric, else its ends;
+    '' for none."""
     if value is None:
         return ""
-    return f"{value:+.1f} %" + (f" ± {half:.1f} %" if half is not None else "")
+    text = f"{value:+.1f} %"
+    if low is None or high is None:
+        return text
+    below, above = f"{value - low:.1f}", f"{high - value:.1f}"
+    return text + (f" ± {below} %" if below == above else f" ({low:+.1f} % to {high:+.1f} %)")
 
 
 def state_text(state: str, alive: bool | None) -> str:

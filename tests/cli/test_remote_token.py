@@ -19,4 +19,5 @@ def test_an_empty_token_file_is_one_line(tmp_path: Path, hone_run, monkeypatch) 
 def test_the_gain_column_names_the_unit_of_its_interval() -> None:
     from hone.output import percent_gain  # the studies tables of `remote` and `studies`
 
-    assert percent_gain(317.4, 208.7) == "+317.4 % ± 208.7 %"
+    assert percent_gain(317.4, 108.7, 526.1) == "+317.4 % ± 208.7 %"
+    assert percent_gain(65.0, 10.5, 146.0) == "+65.0 % (+10.5 % to +146.0 %)"

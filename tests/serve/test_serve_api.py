@@ -39,6 +39,9 @@ def test_list_has_every_study_with_state_counts_and_gain(server: Any) -> None:
         assert row["outcome"] == "restored"  # apply: never
         # mode=faster and a large x give about +40 %: the confirmed gain says so
         assert row["gain"] > 5 and row["gain_half_width"] is not None
+        # a gain in % of the baseline has an interval wider above than below (log ratios)
+        assert row["gain_low"] < row["gain"] < row["gain_high"]
+        assert row["gain_high"] - row["gain"] > row["gain"] - row["gain_low"]
         search = [t.score for t in trials if t.phase == "search" and t.score is not None]
         assert row["best_score"] == pytest.approx(max(search))
 

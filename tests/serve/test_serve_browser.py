@@ -15,6 +15,8 @@ import pytest
 from conftest import q, shot
 from playwright.sync_api import Page, expect
 
+from hone.output import percent_gain
+
 
 def test_study_list_then_study_page_with_its_curve(page: Page, server: Any) -> None:
     page.goto(server.url + "/")
@@ -24,7 +26,10 @@ def test_study_list_then_study_page_with_its_curve(page: Page, server: Any) -> N
     expect(rows).to_have_count(len(studies))
     beta = page.locator("#studies tbody tr[data-study='beta#1']")
     expect(beta).to_contain_text("finished")
-    expect(beta).to_contain_text("%")  # its gain
+    # its confirmed gain with the interval's two ends, as `hone studies` prints it
+    row = next(s for s in studies if s["name"] == "beta#1")
+    gain = percent_gain(row["gain"], row["gain_low"], row["gain_high"])
+    expect(beta).to_contain_text(gain.replace("-", "\u2212"))
     shot(page, "studies-list")
 
     beta.get_by_role("link", name="beta#1").click()

@@ -108,6 +108,6 @@ def test_the_looks_of_a_sequential_confirmation_spend_at_most_a_95_percent_error
         assert one_sided <= 0.025 + 1e-12, (planned, most, levels)
         assert plan.level(planned) is not None and plan.level(most) is not None
     assert Plan(3, 10).extension_looks() == [6, 10]
-    assert rounds_for(5.0, 30.0, 3, 10) == 3 and rounds_for(5.0, 3.0, 3, 10) is None
+    assert rounds_for(5.0, 40.0, 3, 10) == 3 and rounds_for(5.0, 3.0, 3, 10) is None
     needed = rounds_needed(5.0, 3.0)
     assert needed is not None and rounds_for(5.0, 3.0, 3, needed) == needed

@@ -103,17 +103,17 @@ def test_paired_gain_within_noise_is_not_significant() -> None:
 
 
 def test_differences_that_agree_by_chance_do_not_make_a_narrow_interval() -> None:
-    """Three rounds at +20.0, +20.5, +19.5 % say ± 2 % by themselves; the baseline's readings
+    """Three rounds at +18.0, +18.5, +17.5 % say ± 2 % by themselves; the baseline's readings
     over the study vary by 9 %, so the pooled interval is what those rounds can resolve."""
     baseline = [100.0, 100.0, 100.0]
-    candidate = [120.0, 120.5, 119.5]
+    candidate = [118.0, 118.5, 117.5]
     alone = paired_gain(candidate, baseline, level=97.5)  # the planned look's level
     assert alone.half_width < 2.5 and alone.significant
     pooled = paired_gain(candidate, baseline, level=97.5, baseline_noise=(9.0, 5))
     assert pooled.mean == alone.mean
-    # variance pooled with (sqrt(2) x 9 % x 1.2, the candidate's ratio)^2 on 5 + 2 degrees of
-    # freedom: ± 21 %, which does not exclude zero
-    assert 19.0 < pooled.half_width < 23.0 and not pooled.significant
+    # log ratios' variance pooled with 2 log(1 + 0.09^2) on 5 + 2 degrees of freedom: the
+    # interval runs from -1 % to +40 %, which does not exclude zero
+    assert -2.0 < pooled.low < 0.0 < 35.0 < pooled.high < 45.0 and not pooled.significant
     # differences noisier than the baseline keep their own, wider interval
     noisy = paired_gain([150.0, 100.0, 110.0], baseline, baseline_noise=(1.0, 5))
     assert noisy.half_width == pytest.approx(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from hone.cluster.fence import TAKEN_OVER, Fence
 from hone.cluster.remote import RemoteKnob, remote_knob, run_steps
 from hone.cluster.ssh import Host
 from hone.cluster.workload import HostWorkload, is_ready, restart, start, stop
@@ -66,6 +67,9 @@ class Cluster:
         self.raw: dict[str, dict[str, str]] = {h: {} for h in self.hosts}
         #: (host, group) pairs whose workload this run has journaled as restarting.
         self.marked: set[tuple[str, str]] = set()
+        #: This run's claim on the hosts: its writes are refused once another process (a
+        #: restore after this run was killed) took a host over.
+        self.fence = Fence(project)
 
     def actuators(self) -> list[Actuator]:
         """One actuator per knob and host (for the setting locks and the journal)."""
@@ -99,6 +103,7 @@ class Cluster:
 
     def _prepare_host(self, host: Host) -> None:
         host.connect()
+        self.fence.take(host)
         names = self.on_host[host.name]
         values = self._read(host, names, self.raw[host.name])
         self.current[host.name] = dict(values)
@@ -123,7 +128,7 @@ class Cluster:
             running = is_ready(host, workload)
             journal.remember_workload(group, host.spec(), workload.spec(), running)
             if not running:  # started for the run; `restore` stops it again
-                start(host, workload)
+                start(host, workload, self.fence)
 
     def _forget(self, name: str) -> None:
         """Set aside a host journal that a failed `prepare` began: its workloads this run
@@ -215,7 +220,7 @@ class Cluster:
             if (host_name, group) not in self.marked:
                 self.journals[host_name].mark_restarting(group)
                 self.marked.add((host_name, group))
-            restart(host, self.workloads[group])
+            restart(host, self.workloads[group], self.fence)
 
     def _converge(self, host_name: str, targets: dict[str, str], fresh: bool = False) -> set[str]:
         """Write what differs from what was last read there, and read it back: one ssh call
@@ -248,7 +253,11 @@ class Cluster:
         for key in changed:
             del raws[key]  # unknown until read back
         reads = [resources[key].read for key in changed]
-        steps = run_steps(host, writes + reads, stop_at_failure=True)
+        fence, *steps = run_steps(
+            host, [self.fence.check(), *writes, *reads], stop_at_failure=True, lock=self.fence.lock
+        )
+        if not fence.ok:
+            raise ActuationError(f"nothing written: {TAKEN_OVER}", key=host.where())
         for key, step in zip(changed, steps, strict=False):
             if not step.ok:
                 raise ActuationError(f"cannot set {key}: {step.text}", key=host.where())

@@ -14,7 +14,14 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from hone.cluster.ssh import Host, SshFailed, shell_failed, ssh_failed
+from hone.cluster.ssh import (
+    LOCK_BUSY,
+    LOCK_WAIT_SECONDS,
+    Host,
+    SshFailed,
+    shell_failed,
+    ssh_failed,
+)
 from hone.errors import ActuationError
 from hone.knobs import Actuator
 from hone.knobs.base import equal_values
@@ -159,10 +166,13 @@ class Step:
     text: str
 
 
-def run_steps(host: Host, steps: list[str], *, stop_at_failure: bool) -> list[Step]:
+def run_steps(
+    host: Host, steps: list[str], *, stop_at_failure: bool, lock: str | None = None
+) -> list[Step]:
     """Run the snippets in order in one shell on the host. Each one's output (and, apart, its
     errors) is framed by a random marker; no temporary file, no extra process. With
-    stop_at_failure the steps after a failed one are not run (fewer results come back)."""
+    stop_at_failure the steps after a failed one are not run (fewer results come back). With
+    `lock` the shell runs while that file of the host is locked (Host.run)."""
     mark = "@@hone-" + secrets.token_hex(8)
     lines = []
     for i, step in enumerate(steps):
@@ -174,10 +184,16 @@ def run_steps(host: Host, steps: list[str], *, stop_at_failure: bool) -> list[St
         ]
         if stop_at_failure:
             lines.append('[ "$r" = 0 ] || exit 0')
-    result = host.run("\n".join(lines) + "\n")
+    result = host.run("\n".join(lines) + "\n", lock=lock)
     failed = ssh_failed(result)
     if failed:
         raise SshFailed(failed, key=host.where())
+    if lock is not None and result.returncode == LOCK_BUSY:
+        raise ActuationError(
+            f"~/{lock} stayed locked for {LOCK_WAIT_SECONDS} s: a write of another hone "
+            "process of this project is still running there",
+            key=host.where(),
+        )
     if result.returncode != 0:
         raise ActuationError(shell_failed(result), key=host.where())
     return _parse(result.stdout, result.stderr, mark, len(steps))

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 
 from hone.cluster.fanout import parallel
+from hone.cluster.fence import Fence
 from hone.cluster.ssh import Host
 from hone.cluster.workload import HostWorkload, restart, stop
 from hone.errors import HoneError
@@ -44,7 +45,7 @@ def restore_project(name: str, journal: Journal | None = None) -> list[HostOutco
 
         def one(host: str) -> None:
             journal = journals[host]
-            unreached = _reach(journal)
+            unreached = _reach(journal, name)
             if unreached is not None:  # every knob fails alike: said at once, journal kept
                 found[host] = _not_reached(journal, unreached)
                 return
@@ -124,13 +125,13 @@ def _host_name(journal: Journal) -> str:
     return journal.path.stem.rsplit("@", 1)[1]
 
 
-def _reach(journal: Journal) -> str | None:
+def _reach(journal: Journal, project: str) -> str | None:
     """One master connection before the knob-by-knob restore (else a handshake per call), and
-    one empty script through it: a host that is down or hangs (a master still up while the
-    host's sshd stopped answering) is found once, instead of once per knob and step, each
-    after ssh's timeouts (tens of seconds a knob). Returns why the host cannot be reached."""
-    from hone.cluster.remote import run_steps
-
+    one script through it that takes the host over (fence.py: a write of a run killed with -9
+    still under way there finishes first, one still on its way is refused): a host that is
+    down or hangs (a master still up while the host's sshd stopped answering) is found once,
+    instead of once per knob and step, each after ssh's timeouts (tens of seconds a knob).
+    Returns why the host cannot be reached or taken over."""
     originals = list(journal.originals().values())
     if not originals or originals[0].spec.get("kind") != "remote":
         return None
@@ -140,7 +141,7 @@ def _reach(journal: Journal) -> str | None:
         return None  # a bad record: each knob fails on it with its own reason
     try:
         host.connect()
-        run_steps(host, [":"], stop_at_failure=True)
+        Fence(project).take(host)
     except HoneError as exc:
         return str(exc)
     return None

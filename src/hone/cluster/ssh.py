@@ -12,6 +12,7 @@ import fcntl
 import hashlib
 import os
 import re
+import shlex
 import stat
 import subprocess
 import tempfile
@@ -26,6 +27,10 @@ from hone.paths import state_dir
 HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
 #: How long a master connection outlives its last use.
 PERSIST_SECONDS = 60
+#: How long a script waits for the host's lock of its project (fence.py), and flock's exit
+#: code when that time is up.
+LOCK_WAIT_SECONDS = 30
+LOCK_BUSY = 75
 
 
 class SshFailed(ActuationError):
@@ -128,9 +133,18 @@ class Host:
             return False
         return done.returncode == 0
 
-    def run(self, script: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-        """Run a POSIX sh script on the host (through the master connection when it is up)."""
-        argv = ["ssh", *self.options(), "-o", "ControlMaster=no", "--", self.address, "sh -s"]
+    def run(
+        self, script: str, timeout: float = 60.0, lock: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a POSIX sh script on the host (through the master connection when it is up).
+        With `lock` (a file of the login directory) the script runs while util-linux's flock
+        holds that file locked, and exits LOCK_BUSY when it stays busy LOCK_WAIT_SECONDS; the
+        script's own children do not hold it (-o), so a daemon it starts cannot keep it."""
+        command = "sh -s"
+        if lock is not None:
+            wait = f"flock -o -w {LOCK_WAIT_SECONDS} -E {LOCK_BUSY} {shlex.quote(lock)}"
+            command = f"{wait} {command}"
+        argv = ["ssh", *self.options(), "-o", "ControlMaster=no", "--", self.address, command]
         try:
             return subprocess.run(
                 argv, input=script, capture_output=True, text=True, timeout=timeout,

@@ -13,11 +13,14 @@ import subprocess
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hone.cluster.ssh import Host, shell_failed, ssh_failed
+from hone.cluster.fence import TAKEN_OVER, Fence
+from hone.cluster.ssh import LOCK_BUSY, LOCK_WAIT_SECONDS, Host, shell_failed, ssh_failed
 from hone.errors import ActuationError
 
 #: Exit codes of the scripts below, each naming the step that failed.
 _STEPS = {3: "stop", 4: "start", 5: "ready"}
+#: The exit code of a run's script on a host another process took over (fence.py).
+_FENCED = 7
 
 
 @dataclass(frozen=True)
@@ -48,20 +51,21 @@ def is_ready(host: Host, workload: HostWorkload) -> bool:
     return done.returncode == 0
 
 
-def start(host: Host, workload: HostWorkload) -> None:
-    """Start the workload and wait until it is ready; ActuationError naming the host and step."""
+def start(host: Host, workload: HostWorkload, fence: Fence | None = None) -> None:
+    """Start the workload and wait until it is ready; ActuationError naming the host and step.
+    With a run's `fence`, only while the run still owns the host."""
     script = _quiet(workload.start, 4) + "\n" + _wait_ready(workload)
-    _check(host, script, workload.ready_timeout + 60)
+    _check(host, script, workload.ready_timeout + 60, fence)
 
 
 def stop(host: Host, workload: HostWorkload) -> None:
     _check(host, _quiet(workload.stop, 3) + "\n", 120.0)
 
 
-def restart(host: Host, workload: HostWorkload) -> None:
-    """Stop, start, wait until ready: one ssh call."""
+def restart(host: Host, workload: HostWorkload, fence: Fence | None = None) -> None:
+    """Stop, start, wait until ready: one ssh call (with `fence`, as for start)."""
     script = "\n".join([_quiet(workload.stop, 3), _quiet(workload.start, 4), _wait_ready(workload)])
-    _check(host, script, workload.ready_timeout + 180)
+    _check(host, script, workload.ready_timeout + 180, fence)
 
 
 def _quiet(command: str, code: int) -> str:
@@ -90,17 +94,27 @@ _HEAD = (
 )
 
 
-def _call(host: Host, body: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def _call(
+    host: Host, body: str, timeout: float, fence: Fence | None = None
+) -> subprocess.CompletedProcess[str]:
     host.connect()
-    done = host.run(_HEAD + body, timeout=timeout)
+    lock = None
+    if fence is not None:
+        body, lock = f"{fence.check()} || exit {_FENCED}\n{body}", fence.lock
+    done = host.run(_HEAD + body, timeout=timeout, lock=lock)
     failed = ssh_failed(done)
     if failed:
         raise ActuationError(failed, key=host.where())
+    if lock is not None and done.returncode == _FENCED:
+        raise ActuationError(f"workload left alone: {TAKEN_OVER}", key=host.where())
+    if lock is not None and done.returncode == LOCK_BUSY:
+        busy = f"~/{lock} stayed locked for {LOCK_WAIT_SECONDS} s"
+        raise ActuationError(f"workload left alone: {busy}", key=host.where())
     return done
 
 
-def _check(host: Host, body: str, timeout: float) -> None:
-    done = _call(host, body, timeout)
+def _check(host: Host, body: str, timeout: float, fence: Fence | None = None) -> None:
+    done = _call(host, body, timeout, fence)
     if done.returncode != 0:
         said = " ".join(done.stderr.split())[-300:] or f"exit {done.returncode}"
         raise ActuationError(f"workload {said}", key=host.where())

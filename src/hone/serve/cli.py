@@ -238,7 +238,7 @@ def remote_studies(as_json: bool = JSON) -> None:
             str(row["trials"]),
             str(row["failures"]),
             str(row.get("outcome") or ""),
-            percent_gain(row.get("gain"), row.get("gain_half_width")),
+            percent_gain(row.get("gain"), row.get("gain_low"), row.get("gain_high")),
             percent_gain(row.get("best_gain")),
         )
     output_console().print(table)

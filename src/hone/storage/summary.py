@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 
 from hone.storage import StudyRecord, StudyStore
 from hone.storage.store import RUNNING, TrialRecord
+from hone.tune.stats import gain_interval
 
 #: Study attributes the API passes on as they are.
 PUBLIC_ATTRS = (
@@ -255,6 +256,7 @@ def summary_row(
 ) -> dict[str, Any]:
     result = attrs.get("result") or {}
     confirmed = result.get("gain") or {}
+    low, high = gain_interval(confirmed) if confirmed else (None, None)
     return {
         "name": name,
         "id": study_id,
@@ -271,7 +273,9 @@ def summary_row(
         "best_gain": gain_of(attrs, best_score),
         "best_held_back": held_back or [],
         "gain": confirmed.get("mean"),
-        "gain_half_width": _finite(confirmed.get("half_width")),
+        "gain_low": _finite(low),
+        "gain_high": _finite(high),
+        "gain_half_width": None if low is None or high is None else _finite((high - low) / 2),
         "baseline_score": attrs.get("baseline_score"),
         "workers": workers_of(attrs, running or {}),
     }

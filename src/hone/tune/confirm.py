@@ -56,23 +56,26 @@ class Plan:
         return 100.0 * (1 - 2 * alpha)
 
 
-def detectable(cv: float, rounds: int, plan: Plan) -> float:
-    """The gain that `rounds` rounds of this plan confirm 4 times in 5, at their look's level."""
-    return detectable_gain(cv, rounds, plan.level(rounds) or 95.0)
+def detectable(cv: float, rounds: int, plan: Plan, relative: bool = True) -> float:
+    """The gain that `rounds` rounds of this plan confirm 4 times in 5, at their look's level
+    (`relative`: a gain in % of the baseline; else scores already in points)."""
+    return detectable_gain(cv, rounds, plan.level(rounds) or 95.0, relative=relative)
 
 
-def rounds_for(cv: float, target: float, fewest: int, most: int) -> int | None:
+def rounds_for(
+    cv: float, target: float, fewest: int, most: int, relative: bool = True
+) -> int | None:
     """The fewest planned rounds, from `fewest` up to `most` (the most rounds allowed), whose
     look confirms a `target` % gain, or None."""
     for rounds in range(fewest, most + 1):
-        if detectable(cv, rounds, Plan(rounds, most)) <= target:
+        if detectable(cv, rounds, Plan(rounds, most), relative) <= target:
             return rounds
     return None
 
 
-def rounds_needed(cv: float, target: float, limit: int = 1000) -> int | None:
+def rounds_needed(cv: float, target: float, limit: int = 1000, relative: bool = True) -> int | None:
     """The most rounds to allow (--max-repeats) for `target` % to be confirmable at all."""
-    return next((n for n in range(2, limit + 1) if rounds_for(cv, target, n, n)), None)
+    return next((n for n in range(2, limit + 1) if rounds_for(cv, target, n, n, relative)), None)
 
 
 def _reach(rounds: int, gain: float | None, short: bool = False) -> str:

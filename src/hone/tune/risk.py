@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from hone.space import Config
-from hone.tune.stats import Gain, gain_words
+from hone.tune.stats import Gain, gain_interval, gain_words
 
 if TYPE_CHECKING:  # the views import this module to print a study, which needs no project
     from hone.project.model import Project
@@ -116,17 +116,17 @@ def gain_dict(gain: Gain | None) -> dict[str, Any] | None:
         return None
     return {
         "mean": gain.mean,
-        "half_width": gain.half_width,
+        "low": gain.low,
+        "high": gain.high,
         "rounds": gain.rounds,
         "level": gain.level,
     }
 
 
 def gain_text(gain: dict[str, Any]) -> str:
-    """A stored gain as the run printed it: mean ± half-width (level, rounds)."""
-    return gain_words(
-        gain["mean"], gain.get("half_width"), gain.get("level", 95.0), gain.get("rounds")
-    )
+    """A stored gain as the run printed it: mean and interval (level, rounds)."""
+    low, high = gain_interval(gain)
+    return gain_words(gain["mean"], low, high, gain.get("level", 95.0), gain.get("rounds"))
 
 
 def risk_lines(record: dict[str, Any] | None) -> list[str]:

@@ -369,12 +369,13 @@ class Tuner:
                 f"is known to confirm {target:g} %; see why the others failed (hone show "
                 f"{self.project.name})"
             )
+        relative = self.objective.single is not None and not self.gains_stored
         if target is not None:
-            rounds = rounds_for(cv, target, self.confirm_rounds, most)
+            rounds = rounds_for(cv, target, self.confirm_rounds, most, relative)
             if rounds is None:
-                need = rounds_needed(cv, target)
+                need = rounds_needed(cv, target, relative=relative)
                 allow = f", or allow --max-repeats {need}" if need else ""
-                reach = detectable(cv, most, Plan(most, most))
+                reach = detectable(cv, most, Plan(most, most), relative)
                 raise HoneError(
                     f"stopped before any change: the benchmark varies by {cv:.1f} % "
                     f"({len(scores)} baseline runs), so {most} confirmation rounds could confirm "
@@ -388,8 +389,8 @@ class Tuner:
             "runs": len(scores),
             "rounds": self.confirm_rounds,
             "max_rounds": plan.most,
-            "detectable": round(detectable(cv, plan.planned, plan), 3),
-            "detectable_max": round(detectable(cv, plan.most, plan), 3),
+            "detectable": round(detectable(cv, plan.planned, plan, relative), 3),
+            "detectable_max": round(detectable(cv, plan.most, plan, relative), 3),
             "min_detectable": target,
             "quiet": None if self.quiet is None else asdict(self.quiet),
         }
@@ -504,7 +505,7 @@ class Tuner:
             choice = choose(self.project, baseline, confirmed, bool(self.options.allow_risk))
             if earlier is not None:  # extended: the one(s) set aside keep their earlier look
                 choice = carry(choice, earlier)
-            worse = all(g.mean + g.half_width < 0 for i, g in gains.items() if i in active)
+            worse = all(g.worse for i, g in gains.items() if i in active)
             if (choice.gain is not None and choice.gain.significant) or worse:
                 return choice, round_
             if round_ < plan.planned:

@@ -27,14 +27,14 @@ INSIGHT_TRIALS = 2000  # trials importance and effects are fitted on at most (do
 def studies_table(store: StudyStore) -> Table:
     table = DataTable("study", "state", "engine", "trials", "outcome", "gain", "workers", "created")
     for row in summaries(store):
-        gain, half = row["gain"], row["gain_half_width"]
+        gain = percent_gain(row["gain"], row["gain_low"], row["gain_high"])
         table.add_row(
             row["name"],
             state_text(row["state"], row["alive"]),
             str(row["engine"] or ""),
             str(row["trials"]),
             str(row["outcome"] or ""),
-            percent_gain(gain, half),
+            gain,
             workers_text(row["workers"]),
             str(row["created"] or ""),
         )

@@ -2,7 +2,7 @@
 import { get, studyPath } from "./api.js";
 import { compareChart, DASHES } from "./charts.js";
 import { DataTable } from "./table.js";
-import { bestSeen, clear, h, message, pct, ready } from "./util.js";
+import { bestSeen, clear, gainPct, h, message, ready } from "./util.js";
 
 // The gain the tuner reports (hone.storage.summary.gain_of): % of the baseline when the score is
 // one metric's raw value, else the difference of scores that are already percentages (weighted,
@@ -56,7 +56,7 @@ export async function comparePage(main, names) {
     { key: "engine", label: "engine", value: (s) => s.engine },
     { key: "trials", label: "trials", value: (s) => s.trials, numeric: true },
     { key: "best", label: "best seen", value: (s) => s.best_gain, text: bestSeen, numeric: true },
-    { key: "gain", label: "gain in confirmation", value: (s) => s.gain, text: (s) => pct(s.gain, s.gain_half_width), numeric: true },
+    { key: "gain", label: "gain in confirmation", value: (s) => s.gain, text: (s) => gainPct(s.gain, s.gain_low, s.gain_high), numeric: true },
   ]);
   table.setRows(loaded);
   ready(main, "compare");

@@ -1,7 +1,7 @@
 // The studies list: state and gain of every study, selection for comparison, starting a study.
 import { get, post } from "./api.js";
 import { DataTable } from "./table.js";
-import { bestSeen, clear, h, message, pct, ready, stateBadge, when } from "./util.js";
+import { bestSeen, clear, gainPct, h, message, ready, stateBadge, when } from "./util.js";
 
 export async function studiesPage(main, { onLeave }) {
   clear(main);
@@ -45,7 +45,7 @@ export async function studiesPage(main, { onLeave }) {
       { key: "trials", label: "trials", value: (r) => r.trials, numeric: true },
       { key: "failures", label: "failed", value: (r) => r.failures, numeric: true },
       { key: "outcome", label: "outcome", value: (r) => r.outcome ?? "" },
-      { key: "gain", label: "gain in confirmation", value: (r) => r.gain, text: (r) => pct(r.gain, r.gain_half_width), numeric: true },
+      { key: "gain", label: "gain in confirmation", value: (r) => r.gain, text: (r) => gainPct(r.gain, r.gain_low, r.gain_high), numeric: true },
       { key: "best_gain", label: "best seen", value: (r) => r.best_gain, text: bestSeen, numeric: true },
       { key: "workers", label: "workers", value: (r) => workersText(r.workers) },
       { key: "created", label: "created", value: (r) => r.created ?? "", text: (r) => when(r.created) },

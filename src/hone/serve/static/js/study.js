@@ -3,7 +3,7 @@
 import { follow, get, post, studyPath } from "./api.js";
 import { effectCurves, importanceBars, parallelCoordinates, timeChart, trialChart } from "./charts.js";
 import { DataTable } from "./table.js";
-import { bestSeen, clear, h, message, num, pct, ready, stateBadge, when } from "./util.js";
+import { bestSeen, clear, gainPct, h, message, num, pct, ready, stateBadge, when } from "./util.js";
 
 export async function studyPage(main, name, { onLeave }) {
   clear(main);
@@ -293,7 +293,7 @@ function renderHeader(header, study, name, out) {
     ["budget", study.budget],
     ["trials", `${study.trials} (${study.failures} failed)`],
     ["baseline", (study.workers ?? []).length ? "each worker's own (every score is a gain in % over it; see Workers)" : study.band ? baselineText(study) : "not measured yet"],
-    ["gain in confirmation", pct(study.gain, study.gain_half_width) || "—"],
+    ["gain in confirmation", gainPct(study.gain, study.gain_low, study.gain_high) || "—"],
     ["measurement", quality(study.attrs.quality)],
     ...(study.attrs.selection ? [["knobs kept", selectionText(study.attrs.selection)]] : []),
     ["best seen", bestSeen(study) || "—"],
@@ -343,7 +343,7 @@ function renderBest(el, study, trials) {
     el.append(h("p", { class: "message" }, "risky values: ", risk.risks.join("; ")));
     for (const side of ["risky", "safe"]) {
       const entry = risk[side];
-      const gain = entry && entry.gain ? pct(entry.gain.mean, entry.gain.half_width) : "none confirmed";
+      const gain = entry && entry.gain ? storedGain(entry.gain) : "none confirmed";
       const config = entry ? Object.entries(entry.config).map(([k, v]) => `${k}=${v}`).join(", ") : "";
       el.append(h("p", {}, h("strong", {}, `${side} winner`), `: ${config} ${gain}`));
     }
@@ -423,4 +423,14 @@ function renderWhy(el, why) {
 
 function share(value) {
   return `${(100 * value).toFixed(1)} %`;
+}
+
+// A gain stored in a study's result: its interval's ends, or (a record written before they
+// were stored) the mean ± a half-width.
+function storedGain(gain) {
+  const half = gain.half_width;
+  const known = half !== null && half !== undefined;
+  const low = "low" in gain ? gain.low : known ? gain.mean - half : null;
+  const high = "high" in gain ? gain.high : known ? gain.mean + half : null;
+  return gainPct(gain.mean, low, high);
 }

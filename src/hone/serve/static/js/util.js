@@ -64,6 +64,16 @@ export function pct(value, half) {
   return half === null || half === undefined ? text : `${text} ± ${half.toFixed(1)} %`;
 }
 
+// A confirmed gain with its interval: `± half-width` when symmetric, else both ends (a gain in
+// % of the baseline is a mean of log ratios, whose interval is wider above than below).
+export function gainPct(value, low, high) {
+  const text = pct(value);
+  if (!text || low === null || low === undefined || high === null || high === undefined) return text;
+  const below = (value - low).toFixed(1);
+  const above = (high - value).toFixed(1);
+  return below === above ? `${text} ± ${below} %` : `${text} (${pct(low)} to ${pct(high)})`;
+}
+
 // The best search trial's gain, saying so when its configuration holds risky values the run
 // held back (they need --allow-risk): that gain is not one the study applied or would apply.
 export function bestSeen(row) {
