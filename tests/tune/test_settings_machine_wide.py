@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from forked_hone import run_hone
+from started_hone import Process
 from swappiness_project import SWAPPINESS
 from test_crash_resume import kill, make_project, start_tune, wait_for_trials
 
@@ -41,6 +42,20 @@ def two_homes(
     return home_a, home_b, project, profiles
 
 
+def tuning_in_a(
+    tmp_path: Path, swappiness: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path, Path, Path, Process]:
+    """two_homes, with A's `hone tune` started and past its first trial (killed on failure)."""
+    home_a, home_b, project, profiles = two_homes(tmp_path, swappiness, monkeypatch)
+    proc = start_tune(project, home_a)
+    try:
+        wait_for_trials(proc, 1)
+    except BaseException:
+        kill(proc)
+        raise
+    return home_a, home_b, project, profiles, proc
+
+
 def in_home(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     return run_hone(*args, env={**os.environ, "HONE_HOME": str(home), **env}, cwd=ROOT)
 
@@ -59,10 +74,8 @@ def journaled(home: Path) -> list[Path]:
 def test_a_second_hone_home_is_refused_while_the_first_changes_the_setting(
     tmp_path: Path, swappiness: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home_a, home_b, project, profiles = two_homes(tmp_path, swappiness, monkeypatch)
-    proc = start_tune(project, home_a)
+    home_a, home_b, _, profiles, proc = tuning_in_a(tmp_path, swappiness, monkeypatch)
     try:
-        wait_for_trials(proc, 1)
         refused = in_home(home_b, "profile", "apply", "swap", HONE_PROFILE_PATH=str(profiles))
         holder = f"pid {proc.pid}, HONE_HOME={home_a}, project crash-test"
         assert refused.returncode == 2, refused.stderr
@@ -79,12 +92,8 @@ def test_a_second_hone_home_is_refused_while_the_first_changes_the_setting(
 def test_a_killed_run_holds_its_setting_until_its_own_home_restores_it(
     tmp_path: Path, swappiness: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home_a, home_b, project, profiles = two_homes(tmp_path, swappiness, monkeypatch)
-    proc = start_tune(project, home_a)
-    try:
-        wait_for_trials(proc, 1)
-    finally:
-        kill(proc)  # SIGKILL: vm.swappiness may hold a trial value, A's journal its original
+    home_a, home_b, project, profiles, proc = tuning_in_a(tmp_path, swappiness, monkeypatch)
+    kill(proc)  # SIGKILL: vm.swappiness may hold a trial value, A's journal its original
     left = list((location() / "left").glob("*.json"))
     assert [json.loads(p.read_text())["setting"] for p in left] == ["sysctl:vm.swappiness"]
 

@@ -150,7 +150,7 @@ class Journal:
         finally:
             os.close(fd)
         if new:
-            _fsync_dir(self.path.parent)
+            machine.fsync_dir(self.path.parent)
 
     def begin(self, **meta: Any) -> None:
         self._append({"op": "begin", "pid": os.getpid(), "meta": meta})
@@ -451,7 +451,7 @@ class Journal:
             return None
         target = self.path.with_name(f"{self.path.stem}.{int(time.time() * 1000)}.done.jsonl")
         self.path.rename(target)
-        _fsync_dir(self.path.parent)
+        machine.fsync_dir(self.path.parent)
         self._originals = None
         machine.release(self.owner().journal)  # after the rename: a crash between keeps them
         return target
@@ -515,7 +515,7 @@ def _remove_if_empty(path: Path) -> str | None:
         path.unlink()
     else:
         return f"kept {path}, absent before hone: it holds text hone did not write"
-    _fsync_dir(path.parent)
+    machine.fsync_dir(path.parent)
     return None
 
 
@@ -577,11 +577,3 @@ def _heal_torn_tail(fd: int) -> None:
     keep = max(0, size - len(tail)) + cut + 1 if cut >= 0 else max(0, size - len(tail))
     os.ftruncate(fd, keep)
     os.fsync(fd)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -125,7 +125,7 @@ def claim(settings: Iterable[str], owner: Owner) -> None:
             os.close(fd)
         written = temporary.rename(path)
     if written is not None:
-        _fsync_dir(written.parent)
+        fsync_dir(written.parent)
 
 
 def release(journal: str) -> None:
@@ -142,10 +142,11 @@ def release(journal: str) -> None:
         except (OSError, ValueError, AttributeError):
             continue  # another's, or unreadable: named when a run meets it
     if removed:
-        _fsync_dir(left)
+        fsync_dir(left)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a folder's new or removed names durable (a file's fsync does not)."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
