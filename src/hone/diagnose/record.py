@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from hone.collect.perf import hardware_counters_available
-from hone.diagnose.perf_record import command_of, perf_record
+from hone.diagnose.perf_record import command_of, perf_record, start_tied, timer
 from hone.diagnose.probe import Capabilities
 from hone.diagnose.profile import Profile
 from hone.errors import HoneError
@@ -103,7 +103,7 @@ def record(
     system: bool = False,
     mark: Callable[[], None] | None = None,
     before_script: Callable[[], None] | None = None,
-    start: Callable[..., subprocess.Popen] = subprocess.Popen,
+    start: Callable[..., subprocess.Popen] = start_tied,
 ) -> Recording:
     """Profile `pid` (or the processes `pids`, and what they fork) for `duration_s` seconds
     (default 30), or run `command` under perf until it exits (or until `duration_s`, when
@@ -139,7 +139,7 @@ def record(
         seconds = 30.0 if duration_s is None else duration_s
         listed = ",".join(map(str, pids or []))
         argv += ["-a"] if system else ["-p", listed]
-        argv += ["--", "sleep", f"{seconds:g}"]
+        argv += ["--", *timer(seconds)]
         target = "whole system" if system else f"pid {listed}"
     else:
         argv += ["--", *command]  # type: ignore[misc]
@@ -178,7 +178,7 @@ def _run_perf_record(
     quiet: bool,
     frequency: int,
     mark: Callable[[], None] | None = None,
-    start: Callable[..., subprocess.Popen] = subprocess.Popen,
+    start: Callable[..., subprocess.Popen] = start_tied,
 ) -> str:
     """Run perf record (`start` starts it); with a limit, SIGINT it (perf then stops the command
     and writes). `mark` is called when perf's command (sleep) starts and ends. Returns perf's

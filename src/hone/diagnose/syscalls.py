@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from hone.diagnose.descendants import parent
+from hone.diagnose.perf_record import timer
 from hone.errors import HoneError
 
 EVENT = "raw_syscalls:sys_enter"
@@ -50,7 +51,7 @@ def count_argv(pids: list[int], output: Path, bound: float) -> list[str]:
     interval as long as that: on SIGINT perf stat prints it with its time since the enable,
     and ends its `sleep` (without -I it waits for the `sleep` to end)."""
     return ["perf", "stat", "-x,", "-I", f"{int(bound * 1000)}", "-o", str(output),
-            "-e", EVENT, "-p", ",".join(map(str, pids)), "--", "sleep", f"{bound:g}"]  # fmt: skip
+            "-e", EVENT, "-p", ",".join(map(str, pids)), "--", *timer(bound)]  # fmt: skip
 
 
 def parse(text: str) -> Count | None:
