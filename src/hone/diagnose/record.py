@@ -29,6 +29,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +62,11 @@ class Recording:
     def sampled(self) -> set[int]:
         """The pids of the processes sampled, from perf script's `comm pid/tid` lines (a
         recording of several processes or of the whole system names them; others give none)."""
-        return {int(pid) for pid in _SAMPLED.findall(self.script)}
+        return set(self.samples_by_pid())
+
+    def samples_by_pid(self) -> Counter[int]:
+        """How many samples each of those processes has."""
+        return Counter(int(pid) for pid in _SAMPLED.findall(self.script))
 
     def profile(self, addresses: bool = False) -> Profile:
         """The recording's profile; with `addresses`, its frames' addresses kept besides (a Go

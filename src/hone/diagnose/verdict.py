@@ -17,6 +17,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 
+from hone.diagnose.churn import Churn
 from hone.diagnose.descendants import Child
 from hone.diagnose.fold import is_kernel
 from hone.diagnose.golang import GoGc
@@ -45,7 +46,7 @@ MIN_PG_SHARE = 0.2
 @dataclass
 class Finding:
     kind: str  # cpu, kernel-{network,unix,files,memory,other}, runqueue, lock, io, idle, memory,
-    # frontend, speculation, heap, gc, go-gc, softirq, children, pg-lock
+    # frontend, speculation, heap, gc, go-gc, softirq, children, pg-lock, churn
     score: float  # thread-seconds per second (weighted for locks)
     headline: str
     details: list[str] = field(default_factory=list)
@@ -374,6 +375,27 @@ def _softirq(softirq: Softirq) -> Finding:
     return Finding("softirq", busy.softirq, softirq.verdict)
 
 
+def _churn(churn: Churn) -> Finding:
+    """Processes started and ended in the window: their CPU time (the score) is the cost of a
+    process per connection or request (fork, exec, the program's setup, exit)."""
+    headline = (
+        f"Process churn: {churn.rate:.0f} processes a second started and ended (forks "
+        f"{churn.forks / churn.seconds:.0f}/s, exits {churn.exits / churn.seconds:.0f}/s); "
+        f"{churn.short} processes born and gone within the window took {churn.short_share:.0%} "
+        f"of the on-CPU samples; the children it reaped used {churn.cpu:.2f} CPUs"
+    )
+    details = []
+    if churn.postgres:
+        headline += ": PostgreSQL forks a backend for each connection, so clients connect per "
+        headline += "transaction or per request"
+        details.append(
+            "advice: put a connection pool between the clients and PostgreSQL (pgbouncer in "
+            "transaction mode, the driver's or the application server's pool) so backends "
+            "live on; each new backend costs a fork and its catalog caches warmed again"
+        )
+    return Finding("churn", churn.cpu, headline, details)
+
+
 def _children(children: list[Child]) -> Finding:
     """Work done by child processes (or a service's other processes) that the recorders did not
     follow (module descendants: a daemon set apart before the window, a process moved into the
@@ -411,6 +433,7 @@ def decide(
     pg: PgWaits | None = None,
     gc: Gc | None = None,
     go_gc: GoGc | None = None,
+    churn: Churn | None = None,
 ) -> list[Finding]:
     """Findings, the top bottleneck first; 'mostly idle' when nothing stands out. A heap and
     the receive path become findings only on their evidence (modules heap and softirq), the
@@ -421,6 +444,7 @@ def decide(
     threads' run-queue wait are its own, not the application's code or demand for CPUs.
     `go_gc` is a Go program's collector and allocator (module golang): when the collector is a
     finding, their samples are its own, and the CPU-bound verdict names the program's code.
+    `churn` is the processes started and ended in the window (module churn).
     Samples of the kernel's tracing (hone's own recorders: module kernel) are left out of every
     share, and their part of the CPU time out of the scores; the demand for CPUs keeps it."""
     whole = native or profile
@@ -468,6 +492,8 @@ def decide(
         findings.append(_softirq(softirq))
     if children:
         findings.append(_children(children))
+    if churn and churn.evidence:
+        findings.append(_churn(churn))
     findings = sorted((f for f in findings if f.score >= MIN_SCORE), key=lambda f: -f.score)
     findings = _kernel_before_code(findings, in_kernel)
     waits = ("lock", "pg-lock")
