@@ -1,6 +1,7 @@
 """Process churn: PostgreSQL forking a backend for each connection of clients that connect per
 transaction (pgbench -C) is named, with a pool as the advice; the same clients connected once
-are not. The forks and exits come from the window's counting perf stat."""
+are not, nor a script whose children exec its commands. The forks, execs and exits come from
+the window's counting perf stat."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import pytest
 
 from benchmarks.tune.postgres import Postgres, cluster
 from hone.diagnose import syscalls
+from hone.diagnose.churn import Churn
 from hone.diagnose.jobs import Job, Processes
 from hone.diagnose.report import Diagnosis
 
 
 def test_forks_and_exits_are_counted(tmp_path: Path) -> None:
-    """A shell that starts 30 commands, counted as the window counts a process's calls."""
+    """A shell that starts 30 commands, counted as the window counts a process's calls: 30
+    forks, execs and exits, and no churn (a build or a script starts its work so)."""
     shell = subprocess.Popen(["sh", "-c", "read x; for i in $(seq 30); do /bin/true; done"],
                              stdin=subprocess.PIPE)  # fmt: skip
     output, procs = tmp_path / "calls.csv", Processes()
@@ -34,7 +37,11 @@ def test_forks_and_exits_are_counted(tmp_path: Path) -> None:
     job.join()
     counted = job.result
     assert isinstance(counted, syscalls.Count), job.error
-    assert counted.forks >= 30 and counted.exits >= 30 and counted.calls > 0
+    assert counted.forks >= 30 and counted.execs >= 30 and counted.exits >= 30, counted
+    assert counted.calls > 0
+    # each child exec'd a command: the script's work, no copy of the shell came and went
+    moved = Churn(counted.forks, counted.execs, counted.exits, counted.seconds, 1.0, 30, 1.0)
+    assert moved.rate < 1 and not moved.evidence
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +79,7 @@ def test_a_backend_per_transaction_is_named(hone_cli, server: Postgres, tmp_path
     assert "PostgreSQL forks a backend for each connection" in found[0].headline
     assert any("pgbouncer" in line for line in found[0].details)
     # it forked for each connection: far above the rate of a pool's occasional replacement
-    assert "processes a second started and ended" in found[0].headline
+    assert "copies of it a second started and ended" in found[0].headline
 
 
 @pytest.mark.slow

@@ -35,9 +35,10 @@ from hone.errors import HoneError
 
 EVENT = "raw_syscalls:sys_enter"
 #: Counted beside the calls when the kernel has them: processes (and threads) the recorded ones
-#: start, and those of them that end (module churn). The fork event fires in the parent, the
-#: exit in the child, which inherits the counter.
-FORK, EXIT = "sched:sched_process_fork", "sched:sched_process_exit"
+#: start, those that exec another program, and those that end (module churn). The fork event
+#: fires in the parent, exec and exit in the child, which inherits the counter.
+FORK, EXEC = "sched:sched_process_fork", "sched:sched_process_exec"
+EXIT = "sched:sched_process_exit"
 
 
 @dataclass
@@ -48,16 +49,17 @@ class Count:
     calls: int
     seconds: float
     forks: int = 0
+    execs: int = 0
     exits: int = 0
 
 
 def count_argv(pids: list[int], output: Path, bound: float, forks: bool = False) -> list[str]:
-    """perf stat counting these processes' calls (with `forks`, their forks and exits too) into
+    """perf stat counting these processes' calls (with `forks`, their forks, execs and exits) into
     `output` (its name tells the window when perf has enabled the counter) until it is stopped
     (SIGINT) or `bound` seconds pass. One interval as long as that: on SIGINT perf stat prints
     it with its time since the enable, and ends its `sleep` (without -I it waits for the
     `sleep` to end)."""
-    events = ["-e", EVENT, *(["-e", FORK, "-e", EXIT] if forks else [])]
+    events = ["-e", EVENT, *(["-e", FORK, "-e", EXEC, "-e", EXIT] if forks else [])]
     return ["perf", "stat", "-x,", "-I", f"{int(bound * 1000)}", "-o", str(output), *events,
             "-p", ",".join(map(str, pids)), "--", *timer(bound)]  # fmt: skip
 
@@ -67,7 +69,7 @@ def parse(text: str) -> Count | None:
     raw_syscalls:sys_enter,...`); the last line's time is the whole span. `<not counted>` is a
     counter that never ran: the process was not on a CPU while it counted (a service's idle
     master asleep through the window), so it made no call."""
-    counts, seconds = {EVENT: 0, FORK: 0, EXIT: 0}, 0.0
+    counts, seconds = {EVENT: 0, FORK: 0, EXEC: 0, EXIT: 0}, 0.0
     for line in text.splitlines():
         parts = line.split(",")
         if len(parts) < 4 or parts[3].strip() not in counts:
@@ -81,7 +83,9 @@ def parse(text: str) -> Count | None:
             continue
         if parts[3].strip() == EVENT:
             seconds = at
-    return Count(counts[EVENT], seconds, counts[FORK], counts[EXIT]) if seconds else None
+    if not seconds:
+        return None
+    return Count(counts[EVENT], seconds, counts[FORK], counts[EXEC], counts[EXIT])
 
 
 def count(argv: list[str], output: Path, start: Callable[..., subprocess.Popen]) -> Count:

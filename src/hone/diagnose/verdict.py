@@ -379,8 +379,9 @@ def _churn(churn: Churn) -> Finding:
     """Processes started and ended in the window: their CPU time (the score) is the cost of a
     process per connection or request (fork, exec, the program's setup, exit)."""
     headline = (
-        f"Process churn: {churn.rate:.0f} processes a second started and ended (forks "
-        f"{churn.forks / churn.seconds:.0f}/s, exits {churn.exits / churn.seconds:.0f}/s); "
+        f"Process churn: {churn.rate:.0f} copies of it a second started and ended (forks "
+        f"{churn.forks / churn.seconds:.0f}/s, of which exec'd another program "
+        f"{churn.execs / churn.seconds:.0f}/s, exits {churn.exits / churn.seconds:.0f}/s); "
         f"{churn.short} processes born and gone within the window took {churn.short_share:.0%} "
         f"of the on-CPU samples; the children it reaped used {churn.cpu:.2f} CPUs"
     )

@@ -285,7 +285,8 @@ def _plan(
     jobs["topdown"] = Job("topdown", lambda: topdown.measure(targets(), bound, caps, procs.run))
     if caps.has(f"tracepoint {syscalls.EVENT}"):
         counts = work / "syscalls.csv"
-        forks = caps.has(f"tracepoint {syscalls.FORK}") and caps.has(f"tracepoint {syscalls.EXIT}")
+        forks = all(caps.has(f"tracepoint {name}")
+                    for name in (syscalls.FORK, syscalls.EXEC, syscalls.EXIT))  # fmt: skip
 
         def count(pids: list[int]) -> syscalls.Count:
             counts.unlink(missing_ok=True)
@@ -544,8 +545,9 @@ def _record(
         share, short = churn.short_lived(samples, targets.listed, alive)
         ran = (children_end or 0.0) - (children_cpu or 0.0)
         cpu = ran / sampler.elapsed if children_end is not None and sampler.elapsed > 0 else 0.0
-        moved = churn.Churn(counted.forks, counted.exits, counted.seconds, round(share, 4),
-                            short, round(cpu, 4), pgwaits.is_postgres(pid))  # fmt: skip
+        moved = churn.Churn(counted.forks, counted.execs, counted.exits, counted.seconds,
+                            round(share, 4), short, round(cpu, 4),
+                            pgwaits.is_postgres(pid))  # fmt: skip
     recorded = _recorded([*targets.listed, *kids.followed], sampled, stats, sampler.processes)
     if len(recorded) > 1:
         target = _processes(recorded)
@@ -683,7 +685,7 @@ def _analyse(
     if calls:
         used.append(f"tracepoint {syscalls.EVENT}")
     if moved:
-        used += [f"tracepoint {syscalls.FORK}", f"tracepoint {syscalls.EXIT}"]
+        used += [f"tracepoint {name}" for name in (syscalls.FORK, syscalls.EXEC, syscalls.EXIT)]
     if language == "java" or collector:  # the main process or JVMs among the others
         used += ["jstack", "jcmd"]
     if pythons and pythons.pids:
