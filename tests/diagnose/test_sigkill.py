@@ -79,16 +79,19 @@ def _alive(seen: dict[int, str]) -> list[str]:
     return left
 
 
-@pytest.mark.parametrize("when", ["starting", "recording"])
-def test_kill_9_leaves_no_recorder(when: str, hone_home: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("what", "when"), [("pid", "starting"), ("pid", "recording"), ("system", "recording")]
+)
+def test_kill_9_leaves_no_recorder(what: str, when: str, hone_home: Path, tmp_path: Path) -> None:
     """SIGKILL while the recorders start, or once they record: perf record (`-p` and `-a`),
     perf stat and their `sleep 80` had run on for the 30 s window (its 60 s bound for the
-    others); each ends within a few seconds now, and the on-CPU perf still writes its data."""
+    others), `--system`'s `perf record -a` for its whole duration; each ends within a few
+    seconds now, and the on-CPU perf still writes its data."""
     target = subprocess.Popen(["sleep", "60"])
     report = tmp_path / "report"
+    source = ["--system"] if what == "system" else ["--pid", str(target.pid)]
     hone = subprocess.Popen(
-        [sys.executable, "-m", "hone", "diagnose", "--pid", str(target.pid), "-d", "30",
-         "-o", str(report)],
+        [sys.executable, "-m", "hone", "diagnose", *source, "-d", "30", "-o", str(report)],
         env={**os.environ, "HONE_HOME": str(hone_home), "TMPDIR": str(tmp_path)},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
