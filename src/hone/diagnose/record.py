@@ -59,13 +59,9 @@ class Recording:
     call_graph: CallGraph
     processes: bool = False  # of several processes: the stacks' roots name each one's pid
 
-    def sampled(self) -> set[int]:
-        """The pids of the processes sampled, from perf script's `comm pid/tid` lines (a
-        recording of several processes or of the whole system names them; others give none)."""
-        return set(self.samples_by_pid())
-
     def samples_by_pid(self) -> Counter[int]:
-        """How many samples each of those processes has."""
+        """How many samples each process sampled has, from perf script's `comm pid/tid` lines (a
+        recording of several processes or of the whole system names them; others give none)."""
         return Counter(int(pid) for pid in _SAMPLED.findall(self.script))
 
     def profile(self, addresses: bool = False) -> Profile:

@@ -543,8 +543,9 @@ def _record(
     moved = None
     if isinstance(counted, syscalls.Count) and (counted.forks or counted.exits):
         share, short = churn.short_lived(samples, targets.listed, alive)
-        ran = (children_end or 0.0) - (children_cpu or 0.0)
-        cpu = ran / sampler.elapsed if children_end is not None and sampler.elapsed > 0 else 0.0
+        cpu = 0.0  # unknown once the process has ended
+        if children_cpu is not None and children_end is not None and sampler.elapsed > 0:
+            cpu = (children_end - children_cpu) / sampler.elapsed
         moved = churn.Churn(counted.forks, counted.execs, counted.exits, counted.seconds,
                             round(share, 4), short, round(cpu, 4),
                             pgwaits.is_postgres(pid))  # fmt: skip
