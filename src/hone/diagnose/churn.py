@@ -19,8 +19,8 @@ a parent that waits for a child adds the child's user and system time to its own
 every half second never see a backend that lives a few milliseconds, and perf samples it at
 99 Hz only now and then.
 
-Measured on the project's 2-CPU VM (load average 10 from other work), the postmaster of a
-PostgreSQL 15 under `pgbench -S -c 4 -j 2`: with -C, 89-188 forks a second, no exec, as many
+Measured on the project's 2-CPU VM (load average 6-11 from other work), the postmaster of a
+PostgreSQL 15 under `pgbench -S -c 4 -j 2`: with -C, 89-286 forks a second, no exec, as many
 exits, and most of the samples in short-lived backends; without it, no fork in the window."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 #: Copies of the server a second that start and end (the lesser of the forks that exec no
 #: other program and the exits) from which churn is a finding: autovacuum's workers (one per
 #: database every autovacuum_naptime) or a pool that replaces a worker now and then stay far
-#: below; pgbench -C made 89-188 on a loaded machine.
+#: below; pgbench -C made 89-286 on a loaded machine.
 MIN_RATE = 5.0
 #: The share of the on-CPU samples in processes born and gone within the window from which
 #: churn is a finding: below it the short-lived processes are a side show of the CPU time.
