@@ -49,8 +49,8 @@ def test_a_failure_no_ended_process_explains_is_not_tried_again(tmp_path: Path) 
         return [alive.pid]
 
     def argv_of(pids: list[int]) -> list[str]:
-        return [*offcpu.record_argv(pids, data, 0.5)[:-3], "-e", "no:such_event", "--",
-                "sleep", "0.5"]  # fmt: skip
+        argv = offcpu.record_argv(pids, data, 0.5)
+        return [*argv[: argv.index("--")], "-e", "no:such_event", "--", "sleep", "0.5"]
 
     data = tmp_path / "sched.data"
     try:

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hone.diagnose.perf_record import start_tied
+
 
 class Job(threading.Thread):
     """A recorder running in the background; its result or its error, afterwards. `output`:
@@ -42,9 +44,10 @@ class Processes:
         self.stopped = False
 
     def start(self, argv: list[str], timed: bool = False, **popen: object) -> subprocess.Popen:
-        """A recorder started where `stop` reaches it; `timed`: one that ends on its own timer
-        (the on-CPU perf's `sleep`), which the window's end may leave to finish."""
-        process = subprocess.Popen(argv, **popen)  # type: ignore[call-overload]
+        """A recorder started where `stop` reaches it, and that ends with hone (start_tied);
+        `timed`: one that ends on its own timer (the on-CPU perf's `sleep`), which the window's
+        end may leave to finish."""
+        process = start_tied(argv, **popen)
         with self.lock:
             self.running.append(process)
             if timed:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hone.diagnose.offcpu import Span, frame_name
-from hone.diagnose.perf_record import scratch_record
+from hone.diagnose.perf_record import scratch_record, timer
 
 if TYPE_CHECKING:
     from hone.diagnose.threads import ThreadStat
@@ -343,5 +343,5 @@ def record_argv(pids: list[int], output: Path, duration: float, kernel_locks: bo
         events += ["-e", "lock:contention_begin", "-e", "lock:contention_end"]
     return [
         *scratch_record(), "-p", ",".join(map(str, pids)), "-g", "-o", str(output), *events,
-        "--max-size", MAX_SIZE, "--", "sleep", f"{duration:g}",
+        "--max-size", MAX_SIZE, "--", *timer(duration),
     ]  # fmt: skip

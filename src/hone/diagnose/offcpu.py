@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hone.diagnose.perf_record import scratch_record
+from hone.diagnose.perf_record import scratch_record, timer
 from hone.errors import HoneError
 
 HEADER = re.compile(
@@ -338,7 +338,7 @@ def record_argv(pids: list[int], output: Path, duration: float) -> list[str]:
         *scratch_record(), "-p", ",".join(map(str, pids)), "-g", "--switch-events",
         "-o", str(output),
         "-e", "sched:sched_switch", "-e", "sched:sched_wakeup", "--max-size", MAX_SIZE,
-        "--", "sleep", f"{duration:g}",
+        "--", *timer(duration),
     ]  # fmt: skip
 
 
@@ -415,7 +415,7 @@ def record_wakeups_argv(
         condition += f" || {_born_after(*given)}"
     return [
         *scratch_record(), "-q", "-a", "-e", "sched:sched_wakeup", "--filter", condition,
-        "-o", str(output), "--", "sleep", f"{duration:g}",
+        "-o", str(output), "--", *timer(duration),
     ]  # fmt: skip
 
 

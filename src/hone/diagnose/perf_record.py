@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
 from pathlib import Path
 
 UNITS = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -12,6 +17,45 @@ def perf_record(*options: str, perf: str = "perf") -> list[str]:
     loaded BPF program, which took 0.9 of its 1.15 s to record `true` on a Debian host with
     systemd's programs loaded, for samples in BPF code that no report of hone's names."""
     return [perf, "record", "--no-bpf-event", *options]
+
+
+def timer(seconds: float) -> list[str]:
+    """The `sleep` that bounds a recorder (`perf ... -- sleep N`), killed when its perf ends:
+    perf stat leaves its `sleep` running when it is stopped, and so does a perf record that
+    dies before it ends it (SIGKILL). setpriv (util-linux) asks the kernel for that, then
+    execs sleep; without it, a plain sleep."""
+    if shutil.which("setpriv") is None:
+        return ["sleep", f"{seconds:g}"]
+    return ["setpriv", "--pdeathsig", "KILL", "--", "sleep", f"{seconds:g}"]
+
+
+_PR_SET_PDEATHSIG = 1
+#: What a recorder gets when hone is gone: the SIGINT of a window's normal end, on which perf
+#: writes its data, ends its `sleep` and exits, and py-spy writes its profile.
+DEATH_SIGNAL = signal.SIGINT
+
+
+def start_tied(argv: list[str], **popen: object) -> subprocess.Popen:
+    """Popen a recorder that ends when hone does, SIGKILL included (SIGTERM and Ctrl-C stop the
+    recorders in the window's clean-up; nothing runs in hone after a SIGKILL): a `perf record
+    -a -- sleep N` left behind samples every CPU for the window's rest. The kernel sends
+    DEATH_SIGNAL when the thread that started the recorder ends: each is started by the thread
+    that waits for it. SIGPIPE is ignored: perf's last words go to a pipe whose reader is gone,
+    and that signal killed it before it had written its data and ended its `sleep`. SIGINT is
+    the default again: hone started in the background by a script inherits it ignored, and so
+    did perf, which went on recording when the signal came before it had set its handler."""
+    libc = ctypes.CDLL(None, use_errno=True)  # looked up before the fork, not in it
+    prctl, ignore = libc.prctl, libc.signal
+    parent = os.getpid()
+
+    def tie() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(DEATH_SIGNAL), 0, 0, 0)
+        ignore(int(signal.SIGPIPE), 1)  # SIG_IGN, kept across exec
+        ignore(int(DEATH_SIGNAL), 0)  # SIG_DFL
+        if os.getppid() != parent:  # hone ended before the request: nothing will signal
+            os._exit(1)
+
+    return subprocess.Popen(argv, preexec_fn=tie, **popen)  # type: ignore[call-overload]
 
 
 def scratch_record() -> list[str]:

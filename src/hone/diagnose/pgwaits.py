@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from hone.diagnose import descendants, offcpu
 from hone.diagnose.fold import is_kernel
-from hone.diagnose.perf_record import scratch_record
+from hone.diagnose.perf_record import scratch_record, timer
 
 if TYPE_CHECKING:
     from hone.diagnose.unit import Unit
@@ -154,7 +154,7 @@ def record_argv(pids: list[int], output: Path, duration: float) -> list[str]:
     return [
         *scratch_record(), "-p", ",".join(map(str, pids)), "-g", "--switch-events",
         "-o", str(output), "-e", "sched:sched_switch", "--max-size", MAX_SIZE["switches"],
-        "--", "sleep", f"{duration:g}",
+        "--", *timer(duration),
     ]  # fmt: skip
 
 
@@ -167,7 +167,7 @@ def futex_argv(pids: list[int], output: Path, duration: float) -> list[str]:
     return [
         *scratch_record(), "-p", ",".join(map(str, pids)), "--call-graph", "dwarf,2048",
         "-o", str(output), "-e", "syscalls:sys_enter_futex", "--filter", "op != 1 && op != 129",
-        "--max-size", MAX_SIZE["futex"], "--", "sleep", f"{duration:g}",
+        "--max-size", MAX_SIZE["futex"], "--", *timer(duration),
     ]  # fmt: skip
 
 

@@ -24,6 +24,9 @@ TRACEPOINTS = {
     "syscalls:sys_enter_futex": "user-space lock waits (futex)",
     "syscalls:sys_exit_futex": "user-space lock waits (futex)",
     "raw_syscalls:sys_enter": "the system-call rate (counted, not recorded)",
+    "sched:sched_process_fork": "process churn: processes started (counted)",
+    "sched:sched_process_exec": "process churn: programs executed (counted)",
+    "sched:sched_process_exit": "process churn: processes ended (counted)",
 }
 
 

@@ -29,13 +29,14 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from hone.collect.perf import hardware_counters_available
-from hone.diagnose.perf_record import command_of, perf_record
+from hone.diagnose.perf_record import command_of, perf_record, start_tied, timer
 from hone.diagnose.probe import Capabilities
 from hone.diagnose.profile import Profile
 from hone.errors import HoneError
@@ -58,10 +59,10 @@ class Recording:
     call_graph: CallGraph
     processes: bool = False  # of several processes: the stacks' roots name each one's pid
 
-    def sampled(self) -> set[int]:
-        """The pids of the processes sampled, from perf script's `comm pid/tid` lines (a
+    def samples_by_pid(self) -> Counter[int]:
+        """How many samples each process sampled has, from perf script's `comm pid/tid` lines (a
         recording of several processes or of the whole system names them; others give none)."""
-        return {int(pid) for pid in _SAMPLED.findall(self.script)}
+        return Counter(int(pid) for pid in _SAMPLED.findall(self.script))
 
     def profile(self, addresses: bool = False) -> Profile:
         """The recording's profile; with `addresses`, its frames' addresses kept besides (a Go
@@ -103,7 +104,7 @@ def record(
     system: bool = False,
     mark: Callable[[], None] | None = None,
     before_script: Callable[[], None] | None = None,
-    start: Callable[..., subprocess.Popen] = subprocess.Popen,
+    start: Callable[..., subprocess.Popen] = start_tied,
 ) -> Recording:
     """Profile `pid` (or the processes `pids`, and what they fork) for `duration_s` seconds
     (default 30), or run `command` under perf until it exits (or until `duration_s`, when
@@ -139,7 +140,7 @@ def record(
         seconds = 30.0 if duration_s is None else duration_s
         listed = ",".join(map(str, pids or []))
         argv += ["-a"] if system else ["-p", listed]
-        argv += ["--", "sleep", f"{seconds:g}"]
+        argv += ["--", *timer(seconds)]
         target = "whole system" if system else f"pid {listed}"
     else:
         argv += ["--", *command]  # type: ignore[misc]
@@ -178,7 +179,7 @@ def _run_perf_record(
     quiet: bool,
     frequency: int,
     mark: Callable[[], None] | None = None,
-    start: Callable[..., subprocess.Popen] = subprocess.Popen,
+    start: Callable[..., subprocess.Popen] = start_tied,
 ) -> str:
     """Run perf record (`start` starts it); with a limit, SIGINT it (perf then stops the command
     and writes). `mark` is called when perf's command (sleep) starts and ends. Returns perf's

@@ -30,27 +30,38 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from hone.diagnose.descendants import parent
+from hone.diagnose.perf_record import timer
 from hone.errors import HoneError
 
 EVENT = "raw_syscalls:sys_enter"
+#: Counted beside the calls when the kernel has them: processes (and threads) the recorded ones
+#: start, those that exec another program, and those that end (module churn). The fork event
+#: fires in the parent, exec and exit in the child, which inherits the counter.
+FORK, EXEC = "sched:sched_process_fork", "sched:sched_process_exec"
+EXIT = "sched:sched_process_exit"
 
 
 @dataclass
 class Count:
     """perf stat's count of the process's system calls, over the seconds from the counter's
-    enable to perf's stop."""
+    enable to perf's stop, and of the processes they started and that ended."""
 
     calls: int
     seconds: float
+    forks: int = 0
+    execs: int = 0
+    exits: int = 0
 
 
-def count_argv(pids: list[int], output: Path, bound: float) -> list[str]:
-    """perf stat counting these processes' calls into `output` (its name tells the window when
-    perf has enabled the counter) until it is stopped (SIGINT) or `bound` seconds pass. One
-    interval as long as that: on SIGINT perf stat prints it with its time since the enable,
-    and ends its `sleep` (without -I it waits for the `sleep` to end)."""
-    return ["perf", "stat", "-x,", "-I", f"{int(bound * 1000)}", "-o", str(output),
-            "-e", EVENT, "-p", ",".join(map(str, pids)), "--", "sleep", f"{bound:g}"]  # fmt: skip
+def count_argv(pids: list[int], output: Path, bound: float, forks: bool = False) -> list[str]:
+    """perf stat counting these processes' calls (with `forks`, their forks, execs and exits) into
+    `output` (its name tells the window when perf has enabled the counter) until it is stopped
+    (SIGINT) or `bound` seconds pass. One interval as long as that: on SIGINT perf stat prints
+    it with its time since the enable, and ends its `sleep` (without -I it waits for the
+    `sleep` to end)."""
+    events = ["-e", EVENT, *(["-e", FORK, "-e", EXEC, "-e", EXIT] if forks else [])]
+    return ["perf", "stat", "-x,", "-I", f"{int(bound * 1000)}", "-o", str(output), *events,
+            "-p", ",".join(map(str, pids)), "--", *timer(bound)]  # fmt: skip
 
 
 def parse(text: str) -> Count | None:
@@ -58,17 +69,23 @@ def parse(text: str) -> Count | None:
     raw_syscalls:sys_enter,...`); the last line's time is the whole span. `<not counted>` is a
     counter that never ran: the process was not on a CPU while it counted (a service's idle
     master asleep through the window), so it made no call."""
-    calls, seconds = 0, 0.0
+    counts, seconds = {EVENT: 0, FORK: 0, EXEC: 0, EXIT: 0}, 0.0
     for line in text.splitlines():
         parts = line.split(",")
-        if len(parts) < 4 or parts[3].strip() != EVENT:
+        if len(parts) < 4 or parts[3].strip() not in counts:
             continue
         made = "0" if parts[1].strip() == "<not counted>" else parts[1]
         try:
-            seconds, calls = float(parts[0]), calls + int(made)
+            at, counts[parts[3].strip()] = float(parts[0]), counts[parts[3].strip()] + int(made)
         except ValueError:
-            return None  # <not supported>
-    return Count(calls, seconds) if seconds else None
+            if parts[3].strip() == EVENT:
+                return None  # <not supported>
+            continue
+        if parts[3].strip() == EVENT:
+            seconds = at
+    if not seconds:
+        return None
+    return Count(counts[EVENT], seconds, counts[FORK], counts[EXEC], counts[EXIT])
 
 
 def count(argv: list[str], output: Path, start: Callable[..., subprocess.Popen]) -> Count:

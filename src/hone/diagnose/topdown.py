@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from hone.diagnose.perf_record import timer
 from hone.diagnose.probe import Capabilities, perf_stat_counts, stat_failure
 
 INTEL_LEGACY = [
@@ -229,7 +230,7 @@ def measure(
         trial, text = _stat(events, ["--", "true"], subprocess.run)
         if compute(trial, caps.cpu_family).available:
             listed = ",".join(map(str, pids))
-            counts, text = _stat(events, ["-p", listed, "--", "sleep", f"{duration:g}"], run)
+            counts, text = _stat(events, ["-p", listed, "--", *timer(duration)], run)
             result = compute(counts, caps.cpu_family)
             if not result.available:
                 result.evidence = f"perf stat during the window: {stat_failure(text)}"

@@ -17,6 +17,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 
+from hone.diagnose.churn import Churn
 from hone.diagnose.descendants import Child
 from hone.diagnose.fold import is_kernel
 from hone.diagnose.golang import GoGc
@@ -31,7 +32,7 @@ from hone.diagnose.profile import Profile
 from hone.diagnose.softirq import Softirq
 from hone.diagnose.tables import function_table, module_name
 from hone.diagnose.threads import ThreadStat
-from hone.diagnose.topdown import Topdown
+from hone.diagnose.topdown import Topdown, software_split
 
 LOCK_WEIGHT = 2.0
 MIN_SCORE = 0.05
@@ -45,7 +46,7 @@ MIN_PG_SHARE = 0.2
 @dataclass
 class Finding:
     kind: str  # cpu, kernel-{network,unix,files,memory,other}, runqueue, lock, io, idle, memory,
-    # frontend, speculation, heap, gc, go-gc, softirq, children, pg-lock
+    # frontend, speculation, heap, gc, go-gc, softirq, children, pg-lock, churn
     score: float  # thread-seconds per second (weighted for locks)
     headline: str
     details: list[str] = field(default_factory=list)
@@ -374,6 +375,28 @@ def _softirq(softirq: Softirq) -> Finding:
     return Finding("softirq", busy.softirq, softirq.verdict)
 
 
+def _churn(churn: Churn) -> Finding:
+    """Processes started and ended in the window: their CPU time (the score) is the cost of a
+    process per connection or request (fork, exec, the program's setup, exit)."""
+    headline = (
+        f"Process churn: {churn.rate:.0f} copies of it a second started and ended (forks "
+        f"{churn.forks / churn.seconds:.0f}/s, of which exec'd another program "
+        f"{churn.execs / churn.seconds:.0f}/s, exits {churn.exits / churn.seconds:.0f}/s); "
+        f"{churn.short} processes born and gone within the window took {churn.short_share:.0%} "
+        f"of the on-CPU samples; the children it reaped used {churn.cpu:.2f} CPUs"
+    )
+    details = []
+    if churn.postgres:
+        headline += ": PostgreSQL forks a backend for each connection, so clients connect per "
+        headline += "transaction or per request"
+        details.append(
+            "advice: put a connection pool between the clients and PostgreSQL (pgbouncer in "
+            "transaction mode, the driver's or the application server's pool) so backends "
+            "live on; each new backend costs a fork and its catalog caches warmed again"
+        )
+    return Finding("churn", churn.cpu, headline, details)
+
+
 def _children(children: list[Child]) -> Finding:
     """Work done by child processes (or a service's other processes) that the recorders did not
     follow (module descendants: a daemon set apart before the window, a process moved into the
@@ -411,6 +434,7 @@ def decide(
     pg: PgWaits | None = None,
     gc: Gc | None = None,
     go_gc: GoGc | None = None,
+    churn: Churn | None = None,
 ) -> list[Finding]:
     """Findings, the top bottleneck first; 'mostly idle' when nothing stands out. A heap and
     the receive path become findings only on their evidence (modules heap and softirq), the
@@ -421,6 +445,7 @@ def decide(
     threads' run-queue wait are its own, not the application's code or demand for CPUs.
     `go_gc` is a Go program's collector and allocator (module golang): when the collector is a
     finding, their samples are its own, and the CPU-bound verdict names the program's code.
+    `churn` is the processes started and ended in the window (module churn).
     Samples of the kernel's tracing (hone's own recorders: module kernel) are left out of every
     share, and their part of the CPU time out of the scores; the demand for CPUs keeps it."""
     whole = native or profile
@@ -468,9 +493,50 @@ def decide(
         findings.append(_softirq(softirq))
     if children:
         findings.append(_children(children))
+    if churn and churn.evidence:
+        findings.append(_churn(churn))
     findings = sorted((f for f in findings if f.score >= MIN_SCORE), key=lambda f: -f.score)
     findings = _kernel_before_code(findings, in_kernel)
     waits = ("lock", "pg-lock")
     if not findings or (demand < 0.1 and findings[0].kind not in waits and findings[0].score < 0.1):
         findings.insert(0, _idle(offcpu, threads, window_s))
+    elif _starved(findings[0], threads):
+        findings.insert(0, _waiting(offcpu, threads))
     return findings
+
+
+#: The share of its working threads' time a process sleeps from which it waits for work.
+STARVED_SLEEP = 0.5
+
+
+def _starved(top: Finding, threads: list[ThreadStat]) -> bool:
+    """The top finding is other work's run queue while the process's working threads mostly
+    slept: a server its clients keep short of requests, on a machine other work keeps busy.
+    memcached with one client sending a request every 0.5-1 ms beside four busy loops on 2
+    CPUs: its worker slept 77-84 % of the window, waited for a CPU 14-21 % and ran 2-3 %, and
+    the verdict led with "Run queue saturated"; the wait slows each request, but the requests
+    it is sent set its pace. Loaded by memcaslap -c 32 its workers slept 35-40 % (44 % of the
+    working threads' time): the run queue stays first."""
+    if top.kind != "runqueue" or top.own:
+        return False
+    return software_split(threads)["sleep"] / 100 >= STARVED_SLEEP
+
+
+def _waiting(offcpu: OffCpu | None, threads: list[ThreadStat]) -> Finding:
+    """The lead of a starved process: what its own threads did, its waits for work first."""
+    split = software_split(threads)
+    working = {t.comm for t in threads if t.cpu_pct + t.runq_pct + t.io_pct >= 1.0}
+    where = ""
+    if offcpu:  # where the threads that work wait for it (not a housekeeping thread's timer)
+        sleeps = [(stack, us) for stack, us in offcpu.top("sleep", 50)
+                  if stack.split(";")[0] in working
+                  or stack.split(";")[0].rpartition("-")[0] in working]  # fmt: skip
+        if sleeps:
+            where = f"; they sleep in {_user_frame(sleeps[0][0], offcpu.modules)}"
+    headline = (
+        f"Mostly waiting for work: its working threads slept {split['sleep']:.0f}% of their time "
+        f"and ran {split['on CPU']:.0f}%{where}: the requests it is sent, not the process, set its "
+        f"pace; when one comes it waits for a CPU ({split['run queue']:.0f}% of their time) that "
+        "other work on the machine holds"
+    )
+    return Finding("idle", 0.0, headline)

@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -24,6 +25,7 @@ from typing import TypeVar
 
 from hone.children import stop_group
 from hone.diagnose import (
+    churn,
     descendants,
     golang,
     golines,
@@ -283,11 +285,13 @@ def _plan(
     jobs["topdown"] = Job("topdown", lambda: topdown.measure(targets(), bound, caps, procs.run))
     if caps.has(f"tracepoint {syscalls.EVENT}"):
         counts = work / "syscalls.csv"
+        forks = all(caps.has(f"tracepoint {name}")
+                    for name in (syscalls.FORK, syscalls.EXEC, syscalls.EXIT))  # fmt: skip
 
         def count(pids: list[int]) -> syscalls.Count:
             counts.unlink(missing_ok=True)
             try:
-                return syscalls.count(syscalls.count_argv(pids, counts, bound), counts,
+                return syscalls.count(syscalls.count_argv(pids, counts, bound, forks), counts,
                                       procs.start)  # fmt: skip
             except HoneError as error:
                 raise NotStarted(str(error)) from None
@@ -422,6 +426,7 @@ def _record(
         # the window starts here: a held command is released right after the first snapshot,
         # or its stopped time before the release would count as sleep
         sampler = threads.ThreadSampler([*targets.listed, *kids.followed]).start()
+        children_cpu = churn.reaped(pid)
         if release:
             release()
         # a command may exit early: the window ends with it, not half a second later
@@ -483,6 +488,7 @@ def _record(
                 if titles:
                     titles.sample()
         stats = sampler.stop()  # the window ends here; the recorders end with it
+        children_end = churn.reaped(pid)
         memory.sample()
         network.sample()
         kids.sample()
@@ -532,14 +538,24 @@ def _record(
         else None
     )
     oncpu = jobs["oncpu"].result
-    sampled = oncpu.sampled() if isinstance(oncpu, Recording) else set()
+    samples = oncpu.samples_by_pid() if isinstance(oncpu, Recording) else Counter()
+    sampled = set(samples)
+    moved = None
+    if isinstance(counted, syscalls.Count) and (counted.forks or counted.exits):
+        share, short = churn.short_lived(samples, targets.listed, alive)
+        cpu = 0.0  # unknown once the process has ended
+        if children_cpu is not None and children_end is not None and sampler.elapsed > 0:
+            cpu = (children_end - children_cpu) / sampler.elapsed
+        moved = churn.Churn(counted.forks, counted.execs, counted.exits, counted.seconds,
+                            round(share, 4), short, round(cpu, 4),
+                            pgwaits.is_postgres(pid))  # fmt: skip
     recorded = _recorded([*targets.listed, *kids.followed], sampled, stats, sampler.processes)
     if len(recorded) > 1:
         target = _processes(recorded)
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
                     frequency, memory.result(caps.has("hardware counters")), network.result(),
                     kids.result(sampled), collector if perf_map.pids else None,
-                    made, list(recorded), pythons, go_env)  # fmt: skip
+                    made, list(recorded), pythons, go_env, moved)  # fmt: skip
 
 
 def _thread_names(
@@ -639,6 +655,7 @@ def _analyse(
     processes: list[int] | None = None,
     pythons: Pythons | None = None,
     go_env: dict[str, str] | None = None,
+    moved: churn.Churn | None = None,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
     if oncpu.error:
@@ -668,6 +685,8 @@ def _analyse(
                  "tracepoint lock:contention_begin"]  # fmt: skip
     if calls:
         used.append(f"tracepoint {syscalls.EVENT}")
+    if moved:
+        used += [f"tracepoint {name}" for name in (syscalls.FORK, syscalls.EXEC, syscalls.EXIT)]
     if language == "java" or collector:  # the main process or JVMs among the others
         used += ["jstack", "jcmd"]
     if pythons and pythons.pids:
@@ -703,7 +722,8 @@ def _analyse(
     gc = collector.result(profile, window) if collector else None
     go_gc = golang.measure(profile, go_env) if language == "go" else None
     findings = verdict.decide(named, stats, window, cpus, off, found, td, memory, receive,
-                              children, native=profile, pg=pg, gc=gc, go_gc=go_gc)  # fmt: skip
+                              children, native=profile, pg=pg, gc=gc, go_gc=go_gc,
+                              churn=moved)  # fmt: skip
     if calls:  # beside the time in system calls, how many there were
         for finding in findings:
             if finding.kind in SYSCALL_KINDS:
