@@ -32,7 +32,9 @@ def test_a_study_run_on_another_machine_is_neither_stale_nor_resumed_here(tmp_pa
     (tmp_path / "hone.yaml").write_text(PROJECT)
     (tmp_path / "hold").touch()  # the baseline reading waits until this machine has looked
     url = f"sqlite:///{tmp_path / 'shared.db'}"
-    env = {**os.environ, "HONE_HOME": str(tmp_path / "other-home")}  # each machine its own
+    # each machine its own HONE_HOME and its own machine-wide folder of setting locks
+    other_machine = {"HONE_HOME": tmp_path / "other-home", "HONE_SETTINGS_DIR": tmp_path / "other"}
+    env = {**os.environ, **{k: str(v) for k, v in other_machine.items()}}
     tune = f"{sys.executable} -m hone tune {tmp_path} --storage {url} --no-why"
     other = ["unshare", "--pid", "--fork", "--mount-proc", "--uts", "sh", "-c"]
     other += [f"hostname other-box && exec {tune}"]
@@ -44,7 +46,7 @@ def test_a_study_run_on_another_machine_is_neither_stale_nor_resumed_here(tmp_pa
             time.sleep(0.05)
         (study,) = summaries(StudyStore(url))
         assert study["state"] == "running" and study["alive"] is None, study  # unknown here
-        here = {**env, "HONE_HOME": str(tmp_path / "home")}
+        here = {**os.environ, "HONE_HOME": str(tmp_path / "home")}
         resumed = run_hone("tune", str(tmp_path), "--storage", url, "--resume", "--no-why",
                            env=here, cwd=tmp_path, timeout=60)  # fmt: skip
         assert resumed.returncode == 2, resumed.stdout + resumed.stderr
