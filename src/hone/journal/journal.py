@@ -111,7 +111,34 @@ class Journal:
     def _in_state_dir(cls, stem: str) -> Journal:
         directory = state_dir() / "journal"
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if directory not in _recorded:
+            _recorded.add(directory)
+            _record_held(directory)
         return cls(directory / f"{stem}.jsonl")
+
+    @classmethod
+    def _found(cls, path: Path) -> Journal | None:
+        """A journal found in a home's folder, as its scope opens it; None for an archived one,
+        or a project's whose name is not told by a `begin` of it or of the project's own
+        journal (a host's has none), nor by its file name."""
+        stem = path.name.split("@")[0].removesuffix(".jsonl")
+        if path.name.endswith(".done.jsonl"):
+            return None
+        journal = cls(path)
+        journal.salvage = True
+        if stem == "profiles":
+            return journal
+        names = [stem.split(".")[1]] if stem.count(".") == 2 else []
+        sources = [path, path.with_name(f"{stem}.jsonl")] if "@" in path.name else [path]
+        for source in map(cls, sources):
+            source.salvage = True
+            for record in source.records():
+                meta = record.get("meta") if record["op"] == "begin" else None
+                study = meta.get("study") if isinstance(meta, dict) else None
+                if isinstance(study, str):
+                    names.append(study.rpartition("#")[0])
+        journal.project = next((n for n in names if cls._stem(n) == stem), None)
+        return journal if journal.project is not None else None
 
     def owner(self) -> machine.Owner:
         """This journal's scope as the machine-wide records name it, with its way back. Its
@@ -483,6 +510,41 @@ class Journal:
                 self._held = False
         finally:
             os.close(fd)  # closing releases the lock
+
+
+#: The homes' journal folders whose journals have been matched with the machine-wide records.
+_recorded: set[Path] = set()
+
+
+def _record_held(directory: Path) -> None:
+    """Write the machine-wide records that a home's journals holding originals lack (journals
+    written before these records existed), once per process: with none, another HONE_HOME
+    would journal this home's values as its originals. Nothing to read when nothing is held;
+    a folder or journal that cannot be read is left to the command that changes a setting."""
+    found: dict[str, list[tuple[float, machine.Owner]]] = {}
+    try:
+        for path in sorted(directory.glob("*.jsonl")):
+            journal = Journal._found(path)
+            if journal is None:
+                continue
+            first: dict[str, float] = {}
+            for record in journal.records():
+                if record["op"] == "original" and (setting := _setting(record["spec"])):
+                    when = record.get("time")
+                    first.setdefault(setting, when if isinstance(when, int | float) else 0.0)
+            for setting, when in first.items():
+                found.setdefault(setting, []).append((when, journal.owner()))
+        if found:
+            machine.record_missing(found)
+    except (OSError, HoneError):
+        return
+
+
+def _setting(spec: dict[str, Any]) -> str | None:
+    try:
+        return actuator_from_spec(spec).setting()
+    except (OSError, HoneError):
+        return None
 
 
 def _changed_since(actuator: Actuator, left: str | None) -> str | None:
