@@ -119,26 +119,18 @@ class Journal:
     @classmethod
     def _found(cls, path: Path) -> Journal | None:
         """A journal found in a home's folder, as its scope opens it; None for an archived one,
-        or a project's whose name is not told by a `begin` of it or of the project's own
-        journal (a host's has none), nor by its file name."""
-        stem = path.name.split("@")[0].removesuffix(".jsonl")
+        or a project's whose name neither its file name nor a `begin` tells."""
         if path.name.endswith(".done.jsonl"):
             return None
         journal = cls(path)
         journal.salvage = True
-        if stem == "profiles":
-            return journal
-        names = [stem.split(".")[1]] if stem.count(".") == 2 else []
-        sources = [path, path.with_name(f"{stem}.jsonl")] if "@" in path.name else [path]
-        for source in map(cls, sources):
-            source.salvage = True
-            for record in source.records():
-                meta = record.get("meta") if record["op"] == "begin" else None
-                study = meta.get("study") if isinstance(meta, dict) else None
-                if isinstance(study, str):
-                    names.append(study.rpartition("#")[0])
-        journal.project = next((n for n in names if cls._stem(n) == stem), None)
-        return journal if journal.project is not None else None
+        stem = path.name.split("@")[0].removesuffix(".jsonl")
+        if stem != "profiles":
+            names = (n for n in _names(path, stem) if cls._stem(n) == stem)
+            journal.project = next(names, None)
+            if journal.project is None:
+                return None
+        return journal
 
     def owner(self) -> machine.Owner:
         """This journal's scope as the machine-wide records name it, with its way back. Its
@@ -540,7 +532,24 @@ def _record_held(directory: Path) -> None:
         return
 
 
+def _names(path: Path, stem: str) -> Iterator[str]:
+    """The names a project journal may be of: the one its file name spells (a name of letters,
+    digits, `_` and `-`), then the study of each `begin` in it or in the project's own journal
+    (a host's journal has none)."""
+    if stem.count(".") == 2:
+        yield stem.split(".")[1]
+    for source in [path, path.with_name(f"{stem}.jsonl")] if "@" in path.name else [path]:
+        journal = Journal(source)
+        journal.salvage = True
+        for record in journal.records():
+            meta = record.get("meta") if record["op"] == "begin" else None
+            study = meta.get("study") if isinstance(meta, dict) else None
+            if isinstance(study, str):
+                yield study.rpartition("#")[0]
+
+
 def _setting(spec: dict[str, Any]) -> str | None:
+    """The setting a journaled knob changes; None for one this hone cannot build."""
     try:
         return actuator_from_spec(spec).setting()
     except (OSError, HoneError):
