@@ -157,8 +157,9 @@ def record_missing(found: Mapping[str, list[tuple[float, Owner]]]) -> None:
             if held and held[0].home != journals[0][1].home:
                 continue
             named = {o.journal for o in held}
-            missing = [o for _, o in journals if o.journal not in named]
-            missing = [o for o in missing if os.path.exists(o.journal)]
+            missing = [
+                o for _, o in journals if o.journal not in named and os.path.exists(o.journal)
+            ]
             if missing:
                 when = {o.journal: t for t, o in journals}
                 stacked = sorted([*held, *missing], key=lambda o: when.get(o.journal, math.inf))
@@ -178,14 +179,14 @@ def release(journal: str) -> None:
         for path in left.glob("*.json"):
             try:
                 record = json.loads(path.read_text())
-                held = _holders(record)
+                setting, held = str(record["setting"]), _holders(record)
             except (OSError, ValueError, TypeError, KeyError):
                 continue  # unreadable: named when a run meets it
             kept = [o for o in held if o.journal != journal]
             if len(kept) == len(held):
                 continue
             if kept:
-                _write(path, str(record.get("setting")), kept)
+                _write(path, setting, kept)
             else:
                 path.unlink()
             changed = True
