@@ -10,7 +10,6 @@ import shlex
 import subprocess
 from pathlib import Path
 
-import pytest
 from swappiness_project import SWAPPINESS
 from test_settings_machine_wide import ROOT, in_home
 
@@ -29,17 +28,26 @@ def profile_values(tmp_path: Path, swappiness: int) -> tuple[Path, int, int]:
     return profiles, first, second
 
 
-def stack(home: Path, profiles: Path, name: str, value: int) -> None:
-    """In `home` (this process's HONE_HOME): the profile `swap` applied, then project `name`
-    journaling the profile's value as its original and setting its own."""
+def apply_profile(home: Path, profiles: Path) -> None:
     applied = in_home(home, "profile", "apply", "swap", HONE_PROFILE_PATH=str(profiles))
     assert applied.returncode == 0, applied.stderr
+
+
+def tune(name: str, value: int) -> None:
+    """Project `name` of this process's HONE_HOME journals vm.swappiness and sets `value`."""
     journal = Journal.for_project(name)
     journal.begin(study=f"{name}#1")
     actuator = SysctlActuator("vm.swappiness")
     with settings_locked([actuator], journal.owner()):
         journal.remember("swappiness", actuator)
         actuator.apply(str(value))
+
+
+def stack(home: Path, profiles: Path, name: str, value: int) -> None:
+    """In `home` (this process's HONE_HOME): the profile `swap` applied, then project `name`
+    journaling the profile's value as its original and setting its own."""
+    apply_profile(home, profiles)
+    tune(name, value)
 
 
 def holders() -> list[str]:
@@ -96,22 +104,24 @@ def test_rolling_back_the_scope_under_a_project_keeps_the_setting_held_for_the_p
 
 
 def test_journals_without_records_get_them_at_their_homes_next_command(
-    tmp_path: Path, hone_home: Path, swappiness: int, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, hone_home: Path, swappiness: int
 ) -> None:
     """Journals written before the machine-wide records existed: the home's next command, even
-    one that changes nothing, records them, in the order they were stacked."""
+    one that changes nothing, records them, in the order they were stacked (a profile applied
+    over a project's winner here: not the order of their file names)."""
     profiles, _, project_value = profile_values(tmp_path, swappiness)
-    stack(hone_home, profiles, "web.v2", project_value)  # a name its file name does not tell
+    tune("web.v2", project_value)  # a name its file name does not tell
+    apply_profile(hone_home, profiles)
     for record in (location() / "left").glob("*.json"):
         record.unlink()
 
     nothing = in_home(hone_home, "restore", "unrelated")
     assert nothing.returncode == 0, nothing.stderr
-    assert holders() == ["sysctl:vm.swappiness: the profiles, project web.v2"]
+    assert holders() == ["sysctl:vm.swappiness: project web.v2, the profiles"]
     _, command = refused_command(tmp_path / "other home", profiles)
     home = shlex.quote(str(hone_home))
     assert command == (
-        f"HONE_HOME={home} hone restore web.v2 && HONE_HOME={home} hone profile rollback"
+        f"HONE_HOME={home} hone profile rollback && HONE_HOME={home} hone restore web.v2"
     )
     run(command)
     assert int(SWAPPINESS.read_text()) == swappiness
