@@ -39,7 +39,8 @@ def _load(tmp_path: Path, bed: Testbed, benchmark: str = "echo score: 1"):
 
 def _held_by() -> list[str]:
     """The journal of each setting this machine's records say hone left changed."""
-    return sorted(json.loads(p.read_text())["journal"] for p in (location() / "left").glob("*"))
+    records = [json.loads(p.read_text()) for p in (location() / "left").glob("*")]
+    return sorted(holder["journal"] for record in records for holder in record["holders"])
 
 
 def _state(bed: Testbed, i: int) -> tuple[str, str]:

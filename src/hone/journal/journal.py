@@ -111,7 +111,26 @@ class Journal:
     def _in_state_dir(cls, stem: str) -> Journal:
         directory = state_dir() / "journal"
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if directory not in _recorded:
+            _recorded.add(directory)
+            _record_held(directory)
         return cls(directory / f"{stem}.jsonl")
+
+    @classmethod
+    def _found(cls, path: Path) -> Journal | None:
+        """A journal found in a home's folder, as its scope opens it; None for an archived one,
+        or a project's whose name neither its file name nor a `begin` tells."""
+        if path.name.endswith(".done.jsonl"):
+            return None
+        journal = cls(path)
+        journal.salvage = True
+        stem = path.name.split("@")[0].removesuffix(".jsonl")
+        if stem != "profiles":
+            names = (n for n in _names(path, stem) if cls._stem(n) == stem)
+            journal.project = next(names, None)
+            if journal.project is None:
+                return None
+        return journal
 
     def owner(self) -> machine.Owner:
         """This journal's scope as the machine-wide records name it, with its way back. Its
@@ -483,6 +502,58 @@ class Journal:
                 self._held = False
         finally:
             os.close(fd)  # closing releases the lock
+
+
+#: The homes' journal folders whose journals have been matched with the machine-wide records.
+_recorded: set[Path] = set()
+
+
+def _record_held(directory: Path) -> None:
+    """Write the machine-wide records that a home's journals holding originals lack (journals
+    written before these records existed), once per process: with none, another HONE_HOME
+    would journal this home's values as its originals. Nothing to read when nothing is held;
+    a folder or journal that cannot be read is left to the command that changes a setting."""
+    found: dict[str, list[tuple[float, machine.Owner]]] = {}
+    try:
+        for path in sorted(directory.glob("*.jsonl")):
+            journal = Journal._found(path)
+            if journal is None:
+                continue
+            first: dict[str, float] = {}
+            for record in journal.records():
+                if record["op"] == "original" and (setting := _setting(record["spec"])):
+                    when = record.get("time")
+                    first.setdefault(setting, when if isinstance(when, int | float) else 0.0)
+            for setting, when in first.items():
+                found.setdefault(setting, []).append((when, journal.owner()))
+        if found:
+            machine.record_missing(found)
+    except (OSError, HoneError):
+        return
+
+
+def _names(path: Path, stem: str) -> Iterator[str]:
+    """The names a project journal may be of: the one its file name spells (a name of letters,
+    digits, `_` and `-`), then the study of each `begin` in it or in the project's own journal
+    (a host's journal has none)."""
+    if stem.count(".") == 2:
+        yield stem.split(".")[1]
+    for source in [path, path.with_name(f"{stem}.jsonl")] if "@" in path.name else [path]:
+        journal = Journal(source)
+        journal.salvage = True
+        for record in journal.records():
+            meta = record.get("meta") if record["op"] == "begin" else None
+            study = meta.get("study") if isinstance(meta, dict) else None
+            if isinstance(study, str):
+                yield study.rpartition("#")[0]
+
+
+def _setting(spec: dict[str, Any]) -> str | None:
+    """The setting a journaled knob changes; None for one this hone cannot build."""
+    try:
+        return actuator_from_spec(spec).setting()
+    except (OSError, HoneError):
+        return None
 
 
 def _changed_since(actuator: Actuator, left: str | None) -> str | None:
