@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from hone.tune.confirm import Plan, detectable
-from hone.tune.stats import Gain, _t_quantile, noise, paired_gain
+from hone.tune.stats import Gain, half_width, noise, paired_gain
 
 CVS = (1.0, 5.0, 20.0, 50.0, 120.0)
 GAINS = (0.0, 3.0, 10.0)
@@ -43,16 +43,11 @@ def mean_of_ratios(
 ) -> Gain:
     """The statistic hone used before: the mean of (c - b) / |b| in %, its t-interval widened
     by pooling with the baseline's CV scaled by the candidate's mean ratio."""
-    diffs = np.array([(c - b) / abs(b) * 100.0 for c, b in zip(candidate, baseline, strict=True)])
-    quantile = 1 - (1 - level / 100.0) / 2
-    df = len(diffs) - 1
-    variance = float(diffs.var(ddof=1))
-    half = _t_quantile(quantile, df) * math.sqrt(variance / len(diffs))
+    pairs = list(zip(candidate, baseline, strict=True))
+    diffs = np.array([(c - b) / abs(b) * 100.0 for c, b in pairs])
     cv, cv_df = spread
-    if cv > 0 and cv_df > 0:
-        scale = float(np.mean([abs(c / b) for c, b in zip(candidate, baseline, strict=True)]))
-        pooled = (df * variance + cv_df * 2.0 * (cv * scale) ** 2) / (df + cv_df)
-        half = max(half, _t_quantile(quantile, df + cv_df) * math.sqrt(pooled / len(diffs)))
+    scale = float(np.mean([abs(c / b) for c, b in pairs]))
+    half = half_width(diffs, level, (2.0 * (cv * scale) ** 2, cv_df))
     mean = float(diffs.mean())
     return Gain(mean, mean - half, mean + half, len(diffs), level)
 

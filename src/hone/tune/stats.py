@@ -116,26 +116,35 @@ def paired_gain(
     else:
         diffs = np.array([(c - b) / abs(b) * 100.0 if relative else c - b for c, b in pairs])
     mean = float(diffs.mean())
-    half = math.inf
-    if len(diffs) >= 2:
-        quantile = 1 - (1 - level / 100.0) / 2
-        df = len(diffs) - 1
-        variance = float(diffs.var(ddof=1))
-        half = _t_quantile(quantile, df) * math.sqrt(variance / len(diffs))
-        spread, spread_df = baseline_noise
-        if spread > 0 and spread_df > 0:
-            if logs:
-                prior = 2.0 * math.log1p((spread / 100.0) ** 2)
-            else:
-                scale = float(np.mean([abs(c / b) for c, b in pairs])) if relative else 1.0
-                prior = 2.0 * (spread * scale) ** 2
-            pooled = (df * variance + spread_df * prior) / (df + spread_df)
-            t_pooled = _t_quantile(quantile, df + spread_df)
-            half = max(half, t_pooled * math.sqrt(pooled / len(diffs)))
+    spread, spread_df = baseline_noise
+    if logs:
+        prior = 2.0 * math.log1p((spread / 100.0) ** 2)
+    else:
+        scale = float(np.mean([abs(c / b) for c, b in pairs])) if relative else 1.0
+        prior = 2.0 * (spread * scale) ** 2
+    half = half_width(diffs, level, (prior, spread_df))
     if not logs:
         return Gain(mean, mean - half, mean + half, len(diffs), level)
     ends = [_percent(x, sign) for x in (mean, mean - half, mean + half)]
     return Gain(*ends, len(diffs), level)
+
+
+def half_width(diffs: np.ndarray, level: float, prior: tuple[float, int]) -> float:
+    """The interval's half-width at `level`: the wider of the paired t-interval of `diffs` and
+    the interval whose variance pools theirs with `prior` (a variance of one difference and its
+    degrees of freedom, from the baseline's readings over the study); infinite for one."""
+    if len(diffs) < 2:
+        return math.inf
+    quantile = 1 - (1 - level / 100.0) / 2
+    df = len(diffs) - 1
+    variance = float(diffs.var(ddof=1))
+    half = _t_quantile(quantile, df) * math.sqrt(variance / len(diffs))
+    prior_variance, prior_df = prior
+    if prior_variance > 0 and prior_df > 0:
+        pooled = (df * variance + prior_df * prior_variance) / (df + prior_df)
+        pooled_half = _t_quantile(quantile, df + prior_df) * math.sqrt(pooled / len(diffs))
+        half = max(half, pooled_half)
+    return half
 
 
 def _percent(log_ratio: float, sign: float) -> float:
