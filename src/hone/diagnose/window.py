@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -35,6 +34,7 @@ from hone.diagnose import (
     nodejs,
     offcpu,
     pgwaits,
+    scratch,
     softirq,
     syscalls,
     threads,
@@ -331,7 +331,7 @@ def collect(
         raise HoneError(caps.get("perf").detail if caps.get("perf") else "perf is missing")
     language = threads.language_of(pid)
     target = _describe(pid)
-    work = Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
+    work = scratch.make()
     try:
         return _record(pid, duration, language, target, caps, work, keep or work, frequency,
                        want_offcpu, want_locks, release, mark, unit)  # fmt: skip
