@@ -139,7 +139,8 @@ def record(
     if pids or system:
         seconds = 30.0 if duration_s is None else duration_s
         listed = ",".join(map(str, pids or []))
-        argv += ["-a"] if system else ["-p", listed]
+        # -s: the exact CPU time of each followed process as it ends (module exits)
+        argv += ["-a"] if system else ["-s", "-p", listed]
         argv += ["--", *timer(seconds)]
         target = "whole system" if system else f"pid {listed}"
     else:
