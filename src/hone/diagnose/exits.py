@@ -25,7 +25,7 @@ from hone.diagnose.profile import Profile
 from hone.diagnose.threads import ThreadStat
 
 _READ, _COMM = 8, 3
-_TIME_ENABLED, _TIME_RUNNING, _GROUP = 1, 2, 8
+_TIME_ENABLED, _TIME_RUNNING, _ID, _GROUP = 1, 2, 4, 8
 
 
 @dataclass
@@ -38,8 +38,9 @@ class Ended:
 
 
 def ended(data: Path) -> dict[int, Ended]:
-    """The processes perf followed that ended in the recording, by pid (their threads summed);
-    {} when the file cannot be read or was recorded without `-s`."""
+    """The processes perf followed that ended in the recording, by pid (their threads summed; a
+    thread that ended in a process that lives on is no process ended); {} when the file cannot
+    be read or was recorded without `-s`."""
     try:
         raw = data.read_bytes()
     except OSError:
@@ -58,8 +59,9 @@ def ended(data: Path) -> dict[int, Ended]:
     if not read_format & _TIME_RUNNING or read_format & _GROUP:
         return {}
     running = 16 + 8 * bool(read_format & _TIME_ENABLED)  # after pid, tid, value (and enabled)
-    has_id = bool(read_format & 4)
+    has_id = bool(read_format & _ID)
     cpu: dict[int, int] = {}
+    whole: set[int] = set()  # processes whose main thread ended, not only some thread of theirs
     names: dict[int, str] = {}
     at, end = data_at, min(data_at + data_size, len(raw))
     while at + 8 <= end:
@@ -67,16 +69,19 @@ def ended(data: Path) -> dict[int, Ended]:
         if size < 8:
             break
         if kind == _READ and at + 8 + running + 16 <= end:
-            pid = struct.unpack_from("<I", raw, at + 8)[0]
+            pid, tid = struct.unpack_from("<II", raw, at + 8)
             ran, ident = struct.unpack_from("<QQ", raw, at + 8 + running)
             if not has_id or not sampled or ident in sampled:
                 cpu[pid] = cpu.get(pid, 0) + ran
+                if tid == pid:
+                    whole.add(pid)
         elif kind == _COMM:
             pid, tid = struct.unpack_from("<II", raw, at + 8)
             if pid == tid:
                 names[pid] = raw[at + 16 : at + size].split(b"\0", 1)[0].decode(errors="replace")
         at += size
-    return {pid: Ended(pid, names.get(pid, "?"), ns / 1e9) for pid, ns in cpu.items()}
+    return {pid: Ended(pid, names.get(pid, "?"), ns / 1e9) for pid, ns in cpu.items()
+            if pid in whole}  # fmt: skip
 
 
 #: The module of the stacks that stand for the CPU time of processes perf did not sample.
