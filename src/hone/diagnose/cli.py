@@ -30,7 +30,7 @@ import typer
 from hone.cli.values import finite_float
 from hone.diagnose.descendants import thread_group
 from hone.diagnose.machine import describe as _describe
-from hone.diagnose.scratch import OWNER, read_owner, write_owner
+from hone.diagnose.scratch import OWNER, read_owner, sweep, write_owner
 from hone.diagnose.unit import find, started, unit_name
 from hone.errors import HoneError, Stop
 from hone.outfile import refuse_existing, refuse_stdout, require_folder
@@ -151,6 +151,7 @@ def diagnose(
         else:
             target = _describe(pid) if pid is not None else command_line(command or [])
         report, saved = _places(output, "system" if system else target, recording=True)
+        sweep()  # what killed runs left in the temporary directory (`--system` makes none)
         # an earlier run's measurement cannot be taken again (its report can be redrawn)
         refuse_existing(saved, force)
         files = _side_folder(report)
