@@ -6,9 +6,10 @@ Each diagnosis removes its own folder as it ends, a Ctrl-C or SIGTERM included; 
 SIGKILL (the OOM killer, `kill -9`, a CI job's hard stop) nothing runs in hone, and the folder,
 hundreds of megabytes of scheduler events for a busy server, stayed. So each folder holds an
 OWNER file, written before anything else: the pid of the hone that made it, that process's start
-time (ticks since boot, /proc/PID/stat field 22) and the boot's id. Whenever hone makes a folder,
-it first removes the others whose owner has ended: no process of that pid runs, or one that
-started at another time (the pid was reused), or the machine has booted since. A folder
+time (ticks since boot, /proc/PID/stat field 22) and the boot's id. Each recording diagnosis,
+and whatever makes a folder, first removes those whose owner has ended: no process of that pid
+runs, or one that started at another time (the pid was reused), or the machine has booted
+since. A folder
 without a readable OWNER is not removed: another program's, or one whose owner is still
 writing it; nor is one of another user or a symbolic link."""
 
