@@ -9,9 +9,8 @@ OWNER file, written before anything else: the pid of the hone that made it, that
 time (ticks since boot, /proc/PID/stat field 22) and the boot's id. Each recording diagnosis,
 and whatever makes a folder, first removes those whose owner has ended: no process of that pid
 runs, or one that started at another time (the pid was reused), or the machine has booted
-since. A folder
-without a readable OWNER is not removed: another program's, or one whose owner is still
-writing it; nor is one of another user or a symbolic link."""
+since. A folder without a readable OWNER is not removed: another program's, or one whose owner
+is still writing it; nor is one of another user or a symbolic link."""
 
 from __future__ import annotations
 
