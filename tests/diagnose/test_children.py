@@ -200,3 +200,19 @@ def test_a_thread_id_is_taken_as_its_process() -> None:
     finally:
         done.set()
         thread.join()
+
+
+def test_a_script_of_short_commands_shows_where_the_time_went(hone_cli, tmp_path: Path) -> None:
+    """A shell that runs 150 awks of about 5 ms each: perf's samples hold none of them (each
+    ends before its first sample), and the verdict was `Mostly idle`. Their CPU time, written by
+    perf as each ends, is the verdict, the hot threads' row of awk and the flame graph's."""
+    script = 'for i in $(seq 150); do awk "BEGIN{for(i=0;i<200000;i++)s+=i}"; done'
+    done = hone_cli("diagnose", "-o", str(tmp_path / "rep"), "--", "sh", "-c", script)
+    assert done.returncode == 0, done.stderr
+    d = Diagnosis.load(tmp_path / "rep" / "diagnosis.hone")
+    top = next(f for f in d.findings if f.own)
+    assert top.kind == "cpu" and "short-lived processes: awk (" in top.headline, d.findings
+    awk = next(t for t in d.threads if t.comm == "awk")
+    assert awk.name.startswith("awk (") and awk.cpu_pct > 20, d.threads
+    assert d.profile.threads().get("awk", 0) > 0.5 * d.profile.total
+    assert "awk (" in (tmp_path / "rep" / "oncpu.folded").read_text()

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from benchmarks.diagnose.inputs import build
+from hone.diagnose import scratch
 from hone.diagnose.profile import Profile
 from hone.diagnose.report import Diagnosis
 from hone.diagnose.threads import ThreadStat
@@ -142,6 +143,47 @@ def test_the_saved_diagnoses_are_listed_newest_first(hone_cli, hone_home: Path) 
     row = next(line for line in text.splitlines() if "20261101-090000-pid-7" in line)
     assert headline in row and "pid 7 (app)" in row and "5 s" in row
     assert "unreadable" in text
+
+
+def test_folders_left_without_a_diagnosis_are_listed_as_incomplete(
+    hone_cli, hone_home: Path
+) -> None:
+    """A folder whose diagnosis.hone was never written (its hone killed, or failing to save) is
+    listed, with why and what it holds, in the JSON and on one whole line of the table piped;
+    a comparison's folder (a report.html alone) is no diagnosis."""
+    folder = hone_home / "diagnoses"
+    me = scratch.owner()
+    folders = {
+        "20261101-090000-pid-7": {"pid": me["pid"], "start": -1, "boot": me["boot"]},  # reused
+        "20261102-090000-pid-8": {**me, "error": "[Errno 28] No space left on device"},
+        "20261103-090000-pid-9": me,  # this process records into it
+        "20261104-090000-pid-10": None,  # no record of who made it
+    }
+    for name, owned in folders.items():
+        (folder / name).mkdir(parents=True)
+        (folder / name / "perf.data").write_bytes(bytes(3 << 20))
+        if owned is not None:
+            target = f"pid {name.rpartition('-')[2]} (app)"
+            (folder / name / scratch.OWNER).write_text(json.dumps({**owned, "target": target}))
+    (folder / "20261105-090000-compare-a-b").mkdir()
+    (folder / "20261105-090000-compare-a-b" / "report.html").write_text("<html></html>")
+    listed = json.loads(hone_cli("diagnoses", "--json").stdout)
+    assert [d["name"] for d in listed] == list(reversed(folders))
+    state = {d["name"]: d["incomplete"] for d in listed}
+    assert all(d["finding"] is None and d["samples"] is None for d in listed)
+    assert state["20261101-090000-pid-7"]["reason"].startswith(f"hone (pid {me['pid']}) ended")
+    assert state["20261102-090000-pid-8"]["reason"] == (
+        "saving failed: [Errno 28] No space left on device"
+    )
+    assert state["20261103-090000-pid-9"]["running"] is True
+    assert "no record of the hone" in state["20261104-090000-pid-10"]["reason"]
+    assert all(s["files"] == {"perf.data": 3 << 20} for s in state.values())
+    assert listed[-1]["target"] == "pid 7 (app)"
+    text = hone_cli("diagnoses").stdout
+    for item in listed:
+        row = next(line for line in text.splitlines() if item["name"] in line)
+        assert item["error"] in row and item["error"].endswith("holds perf.data (3 MB)")
+    assert "compare" not in text
 
 
 @pytest.mark.parametrize(

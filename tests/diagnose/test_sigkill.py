@@ -4,6 +4,7 @@ with it by itself (hone.diagnose.perf_record.start_tied), the `sleep` that bound
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from hone.diagnose import scratch
 from hone.diagnose.perf_record import finished
 
 
@@ -130,3 +132,50 @@ def test_kill_9_leaves_no_recorder(what: str, when: str, hone_home: Path, tmp_pa
     assert left == []
     if when == "recording":
         assert finished(report / "perf.data")
+
+
+def test_the_next_diagnosis_removes_what_a_killed_one_left(
+    hone_cli, hone_home: Path, tmp_path: Path
+) -> None:
+    """`kill -9` as the recorders record leaves the temporary folder (scheduler and lock
+    recordings) and the report folder without its diagnosis.hone: the next diagnosis removes
+    the first, whose owner is gone, and `hone diagnoses` lists the second as incomplete. A
+    folder whose owner runs, one whose owner's pid now names a process started later, and one
+    hone did not make are told apart."""
+    target = subprocess.Popen(["sleep", "60"])
+    env = {**os.environ, "HONE_HOME": str(hone_home), "TMPDIR": str(tmp_path)}
+    live, foreign, reused = (tmp_path / f"hone-diagnose-{n}" for n in ("live", "x", "reused"))
+    for folder in (live, foreign, reused):
+        folder.mkdir()
+    (live / scratch.OWNER).write_text(json.dumps(scratch.owner()))
+    (reused / scratch.OWNER).write_text(json.dumps({**scratch.owner(), "start": 0}))
+    seen: dict[int, str] = {}
+    try:
+        hone = subprocess.Popen(
+            [sys.executable, "-m", "hone", "diagnose", "--pid", str(target.pid), "-d", "30"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(map(_window_sleep, seen)):
+            seen |= _tree(hone.pid)
+            time.sleep(0.02)
+        assert seen, "hone started no recorder"
+        hone.kill()
+        hone.wait()
+        (left,) = set(tmp_path.glob("hone-diagnose-*")) - {live, foreign, reused}
+        assert scratch.read_owner(left)["pid"] == hone.pid  # type: ignore[index]
+        (item,) = json.loads(hone_cli("diagnoses", "--json").stdout)
+        assert item["incomplete"]["reason"].startswith(f"hone (pid {hone.pid}) ended before")
+        assert "perf.data" in item["incomplete"]["files"]
+        again = [sys.executable, "-m", "hone", "diagnose", "--pid", str(target.pid), "-d", "0.5",
+                 "--no-offcpu", "--no-locks", "-o", str(tmp_path / "again")]  # fmt: skip
+        done = subprocess.run(again, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+    finally:
+        target.kill()
+        target.wait()
+        for pid, started in seen.items():
+            if _alive({pid: started}):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    assert set(tmp_path.glob("hone-diagnose-*")) == {live, foreign}

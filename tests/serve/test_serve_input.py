@@ -198,7 +198,7 @@ def test_listings_keep_one_shape(
     (bad / "diagnosis.hone").write_bytes(b"\x00not a diagnosis")
     (row,) = client.get("/api/diagnoses").json()
     expected = {"name", "target", "language", "created", "window_s", "samples", "finding"}
-    assert set(row) == expected | {"error"} and row["error"] == "unreadable"
+    assert set(row) == expected | {"error", "incomplete"} and row["error"] == "unreadable"
 
     assert client.get("/api/profiles/active").json() == {"name": None, "items": [], "error": None}
 

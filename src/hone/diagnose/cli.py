@@ -30,6 +30,7 @@ import typer
 from hone.cli.values import finite_float
 from hone.diagnose.descendants import thread_group
 from hone.diagnose.machine import describe as _describe
+from hone.diagnose.scratch import OWNER, read_owner, sweep, write_owner
 from hone.diagnose.unit import find, started, unit_name
 from hone.errors import HoneError, Stop
 from hone.outfile import refuse_existing, refuse_stdout, require_folder
@@ -40,8 +41,10 @@ if TYPE_CHECKING:
     from hone.diagnose.report import Diagnosis
 
 
-def _places(output: Path | None, target: str) -> tuple[Path, Path]:
-    """(report.html, diagnosis.hone): `-o x.html` names the report, `-o DIR` the folder."""
+def _places(output: Path | None, target: str, recording: bool = False) -> tuple[Path, Path]:
+    """(report.html, diagnosis.hone): `-o x.html` names the report, `-o DIR` the folder. A
+    folder of hone's own for a `recording` names its owner until the diagnosis is saved: `hone
+    diagnoses` tells one still being recorded from one whose hone was killed (module saved)."""
     refuse_stdout(output, "a diagnosis (a report, its .hone file, flame graphs)")
     if output and output.suffix == ".html":
         require_folder(output)
@@ -52,6 +55,9 @@ def _places(output: Path | None, target: str) -> tuple[Path, Path]:
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", target)[:40].strip("-")
         output = state_dir() / "diagnoses" / f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
         output.parent.mkdir(parents=True, exist_ok=True)  # hone's own
+        if recording:
+            output.mkdir(exist_ok=True)
+            write_owner(output, target=target, created=time.time())
     try:
         output.mkdir(exist_ok=True)
     except FileExistsError:  # a file of that name: not a folder to write into
@@ -144,7 +150,8 @@ def diagnose(
             target = f"unit {service.name}"
         else:
             target = _describe(pid) if pid is not None else command_line(command or [])
-        report, saved = _places(output, "system" if system else target)
+        report, saved = _places(output, "system" if system else target, recording=True)
+        sweep()  # what killed runs left in the temporary directory (`--system` makes none)
         # an earlier run's measurement cannot be taken again (its report can be redrawn)
         refuse_existing(saved, force)
         files = _side_folder(report)
@@ -168,9 +175,18 @@ def diagnose(
             if output is None:  # the folder hone named for this run: no report will be in it
                 shutil.rmtree(report.parent, ignore_errors=True)
             raise
-        result.save(saved)
-        report.write_text(to_html(result))
-        _write_side_files(result, files)
+        try:
+            result.save(saved)
+            report.write_text(to_html(result))
+            _write_side_files(result, files)
+        except BaseException as error:  # the recording stays, and `hone diagnoses` says why
+            if output is None:
+                said = {**(read_owner(report.parent) or {}), "error": str(error) or repr(error)}
+                with contextlib.suppress(OSError):  # a full disk may refuse this too
+                    write_owner(report.parent, **said)
+            raise
+        if output is None:
+            (report.parent / OWNER).unlink(missing_ok=True)
         _say(result, terminal(result, report, saved), as_json, report=report, saved=saved)
     if suggest_project is not None:
         from hone.diagnose import suggest  # hone.project (numpy): 1 s only a project pays

@@ -27,7 +27,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from hone.collect.perf import hardware_counters_available
+from hone.diagnose import scratch
 from hone.diagnose.perf_record import command_of, perf_record, start_tied, timer
 from hone.diagnose.probe import Capabilities
 from hone.diagnose.profile import Profile
@@ -131,7 +131,7 @@ def record(
     if frequency_hz <= 0:
         raise HoneError(f"sampling frequency must be positive, got {frequency_hz}")
     event = event or default_event()
-    folder = Path(output_dir or tempfile.mkdtemp(prefix="hone-diagnose-"))
+    folder = Path(output_dir or scratch.make())
     folder.mkdir(parents=True, exist_ok=True)
     perf_data = folder / "perf.data"
     argv = [*perf_record(perf=perf), "-F", str(frequency_hz), "-e", event, "-o", str(perf_data)]
@@ -139,7 +139,8 @@ def record(
     if pids or system:
         seconds = 30.0 if duration_s is None else duration_s
         listed = ",".join(map(str, pids or []))
-        argv += ["-a"] if system else ["-p", listed]
+        # -s: the exact CPU time of each followed process as it ends (module exits)
+        argv += ["-a"] if system else ["-s", "-p", listed]
         argv += ["--", *timer(seconds)]
         target = "whole system" if system else f"pid {listed}"
     else:

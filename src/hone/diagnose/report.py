@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hone.diagnose import catalogue
 from hone.diagnose.catalogue import Suggestion
+from hone.diagnose.exits import UNSAMPLED
 from hone.diagnose.fold import Frame, is_kernel
 from hone.diagnose.golang import GoGc
 from hone.diagnose.heap import Heap
@@ -100,6 +101,8 @@ class Diagnosis:
         ):
             return False
         rows = [row for row in function_table(self.profile, "self") if not is_kernel(row.module)]
+        if rows and rows[0].module == UNSAMPLED:  # short-lived programs: no code of theirs seen
+            return False
         return not rows or not _RUNTIME.search(module_name(rows[0].module))
 
     def tunes_go_runtime(self) -> bool:

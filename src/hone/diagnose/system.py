@@ -15,10 +15,10 @@ times the data, and the process named is the place to look at them."""
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Collection
 from pathlib import Path
 
+from hone.diagnose import scratch
 from hone.diagnose.cputime import Snapshot
 from hone.diagnose.fold import Stack, parse_perf_script
 from hone.diagnose.kernel import split
@@ -51,7 +51,7 @@ def collect(
     caps = caps or probe()
     if not caps.has("perf"):
         raise HoneError(caps.get("perf").detail if caps.get("perf") else "perf is missing")
-    folder = keep or Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
+    folder = keep or scratch.make()
     marks: list[tuple[Counters, Snapshot]] = []
     recording = record(
         system=True,

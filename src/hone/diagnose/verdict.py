@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 from hone.diagnose.churn import Churn
 from hone.diagnose.descendants import Child
+from hone.diagnose.exits import UNSAMPLED
 from hone.diagnose.fold import is_kernel
 from hone.diagnose.golang import GoGc
 from hone.diagnose.golang import without_gc as without_go_gc
@@ -102,7 +103,15 @@ def _cpu(profile: Profile, threads: list[ThreadStat], cpu: float,
         headline = (
             f"CPU-bound in function {top.name}{of_module} ({top.self_share:.0%} of {samples})"
         )
-        if _unnamed_code(top.name, top.module):
+        if top.module == UNSAMPLED:
+            headline = (
+                f"CPU-bound in short-lived processes: {top.name}, {top.self_share:.0%} of "
+                f"{samples} (the CPU time the samples missed, counted as samples: a process's "
+                "first sample comes one sampling period after it starts, 10 ms at 99 Hz, so "
+                "one that runs less has no stack; diagnose one such command alone for its "
+                "functions)"
+            )
+        elif _unnamed_code(top.name, top.module):
             headline = (
                 f"CPU-bound in code of module {module} that perf could not name "
                 f"({top.self_share:.0%} of {samples}; the file has no symbols: its debug "

@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -27,6 +26,7 @@ from hone.children import stop_group
 from hone.diagnose import (
     churn,
     descendants,
+    exits,
     golang,
     golines,
     heap,
@@ -35,6 +35,7 @@ from hone.diagnose import (
     nodejs,
     offcpu,
     pgwaits,
+    scratch,
     softirq,
     syscalls,
     threads,
@@ -331,7 +332,7 @@ def collect(
         raise HoneError(caps.get("perf").detail if caps.get("perf") else "perf is missing")
     language = threads.language_of(pid)
     target = _describe(pid)
-    work = Path(tempfile.mkdtemp(prefix="hone-diagnose-"))
+    work = scratch.make()
     try:
         return _record(pid, duration, language, target, caps, work, keep or work, frequency,
                        want_offcpu, want_locks, release, mark, unit)  # fmt: skip
@@ -540,6 +541,11 @@ def _record(
     oncpu = jobs["oncpu"].result
     samples = oncpu.samples_by_pid() if isinstance(oncpu, Recording) else Counter()
     sampled = set(samples)
+    # processes that ended unseen by the thread counters: a script's commands, a build's
+    # compilers, each too short for the samples too (module exits)
+    gone = exits.ended(oncpu.perf_data) if isinstance(oncpu, Recording) else {}
+    unseen = [e for e in gone.values() if e.pid not in sampler.processes and e.pid != pid]
+    stats += exits.thread_stats(unseen, sampler.elapsed)
     moved = None
     if isinstance(counted, syscalls.Count) and (counted.forks or counted.exits):
         share, short = churn.short_lived(samples, targets.listed, alive)
@@ -555,7 +561,7 @@ def _record(
     return _analyse(pid, target, language, caps, jobs, stats, sampler.elapsed, work, notes,
                     frequency, memory.result(caps.has("hardware counters")), network.result(),
                     kids.result(sampled), collector if perf_map.pids else None,
-                    made, list(recorded), pythons, go_env, moved)  # fmt: skip
+                    made, list(recorded), pythons, go_env, moved, unseen, samples)  # fmt: skip
 
 
 def _thread_names(
@@ -656,6 +662,8 @@ def _analyse(
     pythons: Pythons | None = None,
     go_env: dict[str, str] | None = None,
     moved: churn.Churn | None = None,
+    unseen: list[exits.Ended] | None = None,
+    samples: Counter[int] | None = None,
 ) -> Diagnosis:
     oncpu = jobs["oncpu"]
     if oncpu.error:
@@ -674,6 +682,7 @@ def _analyse(
         profile.perf_data = None  # the temporary folder goes away
     if profile.total:  # no samples, nothing to judge the stacks by
         caps.add(stack_depth_check(profile.folded()))
+    profile = exits.into_profile(profile, unseen or [], samples or Counter())
     for name, job in jobs.items():
         if job.error and name != "oncpu":
             notes.append(f"{pgwaits.UNRECORDED if name == 'pgwaits' else f'{name}: '}{job.error}")
