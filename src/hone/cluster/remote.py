@@ -14,14 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from hone.cluster.ssh import (
-    LOCK_BUSY,
-    LOCK_WAIT_SECONDS,
-    Host,
-    SshFailed,
-    shell_failed,
-    ssh_failed,
-)
+from hone.cluster.ssh import Host, SshFailed, shell_failed, ssh_failed
 from hone.errors import ActuationError
 from hone.knobs import Actuator
 from hone.knobs.base import equal_values
@@ -188,12 +181,6 @@ def run_steps(
     failed = ssh_failed(result)
     if failed:
         raise SshFailed(failed, key=host.where())
-    if lock is not None and result.returncode == LOCK_BUSY:
-        raise ActuationError(
-            f"~/{lock} stayed locked for {LOCK_WAIT_SECONDS} s: a write of another hone "
-            "process of this project is still running there",
-            key=host.where(),
-        )
     if result.returncode != 0:
         raise ActuationError(shell_failed(result), key=host.where())
     return _parse(result.stdout, result.stderr, mark, len(steps))

@@ -28,7 +28,7 @@ HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
 #: How long a master connection outlives its last use.
 PERSIST_SECONDS = 60
 #: How long a script waits for the host's lock of its project (fence.py), and flock's exit
-#: code when that time is up.
+#: code when that time is up (Host.run says so).
 LOCK_WAIT_SECONDS = 30
 LOCK_BUSY = 75
 
@@ -138,7 +138,7 @@ class Host:
     ) -> subprocess.CompletedProcess[str]:
         """Run a POSIX sh script on the host (through the master connection when it is up).
         With `lock` (a file of the login directory) the script runs while util-linux's flock
-        holds that file locked, and exits LOCK_BUSY when it stays busy LOCK_WAIT_SECONDS; the
+        holds that file locked (ActuationError when it stays busy LOCK_WAIT_SECONDS); the
         script's own children do not hold it (-o), so a daemon it starts cannot keep it."""
         command = "sh -s"
         if lock is not None:
@@ -146,12 +146,19 @@ class Host:
             command = f"{wait} {command}"
         argv = ["ssh", *self.options(), "-o", "ControlMaster=no", "--", self.address, command]
         try:
-            return subprocess.run(
+            done = subprocess.run(
                 argv, input=script, capture_output=True, text=True, timeout=timeout,
                 errors="replace",
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             raise ActuationError(f"no answer within {timeout:g} s", key=self.where()) from None
+        if lock is not None and done.returncode == LOCK_BUSY:
+            raise ActuationError(
+                f"~/{lock} stayed locked for {LOCK_WAIT_SECONDS} s: a write of another hone "
+                "process of this project is still running there",
+                key=self.where(),
+            )
+        return done
 
     def where(self) -> str:
         return f"host {self.name} ({self.address})"

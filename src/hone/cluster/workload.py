@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hone.cluster.fence import TAKEN_OVER, Fence
-from hone.cluster.ssh import LOCK_BUSY, LOCK_WAIT_SECONDS, Host, shell_failed, ssh_failed
+from hone.cluster.ssh import Host, shell_failed, ssh_failed
 from hone.errors import ActuationError
 
 #: Exit codes of the scripts below, each naming the step that failed.
@@ -107,9 +107,6 @@ def _call(
         raise ActuationError(failed, key=host.where())
     if lock is not None and done.returncode == _FENCED:
         raise ActuationError(f"workload left alone: {TAKEN_OVER}", key=host.where())
-    if lock is not None and done.returncode == LOCK_BUSY:
-        busy = f"~/{lock} stayed locked for {LOCK_WAIT_SECONDS} s"
-        raise ActuationError(f"workload left alone: {busy}", key=host.where())
     return done
 
 
