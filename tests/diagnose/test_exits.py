@@ -1,9 +1,11 @@
 """Processes too short for perf's samples: each followed process's event starts a full sampling
 period when the process does, so a script's 5 ms commands leave no sample; the CPU time perf
-writes as each ends (`perf record -s`) counts them, by program."""
+writes as each ends (`perf record -s`) counts them, by program, all but the one (per CPU) that
+ends holding perf's original events (hone.diagnose.exits says why)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from hone.diagnose.profile import Profile
 SCRIPT = 'for i in $(seq 40); do awk "BEGIN{for(i=0;i<200000;i++)s+=i}"; done'
 
 
-def test_each_ended_process_is_counted_though_none_was_sampled(tmp_path: Path) -> None:
+def test_the_ended_processes_are_counted_though_none_was_sampled(tmp_path: Path) -> None:
     data = tmp_path / "perf.data"
     argv = [*perf_record(), "-F", "99", "-e", "cpu-clock", "-g", "-s", "-o", str(data)]
     subprocess.run([*argv, "--", "sh", "-c", SCRIPT], check=True, capture_output=True)
@@ -24,7 +26,7 @@ def test_each_ended_process_is_counted_though_none_was_sampled(tmp_path: Path) -
                             capture_output=True, text=True, check=False).stdout  # fmt: skip
     assert "awk" not in script  # the samples hold none of them
     gone = [e for e in exits.ended(data).values() if e.comm == "awk"]
-    assert len(gone) == 40
+    assert 40 - (os.cpu_count() or 1) <= len(gone) <= 40  # one lost per CPU at most
     assert all(0 < e.cpu_s < 0.0101 for e in gone), gone
     assert 0.04 < sum(e.cpu_s for e in gone) < 2
 
