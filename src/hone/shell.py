@@ -456,11 +456,14 @@ def run(
     timeout: float | None = None,
     cwd: str | os.PathLike[str] | None = None,
     tracked: bool = False,
+    pass_fds: tuple[int, ...] = (),
 ) -> Result:
     """Run `sh -c command` in its own process group; on timeout the whole group is killed.
     `tracked`: a command that changes the system (a knob's set) is recorded while it runs, so
-    that after a kill of hone `restore` can stop it before putting values back."""
-    return run_argv(["/bin/sh", "-c", command], env=env, timeout=timeout, cwd=cwd, tracked=tracked)
+    that after a kill of hone `restore` can stop it before putting values back. `pass_fds`: file
+    descriptors the command inherits."""
+    argv = ["/bin/sh", "-c", command]
+    return run_argv(argv, env=env, timeout=timeout, cwd=cwd, tracked=tracked, pass_fds=pass_fds)
 
 
 def run_argv(
@@ -470,6 +473,7 @@ def run_argv(
     timeout: float | None = None,
     cwd: str | os.PathLike[str] | None = None,
     tracked: bool = False,
+    pass_fds: tuple[int, ...] = (),
 ) -> Result:
     """`run` for a program and its arguments (no shell parses them)."""
     started = time.monotonic()
@@ -478,6 +482,7 @@ def run_argv(
         "stderr": subprocess.PIPE,
         "env": {**os.environ, **(env or {})},
         "cwd": cwd,
+        "pass_fds": pass_fds,
     }
     if tracked:
         proc, record = start_tracked(argv, " ".join(argv), **options)

@@ -46,9 +46,8 @@ def _group(pgid: int) -> list[int]:
 def start() -> Iterator[Callable[..., subprocess.Popen]]:
     """Start a program for the test, in a process group of its own, and give it `settle`
     seconds (threads start, a JVM compiles). When the test ends every process of each group is
-    killed (a shell's two JVMs had outlived the shell, spinning for a minute beside the tests
-    that followed) and the perf maps jcmd had them write are removed (hone leaves a process it
-    attached to its own map)."""
+    killed, and gone before the next test starts (a shell's two JVMs had outlived the shell,
+    spinning for a minute beside the tests that followed)."""
     started: list[subprocess.Popen] = []
 
     def run(argv: list[str], settle: float) -> subprocess.Popen:
@@ -58,12 +57,30 @@ def start() -> Iterator[Callable[..., subprocess.Popen]]:
 
     yield run
     for program in started:
-        members = _group(program.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(program.pid, signal.SIGKILL)
         program.wait()
-        for pid in members:
-            Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+        deadline = time.monotonic() + 10
+        while _group(program.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the shell's children, reaped by init
+
+
+def _leftovers() -> set[Path]:
+    return {*Path("/tmp").glob("perf-*.map"), *Path("/tmp").glob(".java_pid*")}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def jvm_leftovers() -> Iterator[None]:
+    """The files a killed JVM leaves in /tmp, removed once the tests are done: the perf map jcmd
+    had it write (hone leaves a process it attached to its own map) and the socket it opened
+    for jcmd's and jstack's attach (.java_pidPID). Only those the tests made, of processes that
+    have ended."""
+    before = _leftovers()
+    yield
+    for path in _leftovers() - before:
+        pid = path.name.removeprefix(".java_pid").removeprefix("perf-").removesuffix(".map")
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            path.unlink(missing_ok=True)
 
 
 @pytest.fixture

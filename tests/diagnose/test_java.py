@@ -99,4 +99,3 @@ def test_a_held_jvm_survives_the_attach_tools(java_classes: Path) -> None:
     finally:
         program.kill()
         program.wait()
-        Path(f"/tmp/perf-{program.pid}.map").unlink(missing_ok=True)

@@ -48,7 +48,6 @@ def diagnosed(
         finally:
             program.kill()
             program.wait()
-            Path(f"/tmp/perf-{program.pid}.map").unlink(missing_ok=True)  # jcmd had it written
         assert run.returncode == 0, run.stderr
         done[name] = run, Diagnosis.load(folder / "diagnosis.hone"), folder
     return done

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -24,9 +25,13 @@ def test_out_is_substituted_safely_whatever_it_holds(tmp_path) -> None:
     value = extract(atune("echo '$out' | grep 'TPS' | awk '{print $2}'"), output, cwd=tmp_path)
     assert value == 1234.5
     assert not (tmp_path / "hone-pwned").exists()
-    import os
-
     assert not os.path.exists("/tmp/hone-pwned")
+
+
+def test_the_output_is_handed_over_in_memory_not_in_a_file(tmp_path) -> None:
+    """A hone killed while the command runs leaves no copy of the benchmark's output behind."""
+    where = atune('readlink "$HONE_OUT_FILE" | grep -c "^/memfd:hone-out "')
+    assert extract(where, "TPS: 1\n", cwd=tmp_path) == 1
 
 
 def test_out_of_megabytes(tmp_path) -> None:

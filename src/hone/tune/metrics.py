@@ -2,12 +2,13 @@
 
 A regex (hone's format) reads the output directly. An A-Tune `get` command with `$out` gets the
 output through a file, never pasted into the command, so any content is safe: quotes, `$`,
-backticks or megabytes."""
+backticks or megabytes. The file is an anonymous one in memory (memfd) that the command inherits,
+so a hone killed while the command runs leaves no copy of the output behind."""
 
 from __future__ import annotations
 
+import os
 import re
-import tempfile
 from pathlib import Path
 
 from hone import shell
@@ -52,11 +53,13 @@ def extract(
             )
         return parse_number(matches[-1].group(1), f"metric {metric.name}")
     assert metric.command is not None
-    with tempfile.NamedTemporaryFile("w", prefix="hone-out-", suffix=".txt") as handle:
+    with open(os.memfd_create("hone-out"), "w") as handle:
         handle.write(output)
         handle.flush()
         command = shell.render(metric.command, {"$out": '$(cat "${' + OUT_FILE_VARIABLE + '}")'})
-        result = shell.run(command, env={OUT_FILE_VARIABLE: handle.name}, timeout=timeout, cwd=cwd)
+        fd = handle.fileno()
+        result = shell.run(command, env={OUT_FILE_VARIABLE: f"/dev/fd/{fd}"}, timeout=timeout,
+                           cwd=cwd, pass_fds=(fd,))  # fmt: skip
     if result.timed_out:
         raise BenchmarkError(f"metric {metric.name}: command timed out after {timeout:g}s")
     if result.returncode != 0 and not result.stdout.strip():
