@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -110,3 +111,30 @@ def test_a_run_taken_over_by_a_restore_writes_nothing_more(tmp_path: Path, slow_
     assert (slow_host.data(0) / "slow.txt").read_text() == "c"
     assert all(o.outcome.ok for o in restore_project("fence"))
     assert (slow_host.data(0) / "slow.txt").read_text() == "a"
+
+
+def test_a_write_that_finds_the_lock_held_too_long_is_refused_naming_it(
+    tmp_path: Path, slow_host: Testbed, monkeypatch: pytest.MonkeyPatch
+):
+    """A second write of the project waits for the host's lock LOCK_WAIT_SECONDS, then gives up
+    in one line naming the lock, not with flock's bare exit code; the first write goes on."""
+    cluster = cluster_of(load_project(slow_project(tmp_path, slow_host)))
+    assert cluster is not None
+    cluster.prepare()
+    held = threading.Thread(target=cluster.apply, args=({"slow": "b"},))
+    held.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not (slow_host.data(0) / "started").exists():
+            assert time.monotonic() < deadline, "the first write never began"
+            time.sleep(0.02)
+        monkeypatch.setattr("hone.cluster.ssh.LOCK_WAIT_SECONDS", 1)
+        began = time.monotonic()
+        with pytest.raises(ActuationError, match=r"stayed locked for 1 s.*still running"):
+            cluster.hosts["h1"].run("true", lock=lock_file("fence"))
+        assert time.monotonic() - began < 20
+    finally:
+        (slow_host.data(0) / "gate").touch()
+        held.join(timeout=60)
+    assert (slow_host.data(0) / "slow.txt").read_text() == "b"
+    assert all(o.outcome.ok for o in restore_project("fence"))
