@@ -456,14 +456,11 @@ def run(
     timeout: float | None = None,
     cwd: str | os.PathLike[str] | None = None,
     tracked: bool = False,
-    pass_fds: tuple[int, ...] = (),
 ) -> Result:
     """Run `sh -c command` in its own process group; on timeout the whole group is killed.
     `tracked`: a command that changes the system (a knob's set) is recorded while it runs, so
-    that after a kill of hone `restore` can stop it before putting values back. `pass_fds`: file
-    descriptors the command inherits."""
-    argv = ["/bin/sh", "-c", command]
-    return run_argv(argv, env=env, timeout=timeout, cwd=cwd, tracked=tracked, pass_fds=pass_fds)
+    that after a kill of hone `restore` can stop it before putting values back."""
+    return run_argv(["/bin/sh", "-c", command], env=env, timeout=timeout, cwd=cwd, tracked=tracked)
 
 
 def run_argv(
@@ -475,7 +472,8 @@ def run_argv(
     tracked: bool = False,
     pass_fds: tuple[int, ...] = (),
 ) -> Result:
-    """`run` for a program and its arguments (no shell parses them)."""
+    """`run` for a program and its arguments (no shell parses them); `pass_fds`: file
+    descriptors it inherits."""
     started = time.monotonic()
     options: dict[str, Any] = {
         "stdout": subprocess.PIPE,

@@ -58,8 +58,8 @@ def extract(
         handle.flush()
         command = shell.render(metric.command, {"$out": '$(cat "${' + OUT_FILE_VARIABLE + '}")'})
         fd = handle.fileno()
-        result = shell.run(command, env={OUT_FILE_VARIABLE: f"/dev/fd/{fd}"}, timeout=timeout,
-                           cwd=cwd, pass_fds=(fd,))  # fmt: skip
+        argv, env = ["/bin/sh", "-c", command], {OUT_FILE_VARIABLE: f"/dev/fd/{fd}"}
+        result = shell.run_argv(argv, env=env, timeout=timeout, cwd=cwd, pass_fds=(fd,))
     if result.timed_out:
         raise BenchmarkError(f"metric {metric.name}: command timed out after {timeout:g}s")
     if result.returncode != 0 and not result.stdout.strip():
