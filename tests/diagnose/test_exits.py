@@ -1,7 +1,7 @@
-"""Processes too short for perf's samples: each followed process's event starts a full sampling
-period when the process does, so a script's 5 ms commands leave no sample; the CPU time perf
-writes as each ends (`perf record -s`) counts them, by program, all but the one (per CPU) that
-ends holding perf's original events (hone.diagnose.exits says why)."""
+"""Processes too short for perf's samples: each followed process's event starts a full
+sampling period when the process does, so a script's 5 ms commands leave (almost) no sample;
+the CPU time perf writes as each ends (`perf record -s`) counts them, by program, all but the
+one (per CPU) that ends holding perf's original events (hone.diagnose.exits says why)."""
 
 from __future__ import annotations
 
@@ -18,17 +18,19 @@ from hone.diagnose.profile import Profile
 SCRIPT = 'for i in $(seq 40); do awk "BEGIN{for(i=0;i<200000;i++)s+=i}"; done'
 
 
-def test_the_ended_processes_are_counted_though_none_was_sampled(tmp_path: Path) -> None:
+def test_the_ended_processes_are_counted_though_the_samples_missed_them(tmp_path: Path) -> None:
     data = tmp_path / "perf.data"
     argv = [*perf_record(), "-F", "99", "-e", "cpu-clock", "-g", "-s", "-o", str(data)]
     subprocess.run([*argv, "--", "sh", "-c", SCRIPT], check=True, capture_output=True)
     script = subprocess.run(["perf", "script", "-i", str(data), "-F", "comm"],
                             capture_output=True, text=True, check=False).stdout  # fmt: skip
-    assert "awk" not in script  # the samples hold none of them
     gone = [e for e in exits.ended(data).values() if e.comm == "awk"]
     assert 40 - (os.cpu_count() or 1) <= len(gone) <= 40  # one lost per CPU at most
-    assert all(0 < e.cpu_s < 0.0101 for e in gone), gone
-    assert 0.04 < sum(e.cpu_s for e in gone) < 2
+    assert all(0 < e.cpu_s < 0.05 for e in gone), gone
+    cpu = sum(e.cpu_s for e in gone)
+    assert 0.04 < cpu < 2
+    # none sampled on a quiet machine; a busy one shortens the inherited period, rarely
+    assert script.split().count("awk") < 99 * cpu / 4, script
 
 
 def test_the_profile_holds_them_by_program_name() -> None:
