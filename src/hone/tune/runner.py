@@ -25,6 +25,7 @@ from hone.errors import BenchmarkError, HoneError, HostUnreachable
 from hone.journal import Journal
 from hone.journal.settings import settings_locked
 from hone.optimizers import Optimizer, make_optimizer, start_first
+from hone.output import config_text
 from hone.project.model import Project
 from hone.space import Config, SearchSpace
 from hone.storage import StudyRecord, StudyStore
@@ -351,7 +352,7 @@ class Tuner:
         being about the line above it (the previous trial's)."""
         self.disturbed += 1
         self.reporter.note(
-            f"disturbed reading of {_params(run.config)} ({run.disturbed}): measured again"
+            f"disturbed reading of {config_text(run.config)} ({run.disturbed}): measured again"
         )
 
     def _check_quality(self, study: StudyRecord, runs: list[Measurement]) -> None:
@@ -517,7 +518,7 @@ class Tuner:
                 earlier, active = choice, [candidates.index(choice.best) + 1]
                 self.reporter.note(
                     f"close ({choice.gain}): more rounds, up to {plan.most}, for "
-                    + _params(choice.best or {})
+                    + config_text(choice.best or {})
                 )
 
     def _round_order(self, lineup: list[Config], members: list[int], last: list[int]) -> list[int]:
@@ -880,10 +881,6 @@ class Tuner:
             except Exception as record_error:
                 self.reporter.warn(f"{what} could not be recorded: {record_error}")
         return back
-
-
-def _params(config: Mapping[str, Any]) -> str:
-    return ", ".join(f"{name}={value}" for name, value in config.items())
 
 
 def _comparable(space: SearchSpace, config: Config) -> bool:
