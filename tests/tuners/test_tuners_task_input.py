@@ -532,3 +532,16 @@ def test_a_configuration_failing_more_often_than_it_runs_is_not_deployed(
     assert optimizer.recommend() == {"t": 2} and task.truth({"t": 2}) == 200.0
     optimizer.tell({"t": 4}, -210.0)
     assert optimizer.recommend() == {"t": 4}
+
+
+def test_a_knob_merged_from_another_is_read(tmp_path: Path) -> None:
+    """`b: {<<: *a}` (YAML's merge key) was "knobs.b.<<: not a key of a knob": the loader
+    that keeps every value's text did not apply merges."""
+    spec = YAML.replace("  a: {type: int,", "  a: &int {type: int,").replace(
+        "  m: {", "  b: {<<: *int, values: [5, 6]}\n  m: {"
+    )
+    rows = ["a,b,m,ops"] + [
+        f"{a},{b},{m},{a * b}" for a in (1, 2, 3) for b in (5, 6) for m in ("x", "y z")
+    ]
+    task = TabularTask(write(tmp_path, rows, spec.replace("{a: 1,", "{a: 1, b: 5,")))
+    assert task.space.domains["b"].values() == [5, 6] and task.optimum() == 18.0
