@@ -4,6 +4,7 @@ reads as one value."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -51,3 +52,45 @@ def test_values_that_hold_separators_are_quoted_where_a_configuration_is_named(
 def test_a_configuration_is_named_unambiguously() -> None:
     config = {"a": "x,y", "b": " pad ", "c": 'say "q"', "d": "", "e": "a b", "f": 2, "g": "k=v"}
     assert config_text(config) == ("a='x,y', b=' pad ', c='say \"q\"', d='', e=a b, f=2, g='k=v'")
+
+
+FLAKY = """\
+    name: flaky-winner
+    knobs:
+      mode:
+        type: categorical
+        values: [a, b]
+        shell: {get: "cat mode.val", set: "printf '%s' $value > mode.val"}
+    benchmark: {command: "sh bench.sh"}
+    metrics:
+      ops: {pattern: 'ops (\\d+)', direction: maximize}
+    tuning: {engine: random, budget: 2, baseline: 2, confirm: {candidates: 1, rounds: 2}, seed: 0}
+    """
+# b reads 150 against a's 100, and fails in every other run: a row of a tabular task that
+# fails as often as it runs, as a configuration that crashes its server half the time
+BENCH_FLAKY = """\
+if [ "$(cat mode.val)" = b ]; then
+  n=$(( $(cat runs 2>/dev/null || echo 0) + 1 )); echo $n > runs
+  [ $((n % 2)) -eq 0 ] && exit 1
+  echo "ops 150"
+else
+  echo "ops 100"
+fi
+"""
+
+
+def test_a_candidate_failing_in_more_confirmation_rounds_than_the_baseline_is_not_applied(
+    tmp_path: Path, hone_cli
+) -> None:
+    """b failed in every other confirmation round: the paired gain counted the rounds it ran
+    (+50 % each) and it was applied ("+50.0 % ± 0.0 %, 2 rounds"), a configuration that fails
+    half its runs. (A successful reading measured again as disturbed only makes b fail more.)"""
+    (tmp_path / "hone.yaml").write_text(textwrap.dedent(FLAKY))
+    (tmp_path / "bench.sh").write_text(BENCH_FLAKY)
+    (tmp_path / "mode.val").write_text("a")
+    tuned = hone_cli("tune", str(tmp_path), "--no-why")
+    assert tuned.returncode == 0, tuned.stderr
+    said = r"mode=b failed in \d+ of \d+ confirmation rounds, the baseline in 0: not applied"
+    assert re.search(said, tuned.stdout), tuned.stdout
+    assert "restored: no configuration could be confirmed" in tuned.stdout, tuned.stdout
+    assert (tmp_path / "mode.val").read_text() == "a"

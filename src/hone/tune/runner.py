@@ -484,6 +484,7 @@ class Tuner:
         choice, round_ = Choice(None, None, []), 0
         earlier: Choice | None = None
         order: list[int] = []
+        flaky: set[int] = set()
         while True:
             total = plan.planned if round_ < plan.planned else plan.most
             order = self._round_order(lineup, [0, *active], order)
@@ -502,7 +503,8 @@ class Tuner:
             spread = (self._spread(base), len(base) - 1)
             for index in active:
                 gains[index] = paired_gain(scores[index], scores[0], relative, level, spread)
-            confirmed = [(candidates[i - 1], gains[i]) for i in active]
+            flaky = self._flaky(candidates, scores, active, flaky)
+            confirmed = [(candidates[i - 1], gains[i]) for i in active if i not in flaky]
             choice = choose(self.project, baseline, confirmed, bool(self.options.allow_risk))
             if earlier is not None:  # extended: the one(s) set aside keep their earlier look
                 choice = carry(choice, earlier)
@@ -520,6 +522,29 @@ class Tuner:
                     f"close ({choice.gain}): more rounds, up to {plan.most}, for "
                     + config_text(choice.best or {})
                 )
+
+    def _flaky(
+        self,
+        candidates: list[Config],
+        scores: dict[int, list[float | None]],
+        active: list[int],
+        known: set[int],
+    ) -> set[int]:
+        """The candidates (indices) that failed in more confirmation rounds than the baseline:
+        never confirmed, each named once. Paired gains count the rounds where both ran, so a
+        configuration failing in every other round was confirmed by the rounds it survived,
+        and applied."""
+        failed = {i: sum(s is None for s in scores[i]) for i in [0, *active]}
+        flaky = set(known)
+        for index in active:
+            if failed[index] > failed[0] and index not in flaky:
+                flaky.add(index)
+                self.reporter.note(
+                    f"{config_text(candidates[index - 1])} failed in {failed[index]} of "
+                    f"{len(scores[index])} confirmation rounds, the baseline in {failed[0]}: "
+                    "not applied"
+                )
+        return flaky
 
     def _round_order(self, lineup: list[Config], members: list[int], last: list[int]) -> list[int]:
         """The order of one confirmation round. A workload that restarts for a configuration
