@@ -545,3 +545,21 @@ def test_a_knob_merged_from_another_is_read(tmp_path: Path) -> None:
     ]
     task = TabularTask(write(tmp_path, rows, spec.replace("{a: 1,", "{a: 1, b: 5,")))
     assert task.space.domains["b"].values() == [5, 6] and task.optimum() == 18.0
+
+
+def test_a_final_recommendation_in_a_failure_region_is_named_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """a=2 fails in every row but its last, the best reading: random deploys its luckiest
+    reading, a failure region, and the report's final gap read "inf %"."""
+    spec = (
+        "knobs:\n  a: {type: int, values: [1, 2]}\n"
+        "objective: {metric: ops, direction: maximize}\ndefault: {a: 1}\n"
+    )
+    rows = ["a,ops", "1,10", *["2,"] * 9, "2,99"]
+    report = tmp_path / "r.md"
+    argv = ["x", "--task", str(write(tmp_path, rows, spec)), "--tuners", "random"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--budget", "40", "--output", str(report)])
+    harness_main.main()
+    line = _rows(report, "random")[-1]  # the task's table, below the summaries
+    assert line.split(" | ")[-3] == "failure region" and "inf" not in line
