@@ -388,7 +388,8 @@ def write_report(
             cells.append(median_text([evals_to_measure(r, 0.02) for r in runs]))
             cells += [f"{np.median([r.regrets[b - 1] for r in runs]):.3f}" for b in marks]
             cells.append(f"{np.mean([np.mean(r.regrets) for r in runs]):.3f}")
-            cells.append(f"{100 * np.median([r.gaps[-1] for r in runs]):.1f} %")
+            final_gap = float(np.median([r.gaps[-1] for r in runs]))
+            cells.append(f"{100 * final_gap:.1f} %" if np.isfinite(final_gap) else "failure region")
             asks = [s for r in runs for s in r.ask_seconds]  # none if every run crashed
             cells.append(f"{1000 * np.median(asks):.1f}" if asks else "-")
             cells.append(f"{adjusted[tuner]:.3f}" if tuner in adjusted else "")

@@ -22,7 +22,8 @@ a tuner with no successful reading yet deploys nothing, and the default is score
 - *regret@b*: median normalised regret after b evaluations, (deployed - optimum) / (default -
   optimum), clipped to [0, 1] (if the default is the optimum: relative to the worst).
 - *AUC*: mean of the normalised regret curve (lower is better); *final gap*: median relative gap
-  of the last recommendation; *ms per ask*: median optimiser time per suggestion (ask + tell).
+  of the last recommendation (`failure region` where the median seed's is one: "inf %");
+  *ms per ask*: median optimiser time per suggestion (ask + tell).
 - *vs auto*: paired Wilcoxon signed-rank test of the final regrets over seeds (same seeds, same
   measurement draws), Holm-corrected per task. *Average rank*: rank of each tuner's median regret
   per task, averaged over tasks, with Friedman's test across tasks.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,21 @@ KEYS = {
     "a knob": ("type", "values"),
     "the objective": ("metric", "direction"),
 }
+
+
+class TextLoader(yaml.BaseLoader):
+    """Every value the text written (BaseLoader), merge keys applied as YAML's other loaders
+    apply them: `b: {<<: *a}`, a knob written once and merged into another, was a knob with no
+    type and no values."""
+
+    flatten_mapping = yaml.constructor.SafeConstructor.flatten_mapping
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        self.flatten_mapping(node)
+        return super().construct_mapping(node, deep)
+
+
+TextLoader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^<<$"), ["<"])
 
 
 class TaskError(ValueError):
@@ -41,7 +57,7 @@ class Where:
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.lines: dict[tuple[str, ...], int] = {}
-        self._note(yaml.compose(text, Loader=yaml.BaseLoader), ())
+        self._note(yaml.compose(text, Loader=TextLoader), ())
 
     def _note(self, node: yaml.Node | None, keys: tuple[str, ...]) -> None:
         for key, value in node.value if isinstance(node, yaml.MappingNode) else []:
@@ -80,7 +96,7 @@ def load_spec(path: Path) -> tuple[dict[str, Any], Where]:
     CSV holds; a knob's type says how its text reads."""
     text = read_text(path)
     try:
-        spec = yaml.load(text, Loader=yaml.BaseLoader)
+        spec = yaml.load(text, Loader=TextLoader)
         at = Where(path, text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark

@@ -108,6 +108,20 @@ def state_text(state: str, alive: bool | None) -> str:
     return f"{state} (stale)" if state == "running" and alive is False else state
 
 
+def config_text(config: dict[str, Any], separator: str = ", ") -> str:
+    """A configuration as `name=value` pairs; a text value that is empty, begins or ends in a
+    space, or holds a comma, an `=` or a quote is quoted (`mode='x,y'`): `mode=x,y,threads=1`
+    and `mode= pad ,threads=2` read as other configurations."""
+    return separator.join(f"{name}={_value_text(value)}" for name, value in config.items())
+
+
+def _value_text(value: Any) -> str:
+    if not isinstance(value, str):
+        return str(value)
+    plain = value and value == value.strip() and not any(c in value for c in ",='\"")
+    return value if plain else repr(value)
+
+
 def measured(metrics: dict[str, float], units: dict[str, str] | None = None) -> str:
     """`throughput=153,300 tps, latency=5.5 ms`: each metric with its unit where one is known."""
     units = units or {}

@@ -31,7 +31,9 @@
   a repeat differs.
 - It recommends the measured configuration with the best posterior mean plus one standard
   deviation: never the luckiest reading, and a configuration measured once must be clearly
-  better than the thrice-measured default to replace it.
+  better than the thrice-measured default to replace it. One that failed in more of its
+  trials than it ran is not recommended while another ran as often as it failed (the model
+  sees only successes: a flaky configuration's one good reading won).
 - Suggestions stay cheap: the model is trained on a capped window (the best and the most recent
   points), its hyperparameters are refitted only every few trials, and its small matrices run
   on one BLAS thread (threads only contend on a busy machine).
@@ -380,7 +382,7 @@ class Auto(Optimizer):
         if len(done) < 3 or self.exact:  # readings that never vary: the best one is the best
             return super().recommend()
         self._fit(done)
-        return dict(self._measured(done).best(CAUTION)[0])
+        return dict(self._measured(self.deployable()).best(CAUTION)[0])
 
     # -- the model -------------------------------------------------------------------------
 

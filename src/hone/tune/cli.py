@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from hone.cli.values import finite_float
 from hone.errors import HoneError
-from hone.output import one_line_text, output_console, print_json
+from hone.output import config_text, one_line_text, output_console, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -156,7 +156,7 @@ def worker(
         reporter.stop()
     console = output_console()
     if result.best is not None and result.best_gain is not None:
-        best = ", ".join(f"{k}={v}" for k, v in result.best.items())
+        best = config_text(result.best)
         console.print(f"best of the study: {best} ({result.best_gain:+.1f} %)", markup=False)
     where = "winner applied here" if result.outcome == "applied" else "knobs put back"
     if result.reason and "put back" in result.reason:  # it says so itself: not twice

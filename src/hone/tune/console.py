@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from hone.output import measured, output_console, same_rounds
+from hone.output import config_text, measured, output_console, same_rounds
 from hone.tune.confirm import noise_text
 from hone.tune.risk import risk_lines
 
@@ -185,7 +185,9 @@ class RichReporter(Reporter):
             outcome = f"{figures} ({self.gain(run.score or 0.0):+.1f} %)"
         label = {"search": f"trial {done}/{total}", "confirm": f"confirm round {done}/{total}"}
         prefix = label.get(self.current_phase, self.current_phase)
-        self.console.print(f"{prefix}: {escape(_params(run.config))} -> {outcome}", markup=True)
+        self.console.print(
+            f"{prefix}: {escape(config_text(run.config, ','))} -> {outcome}", markup=True
+        )
         if self.task is not None:
             self.progress.update(self.task, advance=1, best=self._best_text())
 
@@ -212,7 +214,7 @@ class RichReporter(Reporter):
         self.stop()
         self.console.print()
         if result.best is not None:
-            self.console.print(f"best: {_params(result.best)}", markup=False)
+            self.console.print(f"best: {config_text(result.best, ',')}", markup=False)
             self.console.print(f"      {measured(result.best_metrics, self.units)}")
             if result.confirm_baseline_metrics:
                 line = same_rounds(result.confirm_baseline_metrics, self.units)

@@ -25,6 +25,7 @@ from hone.errors import BenchmarkError, HoneError, HostUnreachable
 from hone.journal import Journal
 from hone.journal.settings import settings_locked
 from hone.optimizers import Optimizer, make_optimizer, start_first
+from hone.output import config_text
 from hone.project.model import Project
 from hone.space import Config, SearchSpace
 from hone.storage import StudyRecord, StudyStore
@@ -351,7 +352,7 @@ class Tuner:
         being about the line above it (the previous trial's)."""
         self.disturbed += 1
         self.reporter.note(
-            f"disturbed reading of {_params(run.config)} ({run.disturbed}): measured again"
+            f"disturbed reading of {config_text(run.config)} ({run.disturbed}): measured again"
         )
 
     def _check_quality(self, study: StudyRecord, runs: list[Measurement]) -> None:
@@ -483,6 +484,7 @@ class Tuner:
         choice, round_ = Choice(None, None, []), 0
         earlier: Choice | None = None
         order: list[int] = []
+        flaky: set[int] = set()
         while True:
             total = plan.planned if round_ < plan.planned else plan.most
             order = self._round_order(lineup, [0, *active], order)
@@ -501,7 +503,8 @@ class Tuner:
             spread = (self._spread(base), len(base) - 1)
             for index in active:
                 gains[index] = paired_gain(scores[index], scores[0], relative, level, spread)
-            confirmed = [(candidates[i - 1], gains[i]) for i in active]
+            flaky = self._flaky(candidates, scores, active, flaky)
+            confirmed = [(candidates[i - 1], gains[i]) for i in active if i not in flaky]
             choice = choose(self.project, baseline, confirmed, bool(self.options.allow_risk))
             if earlier is not None:  # extended: the one(s) set aside keep their earlier look
                 choice = carry(choice, earlier)
@@ -517,8 +520,31 @@ class Tuner:
                 earlier, active = choice, [candidates.index(choice.best) + 1]
                 self.reporter.note(
                     f"close ({choice.gain}): more rounds, up to {plan.most}, for "
-                    + _params(choice.best or {})
+                    + config_text(choice.best or {})
                 )
+
+    def _flaky(
+        self,
+        candidates: list[Config],
+        scores: dict[int, list[float | None]],
+        active: list[int],
+        known: set[int],
+    ) -> set[int]:
+        """The candidates (indices) that failed in more confirmation rounds than the baseline:
+        never confirmed, each named once. Paired gains count the rounds where both ran, so a
+        configuration failing in every other round was confirmed by the rounds it survived,
+        and applied."""
+        failed = {i: sum(s is None for s in scores[i]) for i in [0, *active]}
+        flaky = set(known)
+        for index in active:
+            if failed[index] > failed[0] and index not in flaky:
+                flaky.add(index)
+                self.reporter.note(
+                    f"{config_text(candidates[index - 1])} failed in {failed[index]} of "
+                    f"{len(scores[index])} confirmation rounds, the baseline in {failed[0]}: "
+                    "not applied"
+                )
+        return flaky
 
     def _round_order(self, lineup: list[Config], members: list[int], last: list[int]) -> list[int]:
         """The order of one confirmation round. A workload that restarts for a configuration
@@ -880,10 +906,6 @@ class Tuner:
             except Exception as record_error:
                 self.reporter.warn(f"{what} could not be recorded: {record_error}")
         return back
-
-
-def _params(config: Mapping[str, Any]) -> str:
-    return ", ".join(f"{name}={value}" for name, value in config.items())
 
 
 def _comparable(space: SearchSpace, config: Config) -> bool:

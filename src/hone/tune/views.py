@@ -12,7 +12,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hone.output import DataTable, measured, number, percent_gain, same_rounds, state_text
+from hone.output import (
+    DataTable,
+    config_text,
+    measured,
+    number,
+    percent_gain,
+    same_rounds,
+    state_text,
+)
 from hone.space import SearchSpace
 from hone.storage import StudyStore
 from hone.storage.store import RUNNING, StudyRecord, TrialRecord
@@ -99,9 +107,7 @@ def show_study(console: Console, name: str, storage: str | None) -> None:
         console.print(selection_text(attrs["selection"]), markup=False)
     result = attrs.get("result") or {}
     if result.get("best"):
-        console.print(
-            "best: " + ", ".join(f"{k}={v}" for k, v in result["best"].items()), markup=False
-        )
+        console.print("best: " + config_text(result["best"]), markup=False)
         metrics = result.get("best_metrics")
         if metrics:  # a shared study's decision has gains only, each worker's own
             console.print("      " + measured(metrics, units))
