@@ -9,7 +9,7 @@ from html import escape
 from pathlib import Path
 
 from hone.outfile import write_atomic
-from hone.output import measured, number
+from hone.output import config_text, measured, number
 from hone.paths import state_dir
 from hone.report.svg import Series, chart
 from hone.storage import StudyStore, TrialRecord
@@ -97,7 +97,7 @@ def _html(store: StudyStore, study) -> str:  # type: ignore[no-untyped-def]
         ("state", study.state),
         ("engine", attrs.get("engine", "")),
         ("baseline", baseline),
-        ("best", ", ".join(f"{k}={v}" for k, v in (result.get("best") or {}).items())),
+        ("best", config_text(result.get("best") or {})),
         ("best metrics", measured(result.get("best_metrics") or {}, units)),
         *(
             [("baseline in the same rounds", measured(result["confirm_baseline_metrics"], units))]

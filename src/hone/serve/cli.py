@@ -13,6 +13,7 @@ from rich.markup import escape
 from hone.errors import HoneError
 from hone.output import (
     DataTable,
+    config_text,
     help_settings,
     number,
     output_console,
@@ -284,7 +285,7 @@ def remote_show(
     if best.get("config"):
         console.print(
             f"best ({best['source']}): "
-            + ", ".join(f"{k}={v}" for k, v in best["config"].items())
+            + config_text(best["config"])
             + f"  gain {percent_gain(best.get('gain'))}",
             markup=False,  # configuration values as given: `[madvise]` is no markup tag
         )

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hone.errors import HoneError
-from hone.output import DataTable, print_json
+from hone.output import DataTable, config_text, print_json
 
 if TYPE_CHECKING:
     from hone.project.model import Knob, Metric
@@ -98,7 +98,7 @@ def check_project(
         f"apply {tuning.apply}"
     )
     for index, point in enumerate(tuning.start, 1):
-        values = ", ".join(f"{name}={value}" for name, value in point.items())
+        values = config_text(point)
         console.print(f"measured first ({index}): {values}", markup=False)
 
 

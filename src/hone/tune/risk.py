@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from hone.output import config_text
 from hone.space import Config
 from hone.tune.stats import Gain, gain_interval, gain_words
 
@@ -139,7 +140,7 @@ def risk_lines(record: dict[str, Any] | None) -> list[str]:
         if not entry:
             lines.append(f"{side} winner: none confirmed")
             continue
-        config = ", ".join(f"{k}={v}" for k, v in (entry["config"] or {}).items())
+        config = config_text(entry["config"] or {})
         gain = entry.get("gain")
         figure = gain_text(gain) if gain else "-"
         note = ""

@@ -68,7 +68,7 @@ def workers_text(workers: list[dict]) -> str:
 
 def selection_text(selection: dict) -> str:
     """`knobs kept: a, b; held: c=3, d=on` — the study's selection (`tuning: {select: ...}`)."""
-    held = ", ".join(f"{k}={v}" for k, v in selection.get("held", {}).items())
+    held = config_text(selection.get("held", {}))
     return f"knobs kept: {', '.join(selection.get('knobs', []))}; held: {held or 'none'}"
 
 
